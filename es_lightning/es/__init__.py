@@ -1,0 +1,36 @@
+"""Evolution Strategies core: seeded noise, reward normalisation, perturb/restore and the update.
+
+See :mod:`es_lightning.es.update` for the algorithm and :mod:`es_lightning.es.noise` for the
+determinism contract.
+"""
+
+from es_lightning.es.noise import noise_like, param_seed, seed_schedule
+from es_lightning.es.normalize import NORMALIZATIONS, Normalization, is_degenerate, normalize_rewards
+from es_lightning.es.update import (
+    Population,
+    apply_es_update,
+    assign_es_grad_,
+    es_direction,
+    kappa_pair,
+    member_coefficients,
+    perturb_,
+    restore_,
+)
+
+__all__ = [
+    "NORMALIZATIONS",
+    "Normalization",
+    "Population",
+    "apply_es_update",
+    "assign_es_grad_",
+    "es_direction",
+    "is_degenerate",
+    "kappa_pair",
+    "member_coefficients",
+    "noise_like",
+    "normalize_rewards",
+    "param_seed",
+    "perturb_",
+    "restore_",
+    "seed_schedule",
+]

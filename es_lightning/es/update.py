@@ -1,0 +1,279 @@
+"""One Evolution-Strategies update: population, perturb/restore, and the parameter step.
+
+Per update t (symbols as in the paper):
+
+1. Draw the population: member seeds from :func:`~es_lightning.es.noise.seed_schedule`, a pure
+   function of ``(run_seed, t)`` (:meth:`Population.sample`).
+2. For each member i: perturb θ ← θ + σ·ε_i (:func:`perturb_`), evaluate its reward R_i, restore θ
+   (:func:`restore_`).
+3. Normalise the rewards within the population, R → z (:func:`~es_lightning.es.normalize.normalize_rewards`:
+   ``zscore`` by default, ``rank`` or ``none``). If every R_i is equal the update is skipped
+   (:func:`member_coefficients` returns ``None``).
+4. Update θ ← θ + α·(1/N)·Σ_i z_i ε_i (:func:`apply_es_update`). The learning rate α absorbs the
+   1/σ of the textbook gradient estimator.
+
+Antithetic (two-point) sampling uses N/2 seeds: member 2j is θ + σε_j and member 2j+1 is θ − σε_j,
+so the direction is (1/N)·Σ_j (z_{2j} − z_{2j+1})·ε_j. In both cases the work is organised per
+*seed*: :func:`member_coefficients` folds the members into one coefficient c_s = Σ sign·z per seed,
+so each ε_s is regenerated once per tensor.
+
+Precision. The trainer keeps fp32 *master* weights; the serving copy (the model that generates)
+may be bf16/fp16. :func:`perturb_` computes master + sign·σ·ε in fp32 and casts once into the
+serving tensor; :func:`restore_` copies the master back with one cast. Restoring is therefore
+bit-exact whatever the serving dtype, however many members are evaluated; the naive
+``p.add_(σε); …; p.sub_(σε)`` in bf16 drifts. Noise is always generated on the *master* tensor's
+device, so perturbation and update agree on ε (CPU and CUDA generators differ; see
+:mod:`es_lightning.es.noise`).
+
+Using a torch optimizer. :func:`es_direction` returns Δ = (α/N)·Σ_s c_s ε_s without applying it;
+:func:`assign_es_grad_` sets ``p.grad = −Δ/α = −(1/N)·Σ_s c_s ε_s`` (a descent-convention
+gradient). Then ``torch.optim.SGD(params, lr=α).step()`` gives exactly plain ES
+(θ ← θ − α·grad = θ + Δ); ``torch.optim.Adam(params, lr=α)`` is an option that rescales the step
+per coordinate with moment estimates (it is no longer the plain ES estimator).
+
+Pairing diagnostic. :func:`kappa_pair` = Var_j(R(θ+σε_j) − R(θ−σε_j)) / Var_i(R_i). About 2 means
+the two members of a pair are uncoupled (the pairing does not cancel evaluation noise), below 1
+means the pairs cancel noise; NaN when Var(R) = 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from es_lightning.es.noise import noise_like, seed_schedule
+from es_lightning.es.normalize import Normalization, is_degenerate, normalize_rewards
+
+__all__ = [
+    "Population",
+    "member_coefficients",
+    "es_direction",
+    "apply_es_update",
+    "assign_es_grad_",
+    "perturb_",
+    "restore_",
+    "kappa_pair",
+]
+
+_MASTER_DTYPES = (torch.float32, torch.float64)
+
+
+@dataclass(frozen=True)
+class Population:
+    """The members of one ES update: member i evaluates θ + signs[i]·σ·ε_{seeds[i]}.
+
+    One-point: N distinct seeds, all signs +1. Antithetic: N/2 seeds, each twice in a row with
+    signs (+1, −1), i.e. members (2j, 2j+1) form a pair.
+    """
+
+    seeds: list[int]
+    signs: list[float]
+    antithetic: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.seeds) != len(self.signs):
+            raise ValueError(f"{len(self.seeds)} seeds but {len(self.signs)} signs")
+        if self.antithetic:
+            ok = len(self.seeds) % 2 == 0 and all(
+                self.seeds[2 * j] == self.seeds[2 * j + 1]
+                and self.signs[2 * j] == 1.0
+                and self.signs[2 * j + 1] == -1.0
+                for j in range(len(self.seeds) // 2)
+            )
+            if not ok:
+                raise ValueError("an antithetic population must list (seed, +1), (seed, -1) pairs")
+
+    @classmethod
+    def sample(cls, run_seed: int, step: int, population_size: int, antithetic: bool) -> Population:
+        """The population of update ``step``: a pure function of its arguments."""
+        if population_size < 1:
+            raise ValueError(f"population_size must be >= 1, got {population_size}")
+        if antithetic:
+            if population_size % 2 != 0:
+                raise ValueError(f"antithetic sampling needs an even population_size, got {population_size}")
+            base = seed_schedule(run_seed, step, population_size // 2)
+            seeds = [s for s in base for _ in range(2)]
+            signs = [1.0, -1.0] * (population_size // 2)
+            return cls(seeds=seeds, signs=signs, antithetic=True)
+        seeds = seed_schedule(run_seed, step, population_size)
+        return cls(seeds=seeds, signs=[1.0] * population_size, antithetic=False)
+
+    @property
+    def size(self) -> int:
+        """N, the number of members (evaluations)."""
+        return len(self.seeds)
+
+    def __len__(self) -> int:
+        return len(self.seeds)
+
+    @property
+    def members(self) -> list[tuple[int, float]]:
+        """(seed, sign) of every member, in evaluation order."""
+        return list(zip(self.seeds, self.signs, strict=True))
+
+
+def member_coefficients(
+    population: Population,
+    rewards: Sequence[float] | np.ndarray,
+    normalization: Normalization = "zscore",
+) -> dict[int, float] | None:
+    """Per-seed coefficients c_s = Σ_{members i with seed s} sign_i·z_i, or ``None`` if degenerate.
+
+    ``None`` (all rewards equal) means: skip this update and report it. The dict keeps the order in
+    which seeds first appear in the population.
+    """
+    r = np.asarray(rewards, dtype=np.float64)
+    if r.shape != (population.size,):
+        raise ValueError(f"expected {population.size} rewards, got shape {r.shape}")
+    if is_degenerate(r):
+        return None
+    z = normalize_rewards(r, normalization)
+    coeffs: dict[int, float] = {}
+    for seed, sign, zi in zip(population.seeds, population.signs, z, strict=True):
+        coeffs[seed] = coeffs.get(seed, 0.0) + float(sign) * float(zi)
+    return coeffs
+
+
+def _check_master(name: str, t: torch.Tensor) -> None:
+    if t.dtype not in _MASTER_DTYPES:
+        raise TypeError(
+            f"master tensor {name!r} has dtype {t.dtype}; ES master weights must be float32 (or "
+            "float64): accumulating updates in a low-precision copy loses them to rounding"
+        )
+
+
+def _direction_sum(name: str, ref: torch.Tensor, coeffs: Mapping[int, float]) -> torch.Tensor:
+    """Σ_s c_s·ε_s for one tensor, in float32 on ``ref``'s device (ε regenerated one at a time)."""
+    acc = torch.zeros(ref.shape, dtype=torch.float32, device=ref.device)
+    for seed, c in coeffs.items():
+        if c == 0.0:  # e.g. an antithetic pair with equal rewards
+            continue
+        acc.add_(noise_like(seed, name, ref.shape, ref.device), alpha=float(c))
+    return acc
+
+
+@torch.no_grad()
+def es_direction(
+    params: Mapping[str, torch.Tensor],
+    coeffs: Mapping[int, float],
+    lr: float,
+    population_size: int,
+) -> dict[str, torch.Tensor]:
+    """Δ = (α/N)·Σ_s c_s·ε_s per tensor (float32, on each tensor's device), without applying it.
+
+    Holds one fp32 tensor per parameter; prefer :func:`apply_es_update` (one tensor at a time)
+    unless Δ itself is needed.
+    """
+    if population_size < 1:
+        raise ValueError(f"population_size must be >= 1, got {population_size}")
+    scale = float(lr) / population_size
+    out: dict[str, torch.Tensor] = {}
+    for name, p in params.items():
+        _check_master(name, p)
+        out[name] = _direction_sum(name, p, coeffs).mul_(scale)
+    return out
+
+
+@torch.no_grad()
+def apply_es_update(
+    params: Mapping[str, torch.Tensor],
+    coeffs: Mapping[int, float],
+    lr: float,
+    population_size: int,
+) -> float:
+    """θ ← θ + (α/N)·Σ_s c_s·ε_s in place on the fp32 master tensors; returns ‖Δ‖₂ (global).
+
+    Works one tensor at a time (peak extra memory: two fp32 copies of the largest tensor). The
+    noise is regenerated on each tensor's own device.
+    """
+    if population_size < 1:
+        raise ValueError(f"population_size must be >= 1, got {population_size}")
+    scale = float(lr) / population_size
+    sq_norms: dict[torch.device, torch.Tensor] = {}
+    for name, p in params.items():
+        _check_master(name, p)
+        delta = _direction_sum(name, p, coeffs).mul_(scale)
+        p.add_(delta.to(p.dtype))
+        sq = torch.linalg.vector_norm(delta, dtype=torch.float64).square()
+        sq_norms[p.device] = sq_norms[p.device] + sq if p.device in sq_norms else sq
+    return math.sqrt(sum(float(v.item()) for v in sq_norms.values()))
+
+
+@torch.no_grad()
+def assign_es_grad_(
+    params: Mapping[str, torch.Tensor],
+    coeffs: Mapping[int, float],
+    population_size: int,
+) -> None:
+    """Set ``p.grad = −(1/N)·Σ_s c_s·ε_s`` (= −Δ/α) on every master tensor, for a torch optimizer.
+
+    ``torch.optim.SGD(params, lr=α).step()`` afterwards equals ``apply_es_update(..., lr=α)``.
+    """
+    if population_size < 1:
+        raise ValueError(f"population_size must be >= 1, got {population_size}")
+    for name, p in params.items():
+        _check_master(name, p)
+        p.grad = _direction_sum(name, p, coeffs).mul_(-1.0 / population_size).to(p.dtype)
+
+
+@torch.no_grad()
+def perturb_(
+    params: Mapping[str, torch.Tensor],
+    master: Mapping[str, torch.Tensor],
+    seed: int,
+    sign: float,
+    sigma: float,
+) -> None:
+    """Write θ = master + sign·σ·ε_seed into the serving tensors ``params`` (any float dtype).
+
+    Computed in fp32 from the master (noise on the master's device) and cast once with
+    ``copy_``; the serving tensors may live on another device or in bf16/fp16.
+    """
+    for name, p in params.items():
+        m = _master_for(name, p, master)
+        if p.device == m.device and p.untyped_storage().data_ptr() == m.untyped_storage().data_ptr():
+            raise ValueError(
+                f"serving tensor {name!r} shares memory with its master (e.g. made with .to() of the "
+                "same dtype); perturbing it would overwrite the master. Use a separate copy (.clone())."
+            )
+        eps = noise_like(seed, name, m.shape, m.device)
+        # Out of place: ``m.to(float32)`` is ``m`` itself for an fp32 master.
+        p.copy_(torch.add(m.to(torch.float32), eps, alpha=float(sign) * float(sigma)))
+
+
+@torch.no_grad()
+def restore_(params: Mapping[str, torch.Tensor], master: Mapping[str, torch.Tensor]) -> None:
+    """Copy the master back into the serving tensors (one cast): bit-exact for any serving dtype."""
+    for name, p in params.items():
+        p.copy_(_master_for(name, p, master))
+
+
+def _master_for(name: str, p: torch.Tensor, master: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    if name not in master:
+        raise KeyError(f"no master tensor for parameter {name!r}")
+    m = master[name]
+    if m.shape != p.shape:
+        raise ValueError(f"shape mismatch for {name!r}: serving {tuple(p.shape)} vs master {tuple(m.shape)}")
+    _check_master(name, m)
+    return m
+
+
+def kappa_pair(rewards: Sequence[float] | np.ndarray, population: Population) -> float:
+    """κ_pair = Var_j(R_{2j} − R_{2j+1}) / Var_i(R_i) (population variances); NaN if Var(R) = 0.
+
+    ≈2: the members of a pair are uncoupled; <1: pairing cancels evaluation noise.
+    """
+    if not population.antithetic:
+        raise ValueError("kappa_pair needs an antithetic population")
+    r = np.asarray(rewards, dtype=np.float64)
+    if r.shape != (population.size,):
+        raise ValueError(f"expected {population.size} rewards, got shape {r.shape}")
+    var_r = float(r.var())
+    if var_r == 0.0:
+        return float("nan")
+    diffs = r[0::2] - r[1::2]
+    return float(diffs.var()) / var_r

@@ -1,0 +1,162 @@
+"""Re-score saved completions: a JSONL file of dataset rows, each with its sampled completions.
+
+Each line is one dataset row in the task's own column format plus the completions sampled for it
+(every line the same number ``M >= 1``), and optionally the greedy completion::
+
+    {"question": "...", "answer": "... #### 18", "completions": ["...", "..."], "greedy": "..."}
+
+:func:`write_completions_file` writes that file during generation and :func:`score_completions_file`
+scores it later (after a verifier fix, say) into the same numbers as
+:func:`~es_lightning.evaluation.summary.summarize`. All completions of the file are verified in one
+:meth:`~es_lightning.tasks.base.Task.score_many` call, so tasks that execute code can batch them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from es_lightning.evaluation.summary import summarize
+from es_lightning.tasks.base import Task
+
+COMPLETIONS_KEY = "completions"
+GREEDY_KEY = "greedy"
+
+
+def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[int], list[list[str]], list[str] | None]:
+    """Rows (without the completion fields), their line numbers, completions per row and greedy ones."""
+    rows: list[dict[str, Any]] = []
+    line_nos: list[int] = []
+    completions: list[list[str]] = []
+    greedy: list[str] = []
+    first_line = 0
+    with path.open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            where = f"{path} line {line_no}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from e
+            if not isinstance(record, dict):
+                raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+            if COMPLETIONS_KEY not in record:
+                raise ValueError(f"{where}: missing {COMPLETIONS_KEY!r}; it has keys {sorted(record)}")
+            samples = record.pop(COMPLETIONS_KEY)
+            if not isinstance(samples, list) or not samples or not all(isinstance(s, str) for s in samples):
+                raise ValueError(f"{where}: {COMPLETIONS_KEY!r} must be a non-empty list of strings")
+            if completions and len(samples) != len(completions[0]):
+                raise ValueError(
+                    f"{where}: {len(samples)} completions but line {first_line} has "
+                    f"{len(completions[0])}; every line needs the same number"
+                )
+            has_greedy = GREEDY_KEY in record
+            if rows and has_greedy != (len(greedy) == len(rows)):
+                raise ValueError(f"{where}: {GREEDY_KEY!r} must be given on every line or on none")
+            if has_greedy:
+                g = record.pop(GREEDY_KEY)
+                if not isinstance(g, str):
+                    raise ValueError(f"{where}: {GREEDY_KEY!r} must be a string, got {type(g).__name__}")
+                greedy.append(g)
+            if not rows:
+                first_line = line_no
+            rows.append(record)
+            line_nos.append(line_no)
+            completions.append(samples)
+    if not rows:
+        raise ValueError(f"{path}: no rows (the file is empty)")
+    return rows, line_nos, completions, (greedy if greedy else None)
+
+
+def score_completions_file(task: Task, path: str | Path, ks: Sequence[int] | None = None) -> dict[str, float]:
+    """Score every completion of a completions file with ``task``'s verifier and summarise.
+
+    Args:
+        task: the task whose verifier scores the completions; rows are in its column format.
+        path: the JSONL file (see the module docstring).
+        ks: the ``k`` of ``pass@k``/``maj@k``; default ``1, ..., M``.
+
+    Returns:
+        :func:`~es_lightning.evaluation.summary.summarize` of the scores (with ``"greedy"`` when the
+        file has greedy completions).
+
+    Raises:
+        FileNotFoundError: when ``path`` does not exist.
+        ValueError: naming the line of bad JSON, a missing or malformed ``"completions"``, a
+            different number of completions, or a row lacking a column the task requires.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"score_completions_file: {str(path)!r} does not exist")
+    rows, line_nos, completions, greedy = _read_rows(path)
+    for row, line_no in zip(rows, line_nos, strict=True):
+        task.validate_row(row, where=f"{path} line {line_no}")
+    m = len(completions[0])
+    flat_completions = [c for samples in completions for c in samples]
+    flat_rows = [row for row in rows for _ in range(m)]
+    if greedy is not None:
+        flat_completions += greedy
+        flat_rows += rows
+    scores = task.score_many(flat_completions, flat_rows)
+    if len(scores) != len(flat_completions):
+        raise RuntimeError(
+            f"{type(task).__name__}.score_many returned {len(scores)} scores for {len(flat_completions)} completions"
+        )
+    n_sampled = len(rows) * m
+    per_prompt = [scores[p * m : (p + 1) * m] for p in range(len(rows))]
+    return summarize(per_prompt, ks=ks, greedy=scores[n_sampled:] if greedy is not None else None)
+
+
+def write_completions_file(
+    path: str | Path,
+    rows: Sequence[dict[str, Any]],
+    completions: Sequence[Sequence[str]],
+    greedy: Sequence[str] | None = None,
+) -> Path:
+    """Write rows with their completions as JSONL that :func:`score_completions_file` reads back.
+
+    Args:
+        path: the file to write (parent folders are created).
+        rows: dataset rows in the task's column format (JSON-serialisable values).
+        completions: per row, its ``M`` sampled completions (the same ``M`` for every row).
+        greedy: optional greedy completion per row.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: on mismatched lengths, a different ``M``, or a row already holding a
+            ``"completions"``/``"greedy"`` column (the row index is named).
+        TypeError: naming the row whose values are not JSON-serialisable.
+    """
+    if len(rows) != len(completions):
+        raise ValueError(f"write_completions_file: {len(rows)} rows but {len(completions)} completion lists")
+    if greedy is not None and len(greedy) != len(rows):
+        raise ValueError(f"write_completions_file: {len(rows)} rows but {len(greedy)} greedy completions")
+    if not rows:
+        raise ValueError("write_completions_file: no rows to write")
+    m = len(completions[0])
+    lines = []
+    for i, (row, samples) in enumerate(zip(rows, completions, strict=True)):
+        if len(samples) != m or m == 0:
+            raise ValueError(
+                f"write_completions_file: row {i} has {len(samples)} completions, row 0 has {m}; "
+                "every row needs the same number M >= 1"
+            )
+        clash = [key for key in (COMPLETIONS_KEY, GREEDY_KEY) if key in row]
+        if clash:
+            raise ValueError(f"write_completions_file: row {i} already has column(s) {clash}")
+        record = {**row, COMPLETIONS_KEY: list(samples)}
+        if greedy is not None:
+            record[GREEDY_KEY] = greedy[i]
+        try:
+            lines.append(json.dumps(record, ensure_ascii=False))
+        except TypeError as e:
+            raise TypeError(f"write_completions_file: row {i} is not JSON-serialisable: {e}") from e
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

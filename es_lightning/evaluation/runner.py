@@ -1,0 +1,91 @@
+"""Generation-mode evaluation: M samples per prompt at temperature T (+ greedy), scored by the task.
+
+The paper's protocol is M = 32 samples at T = 0.6, reporting the unbiased Pass@K for K in 1..M
+(see :mod:`es_lightning.evaluation.pass_at_k`), Maj@K and greedy accuracy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from es_lightning.evaluation.offline import write_completions_file
+from es_lightning.evaluation.summary import summarize
+from es_lightning.rollout.base import Rollout, SamplingConfig
+
+
+@dataclass
+class EvalConfig:
+    """How a model is evaluated on a task."""
+
+    num_samples: int = 32
+    """M: samples per prompt."""
+    temperature: float = 0.6
+    """Sampling temperature of the M samples."""
+    top_p: float = 1.0
+    """Nucleus sampling mass of the M samples."""
+    max_tokens: int = 1024
+    """Most new tokens per sample."""
+    ks: list[int] | None = None
+    """K values reported for pass@K and maj@K; ``None``: every K in 1..M."""
+    greedy: bool = True
+    """Also decode greedily once per prompt and report its accuracy."""
+    limit: int | None = None
+    """Evaluate only the first ``limit`` prompts of the test split."""
+    seed: int = 1234
+    """Sampling seed (the same seed and weights give the same samples)."""
+    stop: list[str] | None = field(default=None)
+    """Strings that end a sample."""
+
+    def __post_init__(self) -> None:
+        if self.num_samples < 1:
+            raise ValueError(f"EvalConfig.num_samples must be >= 1, got {self.num_samples}")
+        bad = [k for k in self.ks or [] if not 1 <= k <= self.num_samples]
+        if bad:
+            raise ValueError(f"EvalConfig.ks {bad} out of range 1..num_samples={self.num_samples}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"EvalConfig.limit must be >= 1, got {self.limit}")
+
+    def sampling(self) -> SamplingConfig:
+        return SamplingConfig(
+            n=self.num_samples,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+            stop=self.stop,
+        )
+
+
+@dataclass
+class EvalResult:
+    """One task's evaluation: the summary and what was generated."""
+
+    summary: dict[str, float]
+    rows: list[dict[str, Any]]
+    completions: list[list[str]]
+    greedy: list[str] | None
+
+    def write_completions(self, path: str | Path) -> Path:
+        return write_completions_file(path, self.rows, self.completions, greedy=self.greedy)
+
+
+def evaluate_rows(module: Any, rollout: Rollout, rows: list[dict[str, Any]], config: EvalConfig) -> EvalResult:
+    """Sample, verify and summarise ``rows`` with ``module``'s prompt format and task."""
+    if config.limit is not None:
+        rows = rows[: config.limit]
+    if not rows:
+        raise ValueError(f"evaluate: task {module.task.name!r} has no rows to evaluate")
+    prompts = module.encode(rows)
+    outputs = rollout.generate(prompts, config.sampling())
+    scores = module.score(rows, outputs)
+    completions = [[c.text for c in out.completions] for out in outputs]
+    greedy_scores = greedy_texts = None
+    if config.greedy:
+        greedy_sampling = SamplingConfig(n=1, temperature=0.0, max_tokens=config.max_tokens, stop=config.stop)
+        greedy_out = rollout.generate(prompts, greedy_sampling)
+        greedy_scores = [s[0] for s in module.score(rows, greedy_out)]
+        greedy_texts = [out.completions[0].text for out in greedy_out]
+    summary = summarize(scores, ks=config.ks, greedy=greedy_scores)
+    return EvalResult(summary=summary, rows=rows, completions=completions, greedy=greedy_texts)

@@ -1,0 +1,114 @@
+"""A tiny Qwen2-architecture causal LM with a character-level tokenizer, built locally.
+
+Nothing is downloaded: the tokenizer is a character vocabulary (printable ASCII plus newline and
+three special tokens) wrapped in ``PreTrainedTokenizerFast``, and the model is ``Qwen2ForCausalLM``
+from a small config with random weights drawn from a fixed seed. The folder it writes is a normal
+HF checkpoint that transformers and vLLM both serve. Head size is 64 because vLLM's CPU attention
+kernel refuses smaller heads.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+PAD, BOS, EOS = "<pad>", "<s>", "</s>"
+CHARS = list(string.printable[:95]) + ["\n"]  # digits, letters, punctuation, space, newline
+
+
+@dataclass(frozen=True)
+class TinyConfig:
+    """Size of the tiny model."""
+
+    hidden_size: int = 128
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 2
+    num_key_value_heads: int = 1
+    intermediate_size: int = 256
+    max_position_embeddings: int = 512
+    seed: int = 0
+    """Seed of the random initialisation (the same seed gives bit-identical weights)."""
+
+    def __post_init__(self) -> None:
+        head_dim, rest = divmod(self.hidden_size, self.num_attention_heads)
+        if rest or head_dim < 32:
+            raise ValueError(
+                f"TinyConfig: hidden_size/num_attention_heads must be an integer >= 32 "
+                f"(vLLM's CPU attention needs it); got {self.hidden_size}/{self.num_attention_heads}"
+            )
+
+
+def build_tokenizer():
+    """A character-level ``PreTrainedTokenizerFast`` (one token per character).
+
+    The vocabulary uses the byte-level alphabet of GPT-2/Qwen2 tokenizers (space is ``Ġ``, newline
+    ``Ċ``) with no merges, so the folder loads the same under ``PreTrainedTokenizerFast`` and under
+    the ``Qwen2Tokenizer`` that ``AutoTokenizer`` picks for a Qwen2 model.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers.pre_tokenizers import ByteLevel
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = ByteLevel.alphabet()
+    byte_to_char = _bytes_to_unicode()
+    chars = [byte_to_char[ord(c)] for c in CHARS]
+    assert all(c in alphabet for c in chars)
+    vocab = {tok: i for i, tok in enumerate([PAD, BOS, EOS, *chars])}
+    core = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=None, fuse_unk=False))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    core.decoder = decoders.ByteLevel()
+    core.add_special_tokens([PAD, BOS, EOS])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token=PAD, bos_token=BOS, eos_token=EOS, model_max_length=512
+    )
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable-character map (the byte-level BPE alphabet)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    chars, extra = list(keep), 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return dict(zip(keep, map(chr, chars)))
+
+
+def build_tiny_model(path: str | Path, config: TinyConfig | None = None) -> Path:
+    """Write a tiny random-initialised model and its tokenizer to ``path``; returns the path."""
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+
+    config = config or TinyConfig()
+    path = Path(path)
+    tokenizer = build_tokenizer()
+    model_config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=config.hidden_size,
+        intermediate_size=config.intermediate_size,
+        num_hidden_layers=config.num_hidden_layers,
+        num_attention_heads=config.num_attention_heads,
+        num_key_value_heads=config.num_key_value_heads,
+        max_position_embeddings=config.max_position_embeddings,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        torch_dtype="float32",
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        model = Qwen2ForCausalLM(model_config)
+    model.generation_config = GenerationConfig(
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path, safe_serialization=True)
+    tokenizer.save_pretrained(path)
+    (path / "tiny_config.json").write_text(__import__("json").dumps(asdict(config), indent=2))
+    return path

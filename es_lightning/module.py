@@ -1,0 +1,124 @@
+"""ReasoningModule: the model, its tokenizer, the prompt format and the task, shared by ES and GRPO.
+
+It knows nothing about the optimizer. It turns dataset rows into prompt token ids and scores the
+completions a rollout produced for them::
+
+    module = ReasoningModule(model="Qwen/Qwen2.5-1.5B-Instruct", task=GSM8K())
+    prompt_ids = module.encode(rows)                    # list[list[int]]
+    outputs = rollout.generate(prompt_ids, module.train_sampling)
+    scores = module.score(rows, outputs)               # list[list[Score]]  (prompt, sample)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from es_lightning.rollout.base import RolloutOutput, SamplingConfig
+from es_lightning.tasks.base import Score, Task
+
+DTypeName = Literal["auto", "float32", "bfloat16", "float16"]
+
+
+class ReasoningModule:
+    """What is trained and on what.
+
+    Args:
+        model: HF hub id or local folder of a causal LM.
+        task: the task (dataset + prompt + verifier).
+        tokenizer: tokenizer id/folder when it differs from ``model``.
+        dtype: weights' dtype; ``auto`` is bfloat16 on CUDA and float32 on CPU.
+        chat_template: ``auto`` uses the tokenizer's chat template when it has one; ``never``
+            always uses ``plain_template``.
+        plain_template: ``str.format`` template around the task's user message when no chat template
+            is used; fields ``system`` (may be empty) and ``prompt``.
+        train_sampling: sampling used for training rollouts.
+        max_prompt_tokens: prompts longer than this are refused with an error naming the row.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        task: Task,
+        tokenizer: str | None = None,
+        dtype: DTypeName = "auto",
+        chat_template: Literal["auto", "never"] = "auto",
+        plain_template: str = "{system}{prompt}\n",
+        train_sampling: SamplingConfig | None = None,
+        max_prompt_tokens: int = 2048,
+    ) -> None:
+        if not isinstance(task, Task):
+            raise TypeError(f"ReasoningModule: task must be a Task, got {type(task).__name__}")
+        if "{prompt}" not in plain_template:
+            raise ValueError(f"ReasoningModule: plain_template must contain '{{prompt}}', got {plain_template!r}")
+        self.model = str(model)
+        self.task = task
+        self.tokenizer_name = tokenizer or self.model
+        self.dtype_name = dtype
+        self.chat_template = chat_template
+        self.plain_template = plain_template
+        self.train_sampling = train_sampling or SamplingConfig()
+        self.max_prompt_tokens = max_prompt_tokens
+
+    def check_model_source(self) -> None:
+        """Fail early, naming the model, when a local-looking path does not exist."""
+        looks_local = self.model.startswith((".", "/", "~")) or Path(self.model).expanduser().exists()
+        if looks_local and not (Path(self.model).expanduser() / "config.json").is_file():
+            raise FileNotFoundError(f"ReasoningModule: model folder {self.model!r} has no config.json")
+
+    def torch_dtype(self, device: torch.device) -> torch.dtype:
+        if self.dtype_name == "auto":
+            return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+        return getattr(torch, self.dtype_name)
+
+    @cached_property
+    def tokenizer(self) -> Any:
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(self.tokenizer_name)
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        return tok
+
+    @property
+    def uses_chat_template(self) -> bool:
+        return self.chat_template == "auto" and bool(getattr(self.tokenizer, "chat_template", None))
+
+    def format_prompt(self, row: dict[str, Any]) -> str:
+        """The full prompt text for ``row`` (chat template applied when used)."""
+        user = self.task.prompt(row)
+        system = self.task.system_prompt
+        if self.uses_chat_template:
+            messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return self.plain_template.format(system=f"{system}\n" if system else "", prompt=user)
+
+    def encode(self, rows: Sequence[dict[str, Any]]) -> list[list[int]]:
+        """Prompt token ids for each row."""
+        encoded = []
+        for i, row in enumerate(rows):
+            text = self.format_prompt(row)
+            ids = self.tokenizer(text, add_special_tokens=not self.uses_chat_template)["input_ids"]
+            if len(ids) > self.max_prompt_tokens:
+                raise ValueError(
+                    f"ReasoningModule: prompt of row {i} has {len(ids)} tokens > max_prompt_tokens={self.max_prompt_tokens}"
+                )
+            encoded.append(list(ids))
+        return encoded
+
+    def score(self, rows: Sequence[dict[str, Any]], outputs: Sequence[RolloutOutput]) -> list[list[Score]]:
+        """Verify every completion; returns scores indexed ``[prompt][sample]``."""
+        if len(rows) != len(outputs):
+            raise ValueError(f"ReasoningModule.score: {len(rows)} rows but {len(outputs)} outputs")
+        flat_rows = [row for row, out in zip(rows, outputs) for _ in out.completions]
+        flat_texts = [c.text for out in outputs for c in out.completions]
+        flat = self.task.score_many(flat_texts, flat_rows)
+        scores, at = [], 0
+        for out in outputs:
+            scores.append(flat[at : at + len(out.completions)])
+            at += len(out.completions)
+        return scores

@@ -1,0 +1,180 @@
+"""Generation with transformers ``generate`` on any device (the fallback where vLLM is absent)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import torch
+from typing_extensions import override
+
+from es_lightning.es.weights import ESWeights, load_master, save_es_files
+from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig
+
+
+class HFRollout(Rollout):
+    """transformers ``generate`` behind the rollout contract.
+
+    Args:
+        batch_size: most sequences (prompts × n) generated in one ``generate`` call.
+    """
+
+    def __init__(self, batch_size: int = 64) -> None:
+        if batch_size < 1:
+            raise ValueError(f"HFRollout: batch_size must be >= 1, got {batch_size}")
+        self.batch_size = batch_size
+        self.model: torch.nn.Module | None = None
+        self.tokenizer = None
+        self.device = torch.device("cpu")
+
+    @override
+    def setup(self, model_path: str, device: torch.device, dtype: torch.dtype) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.device = torch.device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).to(self.device).eval()
+
+    @property
+    def _model(self) -> torch.nn.Module:
+        if self.model is None:
+            raise RuntimeError("HFRollout: call setup(model_path, device, dtype) before generating")
+        return self.model
+
+    @override
+    @torch.inference_mode()
+    def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[RolloutOutput]:
+        model, tok = self._model, self.tokenizer
+        eos = {tok.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
+        eos.discard(None)
+        pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        outputs = [RolloutOutput(prompt_token_ids=list(p)) for p in prompts]
+        per_call = max(1, self.batch_size // sampling.n)
+        for start in range(0, len(prompts), per_call):
+            chunk = prompts[start : start + per_call]
+            width = max(len(p) for p in chunk)
+            ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
+            mask = torch.zeros((len(chunk), width), dtype=torch.long)
+            for row, p in enumerate(chunk):  # left padding keeps the last prompt token adjacent
+                ids[row, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+                mask[row, width - len(p) :] = 1
+            greedy = sampling.temperature == 0
+            kwargs = dict(
+                input_ids=ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                max_new_tokens=sampling.max_tokens,
+                do_sample=not greedy,
+                num_return_sequences=sampling.n,
+                pad_token_id=pad_id,
+                eos_token_id=sorted(eos),
+                return_dict_in_generate=True,
+                output_logits=sampling.logprobs,
+            )
+            if not greedy:
+                kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+            else:
+                kwargs.update(temperature=None, top_p=None, top_k=None)
+            if sampling.stop:
+                kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
+            with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+                if sampling.seed is not None:
+                    torch.manual_seed(sampling.seed + start)
+                result = model.generate(**kwargs)
+            new = result.sequences[:, width:].cpu()  # (len(chunk) * n, T_new)
+            logps = None
+            if sampling.logprobs:
+                logits = torch.stack(result.logits, dim=1).float()  # (len(chunk) * n, T_new, V)
+                logps = torch.log_softmax(logits, -1).gather(-1, new[:, : logits.shape[1], None].to(logits.device))
+                logps = logps.squeeze(-1).cpu()
+            for j in range(new.shape[0]):
+                out = outputs[start + j // sampling.n]
+                out.completions.append(self._completion(new[j], None if logps is None else logps[j], eos, sampling))
+        return outputs
+
+    def _completion(
+        self, new_ids: torch.Tensor, logps: torch.Tensor | None, eos: set[int], sampling: SamplingConfig
+    ) -> Completion:
+        ids = new_ids.tolist()
+        finish = "length"
+        for pos, t in enumerate(ids):
+            if t in eos:  # the EOS token is kept, as vLLM does
+                ids, finish = ids[: pos + 1], "stop"
+                break
+        text = self.tokenizer.decode([t for t in ids if t not in eos], skip_special_tokens=True)
+        if sampling.stop:
+            cut = min((text.find(s) for s in sampling.stop if s in text), default=-1)
+            if cut >= 0:
+                text, finish = text[:cut], "stop"
+        return Completion(
+            text=text,
+            token_ids=ids,
+            logprobs=None if logps is None else logps[: len(ids)].tolist(),
+            finish_reason=finish,
+        )
+
+    @override
+    @torch.no_grad()
+    def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
+        params = dict(self._model.named_parameters())
+        for name, tensor in named_tensors:
+            if name not in params:
+                raise KeyError(f"HFRollout.load_weights: the model has no parameter {name!r}")
+            params[name].copy_(tensor.to(params[name].device, params[name].dtype))
+
+    @override
+    def checksum(self) -> float:
+        return float(sum(p.detach().double().sum().item() for p in self._model.parameters()))
+
+    # -- ES ----------------------------------------------------------------------------------
+    @override
+    def es_init(self, master_file: str | None = None, optimizer: str = "sgd") -> None:
+        params = dict(self._model.named_parameters())  # tied weights appear once
+        if master_file is None:
+            master = {n: p.detach().to(torch.float32, copy=True) for n, p in params.items()}
+        else:
+            master = load_master([master_file], self.device, names=set(params))
+            missing = sorted(set(params) - set(master))
+            if missing:
+                raise KeyError(f"HFRollout.es_init: {master_file} lacks {missing[:5]}")
+        dtype = next(iter(params.values())).dtype
+        self._es = ESWeights(master, self._write, dtype, optimizer=optimizer)  # type: ignore[arg-type]
+        self._es.restore()
+
+    @torch.no_grad()
+    def _write(self, named: Iterable[tuple[str, torch.Tensor]]) -> None:
+        params = dict(self._model.named_parameters())
+        for name, tensor in named:
+            params[name].copy_(tensor)
+
+    @property
+    def es(self) -> ESWeights:
+        if getattr(self, "_es", None) is None:
+            raise RuntimeError("HFRollout: call es_init() before ES operations")
+        return self._es
+
+    @override
+    def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
+        self.es.perturb(seed, sign, sigma)
+
+    @override
+    def es_restore(self) -> None:
+        self.es.restore()
+
+    @override
+    def es_update(self, coeffs: dict[int, float], lr: float, population_size: int) -> float:
+        return self.es.update(coeffs, lr, population_size)
+
+    @override
+    def es_checksum(self) -> float:
+        return self.es.checksum()
+
+    @override
+    def es_save(self, directory: str) -> None:
+        save_es_files(self.es, directory)
+
+    @override
+    def close(self) -> None:
+        self.model = None
+
+
+def _as_list(x: int | list[int] | None) -> list[int]:
+    return [] if x is None else list(x) if isinstance(x, (list, tuple)) else [x]

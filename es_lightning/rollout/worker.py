@@ -1,0 +1,125 @@
+"""Code that runs inside each vLLM worker process (``worker_extension_cls``).
+
+vLLM mixes this class into its worker; ``self.model_runner.model`` is the served torch model.
+The trainer reaches these methods with ``llm.collective_rpc(name, args=...)``. Only small things
+cross the process boundary (paths, seeds, scalars); weights travel through safetensors files.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_keep_cpu_weights_patched = False
+
+
+def _keep_cpu_linear_weights() -> None:
+    """vLLM's CPU backend repacks each linear weight for oneDNN and frees the original; weight
+    updates then have nowhere to go. Keep the originals (the packed copy is refreshed after every
+    write by :meth:`WorkerExtension._refresh_cpu_kernels`). Runs when vLLM imports this module in
+    its worker, before the model is loaded; does nothing off CPU."""
+    global _keep_cpu_weights_patched
+    if _keep_cpu_weights_patched:
+        return
+    from vllm.model_executor.layers import utils
+
+    original = utils.dispatch_cpu_unquantized_gemm
+
+    def dispatch_keeping_weight(layer: torch.nn.Module, remove_weight: bool) -> None:
+        original(layer, remove_weight=False)
+
+    dispatch_keeping_weight.original = original  # type: ignore[attr-defined]
+    utils.dispatch_cpu_unquantized_gemm = dispatch_keeping_weight
+    _keep_cpu_weights_patched = True
+
+
+try:
+    _keep_cpu_linear_weights()
+except ImportError:  # imported outside a vLLM install (docs, type checks)
+    pass
+
+
+class WorkerExtension:
+    """Weight access inside a vLLM worker."""
+
+    def _served_model(self) -> torch.nn.Module:
+        return self.model_runner.model  # type: ignore[attr-defined]
+
+    def load_weights_from_file(self, path: str) -> int:
+        """Load HF-named tensors from a safetensors file with the model's own weight loader
+        (which fuses q/k/v and gate/up and shards for tensor parallelism)."""
+        from safetensors.torch import load_file
+
+        tensors = load_file(path, device="cpu")
+        self._write(tensors.items())
+        return len(tensors)
+
+    def _write(self, named) -> None:
+        """Load HF-named tensors with the model's own loader, then refresh CPU kernels."""
+        self._served_model().load_weights(weights=named)
+        self._refresh_cpu_kernels()
+
+    def _refresh_cpu_kernels(self) -> None:
+        from vllm.platforms import current_platform
+
+        if not current_platform.is_cpu():
+            return
+        from vllm.model_executor.layers import utils
+
+        dispatch = getattr(utils.dispatch_cpu_unquantized_gemm, "original", utils.dispatch_cpu_unquantized_gemm)
+        for module in self._served_model().modules():
+            weight = getattr(module, "weight", None)
+            if (
+                hasattr(module, "cpu_linear")
+                and isinstance(weight, torch.Tensor)
+                and weight.ndim == 2
+                and weight.numel() > 0
+                and not getattr(module, "_cpu_skip_gemm_dispatch", False)
+            ):
+                dispatch(module, remove_weight=False)
+
+    def weights_checksum(self) -> float:
+        """Sum of every served weight in float64."""
+        return float(sum(p.detach().double().sum().item() for p in self._served_model().parameters()))
+
+    # -- ES: the centre lives here as fp32 master weights --------------------------------------
+    def es_init(self, model_path: str, master_file: str | None, optimizer: str) -> int:
+        from es_lightning.es.weights import ESWeights, load_master
+
+        model = self._served_model()
+        first = next(model.parameters())
+        files = [master_file] if master_file else _safetensors_files(model_path)
+        master = load_master(files, first.device)
+        self._es = ESWeights(master, self._write, first.dtype, optimizer=optimizer)  # type: ignore[arg-type]
+        self._es.restore()
+        return len(master)
+
+    def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
+        self._es.perturb(seed, sign, sigma)
+
+    def es_restore(self) -> None:
+        self._es.restore()
+
+    def es_update(self, coeffs: dict, lr: float, population_size: int) -> float:
+        return self._es.update({int(k): float(v) for k, v in coeffs.items()}, lr, population_size)
+
+    def es_checksum(self) -> float:
+        return self._es.checksum()
+
+    def es_save(self, directory: str) -> None:
+        from es_lightning.es.weights import save_es_files
+
+        save_es_files(self._es, directory)
+
+
+def _safetensors_files(model_path: str) -> list[str]:
+    from pathlib import Path
+
+    folder = Path(model_path)
+    if not folder.is_dir():
+        from huggingface_hub import snapshot_download
+
+        folder = Path(snapshot_download(model_path, allow_patterns=["*.safetensors"], local_files_only=True))
+    files = sorted(str(f) for f in folder.glob("*.safetensors") if not f.name.startswith("es_"))
+    if not files:
+        raise FileNotFoundError(f"ES: no *.safetensors weights in {folder}")
+    return files

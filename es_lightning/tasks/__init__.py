@@ -1,0 +1,32 @@
+"""Verifiable reasoning tasks: datasets, prompts and verifiers.
+
+Importing this package registers the built-in tasks; ``get_task(name, **kwargs)`` builds one by
+name and ``@register_task`` adds your own.
+"""
+
+from es_lightning.tasks.base import Score, Task
+from es_lightning.tasks.countdown import Countdown
+from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.gsm8k import GSM8K
+from es_lightning.tasks.hotpotqa import HotpotQA
+from es_lightning.tasks.math import MathTask
+from es_lightning.tasks.mbpp import MBPP
+from es_lightning.tasks.multiple_choice import GPQA, CommonsenseQA, MultipleChoice
+from es_lightning.tasks.registry import TASKS, get_task, register_task
+
+__all__ = [
+    "GPQA",
+    "MBPP",
+    "TASKS",
+    "CommonsenseQA",
+    "Countdown",
+    "DataSource",
+    "GSM8K",
+    "HotpotQA",
+    "MathTask",
+    "MultipleChoice",
+    "Score",
+    "Task",
+    "get_task",
+    "register_task",
+]

@@ -1,0 +1,109 @@
+"""The task contract: a dataset, a prompt for each row and a verifier for each completion.
+
+A task turns one dataset row (a ``dict`` of columns, in the dataset's own column format) into the
+user message the model answers, and scores a completion for that row with a verifier::
+
+    score = task.score(completion, row)      # Score(reward in [0, 1], answer for majority vote)
+
+``reward_fn(completions, **columns)`` is the same verifier in the signature TRL users know: one
+completion per row, every dataset column passed as a list aligned with ``completions``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from es_lightning.tasks.data import DataSource
+
+
+@dataclass(frozen=True)
+class Score:
+    """What a verifier says about one completion."""
+
+    reward: float
+    """Reward in [0, 1]; 1 means correct."""
+    answer: str | None
+    """The normalised final answer extracted from the completion (``None`` when none was found);
+    used by majority vote, so equal answers must compare equal as strings."""
+    extra: dict[str, float] = field(default_factory=dict)
+    """Further per-completion metrics a task wants logged (e.g. HotpotQA's token F1)."""
+
+
+class Task(ABC):
+    """A verifiable reasoning task.
+
+    Args:
+        train: where the training rows come from (``None`` for tasks that generate their own).
+        test: where the evaluation rows come from.
+        system_prompt: optional system message placed before the user message.
+        prompt_template: ``str.format`` template for the user message; the fields are the row's
+            columns plus ``question`` as built by :meth:`question`.
+    """
+
+    name: str = "task"
+    """Registered name; metric names use it (``eval/{name}/pass@{k}``)."""
+    default_template: str = "{question}"
+
+    def __init__(
+        self,
+        train: DataSource | None = None,
+        test: DataSource | None = None,
+        system_prompt: str | None = None,
+        prompt_template: str | None = None,
+    ) -> None:
+        self.train = train
+        self.test = test
+        self.system_prompt = system_prompt
+        self.prompt_template = prompt_template or self.default_template
+
+    # -- data ---------------------------------------------------------------------------------
+    def load(self, split: str = "train") -> list[dict[str, Any]]:
+        """Rows of ``split`` (``"train"`` or ``"test"``) with the column mapping applied."""
+        source = {"train": self.train, "test": self.test}.get(split)
+        if split not in ("train", "test"):
+            raise ValueError(f"{self.name}: unknown split {split!r}; use 'train' or 'test'")
+        if source is None:
+            raise ValueError(f"{self.name}: no {split!r} data source configured (set `{split}:` in the task)")
+        rows = source.load()
+        for i, row in enumerate(rows[:1]):
+            self.validate_row(row, where=f"{source.path} row {i}")
+        return rows
+
+    required_columns: tuple[str, ...] = ()
+    """Columns every row must have after the column mapping."""
+
+    def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
+        missing = [c for c in self.required_columns if c not in row]
+        if missing:
+            raise ValueError(
+                f"{self.name}: {where} lacks column(s) {missing}; it has {sorted(row)}. "
+                "Map the dataset's names with `column_map` in the data source."
+            )
+
+    # -- prompts ------------------------------------------------------------------------------
+    @abstractmethod
+    def question(self, row: dict[str, Any]) -> str:
+        """The problem statement of ``row`` as plain text."""
+
+    def prompt(self, row: dict[str, Any]) -> str:
+        """The user message for ``row`` (the chat template, if any, is applied by the module)."""
+        return self.prompt_template.format(**{**row, "question": self.question(row)})
+
+    # -- verification -------------------------------------------------------------------------
+    @abstractmethod
+    def score(self, completion: str, row: dict[str, Any]) -> Score:
+        """Verify one completion for ``row``."""
+
+    def reward_fn(self, completions: Sequence[str], **columns: Sequence[Any]) -> list[float]:
+        """Rewards in TRL's reward-function signature: ``(completions, **dataset_columns)``."""
+        rows = [{k: v[i] for k, v in columns.items()} for i in range(len(completions))]
+        return [self.score(c, r).reward for c, r in zip(completions, rows)]
+
+    def score_many(self, completions: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[Score]:
+        """Verify many completions (one row each); tasks that run code override it to batch."""
+        if len(completions) != len(rows):
+            raise ValueError(f"{self.name}: {len(completions)} completions for {len(rows)} rows")
+        return [self.score(c, r) for c, r in zip(completions, rows)]

@@ -1,0 +1,208 @@
+"""Countdown: reach a target number with + - * / over given numbers.
+
+Rows are ``{"nums": [int, ...], "target": int}``; generated ones also carry ``"solution"``, the
+expression they were built from, so every generated problem is solvable.
+
+Verification of a completion:
+
+1. the expression is the content of the **last** ``<answer>...</answer>`` (cut at its first ``=``
+   so ``"(3 + 5) * 2 = 16"`` counts as ``(3 + 5) * 2``); without answer tags, the **last line**
+   that is nothing but an arithmetic expression (digits, ``+ - * / × ÷``, parentheses, spaces;
+   surrounding ``$``/backticks/``**`` are ignored);
+2. it is parsed with :mod:`ast`, never evaluated as Python: only integer literals, binary ``+ - * /``,
+   unary ``-``/``+`` and parentheses are accepted;
+3. each literal must be one of ``nums``, used at most as often as it is given (not all must be used);
+4. it is evaluated exactly with :class:`fractions.Fraction`; division by zero is wrong.
+
+Reward 1 when the value equals ``target``, else 0. The majority-vote answer is the value of any
+valid expression (``"24"``, ``"7/2"``), so different correct expressions vote together.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import random
+import re
+from collections import Counter
+from fractions import Fraction
+from typing import Any
+
+from es_lightning.tasks.base import Score, Task
+from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.registry import register_task
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_EXPRESSION_LINE = re.compile(r"[\d\s+\-*/()×÷]*\d[\d\s+\-*/()×÷]*")
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+_MAX_EXPRESSION_CHARS = 1000
+
+
+def extract_expression(completion: str) -> str | None:
+    """The expression a completion answers with (rule 1 of the module docstring), or ``None``."""
+    tags = _ANSWER_TAG.findall(completion)
+    if tags:
+        return tags[-1].split("=", 1)[0].strip() or None
+    for line in reversed(completion.splitlines()):
+        candidate = line.strip().strip("$`*").strip()
+        if candidate and _EXPRESSION_LINE.fullmatch(candidate):
+            return candidate
+    return None
+
+
+def evaluate(expression: str, nums: list[int]) -> Fraction:
+    """Exact value of ``expression`` built only from ``nums`` (rules 2 and 3 of the module docstring).
+
+    Raises:
+        ValueError: the expression is no plain arithmetic, or uses a number not available.
+        ZeroDivisionError: it divides by zero.
+    """
+    if len(expression) > _MAX_EXPRESSION_CHARS:
+        raise ValueError(f"expression longer than {_MAX_EXPRESSION_CHARS} characters")
+    try:
+        tree = ast.parse(expression.replace("×", "*").replace("÷", "/"), mode="eval")
+    except SyntaxError as err:
+        raise ValueError(f"not an arithmetic expression: {expression!r}") from err
+    literals: list[int] = []
+
+    def value(node: ast.AST) -> Fraction:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            literals.append(node.value)
+            return Fraction(node.value)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return _BINARY[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            operand = value(node.operand)
+            return -operand if isinstance(node.op, ast.USub) else operand
+        raise ValueError(f"{type(node).__name__} is not allowed in a countdown expression")
+
+    result = value(tree.body)
+    unavailable = Counter(literals) - Counter(nums)
+    if unavailable:
+        raise ValueError(f"uses {sorted(unavailable.elements())} beyond the given numbers {nums}")
+    return result
+
+
+def _format_value(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+
+
+@register_task
+class Countdown(Task):
+    """Countdown arithmetic puzzles, generated with a seed or read from a data source.
+
+    Generation: draw ``num_numbers`` integers in ``[1, max_number]``, then repeatedly combine two
+    random pool entries with a random operation (``-`` only when the result is positive, ``/`` only
+    when exact) until one value is left; that value is the target if it lies in
+    ``[1, max_target]``, else the draw is retried. Problems are unique by (sorted numbers, target);
+    the first ``n_test`` form the test split and the next ``n_train`` the train split, so the two
+    never overlap.
+
+    Args:
+        train: training rows with columns ``nums`` and ``target``; ``None`` generates them.
+        test: evaluation rows; ``None`` generates them.
+        system_prompt: optional system message.
+        prompt_template: ``str.format`` template of the user message (fields: the row's columns).
+        num_numbers: numbers per generated problem.
+        max_number: largest generated number.
+        max_target: largest generated target.
+        n_train: generated training problems.
+        n_test: generated test problems.
+        seed: generator seed.
+    """
+
+    name = "countdown"
+    required_columns = ("nums", "target")
+
+    def __init__(
+        self,
+        train: DataSource | None = None,
+        test: DataSource | None = None,
+        system_prompt: str | None = None,
+        prompt_template: str | None = None,
+        num_numbers: int = 4,
+        max_number: int = 100,
+        max_target: int = 1000,
+        n_train: int = 10000,
+        n_test: int = 500,
+        seed: int = 0,
+    ) -> None:
+        sizes = {"num_numbers": (num_numbers, 2), "max_number": (max_number, 1), "max_target": (max_target, 1)}
+        sizes |= {"n_train": (n_train, 0), "n_test": (n_test, 0)}
+        for arg, (given, low) in sizes.items():
+            if given < low:
+                raise ValueError(f"countdown: {arg} must be at least {low}, got {given}")
+        super().__init__(train, test, system_prompt, prompt_template)
+        self.num_numbers, self.max_number, self.max_target = num_numbers, max_number, max_target
+        self.n_train, self.n_test, self.seed = n_train, n_test, seed
+
+    # -- data ---------------------------------------------------------------------------------
+    def load(self, split: str = "train") -> list[dict[str, Any]]:
+        """Rows of ``split``: from its data source when one is set, else generated."""
+        if split not in ("train", "test"):
+            raise ValueError(f"countdown: unknown split {split!r}; use 'train' or 'test'")
+        if {"train": self.train, "test": self.test}[split] is not None:
+            return super().load(split)
+        rows = self.generate(self.n_test + (self.n_train if split == "train" else 0))
+        return rows[self.n_test :] if split == "train" else rows
+
+    def _draw(self, rng: random.Random) -> dict[str, Any] | None:
+        nums = [rng.randint(1, self.max_number) for _ in range(self.num_numbers)]
+        pool = [(Fraction(n), str(n)) for n in nums]
+        while len(pool) > 1:
+            (a, ea), (b, eb) = (pool.pop(rng.randrange(len(pool))) for _ in range(2))
+            if a < b:
+                (a, ea), (b, eb) = (b, eb), (a, ea)
+            options = [(a + b, f"{ea} + {eb}"), (a * b, f"{ea} * {eb}")]
+            if a > b:
+                options.append((a - b, f"{ea} - {eb}"))
+            if (a / b).denominator == 1:
+                options.append((a / b, f"{ea} / {eb}"))
+            value, expression = rng.choice(options)
+            pool.append((value, f"({expression})"))
+        target, solution = pool[0]
+        if not 1 <= target <= self.max_target:
+            return None
+        return {"nums": nums, "target": int(target), "solution": solution[1:-1]}
+
+    def generate(self, n: int) -> list[dict[str, Any]]:
+        """The first ``n`` unique problems of this task's seeded stream (module rules above)."""
+        rng = random.Random(self.seed)
+        rows: list[dict[str, Any]] = []
+        seen: set[tuple[tuple[int, ...], int]] = set()
+        for _ in range(100 * n + 1000):
+            if len(rows) == n:
+                return rows
+            row = self._draw(rng)
+            if row is None:
+                continue
+            key = (tuple(sorted(row["nums"])), row["target"])
+            if key not in seen:
+                seen.add(key)
+                rows.append(row)
+        if len(rows) == n:
+            return rows
+        raise ValueError(
+            f"countdown: found only {len(rows)} distinct problems of the {n} asked for with "
+            f"num_numbers={self.num_numbers}, max_number={self.max_number}, max_target={self.max_target}"
+        )
+
+    # -- prompts and verification -------------------------------------------------------------
+    def question(self, row: dict[str, Any]) -> str:
+        nums = ", ".join(str(n) for n in row["nums"])
+        return (
+            f"Using the numbers [{nums}], create an expression that equals {row['target']}. "
+            "You may use +, -, * and / and parentheses, and each number at most once. "
+            "Show your work, then give only the expression in <answer> </answer> tags, "
+            "for example <answer>(1 + 2) / 3</answer>."
+        )
+
+    def score(self, completion: str, row: dict[str, Any]) -> Score:
+        expression = extract_expression(completion)
+        if expression is None:
+            return Score(reward=0.0, answer=None)
+        try:
+            value = evaluate(expression, [int(n) for n in row["nums"]])
+        except (ValueError, ZeroDivisionError, RecursionError):
+            return Score(reward=0.0, answer=None)
+        return Score(reward=float(value == int(row["target"])), answer=_format_value(value))

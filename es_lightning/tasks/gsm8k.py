@@ -1,0 +1,119 @@
+"""GSM8K: grade-school maths word problems with a single numeric answer.
+
+The gold solution ends with ``#### <number>``; a completion is graded by the number it gives:
+
+* answer extraction: the text after the **last** ``####`` of the completion (its first number, or the
+  text itself when it holds none); without ``####``, the **last** number anywhere in the completion;
+* normalisation: drop ``,``, ``$`` and whitespace, a trailing ``.``, and trailing zeros after the
+  decimal point (``"1,234.00" -> "1234"``, ``"$5" -> "5"``, ``"-3.50" -> "-3.5"``);
+* reward: ``1.0`` when the normalised answer equals the normalised gold (numerically, when both are
+  numbers), else ``0.0``.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from es_lightning.tasks.base import Score, Task
+from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.registry import register_task
+
+_NUMBER = re.compile(r"(?:(?<![\w)\]])-)?\$?\s?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
+"""A number: optional ``-`` (not when it follows a word or bracket, i.e. a minus sign), optional ``$``,
+digits with ``,`` separators and an optional decimal part."""
+_MARKER = "####"
+
+
+def normalize_number(text: str) -> str:
+    """Canonical form of a numeric answer string (see the module docstring for the rules).
+
+    Numbers come back in plain decimal notation without trailing zeros (``"12.50" -> "12.5"``,
+    ``"-0" -> "0"``); text that is no number comes back with only the clean-up applied.
+    """
+    cleaned = re.sub(r"[\s,$]", "", text).rstrip(".")
+    try:
+        value = Decimal(cleaned)
+    except InvalidOperation:
+        return cleaned
+    if not value.is_finite():
+        return cleaned
+    if value == 0:
+        return "0"
+    return format(value.normalize(), "f")
+
+
+def extract_answer(text: str) -> str | None:
+    """The normalised final answer of a solution or completion, or ``None`` when it gives none.
+
+    After the last ``####``: its first number, else its first line as text. Without ``####``: the
+    last number in ``text``.
+    """
+    if _MARKER in text:
+        tail = text.rsplit(_MARKER, 1)[1].strip()
+        match = _NUMBER.search(tail)
+        if match:
+            return normalize_number(match.group())
+        first_line = tail.splitlines()[0] if tail else ""
+        return normalize_number(first_line) or None
+    numbers = _NUMBER.findall(text)
+    return normalize_number(numbers[-1]) if numbers else None
+
+
+def answers_match(answer: str, gold: str) -> bool:
+    """Whether two normalised answers agree: numerically when both are numbers, else as strings."""
+    try:
+        return Decimal(answer) == Decimal(gold)
+    except InvalidOperation:
+        return answer == gold
+
+
+@register_task
+class GSM8K(Task):
+    """GSM8K (Cobbe et al. 2021): rows ``question`` and ``answer`` (a worked solution ending in
+    ``#### <number>``).
+
+    Args:
+        train: training rows; ``None`` uses ``openai/gsm8k`` (``main``) split ``train``.
+        test: evaluation rows; ``None`` uses ``openai/gsm8k`` (``main``) split ``test``.
+        system_prompt: optional system message.
+        prompt_template: ``str.format`` template of the user message (fields: the row's columns).
+    """
+
+    name = "gsm8k"
+    default_template = (
+        "{question}\n\nSolve the problem step by step. "
+        'Finish with the final answer on its own line in the form "#### <number>".'
+    )
+    required_columns = ("question", "answer")
+
+    def __init__(
+        self,
+        train: DataSource | None = None,
+        test: DataSource | None = None,
+        system_prompt: str | None = None,
+        prompt_template: str | None = None,
+    ) -> None:
+        super().__init__(
+            train=train or DataSource(path="openai/gsm8k", name="main", split="train"),
+            test=test or DataSource(path="openai/gsm8k", name="main", split="test"),
+            system_prompt=system_prompt,
+            prompt_template=prompt_template,
+        )
+
+    def question(self, row: dict[str, Any]) -> str:
+        return str(row["question"])
+
+    def gold(self, row: dict[str, Any]) -> str:
+        """The normalised gold answer of ``row`` (its ``answer`` column)."""
+        gold = extract_answer(str(row["answer"]))
+        if gold is None:
+            raise ValueError(f"gsm8k: the row's gold answer {str(row['answer'])[-80:]!r} gives no answer")
+        return gold
+
+    def score(self, completion: str, row: dict[str, Any]) -> Score:
+        answer = extract_answer(completion)
+        if answer is None:
+            return Score(reward=0.0, answer=None)
+        return Score(reward=float(answers_match(answer, self.gold(row))), answer=answer)

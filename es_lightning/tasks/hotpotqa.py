@@ -1,0 +1,127 @@
+"""HotpotQA: multi-hop question answering with a short free-text answer.
+
+* answer extraction: the text after the **last** ``Answer:`` (case-insensitive) up to the end of
+  its line; without one, the last non-empty line. Markdown ``**`` and ``\\boxed{}`` wrappers are
+  removed;
+* normalisation (SQuAD): lowercase, drop punctuation, drop the articles *a*, *an*, *the*, collapse
+  whitespace;
+* reward: exact match of the normalised answer with the normalised gold (1/0);
+  ``Score.extra["f1"]`` is the SQuAD token F1,
+  ``F1 = 2PR / (P + R)`` with ``P = common / |pred tokens|`` and ``R = common / |gold tokens|``,
+  ``common`` counting shared tokens with multiplicity (0 when either side is empty, except 1 when
+  both are; ``yes``/``no``/``noanswer`` golds score F1 only by exact match, as in the official script);
+* majority-vote answer: the normalised answer.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from typing import Any
+
+from es_lightning.tasks.base import Score, Task
+from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.registry import register_task
+
+_ANSWER = re.compile(r"answer\s*:", re.IGNORECASE)
+_PUNCTUATION = set(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD answer normalisation (lowercase, no punctuation, no articles, single spaces)."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def extract_answer(completion: str) -> str | None:
+    """The raw answer text of ``completion`` (module rules), or ``None`` when it is empty."""
+    matches = list(_ANSWER.finditer(completion))
+    if matches:
+        text = completion[matches[-1].end() :].strip().split("\n", 1)[0]
+    else:
+        lines = [line for line in completion.splitlines() if line.strip()]
+        text = lines[-1] if lines else ""
+    boxed = re.fullmatch(r"\s*\\boxed\{(.*)\}\s*\.?\s*", text)
+    text = (boxed.group(1) if boxed else text).replace("**", "").strip()
+    return text or None
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """SQuAD token F1 between two raw answers (formula in the module docstring)."""
+    pred_norm, gold_norm = normalize_answer(prediction), normalize_answer(gold)
+    if pred_norm in ("yes", "no", "noanswer") or gold_norm in ("yes", "no", "noanswer"):
+        return float(pred_norm == gold_norm)
+    pred_tokens, gold_tokens = pred_norm.split(), gold_norm.split()
+    if not pred_tokens or not gold_tokens:
+        return float(pred_tokens == gold_tokens)
+    common = sum((Counter(pred_tokens) & Counter(gold_tokens)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred_tokens), common / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _format_context(context: Any) -> str:
+    """Context as text: a string as is; HotpotQA's ``{"title", "sentences"}`` dict or its
+    ``[[title, sentences], ...]`` list as one ``title: sentences`` paragraph per document."""
+    if context is None or isinstance(context, str):
+        return context or ""
+    if isinstance(context, dict) and {"title", "sentences"} <= set(context):
+        pairs = list(zip(context["title"], context["sentences"]))
+    elif isinstance(context, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in context):
+        pairs = [(title, sentences) for title, sentences in context]
+    else:
+        raise ValueError(
+            "hotpotqa: 'context' must be a string, a {'title', 'sentences'} dict or a list of "
+            f"[title, sentences] pairs; got {type(context).__name__}"
+        )
+    return "\n\n".join(
+        f"{title}: {s if isinstance(s, str) else ''.join(s)}".strip() for title, s in pairs
+    )
+
+
+@register_task
+class HotpotQA(Task):
+    """HotpotQA (Yang et al. 2018): rows ``question``, ``answer`` and optionally ``context``.
+
+    Args:
+        train: training rows; ``None`` uses ``hotpotqa/hotpot_qa`` config ``distractor`` split
+            ``train``.
+        test: evaluation rows; ``None`` uses the same config's split ``validation``.
+        system_prompt: optional system message.
+        prompt_template: ``str.format`` template of the user message (fields: the row's columns).
+    """
+
+    name = "hotpotqa"
+    default_template = (
+        "{question}\n\nThink step by step, then give a short final answer (a few words) on the "
+        'last line as "Answer: <answer>".'
+    )
+    required_columns = ("question", "answer")
+
+    def __init__(
+        self,
+        train: DataSource | None = None,
+        test: DataSource | None = None,
+        system_prompt: str | None = None,
+        prompt_template: str | None = None,
+    ) -> None:
+        def hub(split: str) -> DataSource:
+            return DataSource(path="hotpotqa/hotpot_qa", name="distractor", split=split)
+
+        super().__init__(train or hub("train"), test or hub("validation"), system_prompt, prompt_template)
+
+    def question(self, row: dict[str, Any]) -> str:
+        context = _format_context(row.get("context"))
+        question = str(row["question"]).strip()
+        return f"{context}\n\nQuestion: {question}" if context else question
+
+    def score(self, completion: str, row: dict[str, Any]) -> Score:
+        answer = extract_answer(completion)
+        if answer is None:
+            return Score(reward=0.0, answer=None, extra={"f1": 0.0})
+        gold = str(row["answer"])
+        exact = normalize_answer(answer) == normalize_answer(gold)
+        return Score(reward=float(exact), answer=normalize_answer(answer), extra={"f1": token_f1(answer, gold)})

