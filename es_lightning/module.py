@@ -28,7 +28,8 @@ class ReasoningModule:
     """What is trained and on what.
 
     Args:
-        model: HF hub id or local folder of a causal LM.
+        model: HF hub id or local folder of a causal LM, or a built-in name
+            (``es-lightning/tiny-random``; see :mod:`es_lightning.models.registry`).
         task: the task (dataset + prompt + verifier).
         tokenizer: tokenizer id/folder when it differs from ``model``.
         dtype: weights' dtype; ``auto`` is bfloat16 on CUDA and float32 on CPU.
@@ -55,7 +56,9 @@ class ReasoningModule:
             raise TypeError(f"ReasoningModule: task must be a Task, got {type(task).__name__}")
         if "{prompt}" not in plain_template:
             raise ValueError(f"ReasoningModule: plain_template must contain '{{prompt}}', got {plain_template!r}")
-        self.model = str(model)
+        from es_lightning.models.registry import resolve_model
+
+        self.model = resolve_model(str(model))
         self.task = task
         self.tokenizer_name = tokenizer or self.model
         self.dtype_name = dtype
@@ -122,3 +125,12 @@ class ReasoningModule:
             scores.append(flat[at : at + len(out.completions)])
             at += len(out.completions)
         return scores
+
+    def with_task(self, task: Task) -> ReasoningModule:
+        """The same model and prompt format on another task (for held-out evaluation)."""
+        if task is self.task:
+            return self
+        clone = object.__new__(ReasoningModule)
+        clone.__dict__.update(self.__dict__)
+        clone.task = task
+        return clone

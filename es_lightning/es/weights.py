@@ -16,6 +16,8 @@ import torch
 from es_lightning.es.noise import noise_like
 from es_lightning.es.update import apply_es_update, assign_es_grad_
 
+ES_STATE = "es_state"
+"""Subfolder of a checkpoint holding the fp32 master and the optimizer state."""
 Writer = Callable[[Iterable[tuple[str, torch.Tensor]]], None]
 OptimizerName = Literal["sgd", "adam"]
 
@@ -116,7 +118,8 @@ def load_master(files: Iterable[str], device: torch.device | str, names: set[str
 
 def save_es_files(weights: ESWeights, directory: str) -> None:
     """``model.safetensors`` (the centre cast to the serving dtype, loadable by transformers and
-    vLLM), ``es_master.safetensors`` (fp32 centre, for exact resume) and ``es_optimizer.pt``."""
+    vLLM) plus ``es_state/master.safetensors`` (fp32 centre, for exact resume) and
+    ``es_state/optimizer.pt`` (kept in a subfolder so model loaders do not pick them up)."""
     from pathlib import Path
 
     from safetensors.torch import save_file
@@ -125,5 +128,41 @@ def save_es_files(weights: ESWeights, directory: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     master = {n: m.detach().to("cpu").contiguous() for n, m in weights.master.items()}
     save_file({n: m.to(weights.serving_dtype) for n, m in master.items()}, str(out / "model.safetensors"), {"format": "pt"})
-    save_file(master, str(out / "es_master.safetensors"), {"format": "pt"})
-    torch.save(weights.state_dict(), out / "es_optimizer.pt")
+    (out / ES_STATE).mkdir(exist_ok=True)
+    save_file(master, str(out / ES_STATE / "master.safetensors"), {"format": "pt"})
+    torch.save(weights.state_dict(), out / ES_STATE / "optimizer.pt")
+
+
+def resume_es_weights(weights: ESWeights, state_dir: str) -> None:
+    """Replace ``weights``' master and optimizer state with those saved in ``state_dir``."""
+    from pathlib import Path
+
+    folder = Path(state_dir)
+    master_file = folder / "master.safetensors"
+    if not master_file.is_file():
+        raise FileNotFoundError(f"ES resume: {master_file} does not exist")
+    device = next(iter(weights.master.values())).device
+    saved = load_master([str(master_file)], device)
+    if set(saved) != set(weights.master):
+        diff = sorted(set(saved) ^ set(weights.master))[:5]
+        raise KeyError(f"ES resume: {master_file} does not match the model's parameters (e.g. {diff})")
+    weights.master = saved
+    optimizer_file = folder / "optimizer.pt"
+    if optimizer_file.is_file():
+        weights.load_state_dict(torch.load(optimizer_file, map_location=device, weights_only=True))
+    weights.restore()
+
+
+def model_weight_files(model_path: str) -> list[str]:
+    """The ``*.safetensors`` files of a local model folder or of a hub id already in the local cache."""
+    from pathlib import Path
+
+    folder = Path(model_path)
+    if not folder.is_dir():
+        from huggingface_hub import snapshot_download
+
+        folder = Path(snapshot_download(model_path, allow_patterns=["*.safetensors"], local_files_only=True))
+    files = sorted(str(f) for f in folder.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"ES: no *.safetensors weights in {folder}")
+    return files

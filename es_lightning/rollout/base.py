@@ -91,8 +91,9 @@ class Rollout(ABC):
 
     # -- ES: the centre θ lives in the engine as fp32 master weights (es_lightning.es.weights) -----
     @abstractmethod
-    def es_init(self, master_file: str | None = None, optimizer: str = "sgd") -> None:
-        """Keep an fp32 master of the serving weights (from ``master_file`` when resuming)."""
+    def es_init(self, state_dir: str | None = None, optimizer: str = "sgd") -> None:
+        """Keep an fp32 master of the serving weights; when resuming, read the master and the
+        optimizer state from a checkpoint's ``es_state`` folder."""
 
     @abstractmethod
     def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
@@ -112,8 +113,8 @@ class Rollout(ABC):
 
     @abstractmethod
     def es_save(self, directory: str) -> None:
-        """Write ``model.safetensors`` (serving dtype), ``es_master.safetensors`` (fp32) and
-        ``es_optimizer.pt`` into ``directory``."""
+        """Write ``model.safetensors`` (serving dtype) and ``es_state/`` (fp32 master, optimizer
+        state) into ``directory`` (see :func:`es_lightning.es.weights.save_es_files`)."""
 
     def close(self) -> None:
         """Release the engine and its memory."""

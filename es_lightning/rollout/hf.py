@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 import torch
 from typing_extensions import override
 
-from es_lightning.es.weights import ESWeights, load_master, save_es_files
+from es_lightning.es.weights import ESWeights, load_master, model_weight_files, resume_es_weights, save_es_files
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig
 
 
@@ -31,6 +31,7 @@ class HFRollout(Rollout):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.device = torch.device(device)
+        self.model_path = str(model_path)
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).to(self.device).eval()
 
@@ -126,17 +127,16 @@ class HFRollout(Rollout):
 
     # -- ES ----------------------------------------------------------------------------------
     @override
-    def es_init(self, master_file: str | None = None, optimizer: str = "sgd") -> None:
+    def es_init(self, state_dir: str | None = None, optimizer: str = "sgd") -> None:
         params = dict(self._model.named_parameters())  # tied weights appear once
-        if master_file is None:
-            master = {n: p.detach().to(torch.float32, copy=True) for n, p in params.items()}
-        else:
-            master = load_master([master_file], self.device, names=set(params))
-            missing = sorted(set(params) - set(master))
-            if missing:
-                raise KeyError(f"HFRollout.es_init: {master_file} lacks {missing[:5]}")
+        # The master comes from the checkpoint files (full precision even when serving in bf16).
+        master = load_master(model_weight_files(self.model_path), self.device, names=set(params))
+        for name in set(params) - set(master):  # e.g. weights the files name differently
+            master[name] = params[name].detach().to(torch.float32, copy=True)
         dtype = next(iter(params.values())).dtype
         self._es = ESWeights(master, self._write, dtype, optimizer=optimizer)  # type: ignore[arg-type]
+        if state_dir is not None:
+            resume_es_weights(self._es, state_dir)
         self._es.restore()
 
     @torch.no_grad()

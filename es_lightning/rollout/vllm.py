@@ -41,7 +41,7 @@ class VLLMRollout(Rollout):
             NUMA node's memory; vLLM refuses its 0.92 default there, so keep it small).
         max_model_len: longest prompt + completion in tokens (``None``: the model's own limit).
         enforce_eager: skip graph capture/compilation (faster start, slower decode on GPU).
-        cpu_kvcache_space_gib: KV-cache size on CPU (``VLLM_CPU_KVCACHE_SPACE``).
+        cpu_kvcache_space_gib: KV-cache size on CPU in whole GiB (``VLLM_CPU_KVCACHE_SPACE``).
         cpu_threads_bind: cores the CPU worker binds to (``VLLM_CPU_OMP_THREADS_BIND``), e.g.
             ``"0-1"`` or ``"auto"``; ``None`` leaves vLLM's default.
         max_num_seqs: most sequences decoded at once (``None``: vLLM's default).
@@ -53,13 +53,15 @@ class VLLMRollout(Rollout):
         gpu_memory_utilization: float = 0.3,
         max_model_len: int | None = None,
         enforce_eager: bool = True,
-        cpu_kvcache_space_gib: float = 1.0,
+        cpu_kvcache_space_gib: int = 1,
         cpu_threads_bind: str | None = None,
         max_num_seqs: int | None = None,
         engine_kwargs: dict[str, Any] | None = None,
     ) -> None:
         if not 0 < gpu_memory_utilization <= 1:
             raise ValueError(f"VLLMRollout: gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
+        if cpu_kvcache_space_gib < 1:
+            raise ValueError(f"VLLMRollout: cpu_kvcache_space_gib must be a whole number >= 1, got {cpu_kvcache_space_gib}")
         self.gpu_memory_utilization = gpu_memory_utilization
         self.max_model_len = max_model_len
         self.enforce_eager = enforce_eager
@@ -165,8 +167,8 @@ class VLLMRollout(Rollout):
 
     # -- ES: delegated to es_lightning.rollout.worker.WorkerExtension in every worker ------------
     @override
-    def es_init(self, master_file: str | None = None, optimizer: str = "sgd") -> None:
-        self.rpc("es_init", self.model_path, master_file, optimizer)
+    def es_init(self, state_dir: str | None = None, optimizer: str = "sgd") -> None:
+        self.rpc("es_init", self.model_path, state_dir, optimizer)
 
     @override
     def es_perturb(self, seed: int, sign: float, sigma: float) -> None:

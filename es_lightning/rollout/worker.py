@@ -82,15 +82,16 @@ class WorkerExtension:
         return float(sum(p.detach().double().sum().item() for p in self._served_model().parameters()))
 
     # -- ES: the centre lives here as fp32 master weights --------------------------------------
-    def es_init(self, model_path: str, master_file: str | None, optimizer: str) -> int:
-        from es_lightning.es.weights import ESWeights, load_master
+    def es_init(self, model_path: str, state_dir: str | None, optimizer: str) -> int:
+        """fp32 master from the checkpoint files the engine was started on (HF names)."""
+        from es_lightning.es.weights import ESWeights, load_master, model_weight_files, resume_es_weights
 
-        model = self._served_model()
-        first = next(model.parameters())
-        files = [master_file] if master_file else _safetensors_files(model_path)
-        master = load_master(files, first.device)
+        first = next(self._served_model().parameters())
+        master = load_master(model_weight_files(model_path), first.device)
         self._es = ESWeights(master, self._write, first.dtype, optimizer=optimizer)  # type: ignore[arg-type]
-        self._es.restore()
+        if state_dir is not None:
+            resume_es_weights(self._es, state_dir)
+        self._es.restore()  # serve cast(master) from now on, whatever the file's dtype
         return len(master)
 
     def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
@@ -109,17 +110,3 @@ class WorkerExtension:
         from es_lightning.es.weights import save_es_files
 
         save_es_files(self._es, directory)
-
-
-def _safetensors_files(model_path: str) -> list[str]:
-    from pathlib import Path
-
-    folder = Path(model_path)
-    if not folder.is_dir():
-        from huggingface_hub import snapshot_download
-
-        folder = Path(snapshot_download(model_path, allow_patterns=["*.safetensors"], local_files_only=True))
-    files = sorted(str(f) for f in folder.glob("*.safetensors") if not f.name.startswith("es_"))
-    if not files:
-        raise FileNotFoundError(f"ES: no *.safetensors weights in {folder}")
-    return files

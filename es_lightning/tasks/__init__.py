@@ -7,6 +7,7 @@ name and ``@register_task`` adds your own.
 from es_lightning.tasks.base import Score, Task
 from es_lightning.tasks.countdown import Countdown
 from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.echo import Echo
 from es_lightning.tasks.gsm8k import GSM8K
 from es_lightning.tasks.hotpotqa import HotpotQA
 from es_lightning.tasks.math import MathTask
@@ -21,6 +22,7 @@ __all__ = [
     "CommonsenseQA",
     "Countdown",
     "DataSource",
+    "Echo",
     "GSM8K",
     "HotpotQA",
     "MathTask",

@@ -33,7 +33,7 @@ from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.registry import register_task
 
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-_EXPRESSION_LINE = re.compile(r"[\d\s+\-*/()×÷]*\d[\d\s+\-*/()×÷]*")
+_EXPRESSION_LINE = re.compile(r"(?=.*\d)[\d\s+\-*/()×÷]+")
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 _MAX_EXPRESSION_CHARS = 1000
 
@@ -127,7 +127,11 @@ class Countdown(Task):
         n_test: int = 500,
         seed: int = 0,
     ) -> None:
-        sizes = {"num_numbers": (num_numbers, 2), "max_number": (max_number, 1), "max_target": (max_target, 1)}
+        sizes = {
+            "num_numbers": (num_numbers, 2),
+            "max_number": (max_number, 1),
+            "max_target": (max_target, 1),
+        }
         sizes |= {"n_train": (n_train, 0), "n_test": (n_test, 0)}
         for arg, (given, low) in sizes.items():
             if given < low:

@@ -69,17 +69,22 @@ def _format_context(context: Any) -> str:
     if context is None or isinstance(context, str):
         return context or ""
     if isinstance(context, dict) and {"title", "sentences"} <= set(context):
-        pairs = list(zip(context["title"], context["sentences"]))
-    elif isinstance(context, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in context):
+        if len(context["title"]) != len(context["sentences"]):
+            raise ValueError(
+                f"hotpotqa: 'context' has {len(context['title'])} titles for "
+                f"{len(context['sentences'])} sentence lists"
+            )
+        pairs = list(zip(context["title"], context["sentences"], strict=True))
+    elif isinstance(context, (list, tuple)) and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 for p in context
+    ):
         pairs = [(title, sentences) for title, sentences in context]
     else:
         raise ValueError(
             "hotpotqa: 'context' must be a string, a {'title', 'sentences'} dict or a list of "
             f"[title, sentences] pairs; got {type(context).__name__}"
         )
-    return "\n\n".join(
-        f"{title}: {s if isinstance(s, str) else ''.join(s)}".strip() for title, s in pairs
-    )
+    return "\n\n".join(f"{title}: {s if isinstance(s, str) else ''.join(s)}".strip() for title, s in pairs)
 
 
 @register_task
@@ -124,4 +129,6 @@ class HotpotQA(Task):
             return Score(reward=0.0, answer=None, extra={"f1": 0.0})
         gold = str(row["answer"])
         exact = normalize_answer(answer) == normalize_answer(gold)
-        return Score(reward=float(exact), answer=normalize_answer(answer), extra={"f1": token_f1(answer, gold)})
+        return Score(
+            reward=float(exact), answer=normalize_answer(answer), extra={"f1": token_f1(answer, gold)}
+        )

@@ -28,29 +28,50 @@ from es_lightning.tasks.registry import register_task
 log = logging.getLogger(__name__)
 
 _BOX_COMMANDS = re.compile(r"\\(?:boxed|fbox)\b")
+_SPACES = re.compile(r"\s*")
+_BARE_ARGUMENT = re.compile(r" \s*([^\s${}]+)")
 
 
 def last_boxed(text: str) -> str | None:
-    """Content of the last complete ``\\boxed{...}``/``\\fbox{...}`` in ``text`` (``None`` if none)."""
+    """Content of the last complete ``\\boxed{...}``/``\\fbox{...}`` in ``text`` (``None`` if none).
+
+    Braces are matched in one pass over ``text``, so degenerate completions (thousands of unclosed
+    boxes) cost linear time; a box whose brace never closes (a truncated completion) is skipped.
+    """
+    closing: dict[int, int] = {}
+    stack: list[int] = []
+    for i, char in enumerate(text):
+        if char == "{":
+            stack.append(i)
+        elif char == "}" and stack:
+            closing[stack.pop()] = i
     for match in reversed(list(_BOX_COMMANDS.finditer(text))):
-        rest = text[match.end() :]
-        stripped = rest.lstrip()
-        if stripped.startswith("{"):
-            start = len(rest) - len(stripped) + 1
-            depth = 1
-            for i in range(start, len(rest)):
-                depth += {"{": 1, "}": -1}.get(rest[i], 0)
-                if depth == 0:
-                    return rest[start:i].strip()
-            continue  # unbalanced (e.g. a truncated completion): try the previous box
-        if rest[:1] == " ":  # "\boxed 5"
-            token = re.match(r"\s*([^\s$]+)", rest)
-            if token:
-                return token.group(1)
+        start = _SPACES.match(text, match.end()).end()
+        if text.startswith("{", start):
+            if start in closing:
+                return text[start + 1 : closing[start]].strip()
+            continue
+        token = _BARE_ARGUMENT.match(text, match.end())  # "\boxed 5"
+        if token:
+            return token.group(1)
     return None
 
 
-_DROP = (r"\left", r"\right", r"\!", r"\,", r"\;", r"\:", r"\ ", r"\$", "$", r"^\circ", r"^{\circ}", r"\%", "%")
+_DROP = (
+    r"\left",
+    r"\right",
+    r"\!",
+    r"\,",
+    r"\;",
+    r"\:",
+    r"\ ",
+    r"\$",
+    "$",
+    r"^\circ",
+    r"^{\circ}",
+    r"\%",
+    "%",
+)
 _TEXT_WRAPPERS = re.compile(r"\\(?:text|textbf|mathrm|mbox|mathbf)\s*\{([^{}]*)\}")
 
 
@@ -127,9 +148,7 @@ class MathTask(Task):
     """
 
     name = "math"
-    default_template = (
-        "{question}\n\nReason step by step, and put your final answer within \\boxed{{}}."
-    )
+    default_template = "{question}\n\nReason step by step, and put your final answer within \\boxed{{}}."
     required_columns = ("problem",)
 
     def __init__(
@@ -176,7 +195,7 @@ class MathTask(Task):
 
     def score(self, completion: str, row: dict[str, Any]) -> Score:
         pred = last_boxed(completion)
-        if pred is None or not pred:
+        if not pred:
             return Score(reward=0.0, answer=None)
         correct = is_equivalent(self.gold(row), pred, self.timeout_s)
         return Score(reward=float(correct), answer=normalize_boxed(pred))

@@ -89,7 +89,9 @@ class MBPP(Task):
             return DataSource(path="google-research-datasets/mbpp", name="full", split=split)
 
         super().__init__(train or hub("train"), test or hub("test"), system_prompt, prompt_template)
-        self.sandbox = Sandbox(time_limit_s=time_limit_s, memory_mb=memory_mb, isolate_network=isolate_network)
+        self.sandbox = Sandbox(
+            time_limit_s=time_limit_s, memory_mb=memory_mb, isolate_network=isolate_network
+        )
         self.max_workers = max_workers
         self.use_challenge_tests = use_challenge_tests
 
@@ -121,7 +123,7 @@ class MBPP(Task):
         """Verify many completions, running up to ``max_workers`` sandboxes at a time."""
         if len(completions) != len(rows):
             raise ValueError(f"{self.name}: {len(completions)} completions for {len(rows)} rows")
-        jobs = [self._job(c, r) for c, r in zip(completions, rows)]
+        jobs = [self._job(c, r) for c, r in zip(completions, rows, strict=True)]
         return [self._score(result) for result in self.sandbox.run_many(jobs, self.max_workers)]
 
     def reward_fn(self, completions: Sequence[str], **columns: Sequence[Any]) -> list[float]:

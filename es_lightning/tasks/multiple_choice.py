@@ -137,7 +137,9 @@ def _choice_texts(choices: Any, task: str) -> tuple[list[str], list[str]]:
     """Option texts and their labels from a list or a ``{"label", "text"}`` dict."""
     if isinstance(choices, dict):
         if "text" not in choices:
-            raise ValueError(f"{task}: dict choices need a 'text' key (and optionally 'label'); got {sorted(choices)}")
+            raise ValueError(
+                f"{task}: dict choices need a 'text' key (and optionally 'label'); got {sorted(choices)}"
+            )
         texts = [str(t).strip() for t in choices["text"]]
         labels = [str(x).strip() for x in choices.get("label") or _LETTERS[: len(texts)]]
         if len(labels) != len(texts):

@@ -39,9 +39,7 @@ def register_task(cls: _T) -> _T:
         raise ValueError(f"register_task: {cls.__qualname__} needs its own `name` class attribute")
     known = TASKS.get(name)
     if known is not None and _path(known) != _path(cls):
-        raise ValueError(
-            f"register_task: name {name!r} of {_path(cls)} is taken by {_path(known)}"
-        )
+        raise ValueError(f"register_task: name {name!r} of {_path(cls)} is taken by {_path(known)}")
     TASKS[name] = cls
     return cls
 

@@ -1,4 +1,5 @@
 import json
+import time
 from fractions import Fraction
 
 import pytest
@@ -102,7 +103,7 @@ def test_majority_vote_answer_is_the_value():
 def test_rows_from_a_data_source(tmp_path):
     path = tmp_path / "countdown.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in [ROW, {"nums": [1, 2], "target": 3}]))
-    task = Countdown(test=DataSource(path=str(path)))
+    task = Countdown(test=DataSource(path=str(path)), n_train=30)
     rows = task.load("test")
     assert rows[0]["nums"] == [3, 5, 7, 2]
     assert "[3, 5, 7, 2]" in task.prompt(rows[0]) and "16" in task.prompt(rows[0])
@@ -116,3 +117,9 @@ def test_bad_arguments_are_named():
         Countdown().load("valid")
     with pytest.raises(ValueError, match="distinct problems"):
         Countdown(num_numbers=2, max_number=1, n_train=5, n_test=5).load("train")
+
+
+def test_long_lines_are_fast():
+    start = time.monotonic()
+    assert extract_expression("1" * 20000 + "x\nno expression here") is None
+    assert time.monotonic() - start < 1.0

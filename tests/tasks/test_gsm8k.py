@@ -75,7 +75,7 @@ def test_numeric_comparison_and_answer_string():
     assert (score.reward, score.answer) == (1.0, "1800")
     assert task.score("#### 18.00", {"question": "q", "answer": "#### 18"}).reward == 1.0
     assert task.score("#### 180", row).reward == 0.0
-    assert task.score("I don't know", row) .answer is None
+    assert task.score("I don't know", row).answer is None
 
 
 def test_gold_without_answer_is_a_clear_error():

@@ -1,4 +1,5 @@
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -61,7 +62,9 @@ def test_gold_from_solution_column():
 
 def test_answer_for_majority_vote():
     task = MathTask()
-    assert task.score("\\boxed{\\dfrac{1}{2}}", ROW).answer == task.score("\\boxed{ \\frac{1}{2} }", ROW).answer
+    assert (
+        task.score("\\boxed{\\dfrac{1}{2}}", ROW).answer == task.score("\\boxed{ \\frac{1}{2} }", ROW).answer
+    )
     assert task.score("no box", ROW).answer is None
 
 
@@ -109,3 +112,9 @@ def test_defaults_and_prompt():
     assert "\\boxed{}" in task.prompt(ROW)
     with pytest.raises(ValueError, match="timeout_s"):
         MathTask(timeout_s=0)
+
+
+def test_degenerate_completions_are_fast():
+    start = time.monotonic()
+    assert last_boxed("\\boxed{1} " + "\\boxed{" * 20000) == "1"
+    assert time.monotonic() - start < 2.0  # quadratic scanning would take minutes

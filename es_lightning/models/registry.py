@@ -1,0 +1,40 @@
+"""Built-in models by name, built locally on first use and cached (nothing is downloaded).
+
+``module.model: es-lightning/tiny-random`` in a recipe resolves to a cached folder; any other value
+is passed through unchanged (an HF hub id or a local folder). The cache lives in
+``$ES_LIGHTNING_CACHE`` (default ``~/.cache/es_lightning``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from es_lightning.models.tiny import TinyConfig, build_tiny_model
+
+BUILTIN_MODELS: dict[str, Callable[[Path], Path]] = {
+    "es-lightning/tiny-random": lambda path: build_tiny_model(path, TinyConfig()),
+}
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("ES_LIGHTNING_CACHE", Path.home() / ".cache" / "es_lightning"))
+
+
+def resolve_model(name: str) -> str:
+    """A local folder for a built-in model name (built once, then cached); other names unchanged."""
+    build = BUILTIN_MODELS.get(name)
+    if build is None:
+        return name
+    folder = cache_dir() / name.replace("/", "--")
+    if not (folder / "config.json").is_file():
+        tmp = folder.with_name(folder.name + f".tmp-{os.getpid()}")
+        build(tmp)
+        try:
+            tmp.rename(folder)
+        except OSError:  # another process finished first
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
+    return str(folder)
