@@ -1,9 +1,9 @@
 """``echo``: repeat a digit string; a generated task whose reward a random tiny model can move.
 
-Rows ``{"digits": "4821"}`` (seeded generator). The verifier gives partial credit, the fraction of
-positions where the completion's first line matches the digits:
+Rows ``{"digits": "4821"}`` (seeded generator). The verifier gives partial credit on the
+completion's first line ``a`` (L = len(digits), w = ``format_weight``):
 
-    reward = (1/L) · Σ_{j<L} [completion[j] == digits[j]]          (L = len(digits))
+    reward = w · (1/L) · Σ_{j<L} [a[j] is a digit] + (1 − w) · (1/L) · Σ_{j<L} [a[j] == digits[j]]
 
 so rewards vary across an ES population even for a randomly initialised model, which makes it the
 task of the CPU smoke recipes and of install checks. It is not a reasoning benchmark.
@@ -32,6 +32,7 @@ class Echo(Task):
         n_train: generated training rows.
         n_test: generated test rows.
         seed: generator seed.
+        format_weight: w, the share of the reward for answering with digits at all.
     """
 
     name = "echo"
@@ -48,7 +49,11 @@ class Echo(Task):
         n_train: int = 256,
         n_test: int = 64,
         seed: int = 0,
+        format_weight: float = 0.5,
     ) -> None:
+        if not 0 <= format_weight <= 1:
+            raise ValueError(f"echo: format_weight must be in [0, 1], got {format_weight}")
+        self.format_weight = format_weight
         if length < 1 or n_train < 1 or n_test < 1:
             raise ValueError(f"echo: length, n_train and n_test must be >= 1, got {length}, {n_train}, {n_test}")
         super().__init__(train, test, system_prompt, prompt_template)
@@ -68,5 +73,7 @@ class Echo(Task):
     def score(self, completion: str, row: dict[str, Any]) -> Score:
         gold = str(row["digits"])
         answer = completion.strip("\n").split("\n", 1)[0] if completion else ""
-        hits = sum(a == b for a, b in zip(answer, gold))
-        return Score(reward=hits / len(gold), answer=answer or None)
+        hits = sum(a == b for a, b in zip(answer, gold)) / len(gold)
+        digits = sum(c.isdigit() for c in answer[: len(gold)]) / len(gold)
+        reward = self.format_weight * digits + (1 - self.format_weight) * hits
+        return Score(reward=reward, answer=answer or None)
