@@ -89,6 +89,10 @@ class Rollout(ABC):
     def checksum(self) -> float:
         """Sum of all serving weights in float64: equal engines give equal checksums."""
 
+    @abstractmethod
+    def digest(self) -> str:
+        """SHA-256 of every serving weight's bytes: equal only for bit-identical weights."""
+
     # -- ES: the centre θ lives in the engine as fp32 master weights (es_lightning.es.weights) -----
     @abstractmethod
     def es_init(self, state_dir: str | None = None, optimizer: str = "sgd") -> None:
@@ -124,3 +128,15 @@ class Rollout(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def weights_digest(module: torch.nn.Module) -> str:
+    """SHA-256 over the parameters' names, dtypes and raw bytes (in name order)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name, p in sorted(module.named_parameters(), key=lambda kv: kv[0]):
+        t = p.detach().to("cpu").contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()

