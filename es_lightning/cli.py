@@ -38,9 +38,9 @@ def run_fit(
     module: ReasoningModule,
     strategy: Strategy,
     rollout: Rollout | None = None,
-    trainer: TrainerConfig | None = None,
+    trainer: TrainerConfig = TrainerConfig(),  # noqa: B008  (jsonargparse lists its fields in --help)
     evaluation: EvalConfig | None = None,
-    eval_tasks: list[Task] | None = None,
+    eval_tasks: dict[str, Task] | None = None,
     callbacks: list[Any] | None = None,
 ) -> dict[str, Any]:
     """Post-train a model with ES or GRPO and evaluate it before and after.
@@ -52,7 +52,8 @@ def run_fit(
         rollout: the generation backend; default: vLLM when installed, else transformers.
         trainer: run length, batch size, output directory, devices, checkpoints, resume.
         evaluation: Pass@K evaluation settings (``null`` skips evaluation).
-        eval_tasks: tasks evaluated before/after training (default: the training task's test split).
+        eval_tasks: tasks evaluated before/after training, by the name used in metric keys
+            (``eval/{name}/pass@k``); default: the training task's test split.
         callbacks: objects with hooks such as ``on_train_batch_end(trainer, step, metrics)``.
     """
     from es_lightning.training.trainer import Trainer
@@ -139,7 +140,9 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 def build_parser():
-    from jsonargparse import ActionConfigFile, ArgumentParser
+    from jsonargparse import ActionConfigFile, ArgumentParser, set_parsing_settings
+
+    set_parsing_settings(docstring_parse_attribute_docstrings=True)  # dataclass field docstrings -> --help
 
     parser = ArgumentParser(prog="es-lightning", description="Post-train LLMs with Evolution Strategies and GRPO.")
     subcommands = parser.add_subcommands(dest="subcommand")
@@ -162,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     cfg = parser.parse_args(argv if argv is not None else sys.argv[1:])
     name = cfg.subcommand
-    init = parser.instantiate_classes(cfg)
+    init = parser.instantiate(cfg)
     kwargs = {k: v for k, v in init[name].items() if k != "config"}
     if name == "fit":
         out_dir = Path(kwargs["trainer"].output_dir)

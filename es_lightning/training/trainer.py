@@ -50,7 +50,7 @@ class Trainer:
         rollout: Rollout,
         config: TrainerConfig | None = None,
         evaluation: EvalConfig | None = None,
-        eval_tasks: list[Task] | None = None,
+        eval_tasks: dict[str, Task] | None = None,
         callbacks: list[Any] | None = None,
     ) -> None:
         self.module = module
@@ -58,7 +58,7 @@ class Trainer:
         self.rollout = rollout
         self.config = config or TrainerConfig()
         self.evaluation = evaluation
-        self.eval_tasks = eval_tasks or [module.task]
+        self.eval_tasks = dict(eval_tasks or {module.task.name: module.task})
         self.callbacks = list(callbacks or [])
         self.output_dir = Path(self.config.output_dir)
         self.fabric: Fabric | None = None
@@ -137,10 +137,13 @@ class Trainer:
         self.rollout.close()
         return self.results
 
-    def _eval_sets(self) -> list[tuple[Task, list[dict[str, Any]]]]:
+    def _eval_sets(self) -> list[tuple[str, Task, list[dict[str, Any]]]]:
         if self.evaluation is None:
             return []
-        return [(task, task.load("test")[: self.evaluation.limit]) for task in self.eval_tasks]
+        bad = [name for name in self.eval_tasks if not name or "/" in name or name == "average"]
+        if bad:
+            raise ValueError(f"eval_tasks: names {bad} are not usable in metric keys (no '/', not 'average')")
+        return [(name, task, task.load("test")[: self.evaluation.limit]) for name, task in self.eval_tasks.items()]
 
     def save(self, meta_dir: Path) -> Path | None:
         """Checkpoint the current centre/model (rank 0 writes; all ranks wait)."""
@@ -152,15 +155,15 @@ class Trainer:
         fabric.call("on_checkpoint", trainer=self, step=self.step, path=path)
         return path
 
-    def evaluate(self, eval_sets: list[tuple[Task, list[dict[str, Any]]]], tag: str) -> dict[str, dict[str, float]]:
+    def evaluate(self, eval_sets: list[tuple[str, Task, list[dict[str, Any]]]], tag: str) -> dict[str, dict[str, float]]:
         """Evaluate the current centre on every evaluation task (rank 0), log and write it."""
         fabric, summaries = self.fabric, {}
         if fabric.is_global_zero:
-            for task, rows in eval_sets:
+            for name, task, rows in eval_sets:
                 result = evaluate_rows(self.module.with_task(task), self.rollout, rows, self.evaluation)
-                summaries[task.name] = result.summary
-                write_eval_outputs(self.output_dir / "eval", tag, task.name, result)
-                fabric.log_dict(metric_names(task.name, result.summary), step=self.step)
+                summaries[name] = result.summary
+                write_eval_outputs(self.output_dir / "eval", tag, name, result)
+                fabric.log_dict(metric_names(name, result.summary), step=self.step)
             if len(summaries) > 1:
                 summaries = average_over_tasks(summaries)
                 fabric.log_dict(metric_names("average", summaries["average"]), step=self.step)

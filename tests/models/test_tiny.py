@@ -60,7 +60,13 @@ def test_auto_tokenizer_on_the_saved_folder_matches(tiny_model_path, tokenizer):
 
 def test_saved_folder_contents(tiny_model_path):
     names = {p.name for p in Path(tiny_model_path).iterdir()}
-    assert {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tiny_config.json"} <= names
+    assert {
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tiny_config.json",
+    } <= names
     config = json.loads((tiny_model_path / "config.json").read_text())
     assert config["model_type"] == "qwen2" and config["vocab_size"] == 99
     assert config["hidden_size"] // config["num_attention_heads"] == 64
@@ -68,7 +74,9 @@ def test_saved_folder_contents(tiny_model_path):
 
 
 def _small(seed: int) -> TinyConfig:
-    return TinyConfig(hidden_size=64, num_attention_heads=2, intermediate_size=64, num_hidden_layers=1, seed=seed)
+    return TinyConfig(
+        hidden_size=64, num_attention_heads=2, intermediate_size=64, num_hidden_layers=1, seed=seed
+    )
 
 
 def test_build_is_deterministic_per_seed(tmp_path):
@@ -137,7 +145,9 @@ def test_cache_dir_default(monkeypatch):
     assert cache_dir() == Path.home() / ".cache" / "es_lightning"
 
 
-@pytest.mark.parametrize("name", ["Qwen/Qwen2.5-0.5B-Instruct", "/some/local/model", "./relative", "es-lightning/unknown"])
+@pytest.mark.parametrize(
+    "name", ["Qwen/Qwen2.5-0.5B-Instruct", "/some/local/model", "./relative", "es-lightning/unknown"]
+)
 def test_resolve_model_passes_other_names_through(name, tmp_path, monkeypatch):
     monkeypatch.setenv("ES_LIGHTNING_CACHE", str(tmp_path / "cache"))
     assert resolve_model(name) == name

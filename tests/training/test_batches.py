@@ -38,7 +38,10 @@ def test_every_row_once_per_epoch_when_batch_divides_rows():
 
 
 def test_batches_straddle_epoch_boundaries():
-    rows, batch = 10, 4  # positions 0..19 over steps 0..4: step 2 covers [8, 12) = 2 rows of epoch 0, 2 of epoch 1
+    rows, batch = (
+        10,
+        4,
+    )  # positions 0..19 over steps 0..4: step 2 covers [8, 12) = 2 rows of epoch 0, 2 of epoch 1
     flat = _concat(rows, batch, seed=5, steps=5)
     assert len(flat) == 20
     assert sorted(flat[:10]) == list(range(10))

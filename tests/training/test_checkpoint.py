@@ -38,7 +38,9 @@ def test_save_checkpoint_layout_state_and_latest(tmp_path, meta_dir):
     out = tmp_path / "run"
     folder = save_checkpoint(out, 4, _weights("w4"), meta_dir, {"seed": 7, "digest": "abc"})
     assert folder == out / "checkpoints" / "step-000004"
-    assert sorted(p.name for p in folder.iterdir()) == sorted(["config.json", STATE_FILE, "model.safetensors"])
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["config.json", STATE_FILE, "model.safetensors"]
+    )
     assert (folder / "model.safetensors").read_text() == "w4"
     assert (folder / "config.json").read_text() == '{"model_type": "toy"}'
     assert json.loads((folder / STATE_FILE).read_text()) == {"seed": 7, "digest": "abc", "step": 4}
@@ -120,7 +122,9 @@ def test_resolve_resume(tmp_path, meta_dir):
     for value in (True, "true", "True", "latest"):
         assert resolve_resume(value, out) == last
     assert resolve_resume(str(first), out) == first
-    assert resolve_resume(str(first), tmp_path / "another_run") == first  # an explicit folder needs no output_dir
+    assert (
+        resolve_resume(str(first), tmp_path / "another_run") == first
+    )  # an explicit folder needs no output_dir
 
     missing = tmp_path / "nope" / "step-000001"
     with pytest.raises(FileNotFoundError, match="is not a checkpoint folder") as err:
@@ -135,7 +139,9 @@ def test_write_model_meta_with_the_tiny_model(tiny_model_path, tmp_path):
     from transformers import AutoConfig, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
-    directory = write_model_meta(str(tiny_model_path), tokenizer, torch.bfloat16, tmp_path / "meta" / "nested")
+    directory = write_model_meta(
+        str(tiny_model_path), tokenizer, torch.bfloat16, tmp_path / "meta" / "nested"
+    )
     assert directory == tmp_path / "meta" / "nested"
     names = {p.name for p in directory.iterdir()}
     assert {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"} <= names

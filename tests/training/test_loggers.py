@@ -26,7 +26,9 @@ def test_one_line_per_call_with_step_first(tmp_path):
 
 def test_non_finite_values_become_null(tmp_path):
     logger = JSONLLogger(tmp_path)
-    logger.log_metrics({"a": math.nan, "b": math.inf, "c": -math.inf, "d": torch.tensor(float("nan")), "e": 2.0}, step=3)
+    logger.log_metrics(
+        {"a": math.nan, "b": math.inf, "c": -math.inf, "d": torch.tensor(float("nan")), "e": 2.0}, step=3
+    )
     text = logger.path.read_text()
     assert "NaN" not in text and "Infinity" not in text  # strict JSON
     assert json.loads(text) == {"step": 3, "a": None, "b": None, "c": None, "d": None, "e": 2.0}

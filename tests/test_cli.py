@@ -1,0 +1,133 @@
+"""The es-lightning command: every recipe parses and builds, overrides work, evaluate scores files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from es_lightning.cli import build_parser
+
+REPO = Path(__file__).resolve().parents[1]
+RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
+FIT_RECIPES = [r for r in RECIPES if not r.name.startswith("eval_")]
+CLI = [sys.executable, "-m", "es_lightning"]
+
+
+def _parse(*argv: str):
+    parser = build_parser()
+    cfg = parser.parse_args(list(argv))
+    return parser, cfg, parser.instantiate(cfg)
+
+
+def test_recipes_exist_with_launch_commands():
+    names = {r.name for r in RECIPES}
+    for expected in ("easy_qwen1p5b.yaml", "easy_llama3b.yaml", "easy_qwen7b.yaml", "hard_r1distill1p5b.yaml", "smoke_cpu.yaml"):
+        assert expected in names
+    for recipe in RECIPES:
+        header = recipe.read_text().splitlines()[:4]
+        assert any(f"--config recipes/{recipe.name}" in line for line in header), recipe.name
+
+
+@pytest.mark.parametrize("recipe", FIT_RECIPES, ids=lambda p: p.name)
+def test_fit_recipe_parses_builds_and_takes_overrides(recipe, tmp_path):
+    from es_lightning.module import ReasoningModule
+    from es_lightning.strategies import ESStrategy
+    from es_lightning.training.config import TrainerConfig
+
+    _, _, init = _parse("fit", "--config", str(recipe), "--trainer.max_steps", "3", "--trainer.output_dir", str(tmp_path))
+    fit = init.fit
+    assert isinstance(fit.module, ReasoningModule)
+    assert isinstance(fit.trainer, TrainerConfig)
+    assert fit.trainer.max_steps == 3 and fit.trainer.output_dir == str(tmp_path)
+    if isinstance(fit.strategy, ESStrategy) and not recipe.name.startswith(("smoke", "demo")):
+        assert (fit.strategy.population_size, fit.strategy.sigma, fit.strategy.learning_rate) == (32, 1.5e-3, 2.5e-4)
+        assert fit.trainer.batch_size == 64
+        assert (fit.evaluation.num_samples, fit.evaluation.temperature, fit.evaluation.ks) == (32, 0.6, [1, 16, 32])
+
+
+def test_paper_settings_per_recipe():
+    _, _, easy = _parse("fit", "--config", str(REPO / "recipes/easy_qwen1p5b.yaml"))
+    assert easy.fit.module.train_sampling.temperature == 0.0 and easy.fit.module.train_sampling.max_tokens == 2048
+    assert easy.fit.trainer.epochs == 2
+    _, _, hard = _parse("fit", "--config", str(REPO / "recipes/hard_r1distill1p5b.yaml"))
+    assert hard.fit.module.train_sampling.temperature == 0.6 and hard.fit.module.train_sampling.max_tokens == 8192
+    assert hard.fit.trainer.epochs == 1
+    assert {"math500", "aime24", "amc23", "gpqa", "mbpp"} <= set(hard.fit.eval_tasks)
+
+
+def test_eval_recipe_parses():
+    _, _, init = _parse("evaluate", "--config", str(REPO / "recipes/eval_gsm8k_qwen1p5b.yaml"))
+    assert init.evaluate.task == "gsm8k" and init.evaluate.evaluation.num_samples == 32
+
+
+def test_help_explains_every_trainer_option():
+    out = subprocess.run([*CLI, "fit", "--help"], capture_output=True, text=True, check=True).stdout
+    from dataclasses import fields
+
+    from es_lightning.training.config import TrainerConfig
+
+    for f in fields(TrainerConfig):
+        assert f"--trainer.{f.name}" in out
+    assert "Run directory" in out  # field docstrings become help text
+
+
+def test_bad_strategy_setting_is_named():
+    with pytest.raises((ValueError, SystemExit)):
+        _parse("fit", "--config", str(REPO / "recipes/smoke_cpu.yaml"), "--strategy.init_args.population_size", "0")
+
+
+def test_offline_scoring_of_real_gsm8k_rows(tmp_path, gsm8k_test_file):
+    rows = [json.loads(line) for line in gsm8k_test_file.read_text().splitlines()[:5]]
+    with (tmp_path / "samples.jsonl").open("w") as f:
+        for i, row in enumerate(rows):
+            gold = row["answer"].split("####")[-1].strip()
+            # the first two prompts get one right answer out of 2, the rest none
+            completions = [f"... #### {gold}", "#### -1"] if i < 2 else ["#### -1", "no idea"]
+            f.write(json.dumps({**row, "completions": completions}) + "\n")
+    out = tmp_path / "scores.json"
+    subprocess.run([*CLI, "evaluate", "--task", "gsm8k", "--completions", str(tmp_path / "samples.jsonl"), "--output", str(out)],
+                   check=True, capture_output=True)
+    scores = json.loads(out.read_text())["gsm8k"]
+    assert scores["n_prompts"] == 5 and scores["n_samples"] == 2
+    assert scores["pass@1"] == pytest.approx(2 * 0.5 / 5)
+    assert scores["pass@2"] == pytest.approx(2 / 5)
+
+
+def test_generation_mode_writes_json_completions_and_plot(tmp_path, tiny_model_path):
+    out = tmp_path / "eval.json"
+    cmd = [*CLI, "evaluate", "--task", "echo", "--model", str(tiny_model_path), "--output", str(out),
+           "--rollout", "es_lightning.rollout.hf.HFRollout", "--evaluation.num_samples", "4",
+           "--evaluation.max_tokens", "6", "--evaluation.limit", "3", "--device", "cpu"]
+    subprocess.run(cmd, check=True, capture_output=True, cwd=tmp_path)
+    summary = json.loads(out.read_text())["echo"]
+    assert summary["n_prompts"] == 3 and summary["n_samples"] == 4
+    assert {f"pass@{k}" for k in range(1, 5)} <= set(summary) and "greedy" in summary
+    lines = (tmp_path / "eval_completions.jsonl").read_text().splitlines()
+    assert len(lines) == 3 and len(json.loads(lines[0])["completions"]) == 4
+    assert (tmp_path / "eval_pass_at_k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--task", "gsm8k"], "exactly one of --model"),
+        (["--task", "gsm8k", "--completions", "/nonexistent.jsonl"], "does not exist"),
+        (["--task", "no_such_task", "--completions", "x.jsonl"], "no_such_task"),
+    ],
+)
+def test_evaluate_errors_name_the_problem(args, message, tmp_path):
+    proc = subprocess.run([*CLI, "evaluate", *args], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode != 0
+    assert message in proc.stderr
+
+
+def test_fit_refuses_a_missing_model_folder_before_work(tmp_path):
+    recipe = (REPO / "recipes/smoke_cpu.yaml").read_text().replace("es-lightning/tiny-random", str(tmp_path / "missing"))
+    (tmp_path / "r.yaml").write_text(recipe)
+    proc = subprocess.run([*CLI, "fit", "--config", str(tmp_path / "r.yaml"), "--trainer.output_dir", str(tmp_path / "o")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode != 0 and "missing" in proc.stderr and "config.json" in proc.stderr
