@@ -22,6 +22,7 @@ from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import Rollout
 from es_lightning.tasks.base import Task
 from es_lightning.training.config import TrainerConfig
+from es_lightning.training.pipeline import Stage
 
 
 def _default_rollout() -> Rollout:
@@ -36,7 +37,8 @@ def _default_rollout() -> Rollout:
 
 def run_fit(
     module: ReasoningModule,
-    strategy: Strategy,
+    strategy: Strategy | None = None,
+    stages: list[Stage] | None = None,
     rollout: Rollout | None = None,
     trainer: TrainerConfig = TrainerConfig(),  # noqa: B008  (jsonargparse lists its fields in --help)
     evaluation: EvalConfig | None = None,
@@ -48,7 +50,9 @@ def run_fit(
     Args:
         module: the model, its prompt format and the task it is trained on.
         strategy: the optimizer as a Fabric strategy, e.g. ``class_path: es_lightning.strategies.ESStrategy``
-            with its ``init_args`` (population_size, sigma, learning_rate, ...).
+            with its ``init_args`` (population_size, sigma, learning_rate, ...), or ``GRPOStrategy``.
+        stages: instead of ``strategy``: optimizers run in order on one model, each with a
+            ``fraction`` of the update budget (e.g. ES then GRPO, half each).
         rollout: the generation backend; default: vLLM when installed, else transformers.
         trainer: run length, batch size, output directory, devices, checkpoints, resume.
         evaluation: Pass@K evaluation settings (``null`` skips evaluation).
@@ -56,8 +60,13 @@ def run_fit(
             (``eval/{name}/pass@k``); default: the training task's test split.
         callbacks: objects with hooks such as ``on_train_batch_end(trainer, step, metrics)``.
     """
+    from es_lightning.training.pipeline import run_pipeline
     from es_lightning.training.trainer import Trainer
 
+    if (strategy is None) == (stages is None):
+        raise ValueError("fit: give exactly one of `strategy` or `stages`")
+    if stages is not None:
+        return run_pipeline(module, stages, rollout or _default_rollout(), trainer, evaluation, eval_tasks, callbacks)
     trainer_obj = Trainer(
         module=module,
         strategy=strategy,

@@ -134,3 +134,12 @@ class ReasoningModule:
         clone.__dict__.update(self.__dict__)
         clone.task = task
         return clone
+
+    def with_model(self, model: str) -> ReasoningModule:
+        """The same task and prompt format on other weights (e.g. a checkpoint folder).
+
+        The tokenizer stays the original one (checkpoints carry a copy of it)."""
+        clone = object.__new__(ReasoningModule)
+        clone.__dict__.update({k: v for k, v in self.__dict__.items() if k != "tokenizer"})
+        clone.model = str(model)
+        return clone

@@ -153,10 +153,29 @@ def resume_es_weights(weights: ESWeights, state_dir: str) -> None:
     weights.restore()
 
 
-def model_weight_files(model_path: str) -> list[str]:
-    """The ``*.safetensors`` files of a local model folder or of a hub id already in the local cache."""
+MASTER_FOLDERS = ("es_state", "grpo_state")
+"""Checkpoint subfolders whose ``master.safetensors`` holds the fp32 weights."""
+
+
+def full_precision_master(model_path: str) -> str | None:
+    """The fp32 ``master.safetensors`` of an es-lightning checkpoint folder, if it has one."""
     from pathlib import Path
 
+    for sub in MASTER_FOLDERS:
+        candidate = Path(model_path) / sub / "master.safetensors"
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def model_weight_files(model_path: str) -> list[str]:
+    """The weights to read an fp32 master from: an es-lightning checkpoint's own fp32 master when
+    present, else the ``*.safetensors`` files of a local folder or of a hub id in the local cache."""
+    from pathlib import Path
+
+    master = full_precision_master(model_path)
+    if master is not None:
+        return [master]
     folder = Path(model_path)
     if not folder.is_dir():
         from huggingface_hub import snapshot_download

@@ -62,7 +62,7 @@ def build_tokenizer():
     core.decoder = decoders.ByteLevel()
     core.add_special_tokens([PAD, BOS, EOS])
     return PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token=PAD, bos_token=BOS, eos_token=EOS, model_max_length=512
+        tokenizer_object=core, pad_token=PAD, bos_token=BOS, eos_token=EOS, unk_token=PAD, model_max_length=512
     )
 
 

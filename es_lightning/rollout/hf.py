@@ -32,6 +32,7 @@ class HFRollout(Rollout):
 
         self.device = torch.device(device)
         self.model_path = str(model_path)
+        self.dtype = dtype
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).to(self.device).eval()
 

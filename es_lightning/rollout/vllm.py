@@ -73,7 +73,7 @@ class VLLMRollout(Rollout):
         self.device = torch.device("cpu")
         self.dtype = torch.float32
         self.llm = None
-        self._tmp = tempfile.TemporaryDirectory(prefix="es_lightning_weights_")
+        self._tmp: tempfile.TemporaryDirectory | None = None
 
     @override
     def setup(self, model_path: str, device: torch.device, dtype: torch.dtype) -> None:
@@ -156,6 +156,8 @@ class VLLMRollout(Rollout):
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         from safetensors.torch import save_file
 
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="es_lightning_weights_")
         path = Path(self._tmp.name) / "weights.safetensors"
         save_file({n: t.detach().to("cpu").contiguous() for n, t in named_tensors}, str(path))
         self.rpc("load_weights_from_file", str(path))
@@ -202,7 +204,9 @@ class VLLMRollout(Rollout):
             if callable(shutdown):
                 shutdown()
             self.llm = None
-        self._tmp.cleanup()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
 
 
 def _physical_gpu(index: int) -> str:

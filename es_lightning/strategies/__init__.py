@@ -3,8 +3,10 @@
 from lightning.fabric.strategies import STRATEGY_REGISTRY
 
 from es_lightning.strategies.es import ESStrategy
+from es_lightning.strategies.grpo import GRPOStrategy
 
-if "es" not in STRATEGY_REGISTRY:
-    ESStrategy.register_strategies(STRATEGY_REGISTRY)
+for _strategy in (ESStrategy, GRPOStrategy):
+    if _strategy.strategy_name not in STRATEGY_REGISTRY:
+        _strategy.register_strategies(STRATEGY_REGISTRY)
 
-__all__ = ["ESStrategy"]
+__all__ = ["ESStrategy", "GRPOStrategy"]

@@ -108,14 +108,17 @@ class ESStrategy(DDPStrategy):
         return module  # ES has no gradients to synchronise
 
     # -- the trainer's interface ----------------------------------------------------------------
-    def prepare(self, rollout: Any, state_dir: str | None) -> None:
+    def prepare(self, fabric: Any, module: Any, rollout: Any, state_dir: str | None) -> None:
         """Make the rollout engine hold the fp32 centre (from a checkpoint when resuming)."""
         rollout.es_init(state_dir=state_dir, optimizer=self.optimizer)
 
     def save(self, rollout: Any, directory: str) -> None:
+        """Write the centre as an HF checkpoint plus ``es_state/`` (rank 0 calls it)."""
         rollout.es_save(directory)
 
-    def training_step(self, module: Any, rollout: Any, rows: list[dict], step: int, run_seed: int) -> dict[str, float]:
+    def training_step(
+        self, fabric: Any, module: Any, rollout: Any, rows: list[dict], step: int, run_seed: int
+    ) -> dict[str, float]:
         """One ES update on the mini-batch ``rows``; returns the metrics to log."""
         population = Population.sample(run_seed, step, self.population_size, self.estimator == "antithetic")
         sampling_seed = seed_schedule(run_seed ^ 0x5A5A, step, 1)[0] % (2**31)

@@ -39,6 +39,8 @@ class TrainerConfig:
     """``true``: continue from the newest checkpoint in ``output_dir``; or a checkpoint folder."""
     progress_bar: bool = True
     """Show a progress bar with ETA."""
+    data_offset: int = 0
+    """Index of the first batch in the seeded data order (pipeline stages continue through the data)."""
 
     def __post_init__(self) -> None:
         if self.max_steps is not None and self.max_steps < 0:
@@ -49,5 +51,7 @@ class TrainerConfig:
             raise ValueError(f"trainer.batch_size must be >= 1, got {self.batch_size}")
         if self.checkpoint_every < 0 or self.eval_every < 0:
             raise ValueError("trainer.checkpoint_every and trainer.eval_every must be >= 0")
+        if self.data_offset < 0:
+            raise ValueError(f"trainer.data_offset must be >= 0, got {self.data_offset}")
         if self.train_limit is not None and self.train_limit < 1:
             raise ValueError(f"trainer.train_limit must be >= 1, got {self.train_limit}")

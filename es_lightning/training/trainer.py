@@ -4,11 +4,11 @@ Reads top to bottom::
 
     rows = task's training rows                         # checked before anything expensive
     fabric.launch(); rollout engine on this rank's device
-    strategy.prepare(rollout, resume state)             # ES: fp32 master inside the engine
+    strategy.prepare(fabric, module, rollout, resume)   # ES: fp32 master in the engine; GRPO: model + AdamW
     evaluate before
     for step in range(start, max_steps):
         batch = batch_rows(rows, B, seed, step)         # pure function of (seed, step)
-        metrics = strategy.training_step(module, rollout, batch, step, seed)
+        metrics = strategy.training_step(fabric, module, rollout, batch, step, seed)
         log (TensorBoard + metrics.jsonl), callbacks, checkpoint, periodic evaluation
     checkpoint, evaluate after, print the before/after table
 
@@ -92,7 +92,8 @@ class Trainer:
         self.rollout.setup(str(resume_from or self.module.model), fabric.device, dtype)
         if hasattr(self.rollout, "start"):
             self.rollout.start()  # engines start before any torch work in this process
-        strategy.prepare(self.rollout, state_dir=None if resume_from is None else str(resume_from / strategy.state_folder))
+        state_dir = None if resume_from is None else str(resume_from / strategy.state_folder)
+        strategy.prepare(fabric, self.module, self.rollout, state_dir)
         self.step = load_state(resume_from)["step"] if resume_from else 0
         meta_dir = self.output_dir / ".model_meta"
         if fabric.is_global_zero:
@@ -110,8 +111,8 @@ class Trainer:
         saved_at = self.step if resume_from else -1
         while self.step < max_steps:
             t0 = time.perf_counter()
-            batch = batch_rows(rows, cfg.batch_size, cfg.seed, self.step)
-            metrics = strategy.training_step(self.module, self.rollout, batch, self.step, cfg.seed)
+            batch = batch_rows(rows, cfg.batch_size, cfg.seed, cfg.data_offset + self.step)
+            metrics = strategy.training_step(fabric, self.module, self.rollout, batch, self.step, cfg.seed)
             self.step += 1
             metrics["time/step"] = time.perf_counter() - t0
             fabric.log_dict(metrics, step=self.step)

@@ -16,10 +16,10 @@ from es_lightning.tasks import Echo, Score, Task
 
 @pytest.fixture(scope="module")
 def fabric_es():
-    def make(**kwargs) -> ESStrategy:
+    def make(**kwargs) -> tuple[Fabric, ESStrategy]:
         fabric = Fabric(accelerator="cpu", devices=1, strategy=ESStrategy(**kwargs))
         fabric.launch()
-        return fabric.strategy
+        return fabric, fabric.strategy
 
     return make
 
@@ -36,11 +36,11 @@ def test_update_equals_plain_reference(tiny_model_path, hf_rollout, fabric_es):
     from transformers import AutoModelForCausalLM
 
     n, sigma, alpha = 6, 0.05, 0.02
-    strategy = fabric_es(population_size=n, sigma=sigma, learning_rate=alpha)
+    fabric, strategy = fabric_es(population_size=n, sigma=sigma, learning_rate=alpha)
     module = _module(tiny_model_path)
     rows = module.task.load("train")[:4]
     hf_rollout.es_init()
-    metrics = strategy.training_step(module, hf_rollout, rows, step=3, run_seed=11)
+    metrics = strategy.training_step(fabric, module, hf_rollout, rows, step=3, run_seed=11)
 
     # Reference: explicit loops over members, plain HF generate, float64 update.
     model = AutoModelForCausalLM.from_pretrained(tiny_model_path).eval()
@@ -88,20 +88,20 @@ class _Constant(Task):
 
 
 def test_equal_rewards_skip_the_update(tiny_model_path, hf_rollout, fabric_es):
-    strategy = fabric_es(population_size=4, sigma=0.05, learning_rate=0.1)
+    fabric, strategy = fabric_es(population_size=4, sigma=0.05, learning_rate=0.1)
     module = _module(tiny_model_path, task=_Constant())
     hf_rollout.es_init()
     before = hf_rollout.digest()
-    metrics = strategy.training_step(module, hf_rollout, module.task.load(), step=0, run_seed=0)
+    metrics = strategy.training_step(fabric, module, hf_rollout, module.task.load(), step=0, run_seed=0)
     assert metrics["es/skipped"] == 1.0 and metrics["es/update_norm"] == 0.0
     assert hf_rollout.digest() == before
 
 
 def test_antithetic_logs_kappa_pair(tiny_model_path, hf_rollout, fabric_es):
-    strategy = fabric_es(population_size=4, sigma=0.05, learning_rate=0.01, estimator="antithetic")
+    fabric, strategy = fabric_es(population_size=4, sigma=0.05, learning_rate=0.01, estimator="antithetic")
     module = _module(tiny_model_path)
     hf_rollout.es_init()
-    metrics = strategy.training_step(module, hf_rollout, module.task.load("train")[:4], step=0, run_seed=2)
+    metrics = strategy.training_step(fabric, module, hf_rollout, module.task.load("train")[:4], step=0, run_seed=2)
     assert "es/kappa_pair" in metrics
 
 

@@ -1,0 +1,171 @@
+"""The clipped GRPO surrogate with an optional k3 KL penalty, aggregated over response tokens.
+
+For response o_i (one of B sequences) with sequence advantage Â_i and token t (symbols as in
+DeepSeekMath's GRPO objective, ε_high from DAPO):
+
+    ρ_{i,t} = π_θ(o_{i,t} | q, o_{i,<t}) / π_old(o_{i,t} | q, o_{i,<t}) = exp(logp − old_logp)
+    l_{i,t} = −min(ρ_{i,t}·Â_i, clip(ρ_{i,t}, 1 − ε_low, 1 + ε_high)·Â_i) + β·KL_{i,t}
+
+with the k3 estimator of KL(π_θ ‖ π_ref) (Schulman, "Approximating KL Divergence",
+http://joschu.net/blog/kl-approx.html; the same estimator as tiny-grpo's ``approx_kl_divergence``):
+
+    KL_{i,t} = π_ref/π_θ − log(π_ref/π_θ) − 1 = exp(ref − logp) − (ref − logp) − 1  (≥ 0)
+
+Aggregation over the mask M_{i,t} (1 on response tokens):
+
+* ``"token_mean"`` (DAPO / Dr. GRPO): L = Σ_{i,t} M·l / N_tok, N_tok = ``num_tokens`` or Σ M.
+  Passing the whole batch's token count as ``num_tokens`` to every micro-batch makes the
+  micro-batch losses (and gradients) add up to the full batch's token mean.
+* ``"sequence_mean"`` (original GRPO): L = (1/N_seq)·Σ_i (Σ_t M·l / Σ_t M), N_seq =
+  ``num_sequences`` or B. A sequence with no response tokens contributes 0.
+
+Tokens where the clipped branch is active get zero gradient: (ρ > 1 + ε_high and Â > 0) or
+(ρ < 1 − ε_low and Â < 0). ``clip_frac`` is the fraction of response tokens where that happens.
+Padding positions are masked before ``exp``, so garbage there can never produce inf/NaN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+__all__ = ["LossAggregation", "LossStats", "grpo_loss", "k3_kl"]
+
+LossAggregation = Literal["token_mean", "sequence_mean"]
+_AGGREGATIONS: tuple[str, ...] = ("token_mean", "sequence_mean")
+
+
+@dataclass
+class LossStats:
+    """Diagnostics of one :func:`grpo_loss` call (python floats, means over its response tokens)."""
+
+    loss: float
+    clip_frac: float
+    """Fraction of response tokens whose clipped branch is active (zero gradient)."""
+    kl: float
+    """Mean k3 KL to the reference over response tokens; 0.0 without ``ref_logp``."""
+    ratio_mean: float
+    """Mean ρ = π_θ/π_old over response tokens; 1.0 when there are none."""
+
+
+def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """Per-token k3 estimate of KL(π_θ ‖ π_ref): exp(ref − logp) − (ref − logp) − 1, elementwise.
+
+    See http://joschu.net/blog/kl-approx.html. Unbiased for tokens sampled from π_θ, and ≥ 0.
+    """
+    log_ratio = ref_logp - logp  # log(π_ref / π_θ)
+    return log_ratio.exp() - log_ratio - 1.0
+
+
+def _check_same_shape(name: str, x: torch.Tensor, shape: torch.Size) -> None:
+    if x.shape != shape:
+        raise ValueError(
+            f"grpo_loss: {name} must have the shape of logp {tuple(shape)}, got {tuple(x.shape)}"
+        )
+
+
+def grpo_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_eps: float = 0.2,
+    clip_eps_high: float | None = None,
+    ref_logp: torch.Tensor | None = None,
+    beta: float = 0.0,
+    aggregation: LossAggregation = "token_mean",
+    num_tokens: float | None = None,
+    num_sequences: float | None = None,
+) -> tuple[torch.Tensor, LossStats]:
+    """Clipped GRPO/PPO surrogate loss (to minimise) of B sequences × T tokens.
+
+    Args:
+        logp: (B, T) log π_θ of the sampled tokens; carries the graph.
+        old_logp: (B, T) log π_old of the same tokens (the rollout policy); detached here.
+        advantages: (B,) one advantage Â_i per sequence; detached here.
+        mask: (B, T) 1 on response tokens, 0 on padding (any dtype).
+        clip_eps: ε_low, the lower clip 1 − ε_low (and the upper one when ``clip_eps_high`` is None).
+        clip_eps_high: DAPO's ε_high for the upper clip 1 + ε_high; None means ``clip_eps``.
+        ref_logp: (B, T) log π_ref of a frozen reference; needed when ``beta > 0``. Without
+            ``beta`` it is only used for the ``kl`` statistic.
+        beta: β, weight of the k3 KL penalty.
+        aggregation: ``"token_mean"`` or ``"sequence_mean"`` (see the module docstring).
+        num_tokens: token_mean only: divide by this instead of Σ mask (e.g. the token count of
+            the whole batch when this call sees one micro-batch).
+        num_sequences: sequence_mean only: divide by this instead of B.
+
+    Returns:
+        The scalar loss (differentiable w.r.t. ``logp``) and :class:`LossStats`.
+
+    Raises:
+        ValueError: on mismatched shapes, negative ε or β, ``beta > 0`` without ``ref_logp``,
+            an unknown ``aggregation`` or a non-positive ``num_tokens``/``num_sequences``.
+    """
+    if logp.ndim != 2:
+        raise ValueError(f"grpo_loss: logp must have shape (B, T), got {tuple(logp.shape)}")
+    _check_same_shape("old_logp", old_logp, logp.shape)
+    _check_same_shape("mask", mask, logp.shape)
+    if ref_logp is not None:
+        _check_same_shape("ref_logp", ref_logp, logp.shape)
+    if advantages.shape != logp.shape[:1]:
+        raise ValueError(
+            f"grpo_loss: advantages must have shape (B,) = {tuple(logp.shape[:1])}, got {tuple(advantages.shape)}"
+        )
+    eps_low = clip_eps
+    eps_high = clip_eps if clip_eps_high is None else clip_eps_high
+    if eps_low < 0 or eps_high < 0:
+        raise ValueError(
+            f"grpo_loss: clip_eps and clip_eps_high must be >= 0, got {clip_eps}, {clip_eps_high}"
+        )
+    if beta < 0:
+        raise ValueError(f"grpo_loss: beta must be >= 0, got {beta}")
+    if beta > 0 and ref_logp is None:
+        raise ValueError("grpo_loss: beta > 0 needs ref_logp (the reference log-probs for the KL term)")
+    if aggregation not in _AGGREGATIONS:
+        raise ValueError(f"grpo_loss: unknown aggregation {aggregation!r}; expected one of {_AGGREGATIONS}")
+    if num_tokens is not None and not num_tokens > 0:
+        raise ValueError(f"grpo_loss: num_tokens must be > 0, got {num_tokens}")
+    if num_sequences is not None and not num_sequences > 0:
+        raise ValueError(f"grpo_loss: num_sequences must be > 0, got {num_sequences}")
+
+    m = mask.to(dtype=logp.dtype)  # (B, T)
+    on = m > 0  # (B, T)
+    zero = torch.zeros_like(logp)
+    adv = advantages.detach().to(logp.dtype).unsqueeze(1)  # (B, 1)
+
+    log_ratio = torch.where(on, logp - old_logp.detach(), zero)  # (B, T), 0 on padding
+    ratio = log_ratio.exp()  # (B, T)
+    surr = ratio * adv  # (B, T)
+    surr_clipped = ratio.clamp(1.0 - eps_low, 1.0 + eps_high) * adv  # (B, T)
+    per_token = -torch.minimum(surr, surr_clipped)  # (B, T)
+
+    kl = None
+    if ref_logp is not None:
+        kl = k3_kl(
+            torch.where(on, logp, zero), torch.where(on, ref_logp.detach(), zero)
+        )  # (B, T), 0 on padding
+        if beta > 0:
+            per_token = per_token + beta * kl
+
+    per_token = per_token * m  # (B, T)
+    if aggregation == "token_mean":
+        denom = m.sum().clamp(min=1.0) if num_tokens is None else float(num_tokens)
+        loss = per_token.sum() / denom
+    else:
+        per_seq = per_token.sum(dim=1) / m.sum(dim=1).clamp(min=1.0)  # (B,), 0 for empty rows
+        loss = per_seq.sum() / (logp.shape[0] if num_sequences is None else float(num_sequences))
+
+    with torch.no_grad():
+        n = m.sum()
+        clipped = ((ratio > 1.0 + eps_high) & (adv > 0)) | ((ratio < 1.0 - eps_low) & (adv < 0))  # (B, T)
+        stats = torch.stack(
+            [
+                loss.detach(),
+                (clipped.to(m.dtype) * m).sum() / n.clamp(min=1.0),
+                (kl * m).sum() / n.clamp(min=1.0) if kl is not None else n.new_zeros(()),
+                torch.where(n > 0, (ratio * m).sum() / n.clamp(min=1.0), torch.ones_like(n)),
+            ]
+        ).tolist()  # one device sync
+    return loss, LossStats(loss=stats[0], clip_frac=stats[1], kl=stats[2], ratio_mean=stats[3])

@@ -1,0 +1,286 @@
+"""GRPOStrategy: Group Relative Policy Optimization as a Lightning Fabric strategy.
+
+One update (symbols as in DeepSeekMath's GRPO):
+
+1. Each rank takes its share of the B prompts and samples G responses per prompt from its rollout
+   engine (the paper: G = 8 at temperature 1.0, B = 64).
+2. Rewards r (P, G) from the task's verifier; advantages A = (r − mean_g r) / (std_g r + eps)
+   (``group``; or ``batch`` / ``none``, see :mod:`es_lightning.grpo.advantages`).
+3. The trainer recomputes log π_θ of every sampled token (full logits, so the token entropy is
+   exact) and minimises the clipped surrogate, averaged over response tokens (``token_mean``) or
+   per sequence (``sequence_mean``, the original GRPO):
+
+       L = −min(ρ_t A, clip(ρ_t, 1 − ε_low, 1 + ε_high) A) + β · KL_k3(π_θ ‖ π_ref),
+       ρ_t = π_θ(o_t | q, o_<t) / π_old(o_t | q, o_<t)
+
+   over μ inner iterations (optimizer steps) on the same batch; AdamW, gradient clipping,
+   micro-batches accumulate into one step, bf16 autocast on CUDA, fp32 on CPU.
+4. The engine receives the new weights after the last optimizer step.
+
+How this departs from the textbook: π_old is the trainer's own recomputation at the rollout
+weights (identical to the engine's policy up to kernel numerics), so with μ = 1 the ratio is exactly
+1 and the update is the plain policy gradient with group-normalised advantages; β defaults to 0
+(no reference model is kept), as is common now.
+
+Parallelism comes from Fabric: this class is a DDP strategy (``grpo``); the model is wrapped in
+DistributedDataParallel and gradients are averaged across ranks.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from lightning.fabric.strategies import DDPStrategy
+from lightning.fabric.strategies.registry import _StrategyRegistry
+from typing_extensions import override
+
+from es_lightning.es.noise import seed_schedule
+from es_lightning.es.weights import full_precision_master
+from es_lightning.grpo import compute_advantages, grpo_loss, pack_sequences, token_logprobs_and_entropy
+
+
+class GRPOStrategy(DDPStrategy):
+    """GRPO with a trainer copy of the model and weight sync into the rollout engine.
+
+    Args:
+        group_size: G, responses per prompt.
+        learning_rate: AdamW learning rate.
+        weight_decay: AdamW weight decay.
+        adam_betas: AdamW betas.
+        clip_eps: ε (ε_low) of the clipped ratio.
+        clip_eps_high: ε_high (DAPO's asymmetric clip); ``None``: same as ``clip_eps``.
+        beta: β, weight of the k3 KL to the frozen starting model (0: no reference model).
+        advantage: ``group`` (default), ``batch`` or ``none``.
+        loss_aggregation: ``token_mean`` (default) or ``sequence_mean`` (original GRPO).
+        inner_iterations: μ, optimizer steps per batch of rollouts.
+        micro_batch_size: sequences per forward/backward (gradients accumulate over the batch).
+        max_grad_norm: gradient clipping norm (``None``: no clipping).
+        gradient_checkpointing: trade compute for memory in the trainer model.
+        process_group_backend: ``gloo``/``nccl``; default: NCCL on GPU, gloo on CPU.
+    """
+
+    strategy_name = "grpo"
+    state_folder = "grpo_state"
+
+    def __init__(
+        self,
+        group_size: int = 8,
+        learning_rate: float = 1e-6,
+        weight_decay: float = 0.0,
+        adam_betas: tuple[float, float] = (0.9, 0.999),
+        clip_eps: float = 0.2,
+        clip_eps_high: float | None = None,
+        beta: float = 0.0,
+        advantage: Literal["group", "batch", "none"] = "group",
+        loss_aggregation: Literal["token_mean", "sequence_mean"] = "token_mean",
+        inner_iterations: int = 1,
+        micro_batch_size: int = 8,
+        max_grad_norm: float | None = 1.0,
+        gradient_checkpointing: bool = False,
+        process_group_backend: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(process_group_backend=process_group_backend, **kwargs)
+        checks = {
+            "group_size": group_size >= 2,
+            "learning_rate": learning_rate > 0,
+            "clip_eps": 0 < clip_eps < 1,
+            "beta": beta >= 0,
+            "inner_iterations": inner_iterations >= 1,
+            "micro_batch_size": micro_batch_size >= 1,
+            "advantage": advantage in ("group", "batch", "none"),
+            "loss_aggregation": loss_aggregation in ("token_mean", "sequence_mean"),
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError(f"GRPOStrategy: invalid {', '.join(bad)} (group_size >= 2, 0 < clip_eps < 1, ...)")
+        self.group_size = group_size
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.adam_betas = tuple(adam_betas)
+        self.clip_eps = clip_eps
+        self.clip_eps_high = clip_eps_high
+        self.beta = beta
+        self.advantage = advantage
+        self.loss_aggregation = loss_aggregation
+        self.inner_iterations = inner_iterations
+        self.micro_batch_size = micro_batch_size
+        self.max_grad_norm = max_grad_norm
+        self.gradient_checkpointing = gradient_checkpointing
+        self.model: torch.nn.Module | None = None
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.reference: torch.nn.Module | None = None
+
+    @classmethod
+    @override
+    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
+        strategy_registry.register("grpo", cls, description="GRPO (es-lightning)")
+
+    # -- the trainer's interface ----------------------------------------------------------------
+    def prepare(self, fabric: Any, module: Any, rollout: Any, state_dir: str | None) -> None:
+        """Load the trainer model (fp32) and AdamW, from a checkpoint's state when resuming."""
+        from safetensors.torch import load_file
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained(module.model, dtype=torch.float32)
+        found = full_precision_master(module.model)  # a previous stage's fp32 weights
+        master = Path(state_dir) / "master.safetensors" if state_dir is not None else found and Path(found)
+        if state_dir is not None and not master.is_file():
+            raise FileNotFoundError(f"GRPO resume: {master} does not exist")
+        if master:
+            missing, unexpected = model.load_state_dict(load_file(master), strict=False)
+            if unexpected or [m for m in missing if not m.endswith("lm_head.weight")]:
+                raise KeyError(f"GRPO resume: {master} does not match the model ({missing[:3]}, {unexpected[:3]})")
+        if self.beta > 0:
+            self.reference = copy.deepcopy(model).eval().requires_grad_(False).to(fabric.device)
+        if self.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+        model.config.use_cache = False
+        optimizer = torch.optim.AdamW(
+            model.parameters(), lr=self.learning_rate, betas=self.adam_betas, weight_decay=self.weight_decay
+        )
+        self.model, self.optimizer = fabric.setup(model, optimizer)
+        if state_dir is not None and (Path(state_dir) / "optimizer.pt").is_file():
+            state = torch.load(Path(state_dir) / "optimizer.pt", map_location=fabric.device, weights_only=True)
+            self.optimizer.load_state_dict(state)
+        self.sync_weights(rollout)
+
+    def _unwrapped(self) -> torch.nn.Module:
+        model = self.model
+        while hasattr(model, "module"):
+            model = model.module
+        return model
+
+    def sync_weights(self, rollout: Any) -> None:
+        """Give the rollout engine the trainer's current weights (serving dtype cast once)."""
+        rollout.load_weights((name, p.detach()) for name, p in self._unwrapped().named_parameters())
+
+    def save(self, rollout: Any, directory: str) -> None:
+        """HF checkpoint in the serving dtype plus ``grpo_state/`` (fp32 weights, AdamW state)."""
+        from safetensors.torch import save_file
+
+        out = Path(directory)
+        (out / self.state_folder).mkdir(parents=True, exist_ok=True)
+        weights = {n: p.detach().to("cpu").contiguous() for n, p in self._unwrapped().named_parameters()}
+        dtype = getattr(rollout, "dtype", torch.float32)
+        save_file({n: t.to(dtype) for n, t in weights.items()}, str(out / "model.safetensors"), {"format": "pt"})
+        save_file(weights, str(out / self.state_folder / "master.safetensors"), {"format": "pt"})
+        torch.save(self.optimizer.state_dict(), out / self.state_folder / "optimizer.pt")
+
+    def training_step(
+        self, fabric: Any, module: Any, rollout: Any, rows: list[dict], step: int, run_seed: int
+    ) -> dict[str, float]:
+        """Sample G responses per prompt, score them, take μ optimizer steps, sync the engine."""
+        if len(rows) < self.world_size:
+            raise ValueError(f"GRPO: batch of {len(rows)} prompts is smaller than the {self.world_size} ranks")
+        rows = rows[self.global_rank :: self.world_size]
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        sampling = replace(
+            module.train_sampling, n=self.group_size, seed=seed_schedule(run_seed ^ 0x6A6A, step, 1)[0] % (2**31)
+        )
+        prompts = module.encode(rows)
+        outputs = rollout.generate(prompts, sampling)
+        timings["generate"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        rewards = torch.tensor([[s.reward for s in per] for per in module.score(rows, outputs)], dtype=torch.float32)
+        timings["score"] = time.perf_counter() - t0
+        advantages = compute_advantages(rewards, mode=self.advantage).flatten()  # (P*G,)
+
+        pairs = [(p, c.token_ids) for p, out in zip(prompts, outputs) for c in out.completions]
+        pad = module.tokenizer.pad_token_id
+        input_ids, attention, response_mask, _ = pack_sequences([p for p, _ in pairs], [r for _, r in pairs], pad)
+        temperature = sampling.temperature if sampling.temperature > 0 else 1.0
+
+        t0 = time.perf_counter()
+        stats = self._optimize(fabric, input_ids, attention, response_mask, advantages, temperature)
+        timings["train"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.sync_weights(rollout)
+        timings["sync"] = time.perf_counter() - t0
+
+        reduce = lambda x: float(self.all_reduce(torch.tensor(float(x), device=self.root_device), reduce_op="mean"))  # noqa: E731
+        lengths = response_mask.sum(1).float()
+        return {
+            "train/reward_mean": reduce(rewards.mean()),
+            "train/reward_std": reduce(rewards.std(unbiased=False)),
+            "train/reward_max": reduce(rewards.max()),
+            "train/response_len": reduce(lengths.mean()),
+            "train/entropy": reduce(stats["entropy"]),
+            "train/loss": reduce(stats["loss"]),
+            "grpo/clip_frac": reduce(stats["clip_frac"]),
+            "grpo/kl": reduce(stats["kl"]),
+            "grpo/adv_std": reduce(advantages.std(unbiased=False)),
+            "grpo/grad_norm": reduce(stats["grad_norm"]),
+            "time/tokens_per_s": float(lengths.sum()) / max(timings["generate"], 1e-9),
+            **{f"time/{k}": v for k, v in timings.items()},
+        }
+
+    def _optimize(
+        self,
+        fabric: Any,
+        input_ids: torch.Tensor,  # (S, L)
+        attention: torch.Tensor,  # (S, L)
+        response_mask: torch.Tensor,  # (S, L)
+        advantages: torch.Tensor,  # (S,)
+        temperature: float,
+    ) -> dict[str, float]:
+        device = fabric.device
+        total_tokens = float(response_mask.sum())
+        n_seq = input_ids.shape[0]
+        chunks = [slice(i, i + self.micro_batch_size) for i in range(0, n_seq, self.micro_batch_size)]
+        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else _null()
+        old_logps: list[torch.Tensor | None] = [None] * len(chunks)
+        ref_logps: list[torch.Tensor | None] = [None] * len(chunks)
+        if self.inner_iterations > 1 or self.beta > 0:
+            with torch.no_grad(), autocast:
+                for j, sl in enumerate(chunks):
+                    ids, att, mask = input_ids[sl].to(device), attention[sl].to(device), response_mask[sl].to(device)
+                    if self.inner_iterations > 1:
+                        old_logps[j] = token_logprobs_and_entropy(self.model, ids, att, mask, temperature)[0]
+                    if self.reference is not None:
+                        ref_logps[j] = token_logprobs_and_entropy(self.reference, ids, att, mask, temperature)[0]
+        sums = dict.fromkeys(("loss", "clip_frac", "kl", "entropy", "grad_norm"), 0.0)
+        for it in range(self.inner_iterations):
+            for j, sl in enumerate(chunks):
+                ids, att, mask = input_ids[sl].to(device), attention[sl].to(device), response_mask[sl].to(device)
+                last = j == len(chunks) - 1
+                with fabric.no_backward_sync(self.model, enabled=not last), autocast:
+                    logp, entropy = token_logprobs_and_entropy(self.model, ids, att, mask, temperature)
+                    old = logp.detach() if old_logps[j] is None else old_logps[j]
+                    loss, st = grpo_loss(
+                        logp, old, advantages[sl].to(device), mask.float(),
+                        clip_eps=self.clip_eps, clip_eps_high=self.clip_eps_high,
+                        ref_logp=ref_logps[j], beta=self.beta, aggregation=self.loss_aggregation,
+                        num_tokens=total_tokens, num_sequences=float(n_seq),
+                    )
+                    fabric.backward(loss)
+                if it == 0:
+                    tokens = float(mask.sum())
+                    sums["entropy"] += float((entropy * mask).sum())
+                    sums["clip_frac"] += st.clip_frac * tokens
+                    sums["kl"] += st.kl * tokens
+                    sums["loss"] += st.loss
+            if self.max_grad_norm is not None:
+                norm = fabric.clip_gradients(self.model, self.optimizer, max_norm=self.max_grad_norm)
+            else:
+                norm = torch.sqrt(sum(p.grad.float().square().sum() for p in self.model.parameters() if p.grad is not None))
+            if it == 0:
+                sums["grad_norm"] = float(norm)
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        denom = max(total_tokens, 1.0)
+        return {**sums, "entropy": sums["entropy"] / denom, "clip_frac": sums["clip_frac"] / denom, "kl": sums["kl"] / denom}
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -1,0 +1,99 @@
+"""Sequential pipelines: several optimizers in order on one model with one total update budget.
+
+``stages:`` in a recipe lists the strategies with their share of the budget; the paper gives each
+of two stages half of the updates (``es_then_grpo``, ``grpo_then_es``). Stage i starts from stage
+i−1's final checkpoint, continues through the same seeded data order, writes its own run directory
+``{output_dir}/stage{i}_{name}`` (checkpoints, metrics, evaluation after the stage) and the first
+stage also evaluates the starting model. ``trainer.resume: true`` skips finished stages and resumes
+the unfinished one.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from lightning.fabric.strategies import Strategy
+
+from es_lightning.rollout.base import SamplingConfig
+from es_lightning.training.batches import steps_for_epochs
+from es_lightning.training.checkpoint import latest_checkpoint, load_state
+
+
+@dataclass
+class Stage:
+    """One stage of a pipeline."""
+
+    strategy: Strategy
+    """The stage's optimizer (ESStrategy or GRPOStrategy with its settings)."""
+    fraction: float = 0.5
+    """Share of the total update budget (the fractions of all stages add up to 1)."""
+    name: str | None = None
+    """Folder and log name; default: the strategy's name (``es``, ``grpo``)."""
+    train_sampling: SamplingConfig | None = None
+    """The stage's training sampling (e.g. greedy ES, then GRPO at T = 1.0); default: the module's."""
+
+
+def stage_names(stages: list[Stage]) -> list[str]:
+    return [s.name or getattr(s.strategy, "strategy_name", type(s.strategy).__name__.lower()) for s in stages]
+
+
+def split_budget(total: int, stages: list[Stage]) -> list[int]:
+    """Updates per stage: ``round(fraction · total)``, the last stage taking the remainder."""
+    if not stages:
+        raise ValueError("stages: give at least one stage")
+    fractions = [s.fraction for s in stages]
+    if any(f <= 0 for f in fractions) or abs(sum(fractions) - 1.0) > 1e-6:
+        raise ValueError(f"stages: fractions must be positive and add up to 1, got {fractions}")
+    steps = [round(f * total) for f in fractions[:-1]]
+    steps.append(total - sum(steps))
+    if any(n < 1 for n in steps):
+        raise ValueError(f"stages: a total of {total} updates leaves a stage with none ({steps})")
+    return steps
+
+
+def run_pipeline(
+    module: Any,
+    stages: list[Stage],
+    rollout: Any,
+    config: Any,
+    evaluation: Any = None,
+    eval_tasks: dict | None = None,
+    callbacks: list[Any] | None = None,
+) -> dict[str, Any]:
+    """Run the stages one after another; returns ``{stage_name: trainer results}``."""
+    from es_lightning.training.trainer import Trainer
+
+    names = stage_names(stages)
+    if len(set(names)) != len(names):
+        raise ValueError(f"stages: names must differ, got {names} (set `name:` on repeated strategies)")
+    total = config.max_steps
+    if total is None:
+        rows = module.task.load("train")[: config.train_limit]
+        total = steps_for_epochs(len(rows), config.batch_size, config.epochs)
+    budgets = split_budget(total, stages)
+    results: dict[str, Any] = {}
+    model, offset = module.model, config.data_offset
+    for i, (stage, name, steps) in enumerate(zip(stages, names, budgets)):
+        out = Path(config.output_dir) / f"stage{i + 1}_{name}"
+        done = latest_checkpoint(out) if config.resume else None
+        if done is not None and load_state(done)["step"] >= steps:
+            model, offset = str(done), offset + steps
+            continue
+        stage_cfg = replace(
+            config,
+            output_dir=str(out),
+            max_steps=steps,
+            data_offset=offset,
+            eval_before=config.eval_before and i == 0,
+            resume=done is not None,
+        )
+        stage_module = module.with_model(model)
+        if stage.train_sampling is not None:
+            stage_module.train_sampling = stage.train_sampling
+        trainer = Trainer(stage_module, stage.strategy, copy.deepcopy(rollout), stage_cfg, evaluation, eval_tasks, callbacks)
+        results[name] = trainer.fit()
+        model, offset = str(latest_checkpoint(out)), offset + steps
+    return results
