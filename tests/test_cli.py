@@ -27,6 +27,11 @@ def test_recipes_exist_with_launch_commands():
     names = {r.name for r in RECIPES}
     for expected in ("easy_qwen1p5b.yaml", "easy_llama3b.yaml", "easy_qwen7b.yaml", "hard_r1distill1p5b.yaml", "smoke_cpu.yaml"):
         assert expected in names
+        if expected != "smoke_cpu.yaml":
+            assert f"grpo_{expected}" in names  # every ES recipe has its GRPO twin
+    for expected in ("seq_es_grpo_qwen1p5b.yaml", "seq_grpo_es_qwen1p5b.yaml", "hard_seq_es_grpo_r1distill1p5b.yaml",
+                     "hard_seq_grpo_es_r1distill1p5b.yaml", "smoke_cpu_grpo.yaml", "smoke_cpu_es_then_grpo.yaml"):
+        assert expected in names
     for recipe in RECIPES:
         header = recipe.read_text().splitlines()[:4]
         assert any(f"--config recipes/{recipe.name}" in line for line in header), recipe.name
@@ -35,7 +40,7 @@ def test_recipes_exist_with_launch_commands():
 @pytest.mark.parametrize("recipe", FIT_RECIPES, ids=lambda p: p.name)
 def test_fit_recipe_parses_builds_and_takes_overrides(recipe, tmp_path):
     from es_lightning.module import ReasoningModule
-    from es_lightning.strategies import ESStrategy
+    from es_lightning.strategies import ESStrategy, GRPOStrategy
     from es_lightning.training.config import TrainerConfig
 
     _, _, init = _parse("fit", "--config", str(recipe), "--trainer.max_steps", "3", "--trainer.output_dir", str(tmp_path))
@@ -43,10 +48,22 @@ def test_fit_recipe_parses_builds_and_takes_overrides(recipe, tmp_path):
     assert isinstance(fit.module, ReasoningModule)
     assert isinstance(fit.trainer, TrainerConfig)
     assert fit.trainer.max_steps == 3 and fit.trainer.output_dir == str(tmp_path)
-    if isinstance(fit.strategy, ESStrategy) and not recipe.name.startswith(("smoke", "demo")):
-        assert (fit.strategy.population_size, fit.strategy.sigma, fit.strategy.learning_rate) == (32, 1.5e-3, 2.5e-4)
-        assert fit.trainer.batch_size == 64
-        assert (fit.evaluation.num_samples, fit.evaluation.temperature, fit.evaluation.ks) == (32, 0.6, [1, 16, 32])
+    assert (fit.strategy is None) != (fit.stages is None)
+    if recipe.name.startswith(("smoke", "demo")):
+        return
+    strategies = [fit.strategy] if fit.stages is None else [s.strategy for s in fit.stages]
+    for strategy in strategies:
+        if isinstance(strategy, ESStrategy):
+            assert (strategy.population_size, strategy.sigma, strategy.learning_rate) == (32, 1.5e-3, 2.5e-4)
+        else:
+            assert isinstance(strategy, GRPOStrategy) and strategy.group_size == 8
+    if fit.stages is not None:
+        assert [s.fraction for s in fit.stages] == [0.5, 0.5]
+        assert {s.train_sampling.temperature for s in fit.stages if isinstance(s.strategy, GRPOStrategy)} == {1.0}
+    elif isinstance(fit.strategy, GRPOStrategy):
+        assert fit.module.train_sampling.temperature == 1.0
+    assert fit.trainer.batch_size == 64
+    assert (fit.evaluation.num_samples, fit.evaluation.temperature, fit.evaluation.ks) == (32, 0.6, [1, 16, 32])
 
 
 def test_paper_settings_per_recipe():

@@ -143,9 +143,8 @@ def grpo_loss(
 
     kl = None
     if ref_logp is not None:
-        kl = k3_kl(
-            torch.where(on, logp, zero), torch.where(on, ref_logp.detach(), zero)
-        )  # (B, T), 0 on padding
+        # (B, T), 0 on padding whatever values the padding holds
+        kl = k3_kl(torch.where(on, logp, zero), torch.where(on, ref_logp.detach(), zero))
         if beta > 0:
             per_token = per_token + beta * kl
 
