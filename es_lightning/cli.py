@@ -66,7 +66,9 @@ def run_fit(
     if (strategy is None) == (stages is None):
         raise ValueError("fit: give exactly one of `strategy` or `stages`")
     if stages is not None:
-        return run_pipeline(module, stages, rollout or _default_rollout(), trainer, evaluation, eval_tasks, callbacks)
+        return run_pipeline(
+            module, stages, rollout or _default_rollout(), trainer, evaluation, eval_tasks, callbacks
+        )
     trainer_obj = Trainer(
         module=module,
         strategy=strategy,
@@ -125,7 +127,11 @@ def run_evaluate(
     rows = task_obj.load("test")
     module = ReasoningModule(model=model, task=task_obj, dtype=dtype)
     module.check_model_source()
-    target = torch.device("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else torch.device(device)
+    target = (
+        torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if device == "auto"
+        else torch.device(device)
+    )
     rollout = rollout or _default_rollout()
     rollout.setup(model, target, module.torch_dtype(target))
     if hasattr(rollout, "start"):
@@ -138,7 +144,9 @@ def run_evaluate(
     stem = output.with_suffix("")
     result.write_completions(f"{stem}_completions.jsonl")
     curve = {int(k[5:]): v for k, v in result.summary.items() if k.startswith("pass@")}
-    plot_pass_at_k({Path(model).name or model: curve}, f"{stem}_pass_at_k.png", title=f"{task_obj.name}: Pass@K")
+    plot_pass_at_k(
+        {Path(model).name or model: curve}, f"{stem}_pass_at_k.png", title=f"{task_obj.name}: Pass@K"
+    )
     return {task_obj.name: result.summary}
 
 
@@ -153,7 +161,9 @@ def build_parser():
 
     set_parsing_settings(docstring_parse_attribute_docstrings=True)  # dataclass field docstrings -> --help
 
-    parser = ArgumentParser(prog="es-lightning", description="Post-train LLMs with Evolution Strategies and GRPO.")
+    parser = ArgumentParser(
+        prog="es-lightning", description="Post-train LLMs with Evolution Strategies and GRPO."
+    )
     subcommands = parser.add_subcommands(dest="subcommand")
 
     fit_parser = ArgumentParser(description=run_fit.__doc__.split("\n")[0])
@@ -164,7 +174,9 @@ def build_parser():
     eval_parser = ArgumentParser(description=run_evaluate.__doc__.split("\n")[0])
     eval_parser.add_argument("--config", action=ActionConfigFile, help="YAML with the same keys.")
     eval_parser.add_function_arguments(run_evaluate, fail_untyped=False)
-    subcommands.add_subcommand("evaluate", eval_parser, help="Pass@K / Maj@K of a model or of saved completions.")
+    subcommands.add_subcommand(
+        "evaluate", eval_parser, help="Pass@K / Maj@K of a model or of saved completions."
+    )
     return parser
 
 

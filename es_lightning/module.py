@@ -55,7 +55,9 @@ class ReasoningModule:
         if not isinstance(task, Task):
             raise TypeError(f"ReasoningModule: task must be a Task, got {type(task).__name__}")
         if "{prompt}" not in plain_template:
-            raise ValueError(f"ReasoningModule: plain_template must contain '{{prompt}}', got {plain_template!r}")
+            raise ValueError(
+                f"ReasoningModule: plain_template must contain '{{prompt}}', got {plain_template!r}"
+            )
         from es_lightning.models.registry import resolve_model
 
         self.model = resolve_model(str(model))
@@ -96,7 +98,9 @@ class ReasoningModule:
         user = self.task.prompt(row)
         system = self.task.system_prompt
         if self.uses_chat_template:
-            messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+            messages = ([{"role": "system", "content": system}] if system else []) + [
+                {"role": "user", "content": user}
+            ]
             return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return self.plain_template.format(system=f"{system}\n" if system else "", prompt=user)
 

@@ -19,6 +19,33 @@ from es_lightning.rollout.vllm import vllm_available
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+DISTRIBUTED_VARS = (
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "NODE_RANK",
+    "LOCAL_WORLD_SIZE",
+)
+
+
+def subprocess_env() -> dict[str, str]:
+    """This process's environment without the rendezvous variables in-process Fabric tests set
+    (a child would otherwise try to listen on a port this process already holds)."""
+    return {k: v for k, v in os.environ.items() if k not in DISTRIBUTED_VARS} | {"PYTHONUNBUFFERED": "1"}
+
+
+@pytest.fixture()
+def fresh_process_group():
+    """Tear down the process group an in-process Fabric test created, whatever its backend."""
+    yield
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+    for key in DISTRIBUTED_VARS:
+        os.environ.pop(key, None)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip_cuda = pytest.mark.skip(reason="needs a CUDA device")
     skip_vllm = pytest.mark.skip(reason="needs vLLM (install the cpu or gpu extra)")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from es_lightning.cli import build_parser
+from tests.conftest import subprocess_env
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
@@ -25,12 +26,24 @@ def _parse(*argv: str):
 
 def test_recipes_exist_with_launch_commands():
     names = {r.name for r in RECIPES}
-    for expected in ("easy_qwen1p5b.yaml", "easy_llama3b.yaml", "easy_qwen7b.yaml", "hard_r1distill1p5b.yaml", "smoke_cpu.yaml"):
+    for expected in (
+        "easy_qwen1p5b.yaml",
+        "easy_llama3b.yaml",
+        "easy_qwen7b.yaml",
+        "hard_r1distill1p5b.yaml",
+        "smoke_cpu.yaml",
+    ):
         assert expected in names
         if expected != "smoke_cpu.yaml":
             assert f"grpo_{expected}" in names  # every ES recipe has its GRPO twin
-    for expected in ("seq_es_grpo_qwen1p5b.yaml", "seq_grpo_es_qwen1p5b.yaml", "hard_seq_es_grpo_r1distill1p5b.yaml",
-                     "hard_seq_grpo_es_r1distill1p5b.yaml", "smoke_cpu_grpo.yaml", "smoke_cpu_es_then_grpo.yaml"):
+    for expected in (
+        "seq_es_grpo_qwen1p5b.yaml",
+        "seq_grpo_es_qwen1p5b.yaml",
+        "hard_seq_es_grpo_r1distill1p5b.yaml",
+        "hard_seq_grpo_es_r1distill1p5b.yaml",
+        "smoke_cpu_grpo.yaml",
+        "smoke_cpu_es_then_grpo.yaml",
+    ):
         assert expected in names
     for recipe in RECIPES:
         header = recipe.read_text().splitlines()[:4]
@@ -43,7 +56,9 @@ def test_fit_recipe_parses_builds_and_takes_overrides(recipe, tmp_path):
     from es_lightning.strategies import ESStrategy, GRPOStrategy
     from es_lightning.training.config import TrainerConfig
 
-    _, _, init = _parse("fit", "--config", str(recipe), "--trainer.max_steps", "3", "--trainer.output_dir", str(tmp_path))
+    _, _, init = _parse(
+        "fit", "--config", str(recipe), "--trainer.max_steps", "3", "--trainer.output_dir", str(tmp_path)
+    )
     fit = init.fit
     assert isinstance(fit.module, ReasoningModule)
     assert isinstance(fit.trainer, TrainerConfig)
@@ -59,19 +74,31 @@ def test_fit_recipe_parses_builds_and_takes_overrides(recipe, tmp_path):
             assert isinstance(strategy, GRPOStrategy) and strategy.group_size == 8
     if fit.stages is not None:
         assert [s.fraction for s in fit.stages] == [0.5, 0.5]
-        assert {s.train_sampling.temperature for s in fit.stages if isinstance(s.strategy, GRPOStrategy)} == {1.0}
+        assert {s.train_sampling.temperature for s in fit.stages if isinstance(s.strategy, GRPOStrategy)} == {
+            1.0
+        }
     elif isinstance(fit.strategy, GRPOStrategy):
         assert fit.module.train_sampling.temperature == 1.0
     assert fit.trainer.batch_size == 64
-    assert (fit.evaluation.num_samples, fit.evaluation.temperature, fit.evaluation.ks) == (32, 0.6, [1, 16, 32])
+    assert (fit.evaluation.num_samples, fit.evaluation.temperature, fit.evaluation.ks) == (
+        32,
+        0.6,
+        [1, 16, 32],
+    )
 
 
 def test_paper_settings_per_recipe():
     _, _, easy = _parse("fit", "--config", str(REPO / "recipes/easy_qwen1p5b.yaml"))
-    assert easy.fit.module.train_sampling.temperature == 0.0 and easy.fit.module.train_sampling.max_tokens == 2048
+    assert (
+        easy.fit.module.train_sampling.temperature == 0.0
+        and easy.fit.module.train_sampling.max_tokens == 2048
+    )
     assert easy.fit.trainer.epochs == 2
     _, _, hard = _parse("fit", "--config", str(REPO / "recipes/hard_r1distill1p5b.yaml"))
-    assert hard.fit.module.train_sampling.temperature == 0.6 and hard.fit.module.train_sampling.max_tokens == 8192
+    assert (
+        hard.fit.module.train_sampling.temperature == 0.6
+        and hard.fit.module.train_sampling.max_tokens == 8192
+    )
     assert hard.fit.trainer.epochs == 1
     assert {"math500", "aime24", "amc23", "gpqa", "mbpp"} <= set(hard.fit.eval_tasks)
 
@@ -82,7 +109,9 @@ def test_eval_recipe_parses():
 
 
 def test_help_explains_every_trainer_option():
-    out = subprocess.run([*CLI, "fit", "--help"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [*CLI, "fit", "--help"], capture_output=True, text=True, check=True, env=subprocess_env()
+    ).stdout
     from dataclasses import fields
 
     from es_lightning.training.config import TrainerConfig
@@ -94,7 +123,13 @@ def test_help_explains_every_trainer_option():
 
 def test_bad_strategy_setting_is_named():
     with pytest.raises((ValueError, SystemExit)):
-        _parse("fit", "--config", str(REPO / "recipes/smoke_cpu.yaml"), "--strategy.init_args.population_size", "0")
+        _parse(
+            "fit",
+            "--config",
+            str(REPO / "recipes/smoke_cpu.yaml"),
+            "--strategy.init_args.population_size",
+            "0",
+        )
 
 
 def test_offline_scoring_of_real_gsm8k_rows(tmp_path, gsm8k_test_file):
@@ -106,8 +141,21 @@ def test_offline_scoring_of_real_gsm8k_rows(tmp_path, gsm8k_test_file):
             completions = [f"... #### {gold}", "#### -1"] if i < 2 else ["#### -1", "no idea"]
             f.write(json.dumps({**row, "completions": completions}) + "\n")
     out = tmp_path / "scores.json"
-    subprocess.run([*CLI, "evaluate", "--task", "gsm8k", "--completions", str(tmp_path / "samples.jsonl"), "--output", str(out)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            *CLI,
+            "evaluate",
+            "--task",
+            "gsm8k",
+            "--completions",
+            str(tmp_path / "samples.jsonl"),
+            "--output",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        env=subprocess_env(),
+    )
     scores = json.loads(out.read_text())["gsm8k"]
     assert scores["n_prompts"] == 5 and scores["n_samples"] == 2
     assert scores["pass@1"] == pytest.approx(2 * 0.5 / 5)
@@ -116,10 +164,27 @@ def test_offline_scoring_of_real_gsm8k_rows(tmp_path, gsm8k_test_file):
 
 def test_generation_mode_writes_json_completions_and_plot(tmp_path, tiny_model_path):
     out = tmp_path / "eval.json"
-    cmd = [*CLI, "evaluate", "--task", "echo", "--model", str(tiny_model_path), "--output", str(out),
-           "--rollout", "es_lightning.rollout.hf.HFRollout", "--evaluation.num_samples", "4",
-           "--evaluation.max_tokens", "6", "--evaluation.limit", "3", "--device", "cpu"]
-    subprocess.run(cmd, check=True, capture_output=True, cwd=tmp_path)
+    cmd = [
+        *CLI,
+        "evaluate",
+        "--task",
+        "echo",
+        "--model",
+        str(tiny_model_path),
+        "--output",
+        str(out),
+        "--rollout",
+        "es_lightning.rollout.hf.HFRollout",
+        "--evaluation.num_samples",
+        "4",
+        "--evaluation.max_tokens",
+        "6",
+        "--evaluation.limit",
+        "3",
+        "--device",
+        "cpu",
+    ]
+    subprocess.run(cmd, check=True, capture_output=True, cwd=tmp_path, env=subprocess_env())
     summary = json.loads(out.read_text())["echo"]
     assert summary["n_prompts"] == 3 and summary["n_samples"] == 4
     assert {f"pass@{k}" for k in range(1, 5)} <= set(summary) and "greedy" in summary
@@ -137,14 +202,26 @@ def test_generation_mode_writes_json_completions_and_plot(tmp_path, tiny_model_p
     ],
 )
 def test_evaluate_errors_name_the_problem(args, message, tmp_path):
-    proc = subprocess.run([*CLI, "evaluate", *args], capture_output=True, text=True, cwd=tmp_path)
+    proc = subprocess.run(
+        [*CLI, "evaluate", *args], capture_output=True, text=True, cwd=tmp_path, env=subprocess_env()
+    )
     assert proc.returncode != 0
     assert message in proc.stderr
 
 
 def test_fit_refuses_a_missing_model_folder_before_work(tmp_path):
-    recipe = (REPO / "recipes/smoke_cpu.yaml").read_text().replace("es-lightning/tiny-random", str(tmp_path / "missing"))
+    recipe = (
+        (REPO / "recipes/smoke_cpu.yaml")
+        .read_text()
+        .replace("es-lightning/tiny-random", str(tmp_path / "missing"))
+    )
     (tmp_path / "r.yaml").write_text(recipe)
-    proc = subprocess.run([*CLI, "fit", "--config", str(tmp_path / "r.yaml"), "--trainer.output_dir", str(tmp_path / "o")],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    proc = subprocess.run(
+        [*CLI, "fit", "--config", str(tmp_path / "r.yaml"), "--trainer.output_dir", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=subprocess_env(),
+    )
     assert proc.returncode != 0 and "missing" in proc.stderr and "config.json" in proc.stderr

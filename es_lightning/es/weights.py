@@ -80,7 +80,9 @@ class ESWeights:
             self._adam.step()
             self._adam.zero_grad(set_to_none=True)
             norm = float(
-                torch.sqrt(sum(((m.detach() - before[n]).double().square().sum() for n, m in self.master.items())))
+                torch.sqrt(
+                    sum(((m.detach() - before[n]).double().square().sum() for n, m in self.master.items()))
+                )
             )
         self.restore()
         return norm
@@ -101,7 +103,9 @@ class ESWeights:
             self._adam.load_state_dict(state["optimizer"])
 
 
-def load_master(files: Iterable[str], device: torch.device | str, names: set[str] | None = None) -> dict[str, torch.Tensor]:
+def load_master(
+    files: Iterable[str], device: torch.device | str, names: set[str] | None = None
+) -> dict[str, torch.Tensor]:
     """fp32 tensors from safetensors ``files`` (keeping only ``names`` when given), on ``device``."""
     from safetensors import safe_open
 
@@ -127,7 +131,11 @@ def save_es_files(weights: ESWeights, directory: str) -> None:
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     master = {n: m.detach().to("cpu").contiguous() for n, m in weights.master.items()}
-    save_file({n: m.to(weights.serving_dtype) for n, m in master.items()}, str(out / "model.safetensors"), {"format": "pt"})
+    save_file(
+        {n: m.to(weights.serving_dtype) for n, m in master.items()},
+        str(out / "model.safetensors"),
+        {"format": "pt"},
+    )
     (out / ES_STATE).mkdir(exist_ok=True)
     save_file(master, str(out / ES_STATE / "master.safetensors"), {"format": "pt"})
     torch.save(weights.state_dict(), out / ES_STATE / "optimizer.pt")

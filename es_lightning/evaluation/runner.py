@@ -71,7 +71,9 @@ class EvalResult:
         return write_completions_file(path, self.rows, self.completions, greedy=self.greedy)
 
 
-def evaluate_rows(module: Any, rollout: Rollout, rows: list[dict[str, Any]], config: EvalConfig) -> EvalResult:
+def evaluate_rows(
+    module: Any, rollout: Rollout, rows: list[dict[str, Any]], config: EvalConfig
+) -> EvalResult:
     """Sample, verify and summarise ``rows`` with ``module``'s prompt format and task."""
     if config.limit is not None:
         rows = rows[: config.limit]

@@ -62,13 +62,22 @@ def build_tokenizer():
     core.decoder = decoders.ByteLevel()
     core.add_special_tokens([PAD, BOS, EOS])
     return PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token=PAD, bos_token=BOS, eos_token=EOS, unk_token=PAD, model_max_length=512
+        tokenizer_object=core,
+        pad_token=PAD,
+        bos_token=BOS,
+        eos_token=EOS,
+        unk_token=PAD,
+        model_max_length=512,
     )
 
 
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's reversible byte -> printable-character map (the byte-level BPE alphabet)."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    keep = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
     chars, extra = list(keep), 0
     for b in range(256):
         if b not in keep:

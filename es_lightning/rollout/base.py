@@ -120,7 +120,7 @@ class Rollout(ABC):
         """Write ``model.safetensors`` (serving dtype) and ``es_state/`` (fp32 master, optimizer
         state) into ``directory`` (see :func:`es_lightning.es.weights.save_es_files`)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  (optional hook: backends without resources keep it)
         """Release the engine and its memory."""
 
     def __enter__(self) -> Rollout:

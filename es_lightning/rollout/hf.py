@@ -7,7 +7,13 @@ from collections.abc import Iterable, Sequence
 import torch
 from typing_extensions import override
 
-from es_lightning.es.weights import ESWeights, load_master, model_weight_files, resume_es_weights, save_es_files
+from es_lightning.es.weights import (
+    ESWeights,
+    load_master,
+    model_weight_files,
+    resume_es_weights,
+    save_es_files,
+)
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig, weights_digest
 
 
@@ -85,11 +91,15 @@ class HFRollout(Rollout):
             logps = None
             if sampling.logprobs:
                 logits = torch.stack(result.logits, dim=1).float()  # (len(chunk) * n, T_new, V)
-                logps = torch.log_softmax(logits, -1).gather(-1, new[:, : logits.shape[1], None].to(logits.device))
+                logps = torch.log_softmax(logits, -1).gather(
+                    -1, new[:, : logits.shape[1], None].to(logits.device)
+                )
                 logps = logps.squeeze(-1).cpu()
             for j in range(new.shape[0]):
                 out = outputs[start + j // sampling.n]
-                out.completions.append(self._completion(new[j], None if logps is None else logps[j], eos, sampling))
+                out.completions.append(
+                    self._completion(new[j], None if logps is None else logps[j], eos, sampling)
+                )
         return outputs
 
     def _completion(

@@ -59,9 +59,13 @@ class VLLMRollout(Rollout):
         engine_kwargs: dict[str, Any] | None = None,
     ) -> None:
         if not 0 < gpu_memory_utilization <= 1:
-            raise ValueError(f"VLLMRollout: gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
+            raise ValueError(
+                f"VLLMRollout: gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}"
+            )
         if cpu_kvcache_space_gib < 1:
-            raise ValueError(f"VLLMRollout: cpu_kvcache_space_gib must be a whole number >= 1, got {cpu_kvcache_space_gib}")
+            raise ValueError(
+                f"VLLMRollout: cpu_kvcache_space_gib must be a whole number >= 1, got {cpu_kvcache_space_gib}"
+            )
         self.gpu_memory_utilization = gpu_memory_utilization
         self.max_model_len = max_model_len
         self.enforce_eager = enforce_eager
@@ -143,7 +147,9 @@ class VLLMRollout(Rollout):
                 if sampling.logprobs and c.logprobs is not None:
                     logps = [step[t].logprob for t, step in zip(ids, c.logprobs)]
                 finish = "stop" if c.finish_reason == "stop" else "length"
-                completions.append(Completion(text=c.text, token_ids=ids, logprobs=logps, finish_reason=finish))
+                completions.append(
+                    Completion(text=c.text, token_ids=ids, logprobs=logps, finish_reason=finish)
+                )
             outputs.append(RolloutOutput(prompt_token_ids=list(prompt), completions=completions))
         return outputs
 

@@ -65,7 +65,9 @@ class WorkerExtension:
             return
         from vllm.model_executor.layers import utils
 
-        dispatch = getattr(utils.dispatch_cpu_unquantized_gemm, "original", utils.dispatch_cpu_unquantized_gemm)
+        dispatch = getattr(
+            utils.dispatch_cpu_unquantized_gemm, "original", utils.dispatch_cpu_unquantized_gemm
+        )
         for module in self._served_model().modules():
             weight = getattr(module, "weight", None)
             if (

@@ -145,11 +145,15 @@ class ESStrategy(DDPStrategy):
             local[i] = float(np.mean([s.reward for per_prompt in scores for s in per_prompt]))
             tokens += sum(len(c.token_ids) for out in outputs for c in out.completions)
         rewards = self.all_reduce(local.to(self.root_device), reduce_op="sum").cpu().numpy()
-        tokens_total = float(self.all_reduce(torch.tensor(float(tokens), device=self.root_device), reduce_op="sum"))
+        tokens_total = float(
+            self.all_reduce(torch.tensor(float(tokens), device=self.root_device), reduce_op="sum")
+        )
 
         t0 = time.perf_counter()
         coeffs = member_coefficients(population, rewards, self.normalization)
-        update_norm = 0.0 if coeffs is None else rollout.es_update(coeffs, self.learning_rate, self.population_size)
+        update_norm = (
+            0.0 if coeffs is None else rollout.es_update(coeffs, self.learning_rate, self.population_size)
+        )
         timings["update"] = time.perf_counter() - t0
         self._check_agreement(rollout.es_checksum())
 
@@ -173,4 +177,6 @@ class ESStrategy(DDPStrategy):
         gathered = self.all_gather(torch.tensor([checksum], dtype=torch.float64, device=self.root_device))
         values = gathered.flatten().cpu().tolist()
         if max(values) - min(values) > self.checksum_tolerance:
-            raise RuntimeError(f"ESStrategy: the ranks' centres disagree after the update (checksums {values})")
+            raise RuntimeError(
+                f"ESStrategy: the ranks' centres disagree after the update (checksums {values})"
+            )

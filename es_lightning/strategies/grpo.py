@@ -98,7 +98,9 @@ class GRPOStrategy(DDPStrategy):
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
-            raise ValueError(f"GRPOStrategy: invalid {', '.join(bad)} (group_size >= 2, 0 < clip_eps < 1, ...)")
+            raise ValueError(
+                f"GRPOStrategy: invalid {', '.join(bad)} (group_size >= 2, 0 < clip_eps < 1, ...)"
+            )
         self.group_size = group_size
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
@@ -135,7 +137,9 @@ class GRPOStrategy(DDPStrategy):
         if master:
             missing, unexpected = model.load_state_dict(load_file(master), strict=False)
             if unexpected or [m for m in missing if not m.endswith("lm_head.weight")]:
-                raise KeyError(f"GRPO resume: {master} does not match the model ({missing[:3]}, {unexpected[:3]})")
+                raise KeyError(
+                    f"GRPO resume: {master} does not match the model ({missing[:3]}, {unexpected[:3]})"
+                )
         if self.beta > 0:
             self.reference = copy.deepcopy(model).eval().requires_grad_(False).to(fabric.device)
         if self.gradient_checkpointing:
@@ -146,7 +150,9 @@ class GRPOStrategy(DDPStrategy):
         )
         self.model, self.optimizer = fabric.setup(model, optimizer)
         if state_dir is not None and (Path(state_dir) / "optimizer.pt").is_file():
-            state = torch.load(Path(state_dir) / "optimizer.pt", map_location=fabric.device, weights_only=True)
+            state = torch.load(
+                Path(state_dir) / "optimizer.pt", map_location=fabric.device, weights_only=True
+            )
             self.optimizer.load_state_dict(state)
         self.sync_weights(rollout)
 
@@ -168,7 +174,9 @@ class GRPOStrategy(DDPStrategy):
         (out / self.state_folder).mkdir(parents=True, exist_ok=True)
         weights = {n: p.detach().to("cpu").contiguous() for n, p in self._unwrapped().named_parameters()}
         dtype = getattr(rollout, "dtype", torch.float32)
-        save_file({n: t.to(dtype) for n, t in weights.items()}, str(out / "model.safetensors"), {"format": "pt"})
+        save_file(
+            {n: t.to(dtype) for n, t in weights.items()}, str(out / "model.safetensors"), {"format": "pt"}
+        )
         save_file(weights, str(out / self.state_folder / "master.safetensors"), {"format": "pt"})
         torch.save(self.optimizer.state_dict(), out / self.state_folder / "optimizer.pt")
 
@@ -177,24 +185,32 @@ class GRPOStrategy(DDPStrategy):
     ) -> dict[str, float]:
         """Sample G responses per prompt, score them, take μ optimizer steps, sync the engine."""
         if len(rows) < self.world_size:
-            raise ValueError(f"GRPO: batch of {len(rows)} prompts is smaller than the {self.world_size} ranks")
+            raise ValueError(
+                f"GRPO: batch of {len(rows)} prompts is smaller than the {self.world_size} ranks"
+            )
         rows = rows[self.global_rank :: self.world_size]
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         sampling = replace(
-            module.train_sampling, n=self.group_size, seed=seed_schedule(run_seed ^ 0x6A6A, step, 1)[0] % (2**31)
+            module.train_sampling,
+            n=self.group_size,
+            seed=seed_schedule(run_seed ^ 0x6A6A, step, 1)[0] % (2**31),
         )
         prompts = module.encode(rows)
         outputs = rollout.generate(prompts, sampling)
         timings["generate"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        rewards = torch.tensor([[s.reward for s in per] for per in module.score(rows, outputs)], dtype=torch.float32)
+        rewards = torch.tensor(
+            [[s.reward for s in per] for per in module.score(rows, outputs)], dtype=torch.float32
+        )
         timings["score"] = time.perf_counter() - t0
         advantages = compute_advantages(rewards, mode=self.advantage).flatten()  # (P*G,)
 
         pairs = [(p, c.token_ids) for p, out in zip(prompts, outputs) for c in out.completions]
         pad = module.tokenizer.pad_token_id
-        input_ids, attention, response_mask, _ = pack_sequences([p for p, _ in pairs], [r for _, r in pairs], pad)
+        input_ids, attention, response_mask, _ = pack_sequences(
+            [p for p, _ in pairs], [r for _, r in pairs], pad
+        )
         temperature = sampling.temperature if sampling.temperature > 0 else 1.0
 
         t0 = time.perf_counter()
@@ -204,7 +220,9 @@ class GRPOStrategy(DDPStrategy):
         self.sync_weights(rollout)
         timings["sync"] = time.perf_counter() - t0
 
-        reduce = lambda x: float(self.all_reduce(torch.tensor(float(x), device=self.root_device), reduce_op="mean"))  # noqa: E731
+        reduce = lambda x: float(
+            self.all_reduce(torch.tensor(float(x), device=self.root_device), reduce_op="mean")
+        )  # noqa: E731
         lengths = response_mask.sum(1).float()
         return {
             "train/reward_mean": reduce(rewards.mean()),
@@ -240,24 +258,41 @@ class GRPOStrategy(DDPStrategy):
         if self.inner_iterations > 1 or self.beta > 0:
             with torch.no_grad(), autocast:
                 for j, sl in enumerate(chunks):
-                    ids, att, mask = input_ids[sl].to(device), attention[sl].to(device), response_mask[sl].to(device)
+                    ids, att, mask = (
+                        input_ids[sl].to(device),
+                        attention[sl].to(device),
+                        response_mask[sl].to(device),
+                    )
                     if self.inner_iterations > 1:
                         old_logps[j] = token_logprobs_and_entropy(self.model, ids, att, mask, temperature)[0]
                     if self.reference is not None:
-                        ref_logps[j] = token_logprobs_and_entropy(self.reference, ids, att, mask, temperature)[0]
+                        ref_logps[j] = token_logprobs_and_entropy(
+                            self.reference, ids, att, mask, temperature
+                        )[0]
         sums = dict.fromkeys(("loss", "clip_frac", "kl", "entropy", "grad_norm"), 0.0)
         for it in range(self.inner_iterations):
             for j, sl in enumerate(chunks):
-                ids, att, mask = input_ids[sl].to(device), attention[sl].to(device), response_mask[sl].to(device)
+                ids, att, mask = (
+                    input_ids[sl].to(device),
+                    attention[sl].to(device),
+                    response_mask[sl].to(device),
+                )
                 last = j == len(chunks) - 1
                 with fabric.no_backward_sync(self.model, enabled=not last), autocast:
                     logp, entropy = token_logprobs_and_entropy(self.model, ids, att, mask, temperature)
                     old = logp.detach() if old_logps[j] is None else old_logps[j]
                     loss, st = grpo_loss(
-                        logp, old, advantages[sl].to(device), mask.float(),
-                        clip_eps=self.clip_eps, clip_eps_high=self.clip_eps_high,
-                        ref_logp=ref_logps[j], beta=self.beta, aggregation=self.loss_aggregation,
-                        num_tokens=total_tokens, num_sequences=float(n_seq),
+                        logp,
+                        old,
+                        advantages[sl].to(device),
+                        mask.float(),
+                        clip_eps=self.clip_eps,
+                        clip_eps_high=self.clip_eps_high,
+                        ref_logp=ref_logps[j],
+                        beta=self.beta,
+                        aggregation=self.loss_aggregation,
+                        num_tokens=total_tokens,
+                        num_sequences=float(n_seq),
                     )
                     fabric.backward(loss)
                 if it == 0:
@@ -269,13 +304,20 @@ class GRPOStrategy(DDPStrategy):
             if self.max_grad_norm is not None:
                 norm = fabric.clip_gradients(self.model, self.optimizer, max_norm=self.max_grad_norm)
             else:
-                norm = torch.sqrt(sum(p.grad.float().square().sum() for p in self.model.parameters() if p.grad is not None))
+                norm = torch.sqrt(
+                    sum(p.grad.float().square().sum() for p in self.model.parameters() if p.grad is not None)
+                )
             if it == 0:
                 sums["grad_norm"] = float(norm)
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
         denom = max(total_tokens, 1.0)
-        return {**sums, "entropy": sums["entropy"] / denom, "clip_frac": sums["clip_frac"] / denom, "kl": sums["kl"] / denom}
+        return {
+            **sums,
+            "entropy": sums["entropy"] / denom,
+            "clip_frac": sums["clip_frac"] / denom,
+            "kl": sums["kl"] / denom,
+        }
 
 
 class _null:

@@ -4,6 +4,7 @@ Importing this package registers the built-in tasks; ``get_task(name, **kwargs)`
 name and ``@register_task`` adds your own.
 """
 
+from es_lightning.tasks.arithmetic import Arithmetic
 from es_lightning.tasks.base import Score, Task
 from es_lightning.tasks.countdown import Countdown
 from es_lightning.tasks.data import DataSource
@@ -19,6 +20,7 @@ __all__ = [
     "GPQA",
     "MBPP",
     "TASKS",
+    "Arithmetic",
     "CommonsenseQA",
     "Countdown",
     "DataSource",

@@ -46,7 +46,9 @@ class DataSource:
 
         local = self.resolved_path()
         if local is not None:
-            ds = datasets.load_dataset(_LOCAL_FORMATS[local.suffix.lower()], data_files=str(local), split="train")
+            ds = datasets.load_dataset(
+                _LOCAL_FORMATS[local.suffix.lower()], data_files=str(local), split="train"
+            )
         else:
             ds = datasets.load_dataset(self.path, self.name, split=self.split)
         if self.column_map:

@@ -55,7 +55,9 @@ class Echo(Task):
             raise ValueError(f"echo: format_weight must be in [0, 1], got {format_weight}")
         self.format_weight = format_weight
         if length < 1 or n_train < 1 or n_test < 1:
-            raise ValueError(f"echo: length, n_train and n_test must be >= 1, got {length}, {n_train}, {n_test}")
+            raise ValueError(
+                f"echo: length, n_train and n_test must be >= 1, got {length}, {n_train}, {n_test}"
+            )
         super().__init__(train, test, system_prompt, prompt_template)
         self.length, self.n_train, self.n_test, self.seed = length, n_train, n_test, seed
 
@@ -65,7 +67,9 @@ class Echo(Task):
             return super().load(split)
         rng = random.Random(f"echo-{self.seed}-{split}")
         count = self.n_train if split == "train" else self.n_test
-        return [{"digits": "".join(rng.choice("0123456789") for _ in range(self.length))} for _ in range(count)]
+        return [
+            {"digits": "".join(rng.choice("0123456789") for _ in range(self.length))} for _ in range(count)
+        ]
 
     def question(self, row: dict[str, Any]) -> str:
         return str(row["digits"])

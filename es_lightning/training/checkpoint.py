@@ -87,7 +87,9 @@ def resolve_resume(resume: bool | str, output_dir: str | Path) -> Path | None:
     if resume is True or resume in ("true", "True", "latest"):
         found = latest_checkpoint(output_dir)
         if found is None:
-            raise FileNotFoundError(f"trainer.resume: no checkpoint in {checkpoints_root(output_dir)} to resume from")
+            raise FileNotFoundError(
+                f"trainer.resume: no checkpoint in {checkpoints_root(output_dir)} to resume from"
+            )
         return found
     path = Path(str(resume))
     if not (path / STATE_FILE).is_file():

@@ -93,7 +93,9 @@ def run_pipeline(
         stage_module = module.with_model(model)
         if stage.train_sampling is not None:
             stage_module.train_sampling = stage.train_sampling
-        trainer = Trainer(stage_module, stage.strategy, copy.deepcopy(rollout), stage_cfg, evaluation, eval_tasks, callbacks)
+        trainer = Trainer(
+            stage_module, stage.strategy, copy.deepcopy(rollout), stage_cfg, evaluation, eval_tasks, callbacks
+        )
         results[name] = trainer.fit()
         model, offset = str(latest_checkpoint(out)), offset + steps
     return results

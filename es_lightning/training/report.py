@@ -38,5 +38,7 @@ def print_before_after(before: dict[str, Any], after: dict[str, Any]) -> None:
             if not (key.startswith(("pass@", "maj@")) or key == "greedy") or key not in before.get(task, {}):
                 continue
             old = before[task][key]
-            lines.append(f"{task:<16} {key:<10} {100 * old:>7.1f}% {100 * value:>7.1f}% {100 * (value - old):>+7.1f}")
+            lines.append(
+                f"{task:<16} {key:<10} {100 * old:>7.1f}% {100 * value:>7.1f}% {100 * (value - old):>+7.1f}"
+            )
     print("\n".join(lines), flush=True)

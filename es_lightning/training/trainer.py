@@ -72,20 +72,29 @@ class Trainer:
         if not rows:
             raise ValueError(f"{self.module.task.name}: the training split is empty")
         eval_sets = self._eval_sets()
-        max_steps = cfg.max_steps if cfg.max_steps is not None else steps_for_epochs(len(rows), cfg.batch_size, cfg.epochs)
+        max_steps = (
+            cfg.max_steps
+            if cfg.max_steps is not None
+            else steps_for_epochs(len(rows), cfg.batch_size, cfg.epochs)
+        )
 
         fabric = self.fabric = Fabric(
             accelerator=cfg.accelerator,
             devices=cfg.devices,
             num_nodes=cfg.num_nodes,
             strategy=self.strategy,
-            loggers=[TensorBoardLogger(self.output_dir, name="tensorboard", version=""), JSONLLogger(self.output_dir)],
+            loggers=[
+                TensorBoardLogger(self.output_dir, name="tensorboard", version=""),
+                JSONLLogger(self.output_dir),
+            ],
             callbacks=self.callbacks,
         )
         fabric.launch()
         strategy = fabric.strategy
         if not hasattr(strategy, "training_step"):
-            raise TypeError(f"trainer: strategy {type(strategy).__name__} is not an es-lightning strategy (es, grpo)")
+            raise TypeError(
+                f"trainer: strategy {type(strategy).__name__} is not an es-lightning strategy (es, grpo)"
+            )
 
         resume_from = resolve_resume(cfg.resume, self.output_dir)
         dtype = self.module.torch_dtype(fabric.device)
@@ -105,8 +114,11 @@ class Trainer:
             self.results["before"] = self.evaluate(eval_sets, tag="before")
 
         bar = tqdm(
-            total=max_steps, initial=self.step, desc=f"{strategy.strategy_name} updates",
-            disable=not (cfg.progress_bar and fabric.is_global_zero), dynamic_ncols=True,
+            total=max_steps,
+            initial=self.step,
+            desc=f"{strategy.strategy_name} updates",
+            disable=not (cfg.progress_bar and fabric.is_global_zero),
+            dynamic_ncols=True,
         )
         saved_at = self.step if resume_from else -1
         while self.step < max_steps:
@@ -122,7 +134,12 @@ class Trainer:
             if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
                 self.save(meta_dir)
                 saved_at = self.step
-            if cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < max_steps and self.evaluation:
+            if (
+                cfg.eval_every
+                and self.step % cfg.eval_every == 0
+                and self.step < max_steps
+                and self.evaluation
+            ):
                 self.evaluate(eval_sets, tag=f"step-{self.step:06d}")
         bar.close()
 
@@ -144,19 +161,29 @@ class Trainer:
         bad = [name for name in self.eval_tasks if not name or "/" in name or name == "average"]
         if bad:
             raise ValueError(f"eval_tasks: names {bad} are not usable in metric keys (no '/', not 'average')")
-        return [(name, task, task.load("test")[: self.evaluation.limit]) for name, task in self.eval_tasks.items()]
+        return [
+            (name, task, task.load("test")[: self.evaluation.limit]) for name, task in self.eval_tasks.items()
+        ]
 
     def save(self, meta_dir: Path) -> Path | None:
         """Checkpoint the current centre/model (rank 0 writes; all ranks wait)."""
         fabric, path = self.fabric, None
         if fabric.is_global_zero:
-            state = {"seed": self.config.seed, "strategy": fabric.strategy.strategy_name, "source_model": self.module.model}
-            path = save_checkpoint(self.output_dir, self.step, lambda d: fabric.strategy.save(self.rollout, d), meta_dir, state)
+            state = {
+                "seed": self.config.seed,
+                "strategy": fabric.strategy.strategy_name,
+                "source_model": self.module.model,
+            }
+            path = save_checkpoint(
+                self.output_dir, self.step, lambda d: fabric.strategy.save(self.rollout, d), meta_dir, state
+            )
         fabric.barrier()
         fabric.call("on_checkpoint", trainer=self, step=self.step, path=path)
         return path
 
-    def evaluate(self, eval_sets: list[tuple[str, Task, list[dict[str, Any]]]], tag: str) -> dict[str, dict[str, float]]:
+    def evaluate(
+        self, eval_sets: list[tuple[str, Task, list[dict[str, Any]]]], tag: str
+    ) -> dict[str, dict[str, float]]:
         """Evaluate the current centre on every evaluation task (rank 0), log and write it."""
         fabric, summaries = self.fabric, {}
         if fabric.is_global_zero:

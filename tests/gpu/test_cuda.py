@@ -10,19 +10,17 @@ import time
 import pytest
 import torch
 
-pytestmark = pytest.mark.cuda
-
-
-@pytest.fixture(autouse=True)
-def _own_process_group():
-    """Each Fabric test here gets its own NCCL group; later CPU tests must not inherit it."""
-    yield
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        torch.distributed.destroy_process_group()
+pytestmark = [pytest.mark.cuda, pytest.mark.usefixtures("fresh_process_group")]
 
 QWEN_1P5B = dict(
-    vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-    num_attention_heads=12, num_key_value_heads=2, max_position_embeddings=4096, tie_word_embeddings=True,
+    vocab_size=151936,
+    hidden_size=1536,
+    intermediate_size=8960,
+    num_hidden_layers=28,
+    num_attention_heads=12,
+    num_key_value_heads=2,
+    max_position_embeddings=4096,
+    tie_word_embeddings=True,
 )
 
 
@@ -101,7 +99,9 @@ def body_1p5b(tmp_path_factory):
 
     tok = build_tokenizer()
     path = tmp_path_factory.mktemp("body1p5b")
-    config = Qwen2Config(**{**QWEN_1P5B, "vocab_size": len(tok)}, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    config = Qwen2Config(
+        **{**QWEN_1P5B, "vocab_size": len(tok)}, bos_token_id=1, eos_token_id=2, pad_token_id=0
+    )
     torch.manual_seed(0)
     with torch.device("cuda"):
         model = Qwen2ForCausalLM(config).to(torch.bfloat16)
@@ -115,7 +115,11 @@ def _echo_module(path, temperature):
     from es_lightning.rollout.base import SamplingConfig
     from es_lightning.tasks import Echo
 
-    return ReasoningModule(model=str(path), task=Echo(length=4, n_train=8), train_sampling=SamplingConfig(temperature=temperature, max_tokens=8))
+    return ReasoningModule(
+        model=str(path),
+        task=Echo(length=4, n_train=8),
+        train_sampling=SamplingConfig(temperature=temperature, max_tokens=8),
+    )
 
 
 def test_es_strategy_step_on_cuda_with_nccl(body_1p5b):
@@ -124,7 +128,9 @@ def test_es_strategy_step_on_cuda_with_nccl(body_1p5b):
     from es_lightning.rollout.hf import HFRollout
     from es_lightning.strategies import ESStrategy
 
-    fabric = Fabric(accelerator="cuda", devices=1, strategy=ESStrategy(population_size=8, sigma=1e-2, learning_rate=5e-3))
+    fabric = Fabric(
+        accelerator="cuda", devices=1, strategy=ESStrategy(population_size=8, sigma=1e-2, learning_rate=5e-3)
+    )
     fabric.launch()
     module = _echo_module(body_1p5b, temperature=0.0)
     rollout = HFRollout(batch_size=64)
@@ -134,8 +140,10 @@ def test_es_strategy_step_on_cuda_with_nccl(body_1p5b):
     before = rollout.es_checksum()
     t0 = time.perf_counter()
     metrics = fabric.strategy.training_step(fabric, module, rollout, module.task.load("train")[:4], 0, 0)
-    print(f"\n[cuda] ES step N=8 B=4 on {sum(p.numel() for p in rollout.model.parameters()) / 1e9:.2f}B: "
-          f"{time.perf_counter() - t0:.1f} s, metrics {metrics}")
+    print(
+        f"\n[cuda] ES step N=8 B=4 on {sum(p.numel() for p in rollout.model.parameters()) / 1e9:.2f}B: "
+        f"{time.perf_counter() - t0:.1f} s, metrics {metrics}"
+    )
     served = dict(rollout.model.named_parameters())
     assert all(torch.equal(served[n], m.to(torch.bfloat16)) for n, m in rollout.es.master.items())
     assert metrics["es/skipped"] == 1.0 or rollout.es_checksum() != before
@@ -147,8 +155,13 @@ def test_grpo_step_on_cuda_bf16_autocast(body_1p5b):
     from es_lightning.rollout.hf import HFRollout
     from es_lightning.strategies import GRPOStrategy
 
-    fabric = Fabric(accelerator="cuda", devices=1, strategy=GRPOStrategy(
-        group_size=4, learning_rate=1e-5, micro_batch_size=8, gradient_checkpointing=True))
+    fabric = Fabric(
+        accelerator="cuda",
+        devices=1,
+        strategy=GRPOStrategy(
+            group_size=4, learning_rate=1e-5, micro_batch_size=8, gradient_checkpointing=True
+        ),
+    )
     fabric.launch()
     module = _echo_module(body_1p5b, temperature=1.0)
     rollout = HFRollout(batch_size=64)
@@ -161,8 +174,10 @@ def test_grpo_step_on_cuda_bf16_autocast(body_1p5b):
     torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     metrics = strategy.training_step(fabric, module, rollout, module.task.load("train")[:4], 0, 0)
-    print(f"\n[cuda] GRPO step G=4 B=4: {time.perf_counter() - t0:.1f} s, peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB, "
-          f"metrics {metrics}")
+    print(
+        f"\n[cuda] GRPO step G=4 B=4: {time.perf_counter() - t0:.1f} s, peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB, "
+        f"metrics {metrics}"
+    )
     assert all(torch.isfinite(torch.tensor(v)) for v in metrics.values())
     moved = sum(not torch.equal(start[n], p.detach()) for n, p in trained.named_parameters())
     assert moved > 0.9 * len(start)

@@ -20,7 +20,9 @@ def prompts(tiny_model_path):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_shapes_logprobs_and_finish(backend, prompts, request):
     rollout = request.getfixturevalue(backend)
-    out = rollout.generate(prompts, SamplingConfig(n=3, temperature=1.0, max_tokens=10, seed=7, logprobs=True))
+    out = rollout.generate(
+        prompts, SamplingConfig(n=3, temperature=1.0, max_tokens=10, seed=7, logprobs=True)
+    )
     assert len(out) == len(prompts)
     for prompt, o in zip(prompts, out):
         assert isinstance(o, RolloutOutput) and o.prompt_token_ids == prompt
@@ -61,7 +63,9 @@ def test_logprobs_agree_across_backends(hf_rollout, vllm_rollout, prompts):
     hf = hf_rollout.generate(prompts[:3], greedy)
     vl = vllm_rollout.generate(prompts[:3], greedy)
     for a, b in zip(hf, vl):
-        assert torch.allclose(torch.tensor(a.completions[0].logprobs), torch.tensor(b.completions[0].logprobs), atol=1e-3)
+        assert torch.allclose(
+            torch.tensor(a.completions[0].logprobs), torch.tensor(b.completions[0].logprobs), atol=1e-3
+        )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -79,10 +83,14 @@ def test_load_weights_changes_outputs_and_matches_hf(backend, prompts, request, 
     rollout.load_weights(model.named_parameters())
     after = [o.completions[0].token_ids for o in rollout.generate(prompts, greedy)]
     assert after != before
-    assert rollout.checksum() == pytest.approx(sum(p.double().sum().item() for p in model.parameters()), rel=1e-9)
+    assert rollout.checksum() == pytest.approx(
+        sum(p.double().sum().item() for p in model.parameters()), rel=1e-9
+    )
     # the engine now answers like the model it was given
     ids = torch.tensor([prompts[0]])
-    expected = model.generate(ids, max_new_tokens=12, do_sample=False, eos_token_id=2, pad_token_id=0)[0, ids.shape[1] :]
+    expected = model.generate(ids, max_new_tokens=12, do_sample=False, eos_token_id=2, pad_token_id=0)[
+        0, ids.shape[1] :
+    ]
     assert after[0] == expected.tolist()[: len(after[0])]
 
 

@@ -13,6 +13,8 @@ from es_lightning.rollout.base import SamplingConfig
 from es_lightning.strategies import ESStrategy
 from es_lightning.tasks import Echo, Score, Task
 
+pytestmark = pytest.mark.usefixtures("fresh_process_group")
+
 
 @pytest.fixture(scope="module")
 def fabric_es():
@@ -53,7 +55,9 @@ def test_update_equals_plain_reference(tiny_model_path, hf_rollout, fabric_es):
                 p.copy_(theta[name] + sigma * noise_like(seed, name, p.shape))
         total = 0.0
         for row, ids in zip(rows, prompts):
-            out = model.generate(torch.tensor([ids]), max_new_tokens=6, do_sample=False, eos_token_id=2, pad_token_id=0)
+            out = model.generate(
+                torch.tensor([ids]), max_new_tokens=6, do_sample=False, eos_token_id=2, pad_token_id=0
+            )
             text = module.tokenizer.decode(out[0, len(ids) :], skip_special_tokens=True)
             total += module.task.score(text, row).reward
         rewards.append(total / len(rows))
@@ -101,7 +105,9 @@ def test_antithetic_logs_kappa_pair(tiny_model_path, hf_rollout, fabric_es):
     fabric, strategy = fabric_es(population_size=4, sigma=0.05, learning_rate=0.01, estimator="antithetic")
     module = _module(tiny_model_path)
     hf_rollout.es_init()
-    metrics = strategy.training_step(fabric, module, hf_rollout, module.task.load("train")[:4], step=0, run_seed=2)
+    metrics = strategy.training_step(
+        fabric, module, hf_rollout, module.task.load("train")[:4], step=0, run_seed=2
+    )
     assert "es/kappa_pair" in metrics
 
 

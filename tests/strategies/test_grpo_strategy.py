@@ -12,6 +12,8 @@ from es_lightning.rollout.base import SamplingConfig
 from es_lightning.strategies import GRPOStrategy
 from es_lightning.tasks import Echo
 
+pytestmark = pytest.mark.usefixtures("fresh_process_group")
+
 
 def _setup(tiny_model_path, rollout, **kwargs):
     fabric = Fabric(accelerator="cpu", devices=1, strategy=GRPOStrategy(**kwargs))
@@ -26,7 +28,9 @@ def _setup(tiny_model_path, rollout, **kwargs):
 
 
 def test_steps_change_parameters_and_raise_reward(tiny_model_path, hf_rollout):
-    fabric, strategy, module = _setup(tiny_model_path, hf_rollout, group_size=8, learning_rate=3e-3, micro_batch_size=32)
+    fabric, strategy, module = _setup(
+        tiny_model_path, hf_rollout, group_size=8, learning_rate=3e-3, micro_batch_size=32
+    )
     rows = module.task.load("train")
     before = {n: p.detach().clone() for n, p in strategy._unwrapped().named_parameters()}
     rewards = []
@@ -42,7 +46,9 @@ def test_steps_change_parameters_and_raise_reward(tiny_model_path, hf_rollout):
 
 
 def test_kl_to_reference_is_logged_when_beta_positive(tiny_model_path, hf_rollout):
-    fabric, strategy, module = _setup(tiny_model_path, hf_rollout, group_size=4, learning_rate=1e-2, beta=0.1, inner_iterations=2)
+    fabric, strategy, module = _setup(
+        tiny_model_path, hf_rollout, group_size=4, learning_rate=1e-2, beta=0.1, inner_iterations=2
+    )
     rows = module.task.load("train")[:8]
     strategy.training_step(fabric, module, hf_rollout, rows, 0, run_seed=0)
     metrics = strategy.training_step(fabric, module, hf_rollout, rows, 1, run_seed=0)
@@ -51,7 +57,9 @@ def test_kl_to_reference_is_logged_when_beta_positive(tiny_model_path, hf_rollou
 
 @pytest.mark.vllm
 def test_engine_serves_the_trained_weights_after_sync(tiny_model_path, vllm_rollout):
-    fabric, strategy, module = _setup(tiny_model_path, vllm_rollout, group_size=4, learning_rate=1e-2, micro_batch_size=32)
+    fabric, strategy, module = _setup(
+        tiny_model_path, vllm_rollout, group_size=4, learning_rate=1e-2, micro_batch_size=32
+    )
     rows = module.task.load("train")[:8]
     tok = AutoTokenizer.from_pretrained(tiny_model_path)
     prompts = [tok(f"Repeat: {1000 + 7 * i}\n").input_ids for i in range(6)]
@@ -64,7 +72,9 @@ def test_engine_serves_the_trained_weights_after_sync(tiny_model_path, vllm_roll
     with torch.no_grad():
         trained = []
         for ids in prompts:
-            out = model.generate(torch.tensor([ids]), max_new_tokens=10, do_sample=False, eos_token_id=2, pad_token_id=0)
+            out = model.generate(
+                torch.tensor([ids]), max_new_tokens=10, do_sample=False, eos_token_id=2, pad_token_id=0
+            )
             trained.append(out[0, len(ids) :].tolist())
     assert engine != base, "the trained weights should change the greedy outputs"
     assert [e == t[: len(e)] for e, t in zip(engine, trained)] == [True] * len(prompts)
@@ -74,8 +84,13 @@ def test_engine_serves_the_trained_weights_after_sync(tiny_model_path, vllm_roll
 
 @pytest.mark.parametrize(
     ("kwargs", "name"),
-    [(dict(group_size=1), "group_size"), (dict(clip_eps=1.5), "clip_eps"), (dict(advantage="mean"), "advantage"),
-     (dict(loss_aggregation="sum"), "loss_aggregation"), (dict(inner_iterations=0), "inner_iterations")],
+    [
+        (dict(group_size=1), "group_size"),
+        (dict(clip_eps=1.5), "clip_eps"),
+        (dict(advantage="mean"), "advantage"),
+        (dict(loss_aggregation="sum"), "loss_aggregation"),
+        (dict(inner_iterations=0), "inner_iterations"),
+    ],
 )
 def test_bad_settings_are_named(kwargs, name):
     with pytest.raises(ValueError, match=name):

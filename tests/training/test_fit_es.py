@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import torch
 from safetensors.torch import load_file
 
 from es_lightning.training.loggers import read_metrics
+from tests.conftest import subprocess_env
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "es_lightning"]
@@ -36,8 +36,9 @@ def _fit(tmp_path: Path, name: str, *overrides: str, recipe: str = TINY_RECIPE) 
     config.write_text(recipe)
     out = tmp_path / name
     cmd = [*CLI, "fit", "--config", str(config), "--trainer.output_dir", str(out), *overrides]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out
 
@@ -66,7 +67,10 @@ def test_resume_is_bit_exact(tmp_path):
     resumed = _fit(tmp_path, "resumed", "--trainer.max_steps", "2")
     _fit(tmp_path, "resumed", "--trainer.max_steps", "4", "--trainer.resume", "true")
     _assert_bit_identical(_master(straight, 4), _master(resumed, 4))
-    assert load_file(straight / "checkpoints/step-000004/model.safetensors").keys() == _master(straight, 4).keys()
+    assert (
+        load_file(straight / "checkpoints/step-000004/model.safetensors").keys()
+        == _master(straight, 4).keys()
+    )
     steps = [m["step"] for m in read_metrics(resumed / "metrics.jsonl") if "train/reward_mean" in m]
     assert steps == [1, 2, 3, 4]
     assert json.loads((resumed / "checkpoints/step-000004/trainer_state.json").read_text())["step"] == 4

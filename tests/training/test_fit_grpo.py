@@ -46,8 +46,16 @@ def test_grpo_resume_is_bit_exact(tmp_path):
 
 def test_two_stage_pipeline_writes_both_stages_and_resumes(tmp_path):
     recipe = (REPO / "recipes/smoke_cpu_es_then_grpo.yaml").read_text()
-    overrides = ("--trainer.max_steps", "4", "--rollout", "es_lightning.rollout.hf.HFRollout",
-                 "--evaluation.num_samples", "2", "--evaluation.ks", "[1, 2]")
+    overrides = (
+        "--trainer.max_steps",
+        "4",
+        "--rollout",
+        "es_lightning.rollout.hf.HFRollout",
+        "--evaluation.num_samples",
+        "2",
+        "--evaluation.ks",
+        "[1, 2]",
+    )
     out = _fit(tmp_path, "pipe", *overrides, recipe=recipe)
     es_ckpt = out / "stage1_es" / "checkpoints" / "step-000002"
     grpo_ckpt = out / "stage2_grpo" / "checkpoints" / "step-000002"
@@ -59,7 +67,9 @@ def test_two_stage_pipeline_writes_both_stages_and_resumes(tmp_path):
     assert (out / "stage1_es" / "eval" / "before.json").is_file()
     assert not (out / "stage2_grpo" / "eval" / "before.json").exists()
     # stage 2 continues the data order where stage 1 stopped, and learning happened in stage 2
-    assert [m["step"] for m in read_metrics(out / "stage2_grpo/metrics.jsonl") if "train/reward_mean" in m] == [1, 2]
+    assert [
+        m["step"] for m in read_metrics(out / "stage2_grpo/metrics.jsonl") if "train/reward_mean" in m
+    ] == [1, 2]
     # resuming a finished pipeline does nothing new
     before = (out / "stage2_grpo/metrics.jsonl").read_text()
     _fit(tmp_path, "pipe", *overrides, "--trainer.resume", "true", recipe=recipe)
@@ -69,7 +79,13 @@ def test_two_stage_pipeline_writes_both_stages_and_resumes(tmp_path):
 @pytest.mark.vllm
 @pytest.mark.slow
 def test_grpo_smoke_recipe_raises_reward_and_lowers_entropy_through_vllm(tmp_path):
-    out = _fit(tmp_path, "grpo", "--trainer.max_steps", "12", recipe=(REPO / "recipes/smoke_cpu_grpo.yaml").read_text())
+    out = _fit(
+        tmp_path,
+        "grpo",
+        "--trainer.max_steps",
+        "12",
+        recipe=(REPO / "recipes/smoke_cpu_grpo.yaml").read_text(),
+    )
     train = [m for m in read_metrics(out / "metrics.jsonl") if "train/reward_mean" in m]
     rewards = [m["train/reward_mean"] for m in train]
     entropy = [m["train/entropy"] for m in train]

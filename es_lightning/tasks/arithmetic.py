@@ -1,0 +1,141 @@
+"""``arithmetic``: ``a+b-c`` with a two-line worked solution; the built-in model's reasoning task.
+
+Rows are ``{"a": int, "b": int, "c": int}`` with each number in ``[1, max_number]``. The prompt
+(default template) and the worked solution the built-in model ``es-lightning/tiny-arithmetic`` was
+warm-started on (:func:`worked_solution`) look like this, ASCII only::
+
+    Q: 12+7-5=?
+    12+7=19
+    19-5=14
+    A: 14
+
+Verification of a completion:
+
+1. the answer is the text after the **last** ``A:``, up to the end of that line, stripped;
+2. it must be an integer: an optional sign and at most 12 digits (``"14"``, ``"-3"``, ``"+07"``);
+   anything else (empty, ``"14.0"``, ``"x"``) is no answer;
+3. reward 1 when its value equals ``a + b - c``, else 0 (negative values are ordinary answers).
+
+The majority-vote answer is the integer written canonically (``"+07"`` -> ``"7"``), ``None`` when
+there is none. The working lines before ``A:`` are not checked.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from es_lightning.tasks.base import Score, Task
+from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.registry import register_task
+
+_ANSWER_MARK = "A:"
+_INTEGER = re.compile(r"[+-]?\d{1,12}")
+
+
+def true_value(row: dict[str, Any]) -> int:
+    """``a + b - c`` of ``row``."""
+    return int(row["a"]) + int(row["b"]) - int(row["c"])
+
+
+def worked_solution(row: dict[str, Any]) -> str:
+    """The target completion of ``row`` (no trailing newline): ``"12+7=19\\n19-5=14\\nA: 14"``."""
+    a, b, c = int(row["a"]), int(row["b"]), int(row["c"])
+    return f"{a}+{b}={a + b}\n{a + b}-{c}={a + b - c}\n{_ANSWER_MARK} {a + b - c}"
+
+
+def extract_answer(completion: str) -> str | None:
+    """The canonical integer after the last ``A:`` (rules 1-2 of the module docstring), or ``None``."""
+    at = completion.rfind(_ANSWER_MARK)
+    if at < 0:
+        return None
+    text = completion[at + len(_ANSWER_MARK) :].split("\n", 1)[0].strip()
+    if not _INTEGER.fullmatch(text):
+        return None
+    return str(int(text))
+
+
+@register_task
+class Arithmetic(Task):
+    """``a+b-c`` problems, generated from a seed or read from a data source.
+
+    Generation: each split draws ``(a, b, c)`` uniformly from ``[1, max_number]^3`` with its own
+    seeded stream (``"arithmetic-{seed}-test"`` / ``"-train"``), skipping repeats; the train
+    stream also skips every problem of the test split, so the splits never overlap. The test split
+    of ``n_test`` rows is a prefix of the one with more rows (same seed and ``max_number``).
+
+    Args:
+        train: training rows with columns ``a``, ``b``, ``c``; ``None`` generates ``n_train``.
+        test: evaluation rows; ``None`` generates ``n_test``.
+        system_prompt: optional system message.
+        prompt_template: ``str.format`` template (fields: ``a``, ``b``, ``c``, ``question``).
+        max_number: largest generated number (the smallest is 1).
+        n_train: generated training problems.
+        n_test: generated test problems.
+        seed: generator seed.
+    """
+
+    name = "arithmetic"
+    required_columns = ("a", "b", "c")
+    default_template = "Q: {question}"
+
+    def __init__(
+        self,
+        train: DataSource | None = None,
+        test: DataSource | None = None,
+        system_prompt: str | None = None,
+        prompt_template: str | None = None,
+        max_number: int = 30,
+        n_train: int = 1000,
+        n_test: int = 200,
+        seed: int = 0,
+    ) -> None:
+        if max_number < 1:
+            raise ValueError(f"arithmetic: max_number must be at least 1, got {max_number}")
+        if n_train < 0 or n_test < 0:
+            raise ValueError(f"arithmetic: n_train and n_test must be >= 0, got {n_train}, {n_test}")
+        if n_train + n_test > max_number**3:
+            raise ValueError(
+                f"arithmetic: n_train + n_test = {n_train + n_test} exceeds the {max_number**3} "
+                f"distinct problems with max_number={max_number}"
+            )
+        super().__init__(train, test, system_prompt, prompt_template)
+        self.max_number, self.n_train, self.n_test, self.seed = max_number, n_train, n_test, seed
+
+    # -- data ---------------------------------------------------------------------------------
+    def load(self, split: str = "train") -> list[dict[str, Any]]:
+        """Rows of ``split``: from its data source when one is set, else generated."""
+        if split not in ("train", "test"):
+            raise ValueError(f"arithmetic: unknown split {split!r}; use 'train' or 'test'")
+        if {"train": self.train, "test": self.test}[split] is not None:
+            return super().load(split)
+        test = self._draw("test", self.n_test, exclude=set())
+        if split == "test":
+            return test
+        return self._draw("train", self.n_train, exclude={_key(row) for row in test})
+
+    def _draw(self, split: str, n: int, exclude: set[tuple[int, int, int]]) -> list[dict[str, Any]]:
+        rng = random.Random(f"arithmetic-{self.seed}-{split}")
+        seen = set(exclude)
+        rows: list[dict[str, Any]] = []
+        while len(rows) < n:  # terminates: __init__ checked that enough distinct problems exist
+            key = tuple(rng.randint(1, self.max_number) for _ in range(3))
+            if key not in seen:
+                seen.add(key)
+                rows.append(dict(zip("abc", key)))
+        return rows
+
+    # -- prompts and verification -------------------------------------------------------------
+    def question(self, row: dict[str, Any]) -> str:
+        return f"{int(row['a'])}+{int(row['b'])}-{int(row['c'])}=?"
+
+    def score(self, completion: str, row: dict[str, Any]) -> Score:
+        answer = extract_answer(completion)
+        if answer is None:
+            return Score(reward=0.0, answer=None)
+        return Score(reward=float(int(answer) == true_value(row)), answer=answer)
+
+
+def _key(row: dict[str, Any]) -> tuple[int, int, int]:
+    return int(row["a"]), int(row["b"]), int(row["c"])
