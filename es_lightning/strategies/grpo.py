@@ -220,9 +220,9 @@ class GRPOStrategy(DDPStrategy):
         self.sync_weights(rollout)
         timings["sync"] = time.perf_counter() - t0
 
-        reduce = lambda x: float(
-            self.all_reduce(torch.tensor(float(x), device=self.root_device), reduce_op="mean")
-        )  # noqa: E731
+        def reduce(x: float | torch.Tensor) -> float:  # mean over ranks
+            return float(self.all_reduce(torch.tensor(float(x), device=self.root_device), reduce_op="mean"))
+
         lengths = response_mask.sum(1).float()
         return {
             "train/reward_mean": reduce(rewards.mean()),
