@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from lightning.fabric.strategies import DDPStrategy
+from lightning.fabric.strategies import DDPStrategy, FSDPStrategy
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from typing_extensions import override
 
@@ -44,7 +44,7 @@ from es_lightning.es.weights import full_precision_master
 from es_lightning.grpo import compute_advantages, grpo_loss, pack_sequences, token_logprobs_and_entropy
 
 
-class GRPOStrategy(DDPStrategy):
+class _GRPO:
     """GRPO with a trainer copy of the model and weight sync into the rollout engine.
 
     Args:
@@ -62,6 +62,7 @@ class GRPOStrategy(DDPStrategy):
         max_grad_norm: gradient clipping norm (``None``: no clipping).
         gradient_checkpointing: trade compute for memory in the trainer model.
         process_group_backend: ``gloo``/``nccl``; default: NCCL on GPU, gloo on CPU.
+        kwargs: further arguments of the Fabric strategy underneath (DDP or FSDP).
     """
 
     strategy_name = "grpo"
@@ -118,11 +119,6 @@ class GRPOStrategy(DDPStrategy):
         self.optimizer: torch.optim.Optimizer | None = None
         self.reference: torch.nn.Module | None = None
 
-    @classmethod
-    @override
-    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
-        strategy_registry.register("grpo", cls, description="GRPO (es-lightning)")
-
     # -- the trainer's interface ----------------------------------------------------------------
     def prepare(self, fabric: Any, module: Any, rollout: Any, state_dir: str | None) -> None:
         """Load the trainer model (fp32) and AdamW, from a checkpoint's state when resuming."""
@@ -162,9 +158,19 @@ class GRPOStrategy(DDPStrategy):
             model = model.module
         return model
 
+    def full_weights(self) -> dict[str, torch.Tensor]:
+        """Every trainable weight under its HF name, unsharded, on every rank."""
+        return {name: p.detach() for name, p in self._unwrapped().named_parameters()}
+
+    def optimizer_state(self) -> dict:
+        return self.optimizer.state_dict()
+
+    def load_optimizer_state(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state)
+
     def sync_weights(self, rollout: Any) -> None:
         """Give the rollout engine the trainer's current weights (serving dtype cast once)."""
-        rollout.load_weights((name, p.detach()) for name, p in self._unwrapped().named_parameters())
+        rollout.load_weights(self.full_weights().items())
 
     def save(self, rollout: Any, directory: str) -> None:
         """HF checkpoint in the serving dtype plus ``grpo_state/`` (fp32 weights, AdamW state)."""
@@ -172,13 +178,13 @@ class GRPOStrategy(DDPStrategy):
 
         out = Path(directory)
         (out / self.state_folder).mkdir(parents=True, exist_ok=True)
-        weights = {n: p.detach().to("cpu").contiguous() for n, p in self._unwrapped().named_parameters()}
+        weights = {n: p.to("cpu").contiguous() for n, p in self.full_weights().items()}
         dtype = getattr(rollout, "dtype", torch.float32)
         save_file(
             {n: t.to(dtype) for n, t in weights.items()}, str(out / "model.safetensors"), {"format": "pt"}
         )
         save_file(weights, str(out / self.state_folder / "master.safetensors"), {"format": "pt"})
-        torch.save(self.optimizer.state_dict(), out / self.state_folder / "optimizer.pt")
+        torch.save(self.optimizer_state(), out / self.state_folder / "optimizer.pt")
 
     def training_step(
         self, fabric: Any, module: Any, rollout: Any, rows: list[dict], step: int, run_seed: int
@@ -318,6 +324,57 @@ class GRPOStrategy(DDPStrategy):
             "clip_frac": sums["clip_frac"] / denom,
             "kl": sums["kl"] / denom,
         }
+
+
+class GRPOStrategy(_GRPO, DDPStrategy):
+    """GRPO over DDP (``strategy: grpo``): every rank holds the whole model; gradients are averaged."""
+
+    @classmethod
+    @override
+    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
+        strategy_registry.register("grpo", cls, description="GRPO over DDP (es-lightning)")
+
+
+class GRPOFSDPStrategy(_GRPO, FSDPStrategy):
+    """GRPO over FSDP (``strategy: grpo_fsdp``): parameters, gradients and AdamW state are sharded
+    across ranks (Fabric's FSDPStrategy with ``use_orig_params``); for weight sync and checkpoints
+    the full weights are gathered on every rank. FSDP arguments (``sharding_strategy``,
+    ``cpu_offload``, ``auto_wrap_policy``, ...) pass through ``kwargs``."""
+
+    strategy_name = "grpo"
+
+    @classmethod
+    @override
+    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
+        strategy_registry.register("grpo_fsdp", cls, description="GRPO over FSDP (es-lightning)")
+
+    @override
+    def full_weights(self) -> dict[str, torch.Tensor]:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        state = get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True))
+        names = {_strip_fsdp_prefix(name) for name, _ in self._unwrapped().named_parameters()}
+        return {_strip_fsdp_prefix(k): v for k, v in state.items() if _strip_fsdp_prefix(k) in names}
+
+    @override
+    def optimizer_state(self) -> dict:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+        return get_optimizer_state_dict(
+            self.model, self.optimizer, options=StateDictOptions(full_state_dict=True)
+        )
+
+    @override
+    def load_optimizer_state(self, state: dict) -> None:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+        set_optimizer_state_dict(
+            self.model, self.optimizer, state, options=StateDictOptions(full_state_dict=True)
+        )
+
+
+def _strip_fsdp_prefix(name: str) -> str:
+    return name.replace("_fsdp_wrapped_module.", "").replace("_checkpoint_wrapped_module.", "")
 
 
 class _null:
