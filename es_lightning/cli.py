@@ -10,7 +10,6 @@ docstrings become ``--help``. Recipes are YAML files of the same keys::
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,7 +81,7 @@ def run_fit(
 
 
 def run_evaluate(
-    task: str | Task,
+    task: str | Task | list[str | Task],
     model: str | None = None,
     completions: Path | None = None,
     output: Path = Path("eval.json"),
@@ -95,8 +94,9 @@ def run_evaluate(
 
     Args:
         task: a registered task name (gsm8k, math, countdown, multiple_choice, commonsense_qa, gpqa,
-            hotpotqa, mbpp) or a task config with class_path/init_args.
-        model: HF id or folder to sample from (generation mode).
+            hotpotqa, mbpp, arithmetic, echo), a task config with class_path/init_args, or a list of
+            them (generation mode: one engine for all, plus their average).
+        model: HF id, local folder or built-in name to sample from (generation mode).
         completions: JSONL of dataset rows plus ``"completions": [str, ...]`` (offline mode).
         output: JSON file written with ``{task: {n_prompts, n_samples, pass@1.., maj@1..}}``.
         evaluation: M, temperature, K values, greedy pass, prompt limit (generation mode).
@@ -104,56 +104,34 @@ def run_evaluate(
         device: ``cpu``, ``cuda``, ``cuda:1`` or ``auto``.
         dtype: weights' dtype in generation mode (``auto``: bf16 on CUDA, fp32 on CPU).
     """
+    import torch
+
     from es_lightning.evaluation.offline import score_completions_file
+    from es_lightning.evaluation.suite import evaluate_model, write_summary
     from es_lightning.tasks.registry import get_task
 
-    task_obj = get_task(task) if isinstance(task, str) else task
     if (model is None) == (completions is None):
         raise ValueError("evaluate: give exactly one of --model (generate) or --completions (score a file)")
+    given = task if isinstance(task, list) else [task]
+    tasks = [get_task(t) if isinstance(t, str) else t for t in given]
+    names = [t.name for t in tasks]
+    if len(set(names)) != len(names):
+        raise ValueError(f"evaluate: tasks {names} repeat a name; evaluate such variants in separate runs")
     evaluation = evaluation or EvalConfig()
     output = Path(output)
     if completions is not None:
+        if len(tasks) != 1:
+            raise ValueError("evaluate: --completions scores one task; give a single --task")
         if not Path(completions).is_file():
             raise FileNotFoundError(f"evaluate: --completions file {completions} does not exist")
-        summary = score_completions_file(task_obj, completions, ks=evaluation.ks)
-        _write_json(output, {task_obj.name: summary})
-        return {task_obj.name: summary}
-
-    import torch
-
-    from es_lightning.evaluation.plots import plot_pass_at_k
-    from es_lightning.evaluation.runner import evaluate_rows
-
-    rows = task_obj.load("test")
-    module = ReasoningModule(model=model, task=task_obj, dtype=dtype)
-    module.check_model_source()
-    target = (
-        torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        if device == "auto"
-        else torch.device(device)
+        summaries = {names[0]: score_completions_file(tasks[0], completions, ks=evaluation.ks)}
+        write_summary(output, summaries)
+        return summaries
+    cuda = torch.cuda.is_available()
+    target = torch.device("cuda" if cuda else "cpu") if device == "auto" else torch.device(device)
+    return evaluate_model(
+        model, dict(zip(names, tasks)), evaluation, rollout or _default_rollout(), output, target, dtype
     )
-    rollout = rollout or _default_rollout()
-    rollout.setup(model, target, module.torch_dtype(target))
-    if hasattr(rollout, "start"):
-        rollout.start()
-    try:
-        result = evaluate_rows(module, rollout, rows, evaluation)
-    finally:
-        rollout.close()
-    _write_json(output, {task_obj.name: result.summary})
-    stem = output.with_suffix("")
-    result.write_completions(f"{stem}_completions.jsonl")
-    curve = {int(k[5:]): v for k, v in result.summary.items() if k.startswith("pass@")}
-    plot_pass_at_k(
-        {Path(model).name or model: curve}, f"{stem}_pass_at_k.png", title=f"{task_obj.name}: Pass@K"
-    )
-    return {task_obj.name: result.summary}
-
-
-def _write_json(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2))
-    print(json.dumps(data, indent=2))
 
 
 def build_parser():

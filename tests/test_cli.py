@@ -225,3 +225,37 @@ def test_fit_refuses_a_missing_model_folder_before_work(tmp_path):
         env=subprocess_env(),
     )
     assert proc.returncode != 0 and "missing" in proc.stderr and "config.json" in proc.stderr
+
+
+def test_generation_mode_several_tasks_in_one_engine(tmp_path, tiny_model_path):
+    out = tmp_path / "suite.json"
+    cmd = [
+        *CLI,
+        "evaluate",
+        "--task",
+        "[echo, countdown]",
+        "--model",
+        str(tiny_model_path),
+        "--output",
+        str(out),
+        "--rollout",
+        "es_lightning.rollout.hf.HFRollout",
+        "--evaluation.num_samples",
+        "2",
+        "--evaluation.max_tokens",
+        "6",
+        "--evaluation.limit",
+        "2",
+        "--device",
+        "cpu",
+    ]
+    proc = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=tmp_path, env=subprocess_env())
+    data = json.loads(out.read_text())
+    assert set(data) == {"echo", "countdown", "average"}
+    assert data["average"]["pass@1"] == pytest.approx(
+        (data["echo"]["pass@1"] + data["countdown"]["pass@1"]) / 2
+    )
+    for name in ("echo", "countdown"):
+        assert (tmp_path / f"suite_{name}_completions.jsonl").is_file()
+        assert (tmp_path / f"suite_{name}_pass_at_k.png").is_file()
+    assert "average" in proc.stdout and "pass@1" in proc.stdout  # the printed table

@@ -76,6 +76,8 @@ class ESWeights:
                 for m in self.master.values():
                     m.requires_grad_(True)
                 self._adam = torch.optim.Adam(list(self.master.values()), lr=lr, **self._adam_args)
+            for group in self._adam.param_groups:  # α may differ from the one a resumed state was made with
+                group["lr"] = lr
             assign_es_grad_(self.master, coeffs, population_size)
             self._adam.step()
             self._adam.zero_grad(set_to_none=True)
@@ -91,7 +93,10 @@ class ESWeights:
         return float(sum(m.detach().double().sum().item() for m in self.master.values()))
 
     def state_dict(self) -> dict:
-        return {"optimizer": None if self._adam is None else self._adam.state_dict()}
+        """A copy of the optimizer state (``None`` for plain ES)."""
+        import copy
+
+        return {"optimizer": None if self._adam is None else copy.deepcopy(self._adam.state_dict())}
 
     def load_state_dict(self, state: dict) -> None:
         if state.get("optimizer") is not None:

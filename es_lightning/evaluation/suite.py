@@ -1,0 +1,74 @@
+"""Evaluate one model on one or several tasks in one engine; write JSON, completions, plots, a table.
+
+``{output}`` holds ``{task: summary}`` (plus ``"average"`` over tasks when there are several);
+``{stem}_completions.jsonl`` (one task) or ``{stem}_{task}_completions.jsonl`` can be re-scored
+offline; ``{stem}_pass_at_k.png`` / ``{stem}_{task}_pass_at_k.png`` plot the Pass@K profile.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
+from es_lightning.evaluation.summary import average_over_tasks
+from es_lightning.rollout.base import Rollout
+from es_lightning.tasks.base import Task
+
+
+def evaluate_model(
+    model: str,
+    tasks: dict[str, Task],
+    evaluation: EvalConfig,
+    rollout: Rollout,
+    output: Path,
+    device: torch.device,
+    dtype: str = "auto",
+) -> dict[str, dict[str, float]]:
+    """Sample, score and summarise ``model`` on every task; returns what ``output`` holds."""
+    from es_lightning.evaluation.plots import plot_pass_at_k
+    from es_lightning.module import ReasoningModule
+
+    rows = {
+        name: task.load("test") for name, task in tasks.items()
+    }  # fail on bad data before the engine starts
+    first = ReasoningModule(model=model, task=next(iter(tasks.values())), dtype=dtype)
+    first.check_model_source()
+    rollout.setup(first.model, device, first.torch_dtype(device))
+    if hasattr(rollout, "start"):
+        rollout.start()
+    summaries: dict[str, dict[str, float]] = {}
+    stem = Path(output).with_suffix("")
+    try:
+        for name, task in tasks.items():
+            result = evaluate_rows(first.with_task(task), rollout, rows[name], evaluation)
+            summaries[name] = result.summary
+            suffix = "" if len(tasks) == 1 else f"_{name}"
+            result.write_completions(f"{stem}{suffix}_completions.jsonl")
+            curve = {int(k[5:]): v for k, v in result.summary.items() if k.startswith("pass@")}
+            plot_pass_at_k(
+                {Path(model).name or model: curve}, f"{stem}{suffix}_pass_at_k.png", title=f"{name}: Pass@K"
+            )
+    finally:
+        rollout.close()
+    if len(summaries) > 1:
+        summaries = average_over_tasks(summaries)
+    write_summary(Path(output), summaries)
+    return summaries
+
+
+def write_summary(path: Path, summaries: dict[str, Any]) -> None:
+    """The JSON file, and a table of pass@k / maj@k / greedy per task on stdout."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summaries, indent=2))
+    keys = [k for k in next(iter(summaries.values())) if k.startswith(("pass@", "maj@")) or k == "greedy"]
+    print(f"{'task':<16}" + "".join(f"{k:>9}" for k in keys))
+    for name, summary in summaries.items():
+        print(
+            f"{name:<16}"
+            + "".join(f"{100 * summary[k]:>8.1f}%" if k in summary else f"{'-':>9}" for k in keys)
+        )
+    print(f"written: {path}")
