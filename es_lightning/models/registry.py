@@ -1,8 +1,9 @@
-"""Built-in models by name, built locally on first use and cached (nothing is downloaded).
+"""Built-in models by name, shipped with the package or built locally on first use (nothing is downloaded).
 
-``module.model: es-lightning/tiny-random`` in a recipe resolves to a cached folder; any other value
-is passed through unchanged (an HF hub id or a local folder). The cache lives in
-``$ES_LIGHTNING_CACHE`` (default ``~/.cache/es_lightning``).
+``module.model: es-lightning/tiny-arithmetic`` in a recipe resolves to the trained checkpoint shipped
+as package data (see its ``TRAINING.md``); ``es-lightning/tiny-random`` to a cached folder built on
+first use; any other value is passed through unchanged (an HF hub id or a local folder). The cache
+lives in ``$ES_LIGHTNING_CACHE`` (default ``~/.cache/es_lightning``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
+
+PACKAGED_MODELS: dict[str, Path] = {
+    "es-lightning/tiny-arithmetic": Path(__file__).resolve().parent / "assets" / "tiny-arithmetic",
+}
+"""Checkpoints shipped inside the package, used in place (read-only)."""
 
 BUILTIN_MODELS: dict[str, Callable[[Path], Path]] = {
     "es-lightning/tiny-random": lambda path: build_tiny_model(path, TinyConfig()),
@@ -23,7 +29,10 @@ def cache_dir() -> Path:
 
 
 def resolve_model(name: str) -> str:
-    """A local folder for a built-in model name (built once, then cached); other names unchanged."""
+    """A local folder for a built-in model name (packaged, or built once then cached); other names unchanged."""
+    packaged = PACKAGED_MODELS.get(name)
+    if packaged is not None:
+        return str(packaged)
     build = BUILTIN_MODELS.get(name)
     if build is None:
         return name

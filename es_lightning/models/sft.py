@@ -2,7 +2,7 @@
 
 Run it as a script (``--help`` lists every option)::
 
-    python -m es_lightning.models.sft --output runs/tiny-arithmetic --steps 1500 --seed 0 --evaluate
+    python -m es_lightning.models.sft --output runs/tiny-arithmetic --steps 490 --seed 0 --evaluate
 
 or call :func:`train_arithmetic_model`. What it does, top to bottom:
 
@@ -20,8 +20,8 @@ or call :func:`train_arithmetic_model`. What it does, top to bottom:
    both load, plus ``training_config.json`` with the settings used.
 
 The run is deterministic: the same arguments on the same machine and software give bit-identical
-weights (seeded initialisation and data order, ``torch.use_deterministic_algorithms``). Across
-machines, CPU kernels may round differently.
+weights (seeded initialisation and data order, a fixed thread count,
+``torch.use_deterministic_algorithms``). Across machines, CPU kernels may round differently.
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ def arithmetic_config(seed: int = 0) -> TinyConfig:
     )
 
 
-def training_rows(max_number: int = 30, held_out: int = 1000) -> list[dict[str, Any]]:
-    """Every ``a+b-c`` problem except the first ``held_out`` test problems of ``Arithmetic(seed=0)``."""
-    task = Arithmetic(max_number=max_number, n_test=held_out, n_train=max_number**3 - held_out, seed=0)
-    return task.load("train")
+def training_task(max_number: int = 30, held_out: int = 1000) -> Arithmetic:
+    """The task whose train split is every ``a+b-c`` problem except the first ``held_out`` test
+    problems of ``Arithmetic(seed=0)`` (the same numbers, in a seeded order)."""
+    return Arithmetic(max_number=max_number, n_test=held_out, n_train=max_number**3 - held_out, seed=0)
 
 
 def build_examples(module: Any, rows: list[dict[str, Any]]) -> list[tuple[list[int], list[int]]]:
@@ -113,7 +113,7 @@ def lr_factor(step: int, steps: int, warmup_steps: int) -> float:
 
 def train_arithmetic_model(
     output: Path,
-    steps: int = 1500,
+    steps: int = 490,
     seed: int = 0,
     *,
     batch_size: int = 128,
@@ -123,6 +123,7 @@ def train_arithmetic_model(
     max_number: int = 30,
     held_out: int = 1000,
     config: TinyConfig | None = None,
+    threads: int = 1,
     progress: bool = True,
 ) -> Path:
     """Train the tiny arithmetic model (module docstring) into ``output``; returns ``output``.
@@ -138,6 +139,8 @@ def train_arithmetic_model(
         max_number: largest number in the problems.
         held_out: how many test problems of ``Arithmetic(seed=0)`` are never trained on.
         config: model size; ``None``: :func:`arithmetic_config` with ``seed``.
+        threads: torch CPU threads while training (fixed, so that the result does not depend on
+            the machine's core count; one thread also degrades gracefully on a busy machine).
         progress: show a tqdm progress bar.
     """
     from tqdm.auto import tqdm
@@ -146,22 +149,25 @@ def train_arithmetic_model(
     from es_lightning.module import ReasoningModule
 
     if steps < 1 or batch_size < 1:
-        raise ValueError(f"train_arithmetic_model: steps and batch_size must be >= 1, got {steps}, {batch_size}")
+        raise ValueError(
+            f"train_arithmetic_model: steps and batch_size must be >= 1, got {steps}, {batch_size}"
+        )
     output = Path(output)
     config = config or arithmetic_config(seed)
     warmup = warmup_steps if warmup_steps is not None else max(1, steps // 20)
     settings = dict(
         steps=steps, seed=seed, batch_size=batch_size, lr=lr, warmup_steps=warmup, weight_decay=weight_decay,
-        max_number=max_number, held_out=held_out, model=asdict(config),
+        max_number=max_number, held_out=held_out, threads=threads, model=asdict(config),
     )  # fmt: skip
 
     build_tiny_model(output, config)  # random weights from config.seed + the tokenizer
-    module = ReasoningModule(model=str(output), task=Arithmetic(max_number=max_number))
-    examples = build_examples(module, training_rows(max_number, held_out))
+    module = ReasoningModule(model=str(output), task=training_task(max_number, held_out))
+    examples = build_examples(module, module.task.load("train"))
     pad_id = module.tokenizer.pad_token_id
 
-    deterministic = torch.are_deterministic_algorithms_enabled()
+    deterministic, saved_threads = torch.are_deterministic_algorithms_enabled(), torch.get_num_threads()
     torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.set_num_threads(threads)
     try:
         with torch.random.fork_rng(devices=[]):  # leave the caller's RNG state alone
             torch.manual_seed(seed)
@@ -186,6 +192,7 @@ def train_arithmetic_model(
                 bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
     finally:
         torch.use_deterministic_algorithms(deterministic)
+        torch.set_num_threads(saved_threads)
 
     model.save_pretrained(output, safe_serialization=True)
     (output / "training_config.json").write_text(json.dumps(settings, indent=2) + "\n")
@@ -216,10 +223,11 @@ def main(argv: list[str] | None = None) -> None:
         description="Train the tiny a+b-c model (es-lightning/tiny-arithmetic) on CPU.",
     )
     parser.add_argument("--output", type=Path, required=True, help="folder to write the HF model to")
-    parser.add_argument("--steps", type=int, default=1500, help="optimizer steps (default: 1500)")
+    parser.add_argument("--steps", type=int, default=490, help="optimizer steps (default: 490)")
     parser.add_argument("--seed", type=int, default=0, help="seed of weights and data order (default: 0)")
     parser.add_argument("--batch-size", type=int, default=128, help="examples per step (default: 128)")
     parser.add_argument("--lr", type=float, default=3e-3, help="peak AdamW learning rate (default: 3e-3)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads for training (default: 1)")
     parser.add_argument(
         "--evaluate", action="store_true", help="then report Pass@1/4/16 and greedy on 200 test problems"
     )
@@ -228,7 +236,13 @@ def main(argv: list[str] | None = None) -> None:
 
     start = time.perf_counter()
     folder = train_arithmetic_model(
-        args.output, args.steps, args.seed, batch_size=args.batch_size, lr=args.lr, progress=not args.no_progress
+        args.output,
+        args.steps,
+        args.seed,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        threads=args.threads,
+        progress=not args.no_progress,
     )
     print(f"trained {args.steps} steps in {time.perf_counter() - start:.1f} s -> {folder}")
     if args.evaluate:

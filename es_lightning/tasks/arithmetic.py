@@ -12,8 +12,8 @@ warm-started on (:func:`worked_solution`) look like this, ASCII only::
 Verification of a completion:
 
 1. the answer is the text after the **last** ``A:``, up to the end of that line, stripped;
-2. it must be an integer: an optional sign and at most 12 digits (``"14"``, ``"-3"``, ``"+07"``);
-   anything else (empty, ``"14.0"``, ``"x"``) is no answer;
+2. it must be an integer: an optional sign and at most 12 ASCII digits (``"14"``, ``"-3"``,
+   ``"+07"``); anything else (empty, ``"14.0"``, ``"x"``) is no answer;
 3. reward 1 when its value equals ``a + b - c``, else 0 (negative values are ordinary answers).
 
 The majority-vote answer is the integer written canonically (``"+07"`` -> ``"7"``), ``None`` when
@@ -31,7 +31,7 @@ from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.registry import register_task
 
 _ANSWER_MARK = "A:"
-_INTEGER = re.compile(r"[+-]?\d{1,12}")
+_INTEGER = re.compile(r"[+-]?[0-9]{1,12}")  # ASCII digits only: int() would accept "\u0661\u0664"
 
 
 def true_value(row: dict[str, Any]) -> int:
@@ -62,8 +62,9 @@ class Arithmetic(Task):
 
     Generation: each split draws ``(a, b, c)`` uniformly from ``[1, max_number]^3`` with its own
     seeded stream (``"arithmetic-{seed}-test"`` / ``"-train"``), skipping repeats; the train
-    stream also skips every problem of the test split, so the splits never overlap. The test split
-    of ``n_test`` rows is a prefix of the one with more rows (same seed and ``max_number``).
+    stream also skips every problem of the test split (generated or read from ``test``), so the
+    splits never overlap. The generated test split of ``n_test`` rows is a prefix of the one with
+    more rows (same seed and ``max_number``).
 
     Args:
         train: training rows with columns ``a``, ``b``, ``c``; ``None`` generates ``n_train``.
@@ -95,10 +96,11 @@ class Arithmetic(Task):
             raise ValueError(f"arithmetic: max_number must be at least 1, got {max_number}")
         if n_train < 0 or n_test < 0:
             raise ValueError(f"arithmetic: n_train and n_test must be >= 0, got {n_train}, {n_test}")
-        if n_train + n_test > max_number**3:
+        generated = (n_train if train is None else 0) + (n_test if test is None else 0)
+        if generated > max_number**3:
             raise ValueError(
-                f"arithmetic: n_train + n_test = {n_train + n_test} exceeds the {max_number**3} "
-                f"distinct problems with max_number={max_number}"
+                f"arithmetic: {generated} generated problems (n_train + n_test) exceed the "
+                f"{max_number**3} distinct ones with max_number={max_number}"
             )
         super().__init__(train, test, system_prompt, prompt_template)
         self.max_number, self.n_train, self.n_test, self.seed = max_number, n_train, n_test, seed
@@ -110,16 +112,20 @@ class Arithmetic(Task):
             raise ValueError(f"arithmetic: unknown split {split!r}; use 'train' or 'test'")
         if {"train": self.train, "test": self.test}[split] is not None:
             return super().load(split)
-        test = self._draw("test", self.n_test, exclude=set())
         if split == "test":
-            return test
-        return self._draw("train", self.n_train, exclude={_key(row) for row in test})
+            return self._draw("test", self.n_test, exclude=set())
+        return self._draw("train", self.n_train, exclude={_key(row) for row in self.load("test")})
 
     def _draw(self, split: str, n: int, exclude: set[tuple[int, int, int]]) -> list[dict[str, Any]]:
         rng = random.Random(f"arithmetic-{self.seed}-{split}")
-        seen = set(exclude)
+        seen = {key for key in exclude if all(1 <= x <= self.max_number for x in key)}
+        if n > self.max_number**3 - len(seen):
+            raise ValueError(
+                f"arithmetic: {n} {split} problems asked for, but only {self.max_number**3 - len(seen)} "
+                f"with max_number={self.max_number} are not in the test split"
+            )
         rows: list[dict[str, Any]] = []
-        while len(rows) < n:  # terminates: __init__ checked that enough distinct problems exist
+        while len(rows) < n:  # terminates: enough distinct problems are left (checked above)
             key = tuple(rng.randint(1, self.max_number) for _ in range(3))
             if key not in seen:
                 seen.add(key)
