@@ -4,7 +4,8 @@
 of two stages half of the updates (``es_then_grpo``, ``grpo_then_es``). Stage i starts from stage
 i−1's final checkpoint, continues through the same seeded data order, writes its own run directory
 ``{output_dir}/stage{i}_{name}`` (checkpoints, metrics, evaluation after the stage) and the first
-stage also evaluates the starting model. ``trainer.resume: true`` skips finished stages and resumes
+stage also evaluates the starting model; ``{output_dir}/pipeline.json`` names the pipeline
+(``es_then_grpo``) and each stage's budget. ``trainer.resume: true`` skips finished stages and resumes
 the unfinished one.
 """
 
@@ -54,6 +55,25 @@ def split_budget(total: int, stages: list[Stage]) -> list[int]:
     return steps
 
 
+def pipeline_name(names: list[str]) -> str:
+    """``es_then_grpo``, ``grpo_then_es``, ..."""
+    return "_then_".join(names)
+
+
+def _write_plan(output_dir: Path, names: list[str], budgets: list[int]) -> None:
+    import json
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    plan = {
+        "pipeline": pipeline_name(names),
+        "stages": [
+            {"name": n, "updates": b, "output_dir": str(output_dir / f"stage{i + 1}_{n}")}
+            for i, (n, b) in enumerate(zip(names, budgets))
+        ],
+    }
+    (output_dir / "pipeline.json").write_text(json.dumps(plan, indent=2))
+
+
 def run_pipeline(
     module: Any,
     stages: list[Stage],
@@ -74,6 +94,7 @@ def run_pipeline(
         rows = module.task.load("train")[: config.train_limit]
         total = steps_for_epochs(len(rows), config.batch_size, config.epochs)
     budgets = split_budget(total, stages)
+    _write_plan(Path(config.output_dir), names, budgets)
     results: dict[str, Any] = {}
     model, offset = module.model, config.data_offset
     for i, (stage, name, steps) in enumerate(zip(stages, names, budgets)):

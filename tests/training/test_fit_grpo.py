@@ -57,6 +57,8 @@ def test_two_stage_pipeline_writes_both_stages_and_resumes(tmp_path):
         "[1, 2]",
     )
     out = _fit(tmp_path, "pipe", *overrides, recipe=recipe)
+    plan = json.loads((out / "pipeline.json").read_text())
+    assert plan["pipeline"] == "es_then_grpo" and [st["updates"] for st in plan["stages"]] == [2, 2]
     es_ckpt = out / "stage1_es" / "checkpoints" / "step-000002"
     grpo_ckpt = out / "stage2_grpo" / "checkpoints" / "step-000002"
     assert (es_ckpt / "es_state" / "master.safetensors").is_file()
