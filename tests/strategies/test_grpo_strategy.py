@@ -99,3 +99,29 @@ def test_bad_settings_are_named(kwargs, name):
 
 def test_registered_with_fabric_by_name():
     assert isinstance(Fabric(accelerator="cpu", devices=1, strategy="grpo").strategy, GRPOStrategy)
+
+
+@pytest.mark.vllm
+def test_trainer_logprobs_match_the_engine_sampling_policy(tiny_model_path, vllm_rollout):
+    """π_old in the ratio is the trainer's recomputation: it must equal the engine's own log-probs
+    of the sampled tokens (EOS included), or the clipped objective is off-policy by accident."""
+    from transformers import AutoModelForCausalLM
+
+    from es_lightning.grpo import pack_sequences, token_logprobs_and_entropy
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_path)
+    prompts = [tok(f"Repeat: {2000 + 13 * i}\n").input_ids for i in range(4)]
+    out = vllm_rollout.generate(
+        prompts, SamplingConfig(n=3, temperature=1.0, max_tokens=12, seed=9, logprobs=True)
+    )
+    pairs = [(p, c) for p, o in zip(prompts, out) for c in o.completions]
+    ids, att, mask, _ = pack_sequences(
+        [p for p, _ in pairs], [c.token_ids for _, c in pairs], tok.pad_token_id
+    )
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_path, dtype=torch.float32)
+    with torch.no_grad():
+        logp, _ = token_logprobs_and_entropy(model, ids, att, mask, temperature=1.0)
+    for i, (_, completion) in enumerate(pairs):
+        trainer = logp[i][mask[i].bool()]
+        assert len(trainer) == len(completion.token_ids)
+        assert torch.allclose(trainer, torch.tensor(completion.logprobs), atol=1e-4)
