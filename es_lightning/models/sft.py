@@ -2,7 +2,10 @@
 
 Run it as a script (``--help`` lists every option)::
 
-    python -m es_lightning.models.sft --output runs/tiny-arithmetic --steps 490 --seed 0 --evaluate
+    python -m es_lightning.models.sft --output runs/tiny-arithmetic --evaluate
+
+(the defaults: ``--steps 900 --seed 0 --alt-answer-fraction 0.5 --threads 2``, the packaged model's
+settings)
 
 or call :func:`train_arithmetic_model`. What it does, top to bottom:
 
@@ -13,7 +16,10 @@ or call :func:`train_arithmetic_model`. What it does, top to bottom:
    unseen;
 3. builds each example as ``prompt + worked solution + </s>``, the prompt made by
    :meth:`ReasoningModule.encode` itself, so it is the exact token sequence rollouts will feed
-   the model;
+   the model; a seeded ``alt_answer_fraction`` of the problems end their solution with
+   ``Answer: r`` instead of the task's ``A: r`` (:data:`ALT_ANSWER_MARK`), which the verifier
+   does not read: like a real base model, the warm-started model then knows the arithmetic but
+   not reliably the grader's answer format, and has to learn it from the reward;
 4. minimises next-token cross-entropy on the completion and EOS tokens only (prompt and padding
    carry no loss) with AdamW, linear warmup then cosine decay to zero, gradient clipping at 1;
 5. saves an HF folder (float32 ``model.safetensors``, config, tokenizer) that transformers and vLLM
@@ -43,6 +49,10 @@ from es_lightning.tasks.arithmetic import Arithmetic, worked_solution
 IGNORE = -100
 """Label of positions that carry no loss (``F.cross_entropy``'s ``ignore_index``)."""
 
+ALT_ANSWER_MARK = "Answer:"
+"""The other answer style of the warm-start data (``Answer: 14``); the task's verifier reads only
+``A:`` (``"Answer: 14"`` holds no ``"A:"``), so such completions earn reward 0."""
+
 
 def arithmetic_config(seed: int = 0) -> TinyConfig:
     """The size of ``es-lightning/tiny-arithmetic``: hidden 128, 4 layers, 2 heads of 64, 1 KV head
@@ -63,17 +73,34 @@ def training_task(max_number: int = 30, held_out: int = 1000) -> Arithmetic:
     return Arithmetic(max_number=max_number, n_test=held_out, n_train=max_number**3 - held_out, seed=0)
 
 
-def build_examples(module: Any, rows: list[dict[str, Any]]) -> list[tuple[list[int], list[int]]]:
+def solution_text(row: dict[str, Any], alt_answer: bool = False) -> str:
+    """The worked solution of ``row``, its last line ``A: r`` or (``alt_answer``) ``Answer: r``."""
+    text = worked_solution(row)
+    if not alt_answer:
+        return text
+    head, _, answer = text.rpartition("\nA:")
+    return f"{head}\n{ALT_ANSWER_MARK}{answer}"
+
+
+def build_examples(
+    module: Any, rows: list[dict[str, Any]], alt_answer: list[bool] | None = None
+) -> list[tuple[list[int], list[int]]]:
     """``(input_ids, labels)`` per row: prompt + worked solution + EOS; prompt labels are ``IGNORE``.
 
     Args:
         module: a :class:`~es_lightning.module.ReasoningModule` on an arithmetic task; its
             ``encode`` makes the prompt ids, so training prompts equal rollout prompts.
         rows: arithmetic rows (columns ``a``, ``b``, ``c``).
+        alt_answer: per row, whether its solution ends ``Answer: r`` (:func:`solution_text`);
+            ``None``: none does.
     """
     tokenizer = module.tokenizer
     prompts = module.encode(rows)
-    targets = tokenizer([worked_solution(row) for row in rows], add_special_tokens=False)["input_ids"]
+    alt = alt_answer if alt_answer is not None else [False] * len(rows)
+    if len(alt) != len(rows):
+        raise ValueError(f"build_examples: {len(alt)} alt_answer flags for {len(rows)} rows")
+    texts = [solution_text(row, flag) for row, flag in zip(rows, alt)]
+    targets = tokenizer(texts, add_special_tokens=False)["input_ids"]
     examples = []
     for prompt, target in zip(prompts, targets):
         completion = [*target, tokenizer.eos_token_id]
@@ -113,7 +140,7 @@ def lr_factor(step: int, steps: int, warmup_steps: int) -> float:
 
 def train_arithmetic_model(
     output: Path,
-    steps: int = 490,
+    steps: int = 900,
     seed: int = 0,
     *,
     batch_size: int = 128,
@@ -122,8 +149,9 @@ def train_arithmetic_model(
     weight_decay: float = 0.01,
     max_number: int = 30,
     held_out: int = 1000,
+    alt_answer_fraction: float = 0.5,
     config: TinyConfig | None = None,
-    threads: int = 1,
+    threads: int = 2,
     progress: bool = True,
 ) -> Path:
     """Train the tiny arithmetic model (module docstring) into ``output``; returns ``output``.
@@ -138,6 +166,8 @@ def train_arithmetic_model(
         weight_decay: AdamW weight decay.
         max_number: largest number in the problems.
         held_out: how many test problems of ``Arithmetic(seed=0)`` are never trained on.
+        alt_answer_fraction: share of the problems whose solution ends ``Answer: r`` (drawn once,
+            from ``seed``); the rest end ``A: r``.
         config: model size; ``None``: :func:`arithmetic_config` with ``seed``.
         threads: torch CPU threads while training (fixed, so that the result does not depend on
             the machine's core count; one thread also degrades gracefully on a busy machine).
@@ -152,17 +182,24 @@ def train_arithmetic_model(
         raise ValueError(
             f"train_arithmetic_model: steps and batch_size must be >= 1, got {steps}, {batch_size}"
         )
+    if not 0.0 <= alt_answer_fraction <= 1.0:
+        raise ValueError(
+            f"train_arithmetic_model: alt_answer_fraction must be in [0, 1], got {alt_answer_fraction}"
+        )
     output = Path(output)
     config = config or arithmetic_config(seed)
     warmup = warmup_steps if warmup_steps is not None else max(1, steps // 20)
     settings = dict(
         steps=steps, seed=seed, batch_size=batch_size, lr=lr, warmup_steps=warmup, weight_decay=weight_decay,
-        max_number=max_number, held_out=held_out, threads=threads, model=asdict(config),
+        max_number=max_number, held_out=held_out, alt_answer_fraction=alt_answer_fraction, threads=threads,
+        model=asdict(config),
     )  # fmt: skip
 
     build_tiny_model(output, config)  # random weights from config.seed + the tokenizer
     module = ReasoningModule(model=str(output), task=training_task(max_number, held_out))
-    examples = build_examples(module, module.task.load("train"))
+    rows = module.task.load("train")
+    draw = torch.rand(len(rows), generator=torch.Generator().manual_seed(seed + 1)).tolist()
+    examples = build_examples(module, rows, [u < alt_answer_fraction for u in draw])
     pad_id = module.tokenizer.pad_token_id
 
     deterministic, saved_threads = torch.are_deterministic_algorithms_enabled(), torch.get_num_threads()
@@ -223,11 +260,17 @@ def main(argv: list[str] | None = None) -> None:
         description="Train the tiny a+b-c model (es-lightning/tiny-arithmetic) on CPU.",
     )
     parser.add_argument("--output", type=Path, required=True, help="folder to write the HF model to")
-    parser.add_argument("--steps", type=int, default=490, help="optimizer steps (default: 490)")
+    parser.add_argument("--steps", type=int, default=900, help="optimizer steps (default: 900)")
     parser.add_argument("--seed", type=int, default=0, help="seed of weights and data order (default: 0)")
     parser.add_argument("--batch-size", type=int, default=128, help="examples per step (default: 128)")
     parser.add_argument("--lr", type=float, default=3e-3, help="peak AdamW learning rate (default: 3e-3)")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads for training (default: 1)")
+    parser.add_argument(
+        "--alt-answer-fraction",
+        type=float,
+        default=0.5,
+        help="share of solutions ending 'Answer: r' instead of the graded 'A: r' (default: 0.5)",
+    )
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads for training (default: 2)")
     parser.add_argument(
         "--evaluate", action="store_true", help="then report Pass@1/4/16 and greedy on 200 test problems"
     )
@@ -241,6 +284,7 @@ def main(argv: list[str] | None = None) -> None:
         args.seed,
         batch_size=args.batch_size,
         lr=args.lr,
+        alt_answer_fraction=args.alt_answer_fraction,
         threads=args.threads,
         progress=not args.no_progress,
     )

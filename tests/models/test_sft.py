@@ -46,6 +46,39 @@ def test_only_completion_and_eos_tokens_carry_labels(module):
     assert set(batch_labels[0, len(ids) :].tolist()) <= {IGNORE}
 
 
+def test_alt_answer_style_is_trained_but_not_graded(module):
+    assert sft.solution_text(ROW) == "12+7=19\n19-5=14\nA: 14"
+    assert sft.solution_text(ROW, alt_answer=True) == "12+7=19\n19-5=14\nAnswer: 14"
+    rows = [ROW, {"a": 1, "b": 2, "c": 30}]
+    (plain, _), (alt, alt_labels) = build_examples(module, rows, [False, True])
+    assert module.tokenizer.decode(alt_labels[len(module.encode(rows[1:])[0]) :]) == (
+        "1+2=3\n3-30=-27\nAnswer: -27</s>"
+    )
+    assert module.tokenizer.decode(plain).endswith("A: 14</s>")
+    # the verifier reads only `A:`: the other style earns nothing, however right the number
+    assert module.task.score("1+2=3\n3-30=-27\nAnswer: -27", rows[1]).reward == 0.0
+    assert module.task.score("1+2=3\n3-30=-27\nA: -27", rows[1]).reward == 1.0
+    with pytest.raises(ValueError, match="2 alt_answer flags for 1 rows"):
+        build_examples(module, rows[:1], [True, False])
+
+
+def test_alt_answer_fraction_is_seeded_and_validated(tmp_path):
+    with pytest.raises(ValueError, match="alt_answer_fraction"):
+        train_arithmetic_model(tmp_path / "bad", steps=1, alt_answer_fraction=1.5, progress=False)
+
+    def weights(name, fraction):
+        folder = train_arithmetic_model(
+            tmp_path / name, steps=2, batch_size=8, max_number=4, held_out=10,
+            alt_answer_fraction=fraction, progress=False,
+        )  # fmt: skip
+        assert json.loads((folder / "training_config.json").read_text())["alt_answer_fraction"] == fraction
+        return (folder / "model.safetensors").read_bytes()
+
+    half = weights("half", 0.5)
+    assert half == weights("half-again", 0.5)  # the same problems get the other style
+    assert half != weights("none", 0.0)
+
+
 def test_completion_loss_averages_over_labelled_positions_only(tiny_model_path, module):
     from transformers import AutoModelForCausalLM
 
