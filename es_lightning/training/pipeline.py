@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lightning.fabric.strategies import Strategy
+from lightning.fabric.utilities.rank_zero import rank_zero_only
 
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.training.batches import steps_for_epochs
@@ -119,4 +120,20 @@ def run_pipeline(
         )
         results[name] = trainer.fit()
         model, offset = str(latest_checkpoint(out)), offset + steps
+    _print_pipeline_table(Path(config.output_dir), names)
     return results
+
+
+@rank_zero_only
+def _print_pipeline_table(output_dir: Path, names: list[str]) -> None:
+    """The starting model's evaluation next to each stage's (read from the stages' ``eval/``)."""
+    import json
+
+    from es_lightning.training.report import print_columns
+
+    files = {"before": output_dir / f"stage1_{names[0]}" / "eval" / "before.json"}
+    for i, name in enumerate(names):
+        files[f"after {name}"] = output_dir / f"stage{i + 1}_{name}" / "eval" / "after.json"
+    columns = {label: json.loads(f.read_text()) for label, f in files.items() if f.is_file()}
+    if "before" in columns and len(columns) > 1:
+        print_columns(columns)

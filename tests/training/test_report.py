@@ -1,0 +1,29 @@
+"""The printed evaluation tables."""
+
+from __future__ import annotations
+
+from es_lightning.training.report import print_before_after, print_columns
+
+BEFORE = {"arithmetic": {"pass@1": 0.477, "pass@16": 1.0, "greedy": 0.795, "mean_reward": 0.477}}
+AFTER = {"arithmetic": {"pass@1": 0.7271, "pass@16": 1.0, "greedy": 0.97, "mean_reward": 0.7271}}
+
+
+def test_before_after_table(capsys):
+    print_before_after(BEFORE, AFTER)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["task", "metric", "before", "after", "change"]
+    assert lines[1].split() == ["arithmetic", "pass@1", "47.7%", "72.7%", "+25.0"]
+    assert lines[3].split() == ["arithmetic", "greedy", "79.5%", "97.0%", "+17.5"]
+    assert len(lines) == 4  # mean_reward is not a table metric
+
+
+def test_columns_table_marks_missing_values(capsys):
+    stage = {"arithmetic": {"pass@1": 0.6, "greedy": 0.9}}
+    print_columns({"before": BEFORE, "after es": stage, "after grpo": AFTER})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["task", "metric", "before", "after", "es", "after", "grpo"]
+    assert lines[1].split() == ["arithmetic", "pass@1", "47.7%", "60.0%", "72.7%"]
+    assert lines[2].split() == ["arithmetic", "pass@16", "100.0%", "-", "100.0%"]
+    assert lines[3].split() == ["arithmetic", "greedy", "79.5%", "90.0%", "97.0%"]
+    print_columns({})
+    assert capsys.readouterr().out == ""
