@@ -35,7 +35,7 @@ def write_model_meta(model: str, tokenizer: Any, dtype: torch.dtype, directory: 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     config = AutoConfig.from_pretrained(model)
-    config.torch_dtype = dtype
+    config.dtype = dtype
     config.save_pretrained(directory)
     try:
         GenerationConfig.from_pretrained(model).save_pretrained(directory)
