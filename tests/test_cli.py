@@ -43,6 +43,10 @@ def test_recipes_exist_with_launch_commands():
         "hard_seq_grpo_es_r1distill1p5b.yaml",
         "smoke_cpu_grpo.yaml",
         "smoke_cpu_es_then_grpo.yaml",
+        "demo_cpu.yaml",
+        "demo_cpu_grpo.yaml",
+        "demo_cpu_es_then_grpo.yaml",
+        "demo_cpu_grpo_then_es.yaml",
     ):
         assert expected in names
     for recipe in RECIPES:

@@ -106,7 +106,7 @@ def build_tiny_model(path: str | Path, config: TinyConfig | None = None) -> Path
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
-        torch_dtype="float32",
+        dtype="float32",
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)

@@ -54,7 +54,7 @@ def print_columns(columns: dict[str, dict[str, Any]]) -> None:
     if not columns:
         return
     names = list(columns)
-    width = max(10, *(len(n) + 1 for n in names))
+    width = max(10, *(len(n) + 3 for n in names))
     lines = [f"{'task':<16} {'metric':<10}" + "".join(f"{n:>{width}}" for n in names)]
     for task, summary in columns[names[0]].items():
         for key in summary:

@@ -258,3 +258,36 @@ def test_cli_smoke_run_on_cuda(tmp_path):
         assert len(train) == 6 and (out / "checkpoints" / "step-000006" / "model.safetensors").is_file()
         config = json.loads((out / "checkpoints" / "step-000006" / "config.json").read_text())
         assert config.get("dtype", config.get("torch_dtype")) == "bfloat16"
+
+
+def test_cpu_demo_recipe_runs_unchanged_on_cuda(tmp_path):
+    """recipes/demo_cpu.yaml on a GPU (bf16 serving, HF rollout), 10 of its 30 updates."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.conftest import subprocess_env
+
+    pytest.importorskip("jsonargparse")
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "demo"
+    cmd = [sys.executable, "-m", "es_lightning", "fit", "--config", str(repo / "recipes" / "demo_cpu.yaml")]
+    cmd += ["--rollout", "es_lightning.rollout.hf.HFRollout", "--trainer.accelerator", "cuda"]
+    cmd += ["--module.dtype", "auto", "--trainer.max_steps", "10", "--trainer.output_dir", str(out)]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=subprocess_env(), timeout=500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    train = [m for m in lines if "train/reward_mean" in m]
+    evals = [m for m in lines if "eval/arithmetic/pass@1" in m]
+    print(
+        f"[cuda] demo_cpu 10 updates in {time.perf_counter() - start:.0f} s: rewards "
+        f"{[round(m['train/reward_mean'], 3) for m in train]}, pass@1 "
+        f"{evals[0]['eval/arithmetic/pass@1']:.3f} -> {evals[-1]['eval/arithmetic/pass@1']:.3f}, greedy "
+        f"{evals[0]['eval/arithmetic/greedy']:.3f} -> {evals[-1]['eval/arithmetic/greedy']:.3f}"
+    )
+    assert len(train) == 10 and len(evals) == 2
+    assert all(m["es/skipped"] == 0 for m in train) and evals[0]["eval/arithmetic/pass@1"] > 0.2
+    config = json.loads((out / "checkpoints" / "step-000010" / "config.json").read_text())
+    assert config.get("dtype", config.get("torch_dtype")) == "bfloat16"
