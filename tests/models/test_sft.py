@@ -180,3 +180,10 @@ def test_packaged_model_loads_and_solves_held_out_problems():
     scores = [s[0] for s in module.score(rows, outputs)]
     assert all(out.completions[0].finish_reason == "stop" for out in outputs)  # it learned to stop
     assert sum(s.reward for s in scores) > 0  # the shipped weights are the trained ones
+
+
+def test_packaged_model_leaves_room_for_both_optimizers():
+    """The demo's starting point: Pass@1 in [20%, 60%] at T=0.6 and Pass@16 at least 20 points higher."""
+    summary = sft.evaluate_arithmetic_model(resolve_model(PACKAGED), n_test=100)
+    assert 0.2 <= summary["pass@1"] <= 0.6, summary["pass@1"]
+    assert summary["pass@16"] >= summary["pass@1"] + 0.2, summary
