@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--recipes", nargs="+", default=DEMOS, help="recipe names in recipes/ (no .yaml)")
     parser.add_argument("--output", type=Path, default=Path("runs/bench_demo_cpu"), help="run directories")
     args = parser.parse_args(argv)
+    missing = [n for n in args.recipes if not (REPO / "recipes" / f"{n}.yaml").is_file()]
+    if missing:
+        parser.error(f"no recipes/{{name}}.yaml for --recipes {missing}")
 
     args.output.mkdir(parents=True, exist_ok=True)
     results = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}", "runs": {}}
