@@ -1,14 +1,18 @@
 """Verifiable reasoning tasks: datasets, prompts and verifiers.
 
 Importing this package registers the built-in tasks; ``get_task(name, **kwargs)`` builds one by
-name and ``@register_task`` adds your own.
+name and ``@register_task`` adds your own. Tasks come in two families: :class:`DatasetTask` (rows
+from a dataset, with default sources per task) and :class:`GeneratedTask` (rows from a seeded
+generator).
 """
 
 from es_lightning.tasks.arithmetic import Arithmetic
 from es_lightning.tasks.base import Score, Task
 from es_lightning.tasks.countdown import Countdown
+from es_lightning.tasks.countdown_tiny import CountdownTiny
 from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.echo import Echo
+from es_lightning.tasks.families import DatasetTask, GeneratedTask
 from es_lightning.tasks.gsm8k import GSM8K
 from es_lightning.tasks.hotpotqa import HotpotQA
 from es_lightning.tasks.math import MathTask
@@ -23,9 +27,12 @@ __all__ = [
     "Arithmetic",
     "CommonsenseQA",
     "Countdown",
+    "CountdownTiny",
     "DataSource",
+    "DatasetTask",
     "Echo",
     "GSM8K",
+    "GeneratedTask",
     "HotpotQA",
     "MathTask",
     "MultipleChoice",

@@ -26,8 +26,8 @@ import random
 import re
 from typing import Any
 
-from es_lightning.tasks.base import Score, Task
-from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.base import Score
+from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
 
 _ANSWER_MARK = "A:"
@@ -57,7 +57,7 @@ def extract_answer(completion: str) -> str | None:
 
 
 @register_task
-class Arithmetic(Task):
+class Arithmetic(GeneratedTask):
     """``a+b-c`` problems, generated from a seed or read from a data source.
 
     Generation: each split draws ``(a, b, c)`` uniformly from ``[1, max_number]^3`` with its own
@@ -67,14 +67,12 @@ class Arithmetic(Task):
     more rows (same seed and ``max_number``).
 
     Args:
-        train: training rows with columns ``a``, ``b``, ``c``; ``None`` generates ``n_train``.
-        test: evaluation rows; ``None`` generates ``n_test``.
-        system_prompt: optional system message.
-        prompt_template: ``str.format`` template (fields: ``a``, ``b``, ``c``, ``question``).
         max_number: largest generated number (the smallest is 1).
         n_train: generated training problems.
         n_test: generated test problems.
         seed: generator seed.
+        **kwargs: ``train`` (rows with columns ``a``, ``b``, ``c``), ``test``, ``system_prompt``
+            and ``prompt_template`` of :class:`~es_lightning.tasks.families.GeneratedTask`.
     """
 
     name = "arithmetic"
@@ -82,36 +80,21 @@ class Arithmetic(Task):
     default_template = "Q: {question}"
 
     def __init__(
-        self,
-        train: DataSource | None = None,
-        test: DataSource | None = None,
-        system_prompt: str | None = None,
-        prompt_template: str | None = None,
-        max_number: int = 30,
-        n_train: int = 1000,
-        n_test: int = 200,
-        seed: int = 0,
+        self, *, max_number: int = 30, n_train: int = 1000, n_test: int = 200, seed: int = 0, **kwargs: Any
     ) -> None:
         if max_number < 1:
             raise ValueError(f"arithmetic: max_number must be at least 1, got {max_number}")
-        if n_train < 0 or n_test < 0:
-            raise ValueError(f"arithmetic: n_train and n_test must be >= 0, got {n_train}, {n_test}")
-        generated = (n_train if train is None else 0) + (n_test if test is None else 0)
+        super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)
+        generated = (n_train if self.train is None else 0) + (n_test if self.test is None else 0)
         if generated > max_number**3:
             raise ValueError(
                 f"arithmetic: {generated} generated problems (n_train + n_test) exceed the "
                 f"{max_number**3} distinct ones with max_number={max_number}"
             )
-        super().__init__(train, test, system_prompt, prompt_template)
-        self.max_number, self.n_train, self.n_test, self.seed = max_number, n_train, n_test, seed
+        self.max_number = max_number
 
     # -- data ---------------------------------------------------------------------------------
-    def load(self, split: str = "train") -> list[dict[str, Any]]:
-        """Rows of ``split``: from its data source when one is set, else generated."""
-        if split not in ("train", "test"):
-            raise ValueError(f"arithmetic: unknown split {split!r}; use 'train' or 'test'")
-        if {"train": self.train, "test": self.test}[split] is not None:
-            return super().load(split)
+    def generate_split(self, split: str) -> list[dict[str, Any]]:
         if split == "test":
             return self._draw("test", self.n_test, exclude=set())
         return self._draw("train", self.n_train, exclude={_key(row) for row in self.load("test")})

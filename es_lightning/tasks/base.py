@@ -35,9 +35,14 @@ class Score:
 class Task(ABC):
     """A verifiable reasoning task.
 
+    Rows come from the ``train``/``test`` data sources; the family bases
+    :class:`~es_lightning.tasks.families.DatasetTask` (default sources per task) and
+    :class:`~es_lightning.tasks.families.GeneratedTask` (a seeded generator) build on this.
+
     Args:
-        train: where the training rows come from (``None`` for tasks that generate their own).
-        test: where the evaluation rows come from.
+        train: where the training rows come from (``None``: nowhere, unless the task's family
+            gives it a default).
+        test: where the evaluation rows come from (``None`` as for ``train``).
         system_prompt: optional system message placed before the user message.
         prompt_template: ``str.format`` template for the user message; the fields are the row's
             columns plus ``question`` as built by :meth:`question`.
@@ -60,11 +65,20 @@ class Task(ABC):
         self.prompt_template = prompt_template or self.default_template
 
     # -- data ---------------------------------------------------------------------------------
-    def load(self, split: str = "train") -> list[dict[str, Any]]:
-        """Rows of ``split`` (``"train"`` or ``"test"``) with the column mapping applied."""
-        source = {"train": self.train, "test": self.test}.get(split)
+    def source(self, split: str) -> DataSource | None:
+        """The data source of ``split`` (``"train"`` or ``"test"``), ``None`` when none is set.
+
+        Raises:
+            ValueError: ``split`` is neither; the message names the task.
+        """
         if split not in ("train", "test"):
             raise ValueError(f"{self.name}: unknown split {split!r}; use 'train' or 'test'")
+        return self.train if split == "train" else self.test
+
+    def load(self, split: str = "train") -> list[dict[str, Any]]:
+        """Rows of ``split`` (``"train"`` or ``"test"``) with the column mapping applied; the first
+        row is checked with :meth:`validate_row`."""
+        source = self.source(split)
         if source is None:
             raise ValueError(f"{self.name}: no {split!r} data source configured (set `{split}:` in the task)")
         rows = source.load()
@@ -98,9 +112,10 @@ class Task(ABC):
         """Verify one completion for ``row``."""
 
     def reward_fn(self, completions: Sequence[str], **columns: Sequence[Any]) -> list[float]:
-        """Rewards in TRL's reward-function signature: ``(completions, **dataset_columns)``."""
+        """Rewards in TRL's reward-function signature: ``(completions, **dataset_columns)``;
+        scored with :meth:`score_many`, so tasks that batch their verifier batch here too."""
         rows = [{k: v[i] for k, v in columns.items()} for i in range(len(completions))]
-        return [self.score(c, r).reward for c, r in zip(completions, rows)]
+        return [score.reward for score in self.score_many(completions, rows)]
 
     def score_many(self, completions: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[Score]:
         """Verify many completions (one row each); tasks that run code override it to batch."""

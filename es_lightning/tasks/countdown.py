@@ -28,8 +28,8 @@ from collections import Counter
 from fractions import Fraction
 from typing import Any
 
-from es_lightning.tasks.base import Score, Task
-from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.base import Score
+from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
 
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
@@ -88,7 +88,7 @@ def _format_value(value: Fraction) -> str:
 
 
 @register_task
-class Countdown(Task):
+class Countdown(GeneratedTask):
     """Countdown arithmetic puzzles, generated with a seed or read from a data source.
 
     Generation: draw ``num_numbers`` integers in ``[1, max_number]``, then repeatedly combine two
@@ -99,16 +99,15 @@ class Countdown(Task):
     never overlap.
 
     Args:
-        train: training rows with columns ``nums`` and ``target``; ``None`` generates them.
-        test: evaluation rows; ``None`` generates them.
-        system_prompt: optional system message.
-        prompt_template: ``str.format`` template of the user message (fields: the row's columns).
         num_numbers: numbers per generated problem.
         max_number: largest generated number.
         max_target: largest generated target.
         n_train: generated training problems.
         n_test: generated test problems.
         seed: generator seed.
+        **kwargs: ``train`` (rows with columns ``nums`` and ``target``), ``test``,
+            ``system_prompt`` and ``prompt_template`` of
+            :class:`~es_lightning.tasks.families.GeneratedTask`.
     """
 
     name = "countdown"
@@ -116,37 +115,28 @@ class Countdown(Task):
 
     def __init__(
         self,
-        train: DataSource | None = None,
-        test: DataSource | None = None,
-        system_prompt: str | None = None,
-        prompt_template: str | None = None,
+        *,
         num_numbers: int = 4,
         max_number: int = 100,
         max_target: int = 1000,
         n_train: int = 10000,
         n_test: int = 500,
         seed: int = 0,
+        **kwargs: Any,
     ) -> None:
         sizes = {
             "num_numbers": (num_numbers, 2),
             "max_number": (max_number, 1),
             "max_target": (max_target, 1),
         }
-        sizes |= {"n_train": (n_train, 0), "n_test": (n_test, 0)}
         for arg, (given, low) in sizes.items():
             if given < low:
                 raise ValueError(f"countdown: {arg} must be at least {low}, got {given}")
-        super().__init__(train, test, system_prompt, prompt_template)
+        super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)
         self.num_numbers, self.max_number, self.max_target = num_numbers, max_number, max_target
-        self.n_train, self.n_test, self.seed = n_train, n_test, seed
 
     # -- data ---------------------------------------------------------------------------------
-    def load(self, split: str = "train") -> list[dict[str, Any]]:
-        """Rows of ``split``: from its data source when one is set, else generated."""
-        if split not in ("train", "test"):
-            raise ValueError(f"countdown: unknown split {split!r}; use 'train' or 'test'")
-        if {"train": self.train, "test": self.test}[split] is not None:
-            return super().load(split)
+    def generate_split(self, split: str) -> list[dict[str, Any]]:
         rows = self.generate(self.n_test + (self.n_train if split == "train" else 0))
         return rows[self.n_test :] if split == "train" else rows
 

@@ -14,25 +14,26 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from es_lightning.tasks.base import Score, Task
-from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.base import Score
+from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
 
 
 @register_task
-class Echo(Task):
+class Echo(GeneratedTask):
     """Repeat a random digit string.
 
+    Generation: each split draws ``length`` uniform digits per row from its own seeded stream
+    (``"echo-{seed}-train"`` / ``"-test"``); the splits may share a string.
+
     Args:
-        train: rows with a ``digits`` column; ``None`` generates ``n_train`` rows.
-        test: evaluation rows; ``None`` generates ``n_test`` rows (disjoint seed).
-        system_prompt: optional system message.
-        prompt_template: ``str.format`` template (fields: ``digits``, ``question``).
         length: digits per generated problem.
         n_train: generated training rows.
         n_test: generated test rows.
         seed: generator seed.
         format_weight: w, the share of the reward for answering with digits at all.
+        **kwargs: ``train`` (rows with a ``digits`` column), ``test``, ``system_prompt`` and
+            ``prompt_template`` of :class:`~es_lightning.tasks.families.GeneratedTask`.
     """
 
     name = "echo"
@@ -41,15 +42,13 @@ class Echo(Task):
 
     def __init__(
         self,
-        train: DataSource | None = None,
-        test: DataSource | None = None,
-        system_prompt: str | None = None,
-        prompt_template: str | None = None,
+        *,
         length: int = 4,
         n_train: int = 256,
         n_test: int = 64,
         seed: int = 0,
         format_weight: float = 0.5,
+        **kwargs: Any,
     ) -> None:
         if not 0 <= format_weight <= 1:
             raise ValueError(f"echo: format_weight must be in [0, 1], got {format_weight}")
@@ -58,13 +57,10 @@ class Echo(Task):
             raise ValueError(
                 f"echo: length, n_train and n_test must be >= 1, got {length}, {n_train}, {n_test}"
             )
-        super().__init__(train, test, system_prompt, prompt_template)
-        self.length, self.n_train, self.n_test, self.seed = length, n_train, n_test, seed
+        super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)
+        self.length = length
 
-    def load(self, split: str = "train") -> list[dict[str, Any]]:
-        source = {"train": self.train, "test": self.test}.get(split)
-        if split not in ("train", "test") or source is not None:
-            return super().load(split)
+    def generate_split(self, split: str) -> list[dict[str, Any]]:
         rng = random.Random(f"echo-{self.seed}-{split}")
         count = self.n_train if split == "train" else self.n_test
         return [

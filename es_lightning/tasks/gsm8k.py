@@ -16,8 +16,9 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from es_lightning.tasks.base import Score, Task
+from es_lightning.tasks.base import Score
 from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.families import DatasetTask
 from es_lightning.tasks.registry import register_task
 
 _NUMBER = re.compile(r"(?:(?<![\w)\]])-)?\$?\s?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
@@ -70,15 +71,13 @@ def answers_match(answer: str, gold: str) -> bool:
 
 
 @register_task
-class GSM8K(Task):
+class GSM8K(DatasetTask):
     """GSM8K (Cobbe et al. 2021): rows ``question`` and ``answer`` (a worked solution ending in
     ``#### <number>``).
 
     Args:
         train: training rows; ``None`` uses ``openai/gsm8k`` (``main``) split ``train``.
         test: evaluation rows; ``None`` uses ``openai/gsm8k`` (``main``) split ``test``.
-        system_prompt: optional system message.
-        prompt_template: ``str.format`` template of the user message (fields: the row's columns).
     """
 
     name = "gsm8k"
@@ -87,20 +86,8 @@ class GSM8K(Task):
         'Finish with the final answer on its own line in the form "#### <number>".'
     )
     required_columns = ("question", "answer")
-
-    def __init__(
-        self,
-        train: DataSource | None = None,
-        test: DataSource | None = None,
-        system_prompt: str | None = None,
-        prompt_template: str | None = None,
-    ) -> None:
-        super().__init__(
-            train=train or DataSource(path="openai/gsm8k", name="main", split="train"),
-            test=test or DataSource(path="openai/gsm8k", name="main", split="test"),
-            system_prompt=system_prompt,
-            prompt_template=prompt_template,
-        )
+    default_train = DataSource(path="openai/gsm8k", name="main", split="train")
+    default_test = DataSource(path="openai/gsm8k", name="main", split="test")
 
     def question(self, row: dict[str, Any]) -> str:
         return str(row["question"])

@@ -20,8 +20,9 @@ import string
 from collections import Counter
 from typing import Any
 
-from es_lightning.tasks.base import Score, Task
+from es_lightning.tasks.base import Score
 from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.families import DatasetTask
 from es_lightning.tasks.registry import register_task
 
 _ANSWER = re.compile(r"answer\s*:", re.IGNORECASE)
@@ -88,15 +89,13 @@ def _format_context(context: Any) -> str:
 
 
 @register_task
-class HotpotQA(Task):
+class HotpotQA(DatasetTask):
     """HotpotQA (Yang et al. 2018): rows ``question``, ``answer`` and optionally ``context``.
 
     Args:
         train: training rows; ``None`` uses ``hotpotqa/hotpot_qa`` config ``distractor`` split
             ``train``.
         test: evaluation rows; ``None`` uses the same config's split ``validation``.
-        system_prompt: optional system message.
-        prompt_template: ``str.format`` template of the user message (fields: the row's columns).
     """
 
     name = "hotpotqa"
@@ -105,18 +104,8 @@ class HotpotQA(Task):
         'last line as "Answer: <answer>".'
     )
     required_columns = ("question", "answer")
-
-    def __init__(
-        self,
-        train: DataSource | None = None,
-        test: DataSource | None = None,
-        system_prompt: str | None = None,
-        prompt_template: str | None = None,
-    ) -> None:
-        def hub(split: str) -> DataSource:
-            return DataSource(path="hotpotqa/hotpot_qa", name="distractor", split=split)
-
-        super().__init__(train or hub("train"), test or hub("validation"), system_prompt, prompt_template)
+    default_train = DataSource(path="hotpotqa/hotpot_qa", name="distractor", split="train")
+    default_test = DataSource(path="hotpotqa/hotpot_qa", name="distractor", split="validation")
 
     def question(self, row: dict[str, Any]) -> str:
         context = _format_context(row.get("context"))

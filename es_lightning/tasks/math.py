@@ -21,8 +21,9 @@ import threading
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from es_lightning.tasks.base import Score, Task
+from es_lightning.tasks.base import Score
 from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.families import DatasetTask
 from es_lightning.tasks.registry import register_task
 
 log = logging.getLogger(__name__)
@@ -134,39 +135,29 @@ def is_equivalent(gold: str, pred: str, timeout_s: int = 5) -> bool:
 
 
 @register_task
-class MathTask(Task):
+class MathTask(DatasetTask):
     """Competition maths: rows ``problem`` and ``answer`` (or ``solution`` with a boxed answer).
 
+    The default training set is ``agentica-org/DeepScaleR-Preview-Dataset`` split ``train``
+    (columns ``problem``, ``answer``, ``solution``), the default test set ``HuggingFaceH4/MATH-500``
+    split ``test``. AIME/AMC sets work the same way with a ``column_map`` onto ``problem``/``answer``.
+
     Args:
-        train: training rows; ``None`` uses ``agentica-org/DeepScaleR-Preview-Dataset`` split
-            ``train`` (columns ``problem``, ``answer``, ``solution``).
-        test: evaluation rows; ``None`` uses ``HuggingFaceH4/MATH-500`` split ``test``. AIME/AMC
-            sets work the same way with a ``column_map`` onto ``problem``/``answer``.
-        system_prompt: optional system message.
-        prompt_template: ``str.format`` template of the user message (fields: the row's columns).
         timeout_s: seconds math-verify may spend on one parse or comparison.
+        **kwargs: ``train``, ``test``, ``system_prompt``, ``prompt_template`` of
+            :class:`~es_lightning.tasks.families.DatasetTask`.
     """
 
     name = "math"
     default_template = "{question}\n\nReason step by step, and put your final answer within \\boxed{{}}."
     required_columns = ("problem",)
+    default_train = DataSource(path="agentica-org/DeepScaleR-Preview-Dataset", split="train")
+    default_test = DataSource(path="HuggingFaceH4/MATH-500", split="test")
 
-    def __init__(
-        self,
-        train: DataSource | None = None,
-        test: DataSource | None = None,
-        system_prompt: str | None = None,
-        prompt_template: str | None = None,
-        timeout_s: int = 5,
-    ) -> None:
+    def __init__(self, *, timeout_s: int = 5, **kwargs: Any) -> None:
         if timeout_s <= 0:
             raise ValueError(f"math: timeout_s must be positive, got {timeout_s}")
-        super().__init__(
-            train=train or DataSource(path="agentica-org/DeepScaleR-Preview-Dataset", split="train"),
-            test=test or DataSource(path="HuggingFaceH4/MATH-500", split="test"),
-            system_prompt=system_prompt,
-            prompt_template=prompt_template,
-        )
+        super().__init__(**kwargs)
         self.timeout_s = timeout_s
 
     def validate_row(self, row: dict[str, Any], where: str = "row") -> None:

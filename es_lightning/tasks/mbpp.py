@@ -17,8 +17,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from es_lightning.tasks.base import Score, Task
+from es_lightning.tasks.base import Score
 from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.families import DatasetTask
 from es_lightning.tasks.registry import register_task
 from es_lightning.tasks.sandbox import Sandbox, SandboxResult
 
@@ -46,21 +47,21 @@ def _as_list(value: Any, column: str) -> list[str]:
 
 
 @register_task
-class MBPP(Task):
+class MBPP(DatasetTask):
     """MBPP (Austin et al. 2021): rows ``text`` (the task), ``code`` (a reference solution),
     ``test_list``, and optionally ``test_setup_code`` and ``challenge_test_list``.
 
+    The default sets are ``google-research-datasets/mbpp`` config ``full``, splits ``train`` and
+    ``test``.
+
     Args:
-        train: training rows; ``None`` uses ``google-research-datasets/mbpp`` config ``full``
-            split ``train``.
-        test: evaluation rows; ``None`` uses the same config's split ``test``.
-        system_prompt: optional system message.
-        prompt_template: ``str.format`` template of the user message (fields: the row's columns).
         time_limit_s: wall-clock seconds per program run.
         memory_mb: memory limit per program run, in MiB.
         max_workers: program runs at a time in :meth:`score_many`.
         use_challenge_tests: also require the row's ``challenge_test_list`` asserts.
         isolate_network: run programs without network when ``unshare`` allows it.
+        **kwargs: ``train``, ``test``, ``system_prompt``, ``prompt_template`` of
+            :class:`~es_lightning.tasks.families.DatasetTask`.
     """
 
     name = "mbpp"
@@ -69,26 +70,22 @@ class MBPP(Task):
         "Write the solution in a ```python code block."
     )
     required_columns = ("text", "test_list")
+    default_train = DataSource(path="google-research-datasets/mbpp", name="full", split="train")
+    default_test = DataSource(path="google-research-datasets/mbpp", name="full", split="test")
 
     def __init__(
         self,
-        train: DataSource | None = None,
-        test: DataSource | None = None,
-        system_prompt: str | None = None,
-        prompt_template: str | None = None,
+        *,
         time_limit_s: float = 5.0,
         memory_mb: int = 1024,
         max_workers: int = 4,
         use_challenge_tests: bool = False,
         isolate_network: bool = True,
+        **kwargs: Any,
     ) -> None:
         if max_workers < 1:
             raise ValueError(f"mbpp: max_workers must be at least 1, got {max_workers}")
-
-        def hub(split: str) -> DataSource:
-            return DataSource(path="google-research-datasets/mbpp", name="full", split=split)
-
-        super().__init__(train or hub("train"), test or hub("test"), system_prompt, prompt_template)
+        super().__init__(**kwargs)
         self.sandbox = Sandbox(
             time_limit_s=time_limit_s, memory_mb=memory_mb, isolate_network=isolate_network
         )
@@ -125,8 +122,3 @@ class MBPP(Task):
             raise ValueError(f"{self.name}: {len(completions)} completions for {len(rows)} rows")
         jobs = [self._job(c, r) for c, r in zip(completions, rows, strict=True)]
         return [self._score(result) for result in self.sandbox.run_many(jobs, self.max_workers)]
-
-    def reward_fn(self, completions: Sequence[str], **columns: Sequence[Any]) -> list[float]:
-        """Rewards in TRL's signature, run concurrently like :meth:`score_many`."""
-        rows = [{k: v[i] for k, v in columns.items()} for i in range(len(completions))]
-        return [score.reward for score in self.score_many(completions, rows)]

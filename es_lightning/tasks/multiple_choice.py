@@ -25,8 +25,9 @@ import re
 import string
 from typing import Any
 
-from es_lightning.tasks.base import Score, Task
+from es_lightning.tasks.base import Score
 from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.families import DatasetTask
 from es_lightning.tasks.registry import register_task
 
 _LETTERS = string.ascii_uppercase
@@ -50,18 +51,18 @@ def extract_letter(completion: str, n_choices: int) -> str | None:
 
 
 @register_task
-class MultipleChoice(Task):
+class MultipleChoice(DatasetTask):
     """Multiple-choice questions with lettered options (see the module docstring for row formats).
 
+    It has no default sets: give ``train``/``test`` sources.
+
     Args:
-        train: training rows.
-        test: evaluation rows.
-        system_prompt: optional system message.
-        prompt_template: ``str.format`` template of the user message (fields: the row's columns).
         correct_column: for rows without ``choices``: the column holding the correct option text.
         incorrect_columns: for rows without ``choices``: the columns holding the wrong options.
         shuffle_seed: shuffle the options of each row with this seed (``None``: keep the dataset
             order, which must then not give the answer away).
+        **kwargs: ``train``, ``test``, ``system_prompt``, ``prompt_template`` of
+            :class:`~es_lightning.tasks.families.DatasetTask`.
     """
 
     name = "multiple_choice"
@@ -73,20 +74,18 @@ class MultipleChoice(Task):
 
     def __init__(
         self,
-        train: DataSource | None = None,
-        test: DataSource | None = None,
-        system_prompt: str | None = None,
-        prompt_template: str | None = None,
+        *,
         correct_column: str | None = None,
         incorrect_columns: list[str] | None = None,
         shuffle_seed: int | None = None,
+        **kwargs: Any,
     ) -> None:
         if (correct_column is None) != (not incorrect_columns):
             raise ValueError(
                 f"{self.name}: set correct_column and incorrect_columns together "
                 f"(got correct_column={correct_column!r}, incorrect_columns={incorrect_columns!r})"
             )
-        super().__init__(train, test, system_prompt, prompt_template)
+        super().__init__(**kwargs)
         self.correct_column = correct_column
         self.incorrect_columns = list(incorrect_columns or [])
         self.shuffle_seed = shuffle_seed
@@ -171,30 +170,23 @@ def _gold_index(answer: Any, texts: list[str], labels: list[str], task: str) -> 
 class CommonsenseQA(MultipleChoice):
     """CommonsenseQA (Talmor et al. 2019): five options with a ``{"label", "text"}`` dict.
 
-    ``None`` sources use ``tau/commonsense_qa`` split ``train`` and, as the test split (the hub's
+    The default sets are ``tau/commonsense_qa`` split ``train`` and, as the test split (the hub's
     test split has no answers), split ``validation``; ``answerKey`` is mapped onto ``answer``.
+
+    Args:
+        shuffle_seed: shuffle the options of each row with this seed (``None``: the dataset order).
+        **kwargs: ``train``, ``test``, ``system_prompt``, ``prompt_template`` of
+            :class:`~es_lightning.tasks.families.DatasetTask`.
     """
 
     name = "commonsense_qa"
+    default_train = DataSource(path="tau/commonsense_qa", split="train", column_map={"answerKey": "answer"})
+    default_test = DataSource(
+        path="tau/commonsense_qa", split="validation", column_map={"answerKey": "answer"}
+    )
 
-    def __init__(
-        self,
-        train: DataSource | None = None,
-        test: DataSource | None = None,
-        system_prompt: str | None = None,
-        prompt_template: str | None = None,
-        shuffle_seed: int | None = None,
-    ) -> None:
-        def hub(split: str) -> DataSource:
-            return DataSource(path="tau/commonsense_qa", split=split, column_map={"answerKey": "answer"})
-
-        super().__init__(
-            train=train or hub("train"),
-            test=test or hub("validation"),
-            system_prompt=system_prompt,
-            prompt_template=prompt_template,
-            shuffle_seed=shuffle_seed,
-        )
+    def __init__(self, *, shuffle_seed: int | None = None, **kwargs: Any) -> None:
+        super().__init__(correct_column=None, incorrect_columns=None, shuffle_seed=shuffle_seed, **kwargs)
 
 
 @register_task
@@ -202,33 +194,25 @@ class GPQA(MultipleChoice):
     """GPQA (Rein et al. 2023): four options from ``Correct Answer`` and ``Incorrect Answer 1..3``,
     shuffled per question with ``shuffle_seed``.
 
-    A ``None`` test source uses ``Idavidrein/gpqa`` config ``gpqa_diamond`` (198 questions; a gated
+    The default test set is ``Idavidrein/gpqa`` config ``gpqa_diamond`` (198 questions; a gated
     dataset: accept its terms on the hub and log in first), its only split ``train``, with
-    ``Question`` mapped onto ``question``. There is no training split by default.
+    ``Question`` mapped onto ``question``. There is no default training set.
+
+    Args:
+        shuffle_seed: shuffle the options of each row with this seed.
+        **kwargs: ``train``, ``test``, ``system_prompt``, ``prompt_template`` of
+            :class:`~es_lightning.tasks.families.DatasetTask`.
     """
 
     name = "gpqa"
+    default_test = DataSource(
+        path="Idavidrein/gpqa", name="gpqa_diamond", split="train", column_map={"Question": "question"}
+    )
 
-    def __init__(
-        self,
-        train: DataSource | None = None,
-        test: DataSource | None = None,
-        system_prompt: str | None = None,
-        prompt_template: str | None = None,
-        shuffle_seed: int = 0,
-    ) -> None:
+    def __init__(self, *, shuffle_seed: int = 0, **kwargs: Any) -> None:
         super().__init__(
-            train=train,
-            test=test
-            or DataSource(
-                path="Idavidrein/gpqa",
-                name="gpqa_diamond",
-                split="train",
-                column_map={"Question": "question"},
-            ),
-            system_prompt=system_prompt,
-            prompt_template=prompt_template,
             correct_column="Correct Answer",
             incorrect_columns=[f"Incorrect Answer {i}" for i in (1, 2, 3)],
             shuffle_seed=shuffle_seed,
+            **kwargs,
         )

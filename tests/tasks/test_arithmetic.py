@@ -41,7 +41,8 @@ def test_test_split_is_a_prefix_of_a_larger_one():
     ("kwargs", "match"),
     [
         ({"max_number": 0}, "max_number must be at least 1"),
-        ({"n_train": -1}, "n_train and n_test must be >= 0"),
+        ({"n_train": -1}, "arithmetic: n_train must be at least 0, got -1"),
+        ({"n_test": -2}, "arithmetic: n_test must be at least 0, got -2"),
         (
             {"max_number": 3, "n_train": 20, "n_test": 8},
             "28 generated problems .* exceed the 27 distinct ones",

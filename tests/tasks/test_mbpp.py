@@ -9,13 +9,13 @@ import pytest
 from es_lightning.tasks import MBPP, DataSource
 from es_lightning.tasks.mbpp import extract_code
 from es_lightning.tasks.sandbox import Sandbox, network_isolation_prefix
-
-from . import shared_file
+from tests.helpers import ASSETS
 
 
 @pytest.fixture(scope="module")
 def mbpp_rows():
-    return DataSource(path=str(shared_file("mbpp", "mbpp.jsonl"))).load()
+    """The first 20 MBPP rows and the two that need setup code, verbatim (``tests/assets/mbpp``)."""
+    return DataSource(path=str(ASSETS / "mbpp" / "mbpp.jsonl")).load()
 
 
 def fenced(code):
