@@ -1,7 +1,7 @@
-"""Evolution Strategies core: seeded noise, reward normalisation, perturb/restore and the update.
+"""Evolution Strategies core: seeded noise, reward normalisation and the update.
 
-See :mod:`es_lightning.es.update` for the algorithm and :mod:`es_lightning.es.noise` for the
-determinism contract.
+See :mod:`es_lightning.es.update` for the algorithm, :mod:`es_lightning.es.noise` for the
+determinism contract and :mod:`es_lightning.es.weights` for perturb/restore of the serving model.
 """
 
 from es_lightning.es.noise import noise_like, param_seed, seed_schedule
@@ -10,11 +10,8 @@ from es_lightning.es.update import (
     Population,
     apply_es_update,
     assign_es_grad_,
-    es_direction,
     kappa_pair,
     member_coefficients,
-    perturb_,
-    restore_,
 )
 
 __all__ = [
@@ -23,14 +20,11 @@ __all__ = [
     "Population",
     "apply_es_update",
     "assign_es_grad_",
-    "es_direction",
     "is_degenerate",
     "kappa_pair",
     "member_coefficients",
     "noise_like",
     "normalize_rewards",
     "param_seed",
-    "perturb_",
-    "restore_",
     "seed_schedule",
 ]

@@ -1,11 +1,11 @@
-"""One Evolution-Strategies update: population, perturb/restore, and the parameter step.
+"""One Evolution-Strategies update: the population, its coefficients and the parameter step.
 
 Per update t (symbols as in the paper):
 
 1. Draw the population: member seeds from :func:`~es_lightning.es.noise.seed_schedule`, a pure
    function of ``(run_seed, t)`` (:meth:`Population.sample`).
-2. For each member i: perturb θ ← θ + σ·ε_i (:func:`perturb_`), evaluate its reward R_i, restore θ
-   (:func:`restore_`).
+2. For each member i: perturb θ ← θ + σ·ε_i, evaluate its reward R_i, restore θ
+   (:meth:`~es_lightning.es.weights.ESWeights.perturb` / :meth:`~es_lightning.es.weights.ESWeights.restore`).
 3. Normalise the rewards within the population, R → z (:func:`~es_lightning.es.normalize.normalize_rewards`:
    ``zscore`` by default, ``rank`` or ``none``). If every R_i is equal the update is skipped
    (:func:`member_coefficients` returns ``None``).
@@ -17,19 +17,18 @@ so the direction is (1/N)·Σ_j (z_{2j} − z_{2j+1})·ε_j. In both cases the w
 *seed*: :func:`member_coefficients` folds the members into one coefficient c_s = Σ sign·z per seed,
 so each ε_s is regenerated once per tensor.
 
-Precision. The trainer keeps fp32 *master* weights; the serving copy (the model that generates)
-may be bf16/fp16. :func:`perturb_` computes master + sign·σ·ε in fp32 and casts once into the
-serving tensor; :func:`restore_` copies the master back with one cast. Restoring is therefore
-bit-exact whatever the serving dtype, however many members are evaluated; the naive
-``p.add_(σε); …; p.sub_(σε)`` in bf16 drifts. Noise is always generated on the *master* tensor's
-device, so perturbation and update agree on ε (CPU and CUDA generators differ; see
-:mod:`es_lightning.es.noise`).
+Precision. The update is accumulated in the fp32 *master* weights (a lower-precision master is
+refused: the step would be lost to rounding), one tensor at a time, with the noise regenerated on
+each master tensor's device. The serving copy (the model that generates) may be bf16/fp16:
+:class:`~es_lightning.es.weights.ESWeights` writes master + sign·σ·ε computed in fp32 and cast
+once, and restores by casting the master again, so restoring is bit-exact whatever the serving
+dtype, however many members are evaluated; the naive ``p.add_(σε); …; p.sub_(σε)`` in bf16 drifts.
 
-Using a torch optimizer. :func:`es_direction` returns Δ = (α/N)·Σ_s c_s ε_s without applying it;
-:func:`assign_es_grad_` sets ``p.grad = −Δ/α = −(1/N)·Σ_s c_s ε_s`` (a descent-convention
-gradient). Then ``torch.optim.SGD(params, lr=α).step()`` gives exactly plain ES
-(θ ← θ − α·grad = θ + Δ); ``torch.optim.Adam(params, lr=α)`` is an option that rescales the step
-per coordinate with moment estimates (it is no longer the plain ES estimator).
+Using a torch optimizer. :func:`assign_es_grad_` sets ``p.grad = −(1/N)·Σ_s c_s ε_s`` (= −Δ/α
+with Δ = (α/N)·Σ_s c_s ε_s, a descent-convention gradient). Then ``torch.optim.SGD(params,
+lr=α).step()`` gives exactly plain ES (θ ← θ − α·grad = θ + Δ); ``torch.optim.Adam(params, lr=α)``
+is an option that rescales the step per coordinate with moment estimates (it is no longer the plain
+ES estimator; its first step moves each coordinate by about α·sign(Δ)).
 
 Pairing diagnostic. :func:`kappa_pair` = Var_j(R(θ+σε_j) − R(θ−σε_j)) / Var_i(R_i). About 2 means
 the two members of a pair are uncoupled (the pairing does not cancel evaluation noise), below 1
@@ -51,11 +50,8 @@ from es_lightning.es.normalize import Normalization, is_degenerate, normalize_re
 __all__ = [
     "Population",
     "member_coefficients",
-    "es_direction",
     "apply_es_update",
     "assign_es_grad_",
-    "perturb_",
-    "restore_",
     "kappa_pair",
 ]
 
@@ -157,28 +153,6 @@ def _direction_sum(name: str, ref: torch.Tensor, coeffs: Mapping[int, float]) ->
 
 
 @torch.no_grad()
-def es_direction(
-    params: Mapping[str, torch.Tensor],
-    coeffs: Mapping[int, float],
-    lr: float,
-    population_size: int,
-) -> dict[str, torch.Tensor]:
-    """Δ = (α/N)·Σ_s c_s·ε_s per tensor (float32, on each tensor's device), without applying it.
-
-    Holds one fp32 tensor per parameter; prefer :func:`apply_es_update` (one tensor at a time)
-    unless Δ itself is needed.
-    """
-    if population_size < 1:
-        raise ValueError(f"population_size must be >= 1, got {population_size}")
-    scale = float(lr) / population_size
-    out: dict[str, torch.Tensor] = {}
-    for name, p in params.items():
-        _check_master(name, p)
-        out[name] = _direction_sum(name, p, coeffs).mul_(scale)
-    return out
-
-
-@torch.no_grad()
 def apply_es_update(
     params: Mapping[str, torch.Tensor],
     coeffs: Mapping[int, float],
@@ -218,48 +192,6 @@ def assign_es_grad_(
     for name, p in params.items():
         _check_master(name, p)
         p.grad = _direction_sum(name, p, coeffs).mul_(-1.0 / population_size).to(p.dtype)
-
-
-@torch.no_grad()
-def perturb_(
-    params: Mapping[str, torch.Tensor],
-    master: Mapping[str, torch.Tensor],
-    seed: int,
-    sign: float,
-    sigma: float,
-) -> None:
-    """Write θ = master + sign·σ·ε_seed into the serving tensors ``params`` (any float dtype).
-
-    Computed in fp32 from the master (noise on the master's device) and cast once with
-    ``copy_``; the serving tensors may live on another device or in bf16/fp16.
-    """
-    for name, p in params.items():
-        m = _master_for(name, p, master)
-        if p.device == m.device and p.untyped_storage().data_ptr() == m.untyped_storage().data_ptr():
-            raise ValueError(
-                f"serving tensor {name!r} shares memory with its master (e.g. made with .to() of the "
-                "same dtype); perturbing it would overwrite the master. Use a separate copy (.clone())."
-            )
-        eps = noise_like(seed, name, m.shape, m.device)
-        # Out of place: ``m.to(float32)`` is ``m`` itself for an fp32 master.
-        p.copy_(torch.add(m.to(torch.float32), eps, alpha=float(sign) * float(sigma)))
-
-
-@torch.no_grad()
-def restore_(params: Mapping[str, torch.Tensor], master: Mapping[str, torch.Tensor]) -> None:
-    """Copy the master back into the serving tensors (one cast): bit-exact for any serving dtype."""
-    for name, p in params.items():
-        p.copy_(_master_for(name, p, master))
-
-
-def _master_for(name: str, p: torch.Tensor, master: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    if name not in master:
-        raise KeyError(f"no master tensor for parameter {name!r}")
-    m = master[name]
-    if m.shape != p.shape:
-        raise ValueError(f"shape mismatch for {name!r}: serving {tuple(p.shape)} vs master {tuple(m.shape)}")
-    _check_master(name, m)
-    return m
 
 
 def kappa_pair(rewards: Sequence[float] | np.ndarray, population: Population) -> float:

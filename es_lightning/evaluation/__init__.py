@@ -1,7 +1,9 @@
-"""Evaluation: Pass@K, majority vote, per-task summaries, offline re-scoring and the Pass@K plot.
+"""Evaluation: Pass@K, majority vote, per-task summaries, offline re-scoring, the results table and
+the Pass@K plot.
 
 :class:`PassAtK` (torchmetrics) and :func:`plot_pass_at_k` (matplotlib) are imported on first use,
-so the numeric functions load without torch or matplotlib.
+so the package loads without torch or matplotlib; :func:`summarize` counts correct samples through
+:class:`PassAtK` and so loads torch on its first call.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from es_lightning.evaluation.pass_at_k import pass_at_k, pass_at_k_curve
 from es_lightning.evaluation.summary import (
     CORRECT_THRESHOLD,
     average_over_tasks,
+    is_accuracy_key,
     is_correct,
     metric_names,
     summarize,
 )
+from es_lightning.evaluation.table import format_table, print_table
 
 if TYPE_CHECKING:
     from es_lightning.evaluation.metric import PassAtK
@@ -38,6 +42,8 @@ __all__ = [
     "CORRECT_THRESHOLD",
     "PassAtK",
     "average_over_tasks",
+    "format_table",
+    "is_accuracy_key",
     "is_correct",
     "maj_at_k",
     "majority_vote",
@@ -45,6 +51,7 @@ __all__ = [
     "pass_at_k",
     "pass_at_k_curve",
     "plot_pass_at_k",
+    "print_table",
     "score_completions_file",
     "summarize",
     "write_completions_file",

@@ -9,6 +9,10 @@ across ranks) and :meth:`PassAtK.compute` returns the unbiased estimate averaged
     metric = PassAtK(ks=[1, 4, 16])
     metric.update(rewards >= 1.0)          # (P, 16) booleans
     metric.compute()                       # {"pass@1": tensor(...), "pass@4": ..., "pass@16": ...}
+
+It is where evaluation accumulates correct counts: :func:`~es_lightning.evaluation.summary.summarize`
+updates one with its ``(P, M)`` matrix (sync off, since it holds all of its prompts); an evaluation
+sharded over ranks updates one per rank and lets ``compute`` gather the counts.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import torch
 
 from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
 from es_lightning.evaluation.summary import average_over_tasks
+from es_lightning.evaluation.table import print_table
 from es_lightning.rollout.base import Rollout
 from es_lightning.tasks.base import Task
 
@@ -56,19 +57,15 @@ def evaluate_model(
         rollout.close()
     if len(summaries) > 1:
         summaries = average_over_tasks(summaries)
-    write_summary(Path(output), summaries)
+    write_summary(Path(output), summaries, label=Path(model).name or model)
     return summaries
 
 
-def write_summary(path: Path, summaries: dict[str, Any]) -> None:
-    """The JSON file, and a table of pass@k / maj@k / greedy per task on stdout."""
+def write_summary(path: Path, summaries: dict[str, Any], label: str | None = None) -> None:
+    """The JSON file, and its pass@k / maj@k / greedy per task on stdout as one column of
+    :func:`~es_lightning.evaluation.table.format_table` headed ``label`` (default: the file's stem)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(summaries, indent=2))
-    keys = [k for k in next(iter(summaries.values())) if k.startswith(("pass@", "maj@")) or k == "greedy"]
-    print(f"{'task':<16}" + "".join(f"{k:>9}" for k in keys))
-    for name, summary in summaries.items():
-        print(
-            f"{name:<16}"
-            + "".join(f"{100 * summary[k]:>8.1f}%" if k in summary else f"{'-':>9}" for k in keys)
-        )
+    print_table({label or path.stem: summaries})
     print(f"written: {path}")

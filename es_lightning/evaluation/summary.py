@@ -10,8 +10,11 @@ Given the ``M`` scored samples of each of ``P`` prompts (and optionally one gree
     <extra> = mean over samples of Score.extra[<extra>]        e.g. "f1"; greedy_<extra> likewise
 
 A sample is correct when ``reward >= 1 - 1e-9`` (verifiers give binary rewards in [0, 1]; partial
-credit below 1 does not count). :func:`metric_names` turns a summary into logger keys
-(``eval/{task}/pass@{k}``) and :func:`average_over_tasks` adds the cross-task mean.
+credit below 1 does not count). The correct counts ``c_p`` are accumulated in one place, the
+torchmetrics :class:`~es_lightning.evaluation.metric.PassAtK` (updated with the ``(P, M)`` boolean
+matrix, then computed), so a sharded evaluation can sync the same state across ranks.
+:func:`metric_names` turns a summary into logger keys (``eval/{task}/pass@{k}``) and
+:func:`average_over_tasks` adds the cross-task mean.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from es_lightning.evaluation.majority import maj_at_k
-from es_lightning.evaluation.pass_at_k import pass_at_k_curve
 from es_lightning.tasks.base import Score
 
 CORRECT_THRESHOLD = 1.0 - 1e-9
@@ -31,6 +33,12 @@ AVERAGE_KEY = "average"
 def is_correct(score: Score) -> bool:
     """Whether ``score`` counts as correct: ``reward >= 1 - 1e-9``."""
     return score.reward >= CORRECT_THRESHOLD
+
+
+def is_accuracy_key(key: str) -> bool:
+    """Whether ``key`` names an accuracy: ``pass@k``, ``maj@k`` or ``greedy`` (what tables show and
+    :func:`average_over_tasks` averages)."""
+    return key.startswith(("pass@", "maj@")) or key == "greedy"
 
 
 def _mean_extras(scores: Sequence[Score], prefix: str = "") -> dict[str, float]:
@@ -62,7 +70,7 @@ def summarize(
 
     Raises:
         ValueError: on no prompts, a prompt with no samples or a different ``M`` (the prompt index
-            is named), ``greedy`` of the wrong length, or a ``k`` out of range.
+            is named), ``greedy`` of the wrong length, or no ``k`` or a ``k`` out of range.
     """
     if not scores:
         raise ValueError("summarize: no prompts to summarise (scores is empty)")
@@ -76,8 +84,10 @@ def summarize(
                 "every prompt needs the same number of samples M"
             )
     ks = list(range(1, m + 1)) if ks is None else [int(k) for k in ks]
+    if not ks or not all(1 <= k <= m for k in ks):
+        raise ValueError(f"summarize: every k must be in [1, M={m}] (samples per prompt), got ks={ks}")
 
-    correct = [[is_correct(s) for s in prompt_scores] for prompt_scores in scores]
+    correct = [[is_correct(s) for s in prompt_scores] for prompt_scores in scores]  # (P, M)
     answers = [[s.answer for s in prompt_scores] for prompt_scores in scores]
     flat = [s for prompt_scores in scores for s in prompt_scores]
 
@@ -86,8 +96,7 @@ def summarize(
         "n_samples": float(m),
         "mean_reward": sum(s.reward for s in flat) / len(flat),
     }
-    curve = pass_at_k_curve([sum(c) for c in correct], n=m, ks=ks)
-    out.update({f"pass@{k}": v for k, v in curve.items()})
+    out.update(_pass_at_k(correct, ks))
     for k in ks:
         votes = [maj_at_k(a, c, k) for a, c in zip(answers, correct, strict=True)]
         out[f"maj@{k}"] = sum(votes) / len(votes)
@@ -105,34 +114,70 @@ def summarize(
     return out
 
 
-def metric_names(task: str, summary: Mapping[str, float]) -> dict[str, float]:
-    """Logger keys for one task's summary: ``{key: v}`` becomes ``{"eval/{task}/{key}": v}``.
+def _pass_at_k(correct: list[list[bool]], ks: list[int]) -> dict[str, float]:
+    """``{"pass@k": value}`` from the ``(P, M)`` correct matrix, through :class:`PassAtK`.
 
-    e.g. ``eval/gsm8k/pass@8``, ``eval/gsm8k/maj@8``, ``eval/gsm8k/greedy``, ``eval/hotpotqa/f1``.
+    The metric's cross-rank sync is off: the summary covers the prompts passed in, and a rank that
+    evaluates alone (rank 0 under Fabric) must not wait on ranks that never call it.
+    """
+    import torch  # torch and torchmetrics load on first use, not with the package
+
+    from es_lightning.evaluation.metric import PassAtK
+
+    metric = PassAtK(ks=ks, sync_on_compute=False)
+    metric.update(torch.tensor(correct, dtype=torch.bool))
+    return {key: float(value) for key, value in metric.compute().items()}
+
+
+def metric_names(task: str, summary: Mapping[str, float], prefix: str = "eval") -> dict[str, float]:
+    """Logger keys for one task's summary: ``{key: v}`` becomes ``{"{prefix}/{task}/{key}": v}``.
+
+    e.g. ``eval/gsm8k/pass@8``, ``eval/gsm8k/maj@8``, ``eval/gsm8k/greedy``, ``eval/hotpotqa/f1``;
+    a held-out suite evaluated during training logs under ``heldout/…``.
     """
     if not task or "/" in task:
         raise ValueError(f"metric_names: task name must be non-empty and contain no '/', got {task!r}")
-    return {f"eval/{task}/{key}": float(value) for key, value in summary.items()}
+    return {f"{prefix}/{task}/{key}": float(value) for key, value in summary.items()}
 
 
-def _averaged(key: str) -> bool:
-    return key.startswith(("pass@", "maj@")) or key == "greedy"
+def _mean_over(tasks: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Unweighted mean of the accuracy keys present in every one of ``tasks``."""
+    common = [key for key in tasks[0] if is_accuracy_key(key) and all(key in t for t in tasks[1:])]
+    return {key: sum(float(t[key]) for t in tasks) / len(tasks) for key in common}
 
 
-def average_over_tasks(summaries: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+def average_over_tasks(
+    summaries: Mapping[str, Mapping[str, float]],
+    groups: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, dict[str, float]]:
     """The summaries plus their unweighted mean across tasks under the key ``"average"``.
 
     ``average[key] = (1/T) Σ_t summaries[t][key]`` for the ``pass@k``, ``maj@k`` and ``greedy``
-    keys present in all ``T`` tasks (a ``k`` missing from any task is left out).
+    keys present in all ``T`` tasks (a ``k`` missing from any task is left out). Each named group
+    adds the same mean over its tasks only, under its name, e.g. ``groups={"heldout_average":
+    ["gpqa", "mbpp"]}`` (:func:`es_lightning.evaluation.suites.average_groups` gives the paper's).
 
     Raises:
-        ValueError: when ``summaries`` is empty or a task is itself named ``"average"``.
+        ValueError: when ``summaries`` is empty, a task is itself named ``"average"``, or a group is
+            empty, names a task that is not in ``summaries`` or takes a task's name or ``"average"``.
     """
     if not summaries:
         raise ValueError("average_over_tasks: no task summaries given")
     if AVERAGE_KEY in summaries:
         raise ValueError(f"average_over_tasks: a task may not be named {AVERAGE_KEY!r}")
-    tasks = list(summaries.values())
-    common = [key for key in tasks[0] if _averaged(key) and all(key in t for t in tasks[1:])]
-    average = {key: sum(float(t[key]) for t in tasks) / len(tasks) for key in common}
-    return {**{name: dict(s) for name, s in summaries.items()}, AVERAGE_KEY: average}
+    out = {
+        **{name: dict(s) for name, s in summaries.items()},
+        AVERAGE_KEY: _mean_over(list(summaries.values())),
+    }
+    for group, members in (groups or {}).items():
+        if group in out:
+            raise ValueError(
+                f"average_over_tasks: group {group!r} takes the name of a task or of the average"
+            )
+        missing = [m for m in members if m not in summaries]
+        if not members or missing:
+            raise ValueError(
+                f"average_over_tasks: group {group!r} needs tasks among {list(summaries)}, got {list(members)}"
+            )
+        out[group] = _mean_over([summaries[m] for m in members])
+    return out

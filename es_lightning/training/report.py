@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from es_lightning.evaluation.runner import EvalResult
+from es_lightning.evaluation.table import print_table
 
 
 def write_eval_outputs(eval_dir: Path, tag: str, task: str, result: EvalResult) -> None:
@@ -30,39 +31,13 @@ def write_eval_outputs(eval_dir: Path, tag: str, task: str, result: EvalResult) 
     plot_pass_at_k(curves, eval_dir / f"pass_at_k_{task}.png", title=f"{task}: Pass@K")
 
 
-def _shown(key: str) -> bool:
-    return key.startswith(("pass@", "maj@")) or key == "greedy"
-
-
 def print_before_after(before: dict[str, Any], after: dict[str, Any]) -> None:
-    """A plain-text table of every pass@k / maj@k / greedy metric before and after training."""
-    lines = [f"{'task':<16} {'metric':<10} {'before':>8} {'after':>8} {'change':>8}"]
-    for task, summary in after.items():
-        for key, value in summary.items():
-            if not _shown(key) or key not in before.get(task, {}):
-                continue
-            old = before[task][key]
-            lines.append(
-                f"{task:<16} {key:<10} {100 * old:>7.1f}% {100 * value:>7.1f}% {100 * (value - old):>+7.1f}"
-            )
-    print("\n".join(lines), flush=True)
+    """The ``before`` / ``after`` table of :func:`~es_lightning.evaluation.table.format_table` with a
+    ``change`` column (percentage points)."""
+    print_table({"before": before, "after": after}, difference="change")
 
 
 def print_columns(columns: dict[str, dict[str, Any]]) -> None:
-    """One column per evaluation (e.g. ``before``, ``after es``, ``after grpo``), one row per task
-    and pass@k / maj@k / greedy metric that the first column has; ``-`` where a column lacks it."""
-    if not columns:
-        return
-    names = list(columns)
-    width = max(10, *(len(n) + 3 for n in names))
-    lines = [f"{'task':<16} {'metric':<10}" + "".join(f"{n:>{width}}" for n in names)]
-    for task, summary in columns[names[0]].items():
-        for key in summary:
-            if not _shown(key):
-                continue
-            cells = []
-            for name in names:
-                value = columns[name].get(task, {}).get(key)
-                cells.append(f"{'-':>{width}}" if value is None else f"{100 * value:>{width - 1}.1f}%")
-            lines.append(f"{task:<16} {key:<10}" + "".join(cells))
-    print("\n".join(lines), flush=True)
+    """One column per evaluation (e.g. ``before``, ``after es``, ``after grpo``) as
+    :func:`~es_lightning.evaluation.table.format_table` lays them out; nothing when ``columns`` is empty."""
+    print_table(columns)

@@ -1,13 +1,10 @@
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from es_lightning.evaluation.offline import score_completions_file, write_completions_file
 from es_lightning.tasks.base import Score, Task
-
-GSM8K_TEST = Path("/work/shared/data/gsm8k/test.jsonl")
 
 
 class ExactMatch(Task):
@@ -117,11 +114,9 @@ def _final_number(solution: str) -> str:
     return solution.rsplit("####", 1)[1].strip().replace(",", "")
 
 
-def test_gsm8k_gold_solutions_and_wrong_numbers(tmp_path):
+def test_gsm8k_gold_solutions_and_wrong_numbers(tmp_path, gsm8k_test_file):
     gsm8k = pytest.importorskip("es_lightning.tasks.gsm8k", reason="es_lightning.tasks.gsm8k not written yet")
-    if not GSM8K_TEST.is_file():
-        pytest.skip(f"{GSM8K_TEST} not present")
-    with GSM8K_TEST.open(encoding="utf-8") as f:
+    with gsm8k_test_file.open(encoding="utf-8") as f:
         rows = [json.loads(next(f)) for _ in range(4)]
     task = gsm8k.GSM8K()
 

@@ -1,5 +1,10 @@
-import pytest
+import random
 
+import pytest
+import torch
+
+from es_lightning.evaluation.metric import PassAtK
+from es_lightning.evaluation.pass_at_k import pass_at_k_curve
 from es_lightning.evaluation.summary import average_over_tasks, metric_names, summarize
 from es_lightning.tasks.base import Score
 
@@ -48,6 +53,40 @@ def test_selected_ks_and_no_greedy():
     assert out["maj@2"] == pytest.approx(2 / 3)
 
 
+def test_correct_counts_go_through_the_pass_at_k_metric(monkeypatch):
+    seen = []
+    update = PassAtK.update
+
+    def spy(self, correct):
+        seen.append(correct.clone())
+        update(self, correct)
+
+    monkeypatch.setattr(PassAtK, "update", spy)
+    summarize(SCORES, ks=[1, 3])
+    # one update with the (P, M) matrix; 0.99 is not correct
+    assert len(seen) == 1
+    assert torch.equal(seen[0], torch.tensor([[1, 0, 0], [0, 0, 0], [1, 1, 0]], dtype=torch.bool))
+
+
+@pytest.mark.parametrize("ks", [None, [5, 1, 12]])
+def test_pass_at_k_is_exactly_the_estimator(ks):
+    rng = random.Random(0)
+    scores = [[S(float(rng.random() < q), str(j)) for j in range(12)] for q in (0.0, 0.1, 0.5, 0.9, 1.0) * 3]
+    counts = [sum(s.reward == 1.0 for s in prompt) for prompt in scores]
+    out = summarize(scores, ks=ks)
+    expected = pass_at_k_curve(counts, n=12, ks=ks)
+    assert [k for k in out if k.startswith("pass@")] == [f"pass@{k}" for k in expected]
+    for k, value in expected.items():
+        assert out[f"pass@{k}"] == value  # bit-identical, not approximately
+
+
+def test_summarize_does_not_sync_across_ranks(monkeypatch):
+    """A rank that evaluates alone must not wait on the others: no gather even under a process group."""
+    expected = summarize(SCORES)
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    assert summarize(SCORES) == expected  # a sync would call into the (absent) process group and fail
+
+
 def test_errors():
     with pytest.raises(ValueError, match="prompt 1 has 2 samples but prompt 0 has 3"):
         summarize([SCORES[0], SCORES[1][:2]])
@@ -55,8 +94,12 @@ def test_errors():
         summarize([])
     with pytest.raises(ValueError, match="2 greedy scores for 3 prompts"):
         summarize(SCORES, greedy=GREEDY[:2])
-    with pytest.raises(ValueError, match="k must be <= n"):
+    with pytest.raises(ValueError, match=r"every k must be in \[1, M=3\].*ks=\[4\]"):
         summarize(SCORES, ks=[4])
+    with pytest.raises(ValueError, match=r"every k must be in \[1, M=3\].*ks=\[0, 1\]"):
+        summarize(SCORES, ks=[0, 1])
+    with pytest.raises(ValueError, match=r"ks=\[\]"):
+        summarize(SCORES, ks=[])
     with pytest.raises(ValueError, match="clashes"):
         summarize([[S(1.0, "1", **{"pass@1": 1.0})]])
 

@@ -234,3 +234,53 @@ def test_argument_errors():
         grpo_loss(logp, old, adv, mask, clip_eps_high=-0.1)
     with pytest.raises(ValueError, match="beta"):
         grpo_loss(logp, old, adv, mask, ref_logp=ref, beta=-1.0)
+
+
+def test_sequence_mean_is_the_papers_objective_on_unequal_lengths():
+    """−(1/G) Σ_i (1/T_i) Σ_t min(ρ A, clip(ρ, 1−ε, 1+ε) A) for one group of G = 3, T_i = 1, 3, 4."""
+    eps = 0.2
+    log_ratios = [[0.3], [-0.4, 0.1, 0.0], [0.05, -0.3, 0.25, -0.1]]  # log ρ on each response token
+    adv = [1.0, -1.5, 0.5]
+    # Hand-worked by token (ρ = e^{log ρ}; clipped where ρ > 1.2 with A > 0 or ρ < 0.8 with A < 0):
+    #   i=0: ρ=1.350 -> min(1.350, 1.2)·1 = 1.2 (clipped)
+    #   i=1: ρ=0.670 -> min(-1.005, -1.2) = -1.2 (clipped); ρ=1.105 -> -1.658; ρ=1 -> -1.5
+    #   i=2: ρ=1.051 -> 0.526; ρ=0.741 -> min(0.370, 0.4) = 0.370; ρ=1.284 -> min(0.642, 0.6) = 0.6
+    #        (clipped); ρ=0.905 -> 0.452
+    objective = []
+    for row, a in zip(log_ratios, adv, strict=True):
+        terms = []
+        for lr in row:
+            rho = math.exp(lr)
+            terms.append(min(rho * a, min(max(rho, 1 - eps), 1 + eps) * a))
+        objective.append(sum(terms) / len(terms))  # (1/T_i) Σ_t
+    expected = -sum(objective) / 3  # −(1/G) Σ_i
+    by_hand = (1.2 + (-1.2 - 1.65776 - 1.5) / 3 + (0.52564 + 0.37041 + 0.6 + 0.45242) / 4) / 3
+    assert expected == pytest.approx(-by_hand, abs=1e-4) == pytest.approx(-0.07818, abs=1e-4)
+
+    old = torch.full((3, 4), -1.0)
+    old[0, 1:] = 9.0  # garbage on padding
+    logp = old.clone()
+    mask = torch.zeros(3, 4)
+    for i, row in enumerate(log_ratios):
+        for t, lr in enumerate(row):
+            logp[i, t] = -1.0 + lr
+            mask[i, t] = 1.0
+    logp[1, 3] = 40.0  # garbage on padding: exp of it must never be taken
+    logp.requires_grad_()
+    loss, stats = grpo_loss(logp, old, torch.tensor(adv), mask, clip_eps=eps, aggregation="sequence_mean")
+    assert loss.item() == pytest.approx(expected, abs=1e-6)
+    assert stats.clip_frac == pytest.approx(3 / 8)
+    token_mean = -(objective[0] * 1 + objective[1] * 3 + objective[2] * 4) / 8
+    assert abs(loss.item() - token_mean) > 1e-2  # the token mean is a different number here
+
+    # d loss / d log π(o_{i,t}) = −ρ·A / (G·T_i) on unclipped tokens, 0 on clipped tokens and padding.
+    loss.backward()
+    for i, (row, a) in enumerate(zip(log_ratios, adv, strict=True)):
+        for t in range(4):
+            if t >= len(row):
+                want = 0.0
+            else:
+                rho = math.exp(row[t])
+                clipped = (rho > 1 + eps and a > 0) or (rho < 1 - eps and a < 0)
+                want = 0.0 if clipped else -rho * a / (3 * len(row))
+            assert logp.grad[i, t].item() == pytest.approx(want, abs=1e-6), (i, t)

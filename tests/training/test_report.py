@@ -1,7 +1,8 @@
-"""The printed evaluation tables."""
+"""The run's printed evaluation tables: thin wrappers over the one results table."""
 
 from __future__ import annotations
 
+from es_lightning.evaluation.table import format_table
 from es_lightning.training.report import print_before_after, print_columns
 
 BEFORE = {"arithmetic": {"pass@1": 0.477, "pass@16": 1.0, "greedy": 0.795, "mean_reward": 0.477}}
@@ -10,11 +11,19 @@ AFTER = {"arithmetic": {"pass@1": 0.7271, "pass@16": 1.0, "greedy": 0.97, "mean_
 
 def test_before_after_table(capsys):
     print_before_after(BEFORE, AFTER)
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out
+    assert out == format_table({"before": BEFORE, "after": AFTER}, difference="change") + "\n"
+    lines = out.splitlines()
     assert lines[0].split() == ["task", "metric", "before", "after", "change"]
     assert lines[1].split() == ["arithmetic", "pass@1", "47.7%", "72.7%", "+25.0"]
     assert lines[3].split() == ["arithmetic", "greedy", "79.5%", "97.0%", "+17.5"]
     assert len(lines) == 4  # mean_reward is not a table metric
+
+
+def test_before_after_marks_a_metric_missing_before(capsys):
+    print_before_after({"arithmetic": {"pass@1": 0.5}}, AFTER)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split() == ["arithmetic", "pass@16", "-", "100.0%", "-"]
 
 
 def test_columns_table_marks_missing_values(capsys):
@@ -25,5 +34,6 @@ def test_columns_table_marks_missing_values(capsys):
     assert lines[1].split() == ["arithmetic", "pass@1", "47.7%", "60.0%", "72.7%"]
     assert lines[2].split() == ["arithmetic", "pass@16", "100.0%", "-", "100.0%"]
     assert lines[3].split() == ["arithmetic", "greedy", "79.5%", "90.0%", "97.0%"]
+    assert "change" not in lines[0]
     print_columns({})
     assert capsys.readouterr().out == ""
