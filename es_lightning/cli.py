@@ -1,4 +1,4 @@
-"""The ``es-lightning`` command: ``fit`` and ``evaluate``, built on jsonargparse.
+"""The ``es-lightning`` command: ``fit``, ``evaluate``, ``analyze`` and ``report``, built on jsonargparse.
 
 Every option comes from a typed signature below (or the dataclasses/classes it names), and the
 docstrings become ``--help``. Recipes are YAML files of the same keys::
@@ -6,6 +6,8 @@ docstrings become ``--help``. Recipes are YAML files of the same keys::
     es-lightning fit --config recipes/easy_qwen1p5b.yaml --trainer.max_steps 10
     es-lightning fit --config recipes/smoke_cpu.yaml --print_config
     es-lightning evaluate --task gsm8k --completions samples.jsonl --output scores.json
+    es-lightning analyze --base BASE --checkpoint runs/es/checkpoints/step-000030 --output es.json
+    es-lightning report --config recipes/report_cpu.yaml --quick --output_dir runs/report
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
 from lightning.fabric.strategies import Strategy
 
+from es_lightning.callbacks.base import Callback
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import Rollout
@@ -41,8 +45,9 @@ def run_fit(
     rollout: Rollout | None = None,
     trainer: TrainerConfig = TrainerConfig(),  # noqa: B008  (jsonargparse lists its fields in --help)
     evaluation: EvalConfig | None = None,
-    eval_tasks: dict[str, Task] | None = None,
-    callbacks: list[Any] | None = None,
+    eval_tasks: dict[str, Task] | str | list[str] | None = None,
+    callbacks: list[Callback | Any] | None = None,
+    hparams: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Post-train a model with ES or GRPO and evaluate it before and after.
 
@@ -56,17 +61,23 @@ def run_fit(
         trainer: run length, batch size, output directory, devices, checkpoints, resume.
         evaluation: Pass@K evaluation settings (``null`` skips evaluation).
         eval_tasks: tasks evaluated before/after training, by the name used in metric keys
-            (``eval/{name}/pass@k``); default: the training task's test split.
-        callbacks: objects with hooks such as ``on_train_batch_end(trainer, step, metrics)``.
+            (``eval/{name}/pass@k``), or a named suite (``easy``, ``easy_heldout``, ``hard``,
+            ``hard_math``, ``hard_heldout``) or a list of suite names; default: the training task's test split.
+        callbacks: ``es_lightning.callbacks`` instances (TokenEntropy, ParameterDrift,
+            LayerAttribution, HeldOutPassAtK, PopulationDiversity, your own), or objects with hooks
+            such as ``on_train_batch_end(trainer, step, metrics)``; see callbacks/README.md.
+        hparams: the run's resolved configuration, recorded in every checkpoint (the CLI fills it).
     """
+    from es_lightning.evaluation.suites import resolve_eval_tasks
     from es_lightning.training.pipeline import run_pipeline
     from es_lightning.training.trainer import Trainer
 
+    eval_tasks = resolve_eval_tasks(eval_tasks)  # a suite name or names -> {metric name: Task}
     if (strategy is None) == (stages is None):
         raise ValueError("fit: give exactly one of `strategy` or `stages`")
     if stages is not None:
         return run_pipeline(
-            module, stages, rollout or _default_rollout(), trainer, evaluation, eval_tasks, callbacks
+            module, stages, rollout or _default_rollout(), trainer, evaluation, eval_tasks, callbacks, hparams
         )
     trainer_obj = Trainer(
         module=module,
@@ -76,6 +87,7 @@ def run_fit(
         evaluation=evaluation,
         eval_tasks=eval_tasks,
         callbacks=callbacks,
+        hparams=hparams,
     )
     return trainer_obj.fit()
 
@@ -146,7 +158,7 @@ def build_parser():
 
     fit_parser = ArgumentParser(description=run_fit.__doc__.split("\n")[0])
     fit_parser.add_argument("--config", action=ActionConfigFile, help="YAML recipe (see recipes/).")
-    fit_parser.add_function_arguments(run_fit, fail_untyped=False)
+    fit_parser.add_function_arguments(run_fit, fail_untyped=False, skip={"hparams"})
     subcommands.add_subcommand("fit", fit_parser, help="Post-train a model (ES or GRPO strategy).")
 
     eval_parser = ArgumentParser(description=run_evaluate.__doc__.split("\n")[0])
@@ -154,6 +166,19 @@ def build_parser():
     eval_parser.add_function_arguments(run_evaluate, fail_untyped=False)
     subcommands.add_subcommand(
         "evaluate", eval_parser, help="Pass@K / Maj@K of a model or of saved completions."
+    )
+    from es_lightning.analysis.command import run_analyze
+    from es_lightning.report.command import report_parser
+
+    analyze_parser = ArgumentParser(description=run_analyze.__doc__.split("\n")[0])
+    analyze_parser.add_argument("--config", action=ActionConfigFile, help="YAML with the same keys.")
+    analyze_parser.add_function_arguments(run_analyze, fail_untyped=False)
+    subcommands.add_subcommand(
+        "analyze", analyze_parser, help="Drift, update sparsity and layer attribution of a checkpoint."
+    )
+
+    subcommands.add_subcommand(
+        "report", report_parser(), help="Run or reuse base/ES/GRPO/sequential runs and write REPORT.md."
     )
     return parser
 
@@ -170,8 +195,17 @@ def main(argv: list[str] | None = None) -> int:
         out_dir = Path(kwargs["trainer"].output_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         sub = parser._subcommands_action._name_parser_map["fit"]
-        (out_dir / "config.yaml").write_text(sub.dump(cfg[name], skip_none=False))
-        run_fit(**kwargs)
+        dumped = sub.dump(cfg[name], skip_none=False)
+        (out_dir / "config.yaml").write_text(dumped)
+        run_fit(**kwargs, hparams=yaml.safe_load(dumped))
+    elif name == "report":
+        from es_lightning.report import run_report
+
+        run_report(**kwargs)
+    elif name == "analyze":
+        from es_lightning.analysis.command import run_analyze
+
+        run_analyze(**kwargs)
     else:
         run_evaluate(**kwargs)
     return 0

@@ -15,25 +15,7 @@ import torch
 
 from es_lightning.models.tiny import build_tiny_model
 from es_lightning.rollout.vllm import vllm_available
-
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
-DISTRIBUTED_VARS = (
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "NODE_RANK",
-    "LOCAL_WORLD_SIZE",
-)
-
-
-def subprocess_env() -> dict[str, str]:
-    """This process's environment without the rendezvous variables in-process Fabric tests set
-    (a child would otherwise try to listen on a port this process already holds)."""
-    return {k: v for k, v in os.environ.items() if k not in DISTRIBUTED_VARS} | {"PYTHONUNBUFFERED": "1"}
+from tests.helpers import ASSETS, DISTRIBUTED_VARS
 
 
 @pytest.fixture()
@@ -70,10 +52,8 @@ def tiny_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def gsm8k_test_file() -> Path:
-    path = SHARED_DATA / "gsm8k" / "test.jsonl"
-    if not path.is_file():
-        pytest.skip(f"shared data not found at {path}")
-    return path
+    """The first GSM8K test rows, verbatim (``tests/assets/gsm8k``; MIT, OpenAI)."""
+    return ASSETS / "gsm8k" / "test.jsonl"
 
 
 @pytest.fixture(scope="session")

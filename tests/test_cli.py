@@ -9,12 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from es_lightning.cli import build_parser
-from tests.conftest import subprocess_env
+from es_lightning.cli import build_parser, run_fit
+from es_lightning.evaluation.suites import SUITES, resolve_eval_tasks
+from tests.helpers import subprocess_env
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
-FIT_RECIPES = [r for r in RECIPES if not r.name.startswith("eval_")]
+FIT_RECIPES = [r for r in RECIPES if not r.name.startswith(("eval_", "report_"))]
+PAPER_PREFIXES = ("easy_", "grpo_", "hard_", "seq_", "popsize_")
+PAPER_FIT_RECIPES = [r for r in FIT_RECIPES if r.name.startswith(PAPER_PREFIXES)]
+POPSIZE_RECIPES = ["popsize_qwen0p5b.yaml", "popsize_qwen1p5b.yaml", "popsize_llama3b.yaml"]
 CLI = [sys.executable, "-m", "es_lightning"]
 
 
@@ -47,10 +51,12 @@ def test_recipes_exist_with_launch_commands():
         "demo_cpu_grpo.yaml",
         "demo_cpu_es_then_grpo.yaml",
         "demo_cpu_grpo_then_es.yaml",
+        *POPSIZE_RECIPES,
     ):
         assert expected in names
-    for recipe in RECIPES:
-        header = recipe.read_text().splitlines()[:4]
+    for recipe in RECIPES:  # the leading comment block names the launch command
+        lines = recipe.read_text().splitlines()
+        header = lines[: next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))]
         assert any(f"--config recipes/{recipe.name}" in line for line in header), recipe.name
 
 
@@ -104,7 +110,17 @@ def test_paper_settings_per_recipe():
         and hard.fit.module.train_sampling.max_tokens == 8192
     )
     assert hard.fit.trainer.epochs == 1
-    assert {"math500", "aime24", "amc23", "gpqa", "mbpp"} <= set(hard.fit.eval_tasks)
+    assert hard.fit.eval_tasks == "hard"
+    assert list(resolve_eval_tasks(hard.fit.eval_tasks)) == [
+        "math500",
+        "aime24",
+        "aime25",
+        "amc23",
+        "gpqa",
+        "mbpp",
+        "commonsense_qa",
+        "countdown",
+    ]
 
 
 def test_eval_recipe_parses():
@@ -263,3 +279,78 @@ def test_generation_mode_several_tasks_in_one_engine(tmp_path, tiny_model_path):
         assert (tmp_path / f"suite_{name}_completions.jsonl").is_file()
         assert (tmp_path / f"suite_{name}_pass_at_k.png").is_file()
     assert "average" in proc.stdout and "pass@1" in proc.stdout  # the printed table
+
+
+@pytest.mark.parametrize("recipe", PAPER_FIT_RECIPES, ids=lambda p: p.name)
+def test_paper_recipes_name_an_evaluation_suite(recipe):
+    _, _, init = _parse("fit", "--config", str(recipe))
+    setting = "hard" if "r1distill" in recipe.name else "easy"
+    assert init.fit.eval_tasks == setting  # a suite name, not a pasted task list
+    tasks = resolve_eval_tasks(init.fit.eval_tasks)
+    assert list(tasks) == list(SUITES[setting].tasks)
+    assert ("hotpotqa" in tasks) == (setting == "easy")
+
+
+@pytest.mark.parametrize("recipe", PAPER_FIT_RECIPES, ids=lambda p: p.name)
+def test_paper_grpo_recipes_use_the_papers_sequence_mean(recipe):
+    """The paper's GRPO objective: −(1/G) Σ_i (1/T_i) Σ_t min(ρ A, clip(ρ) A), i.e. ``sequence_mean``."""
+    from es_lightning.strategies import GRPOStrategy
+
+    _, _, init = _parse("fit", "--config", str(recipe))
+    fit = init.fit
+    strategies = [fit.strategy] if fit.stages is None else [s.strategy for s in fit.stages]
+    grpo = [s for s in strategies if isinstance(s, GRPOStrategy)]
+    assert bool(grpo) == ("grpo" in recipe.name)
+    assert all(s.loss_aggregation == "sequence_mean" for s in grpo)
+
+
+@pytest.mark.parametrize("recipe", POPSIZE_RECIPES)
+def test_population_size_recipes_sweep_n(recipe, tmp_path):
+    text = (REPO / "recipes" / recipe).read_text()
+    stem = recipe.removesuffix(".yaml")
+    for n in (8, 16, 32, 64):  # the header lists the four launch commands
+        command = (
+            f"es-lightning fit --config recipes/{recipe} --strategy.init_args.population_size {n} "
+            f"--trainer.output_dir runs/{stem}_n{n}"
+        )
+        assert command in text
+    _, _, init = _parse(
+        "fit",
+        "--config",
+        str(REPO / "recipes" / recipe),
+        "--strategy.init_args.population_size",
+        "8",
+        "--trainer.output_dir",
+        str(tmp_path),
+    )
+    assert init.fit.strategy.population_size == 8 and init.fit.trainer.output_dir == str(tmp_path)
+    assert (init.fit.strategy.sigma, init.fit.strategy.learning_rate) == (1.5e-3, 2.5e-4)
+
+
+def test_eval_tasks_take_a_suite_name_or_a_list_of_them():
+    recipe = str(REPO / "recipes/easy_qwen1p5b.yaml")
+    _, _, init = _parse("fit", "--config", recipe, "--eval_tasks", "[hard_math, easy_heldout]")
+    assert init.fit.eval_tasks == ["hard_math", "easy_heldout"]
+    assert list(resolve_eval_tasks(init.fit.eval_tasks)) == [
+        "math500",
+        "aime24",
+        "aime25",
+        "amc23",
+        "commonsense_qa",
+        "hotpotqa",
+        "countdown",
+        "gpqa",
+        "mbpp",
+    ]
+
+
+def test_an_unknown_suite_in_a_recipe_is_named_before_any_work(tmp_path):
+    recipe = (
+        (REPO / "recipes/easy_qwen1p5b.yaml").read_text().replace("eval_tasks: easy ", "eval_tasks: esay ")
+    )
+    (tmp_path / "r.yaml").write_text(recipe)
+    _, _, init = _parse("fit", "--config", str(tmp_path / "r.yaml"), "--trainer.output_dir", str(tmp_path))
+    kwargs = {k: v for k, v in init.fit.items() if k != "config"}
+    with pytest.raises(ValueError, match="unknown evaluation suite 'esay'") as err:
+        run_fit(**kwargs)  # fails on the name, before any model, engine or data is touched
+    assert all(name in str(err.value) for name in SUITES)

@@ -16,8 +16,6 @@ import torch
 from es_lightning.es.noise import noise_like
 from es_lightning.es.update import apply_es_update, assign_es_grad_
 
-ES_STATE = "es_state"
-"""Subfolder of a checkpoint holding the fp32 master and the optimizer state."""
 Writer = Callable[[Iterable[tuple[str, torch.Tensor]]], None]
 OptimizerName = Literal["sgd", "adam"]
 
@@ -108,93 +106,22 @@ class ESWeights:
             self._adam.load_state_dict(state["optimizer"])
 
 
-def load_master(
-    files: Iterable[str], device: torch.device | str, names: set[str] | None = None
-) -> dict[str, torch.Tensor]:
-    """fp32 tensors from safetensors ``files`` (keeping only ``names`` when given), on ``device``."""
-    from safetensors import safe_open
+def es_weights_from_files(
+    files: Iterable[str],
+    write: Writer,
+    serving_dtype: torch.dtype,
+    device: torch.device | str,
+    optimizer: OptimizerName = "sgd",
+    optimizer_state: str | None = None,
+    names: set[str] | None = None,
+) -> ESWeights:
+    """The centre read from safetensors ``files`` in fp32 on ``device`` (keeping only ``names``
+    when given), with the optimizer state of a checkpoint when ``optimizer_state`` names its file.
+    Nothing is written into the serving model yet (call :meth:`ESWeights.restore`)."""
+    from es_lightning.checkpoint import load_weights
 
-    master: dict[str, torch.Tensor] = {}
-    for f in files:
-        with safe_open(f, framework="pt", device="cpu") as handle:
-            for key in handle.keys():
-                if names is None or key in names:
-                    master[key] = handle.get_tensor(key).to(device=device, dtype=torch.float32)
-    if not master:
-        raise ValueError(f"load_master: no tensors found in {list(files)}")
-    return master
-
-
-def save_es_files(weights: ESWeights, directory: str) -> None:
-    """``model.safetensors`` (the centre cast to the serving dtype, loadable by transformers and
-    vLLM) plus ``es_state/master.safetensors`` (fp32 centre, for exact resume) and
-    ``es_state/optimizer.pt`` (kept in a subfolder so model loaders do not pick them up)."""
-    from pathlib import Path
-
-    from safetensors.torch import save_file
-
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    master = {n: m.detach().to("cpu").contiguous() for n, m in weights.master.items()}
-    save_file(
-        {n: m.to(weights.serving_dtype) for n, m in master.items()},
-        str(out / "model.safetensors"),
-        {"format": "pt"},
-    )
-    (out / ES_STATE).mkdir(exist_ok=True)
-    save_file(master, str(out / ES_STATE / "master.safetensors"), {"format": "pt"})
-    torch.save(weights.state_dict(), out / ES_STATE / "optimizer.pt")
-
-
-def resume_es_weights(weights: ESWeights, state_dir: str) -> None:
-    """Replace ``weights``' master and optimizer state with those saved in ``state_dir``."""
-    from pathlib import Path
-
-    folder = Path(state_dir)
-    master_file = folder / "master.safetensors"
-    if not master_file.is_file():
-        raise FileNotFoundError(f"ES resume: {master_file} does not exist")
-    device = next(iter(weights.master.values())).device
-    saved = load_master([str(master_file)], device)
-    if set(saved) != set(weights.master):
-        diff = sorted(set(saved) ^ set(weights.master))[:5]
-        raise KeyError(f"ES resume: {master_file} does not match the model's parameters (e.g. {diff})")
-    weights.master = saved
-    optimizer_file = folder / "optimizer.pt"
-    if optimizer_file.is_file():
-        weights.load_state_dict(torch.load(optimizer_file, map_location=device, weights_only=True))
-    weights.restore()
-
-
-MASTER_FOLDERS = ("es_state", "grpo_state")
-"""Checkpoint subfolders whose ``master.safetensors`` holds the fp32 weights."""
-
-
-def full_precision_master(model_path: str) -> str | None:
-    """The fp32 ``master.safetensors`` of an es-lightning checkpoint folder, if it has one."""
-    from pathlib import Path
-
-    for sub in MASTER_FOLDERS:
-        candidate = Path(model_path) / sub / "master.safetensors"
-        if candidate.is_file():
-            return str(candidate)
-    return None
-
-
-def model_weight_files(model_path: str) -> list[str]:
-    """The weights to read an fp32 master from: an es-lightning checkpoint's own fp32 master when
-    present, else the ``*.safetensors`` files of a local folder or of a hub id in the local cache."""
-    from pathlib import Path
-
-    master = full_precision_master(model_path)
-    if master is not None:
-        return [master]
-    folder = Path(model_path)
-    if not folder.is_dir():
-        from huggingface_hub import snapshot_download
-
-        folder = Path(snapshot_download(model_path, allow_patterns=["*.safetensors"], local_files_only=True))
-    files = sorted(str(f) for f in folder.glob("*.safetensors"))
-    if not files:
-        raise FileNotFoundError(f"ES: no *.safetensors weights in {folder}")
-    return files
+    master = load_weights(files, names=names, device=device)
+    weights = ESWeights(master, write, serving_dtype, optimizer=optimizer)
+    if optimizer_state is not None:
+        weights.load_state_dict(torch.load(optimizer_state, map_location=device, weights_only=True))
+    return weights

@@ -9,7 +9,8 @@ the chat template and tokenises, so every backend sees identical inputs) and ret
     outputs[0].completions[2].logprobs      # list[float] | None (one per generated token)
 
 Weights move in through :meth:`Rollout.load_weights` (GRPO after each optimizer step, or a
-checkpoint); ES adds in-engine perturb/restore on the same object.
+checkpoint). That is all evaluation and GRPO need from a backend; ES needs the in-engine operations
+of :class:`~es_lightning.rollout.es_engine.ESEngine` as well, which both built-in backends add.
 """
 
 from __future__ import annotations
@@ -71,7 +72,10 @@ class RolloutOutput:
 
 
 class Rollout(ABC):
-    """A generation backend bound to one model copy on one device."""
+    """A generation backend bound to one model copy on one device (one engine per Fabric rank)."""
+
+    dtype: torch.dtype = torch.float32
+    """The dtype the engine serves the weights in (set by :meth:`setup`)."""
 
     @abstractmethod
     def setup(self, model_path: str, device: torch.device, dtype: torch.dtype) -> None:
@@ -85,6 +89,13 @@ class Rollout(ABC):
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Replace the serving weights with ``named_tensors`` (HF parameter names)."""
 
+    def score_logprobs(
+        self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
+    ) -> list[list[float]]:
+        """log π(r_t | prompt, r_<t) of every token of each given response under the served weights,
+        from the raw logits (temperature 1). Optional: only re-scoring ES members needs it."""
+        raise NotImplementedError(f"{type(self).__name__} cannot score given responses (score_logprobs)")
+
     @abstractmethod
     def checksum(self) -> float:
         """Sum of all serving weights in float64: equal engines give equal checksums."""
@@ -93,32 +104,8 @@ class Rollout(ABC):
     def digest(self) -> str:
         """SHA-256 of every serving weight's bytes: equal only for bit-identical weights."""
 
-    # -- ES: the centre θ lives in the engine as fp32 master weights (es_lightning.es.weights) -----
-    @abstractmethod
-    def es_init(self, state_dir: str | None = None, optimizer: str = "sgd") -> None:
-        """Keep an fp32 master of the serving weights; when resuming, read the master and the
-        optimizer state from a checkpoint's ``es_state`` folder."""
-
-    @abstractmethod
-    def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
-        """Serve θ + sign·σ·ε_seed."""
-
-    @abstractmethod
-    def es_restore(self) -> None:
-        """Serve the centre θ again, bit-exactly."""
-
-    @abstractmethod
-    def es_update(self, coeffs: dict[int, float], lr: float, population_size: int) -> float:
-        """θ ← θ + (α/N)·Σ_s c_s ε_s, then serve it; returns ‖Δ‖₂."""
-
-    @abstractmethod
-    def es_checksum(self) -> float:
-        """Sum of the fp32 master in float64 (equal centres give equal checksums)."""
-
-    @abstractmethod
-    def es_save(self, directory: str) -> None:
-        """Write ``model.safetensors`` (serving dtype) and ``es_state/`` (fp32 master, optimizer
-        state) into ``directory`` (see :func:`es_lightning.es.weights.save_es_files`)."""
+    def start(self) -> None:  # noqa: B027  (optional hook: backends that start lazily override it)
+        """Start the engine now; the trainer calls it before any torch work in its process."""
 
     def close(self) -> None:  # noqa: B027  (optional hook: backends without resources keep it)
         """Release the engine and its memory."""

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import torch
 from typing_extensions import override
 
-from es_lightning.es.weights import (
-    ESWeights,
-    load_master,
-    model_weight_files,
-    resume_es_weights,
-    save_es_files,
-)
+from es_lightning.checkpoint import weight_files as default_weight_files
+from es_lightning.es.weights import ESWeights, OptimizerName, es_weights_from_files
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig, weights_digest
+from es_lightning.rollout.es_engine import ESEngine
 
 
-class HFRollout(Rollout):
-    """transformers ``generate`` behind the rollout contract.
+class HFRollout(Rollout, ESEngine):
+    """transformers ``generate`` behind the rollout contract, with the ES centre in the same process.
 
     Args:
         batch_size: most sequences (prompts × n) generated in one ``generate`` call.
@@ -125,6 +121,26 @@ class HFRollout(Rollout):
 
     @override
     @torch.no_grad()
+    def score_logprobs(
+        self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
+    ) -> list[list[float]]:
+        from es_lightning.grpo import pack_sequences, token_logprobs_and_entropy
+
+        if len(prompts) != len(responses):
+            raise ValueError(f"score_logprobs: {len(prompts)} prompts but {len(responses)} responses")
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        out: list[list[float]] = []
+        for start in range(0, len(prompts), self.batch_size):
+            p, r = prompts[start : start + self.batch_size], responses[start : start + self.batch_size]
+            ids, att, mask, _ = pack_sequences(list(p), list(r), pad)
+            logp, _ = token_logprobs_and_entropy(
+                self._model, ids.to(self.device), att.to(self.device), mask.to(self.device)
+            )
+            out.extend(row[m.bool()].tolist() for row, m in zip(logp.cpu(), mask))
+        return out
+
+    @override
+    @torch.no_grad()
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         params = dict(self._model.named_parameters())
         for name, tensor in named_tensors:
@@ -140,18 +156,22 @@ class HFRollout(Rollout):
     def digest(self) -> str:
         return weights_digest(self._model)
 
-    # -- ES ----------------------------------------------------------------------------------
+    # -- ES: the fp32 master lives beside the HF model in this process ---------------------------
     @override
-    def es_init(self, state_dir: str | None = None, optimizer: str = "sgd") -> None:
+    def es_init(
+        self,
+        weight_files: Sequence[str] | None = None,
+        optimizer: OptimizerName = "sgd",
+        optimizer_state: str | None = None,
+    ) -> None:
         params = dict(self._model.named_parameters())  # tied weights appear once
-        # The master comes from the checkpoint files (full precision even when serving in bf16).
-        master = load_master(model_weight_files(self.model_path), self.device, names=set(params))
-        for name in set(params) - set(master):  # e.g. weights the files name differently
-            master[name] = params[name].detach().to(torch.float32, copy=True)
+        files = list(weight_files) if weight_files else default_weight_files(self.model_path)
         dtype = next(iter(params.values())).dtype
-        self._es = ESWeights(master, self._write, dtype, optimizer=optimizer)  # type: ignore[arg-type]
-        if state_dir is not None:
-            resume_es_weights(self._es, state_dir)
+        self._es = es_weights_from_files(
+            files, self._write, dtype, self.device, optimizer, optimizer_state, names=set(params)
+        )
+        for name in set(params) - set(self._es.master):  # e.g. weights the files name differently
+            self._es.master[name] = params[name].detach().to(torch.float32, copy=True)
         self._es.restore()
 
     @torch.no_grad()
@@ -175,7 +195,7 @@ class HFRollout(Rollout):
         self.es.restore()
 
     @override
-    def es_update(self, coeffs: dict[int, float], lr: float, population_size: int) -> float:
+    def es_update(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:
         return self.es.update(coeffs, lr, population_size)
 
     @override
@@ -183,8 +203,13 @@ class HFRollout(Rollout):
         return self.es.checksum()
 
     @override
-    def es_save(self, directory: str) -> None:
-        save_es_files(self.es, directory)
+    def es_named_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
+        for name, m in self.es.master.items():
+            yield name, m.detach().to("cpu", copy=True)
+
+    @override
+    def es_save_optimizer(self, path: str) -> None:
+        torch.save(self.es.state_dict(), path)
 
     @override
     def close(self) -> None:

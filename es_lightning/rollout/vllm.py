@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 from typing_extensions import override
 
+from es_lightning.checkpoint import weight_files as default_weight_files
+from es_lightning.es.weights import OptimizerName
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig
+from es_lightning.rollout.es_engine import ESEngine
 
 WORKER_EXTENSION = "es_lightning.rollout.worker.WorkerExtension"
 
@@ -33,8 +36,8 @@ def vllm_available() -> bool:
     return True
 
 
-class VLLMRollout(Rollout):
-    """A vLLM ``LLM`` engine behind the rollout contract.
+class VLLMRollout(Rollout, ESEngine):
+    """A vLLM ``LLM`` engine behind the rollout contract, holding the ES centre in its workers.
 
     Args:
         gpu_memory_utilization: fraction of the device memory the engine may take (on CPU: of the
@@ -46,6 +49,8 @@ class VLLMRollout(Rollout):
             ``"0-1"`` or ``"auto"``; ``None`` leaves vLLM's default.
         max_num_seqs: most sequences decoded at once (``None``: vLLM's default).
         engine_kwargs: further keyword arguments for ``vllm.LLM``.
+        stream_chunk_bytes: most bytes of weights one call moves out of the engine when the
+            trainer streams the ES centre (checkpoints, drift).
     """
 
     def __init__(
@@ -57,6 +62,7 @@ class VLLMRollout(Rollout):
         cpu_threads_bind: str | None = None,
         max_num_seqs: int | None = None,
         engine_kwargs: dict[str, Any] | None = None,
+        stream_chunk_bytes: int = 256 * 2**20,
     ) -> None:
         if not 0 < gpu_memory_utilization <= 1:
             raise ValueError(
@@ -73,6 +79,7 @@ class VLLMRollout(Rollout):
         self.cpu_threads_bind = cpu_threads_bind
         self.max_num_seqs = max_num_seqs
         self.engine_kwargs = dict(engine_kwargs or {})
+        self.stream_chunk_bytes = stream_chunk_bytes
         self.model_path: str | None = None
         self.device = torch.device("cpu")
         self.dtype = torch.float32
@@ -159,6 +166,25 @@ class VLLMRollout(Rollout):
         return self.llm.collective_rpc(method, args=args)
 
     @override
+    def score_logprobs(
+        self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
+    ) -> list[list[float]]:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        if len(prompts) != len(responses):
+            raise ValueError(f"score_logprobs: {len(prompts)} prompts but {len(responses)} responses")
+        self.start()
+        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        requests = [TokensPrompt(prompt_token_ids=[*p, *r]) for p, r in zip(prompts, responses)]
+        results = self.llm.generate(requests, params, use_tqdm=False)
+        out = []
+        for p, r, result in zip(prompts, responses, results):
+            ids, steps = [*p, *r], result.prompt_logprobs
+            out.append([steps[j][ids[j]].logprob for j in range(len(p), len(ids))])
+        return out
+
+    @override
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         from safetensors.torch import save_file
 
@@ -179,8 +205,14 @@ class VLLMRollout(Rollout):
 
     # -- ES: delegated to es_lightning.rollout.worker.WorkerExtension in every worker ------------
     @override
-    def es_init(self, state_dir: str | None = None, optimizer: str = "sgd") -> None:
-        self.rpc("es_init", self.model_path, state_dir, optimizer)
+    def es_init(
+        self,
+        weight_files: Sequence[str] | None = None,
+        optimizer: OptimizerName = "sgd",
+        optimizer_state: str | None = None,
+    ) -> None:
+        files = list(weight_files) if weight_files else default_weight_files(self.model_path)
+        self.rpc("es_init", files, optimizer, optimizer_state)
 
     @override
     def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
@@ -191,16 +223,24 @@ class VLLMRollout(Rollout):
         self.rpc("es_restore")
 
     @override
-    def es_update(self, coeffs: dict[int, float], lr: float, population_size: int) -> float:
-        return self.rpc("es_update", coeffs, lr, population_size)[0]
+    def es_update(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:
+        return self.rpc("es_update", dict(coeffs), lr, population_size)[0]
 
     @override
     def es_checksum(self) -> float:
         return self.rpc("es_checksum")[0]
 
     @override
-    def es_save(self, directory: str) -> None:
-        self.rpc("es_save", str(directory))
+    def es_named_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
+        for names in self.rpc("es_weight_chunks", self.stream_chunk_bytes)[0]:
+            chunk = self.rpc("es_weight_chunk", names)[0]
+            for name in names:
+                shape, data = chunk.pop(name)
+                yield name, torch.frombuffer(bytearray(data), dtype=torch.float32).reshape(shape)
+
+    @override
+    def es_save_optimizer(self, path: str) -> None:
+        self.rpc("es_save_optimizer", str(path))
 
     @override
     def close(self) -> None:

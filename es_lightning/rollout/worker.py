@@ -90,17 +90,21 @@ class WorkerExtension:
         return float(sum(p.detach().double().sum().item() for p in self._served_model().parameters()))
 
     # -- ES: the centre lives here as fp32 master weights --------------------------------------
-    def es_init(self, model_path: str, state_dir: str | None, optimizer: str) -> int:
-        """fp32 master from the checkpoint files the engine was started on (HF names)."""
-        from es_lightning.es.weights import ESWeights, load_master, model_weight_files, resume_es_weights
+    def es_init(self, weight_files: list[str], optimizer: str, optimizer_state: str | None) -> int:
+        """fp32 master (HF names) from ``weight_files``; optimizer state from a checkpoint file."""
+        from es_lightning.es.weights import es_weights_from_files
 
         first = next(self._served_model().parameters())
-        master = load_master(model_weight_files(model_path), first.device)
-        self._es = ESWeights(master, self._write, first.dtype, optimizer=optimizer)  # type: ignore[arg-type]
-        if state_dir is not None:
-            resume_es_weights(self._es, state_dir)
+        self._es = es_weights_from_files(
+            weight_files,
+            self._write,
+            first.dtype,
+            first.device,
+            optimizer,
+            optimizer_state,  # type: ignore[arg-type]
+        )
         self._es.restore()  # serve cast(master) from now on, whatever the file's dtype
-        return len(master)
+        return len(self._es.master)
 
     def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
         self._es.perturb(seed, sign, sigma)
@@ -114,7 +118,26 @@ class WorkerExtension:
     def es_checksum(self) -> float:
         return self._es.checksum()
 
-    def es_save(self, directory: str) -> None:
-        from es_lightning.es.weights import save_es_files
+    def es_weight_chunks(self, max_bytes: int) -> list[list[str]]:
+        """The master's tensor names in groups of at most ``max_bytes`` (one tensor at least)."""
+        chunks: list[list[str]] = [[]]
+        size = 0
+        for name, m in self._es.master.items():
+            nbytes = m.numel() * m.element_size()
+            if chunks[-1] and size + nbytes > max_bytes:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(name)
+            size += nbytes
+        return chunks
 
-        save_es_files(self._es, directory)
+    def es_weight_chunk(self, names: list[str]) -> dict[str, tuple[list[int], bytes]]:
+        """The fp32 master tensors ``names`` as (shape, raw bytes): what crosses the process boundary."""
+        out = {}
+        for name in names:
+            t = self._es.master[name].detach().to("cpu").contiguous()
+            out[name] = (list(t.shape), t.view(torch.uint8).numpy().tobytes())
+        return out
+
+    def es_save_optimizer(self, path: str) -> None:
+        torch.save(self._es.state_dict(), path)

@@ -31,8 +31,10 @@ process group only carries seeds, rewards and checksums (gloo on CPU, NCCL on GP
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
@@ -40,11 +42,27 @@ from lightning.fabric.strategies import DDPStrategy
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from typing_extensions import override
 
+from es_lightning.checkpoint import weight_files
 from es_lightning.es.noise import seed_schedule
+from es_lightning.es.normalize import normalize_rewards
+from es_lightning.es.rescoring import importance_weights, rescored_rewards
 from es_lightning.es.update import Population, kappa_pair, member_coefficients
+from es_lightning.evaluation.summary import is_correct
+from es_lightning.rollout.base import Rollout
+from es_lightning.rollout.es_engine import ESEngine
+from es_lightning.strategies.base import PopulationResult, ReasoningStrategy, Row, StepResult
+from es_lightning.strategies.metrics import reward_metrics
+
+if TYPE_CHECKING:
+    from lightning.fabric import Fabric
+
+    from es_lightning.checkpoint import Checkpoint
+    from es_lightning.module import ReasoningModule
+
+OPTIMIZER_FILE = "optimizer.pt"
 
 
-class ESStrategy(DDPStrategy):
+class ESStrategy(ReasoningStrategy, DDPStrategy):
     """Evolution Strategies on the rollout engine of every rank.
 
     Args:
@@ -54,6 +72,11 @@ class ESStrategy(DDPStrategy):
         normalization: how rewards are normalised within the population.
         estimator: ``one_point`` (N seeds, the default) or ``antithetic`` (N/2 seeds, ±ε pairs).
         responses_per_prompt: responses generated per prompt for each member.
+        member_sampling_seeds: ``common`` (every member samples with the same seed: common random
+            numbers, the default) or ``independent`` (a seed per member), e.g. to measure κ_pair.
+        member_rollouts: ``regenerate`` (each member generates its own responses: the paper) or
+            ``fixed`` (the centre samples once per update and every member re-scores those
+            responses, see :mod:`es_lightning.es.rescoring`), e.g. to measure κ_pair.
         optimizer: ``sgd`` (plain ES, the paper) or ``adam`` on the ES direction.
         checksum_tolerance: largest allowed difference of the centre's checksum across ranks
             (0: bit-identical, the default).
@@ -61,7 +84,6 @@ class ESStrategy(DDPStrategy):
     """
 
     strategy_name = "es"
-    state_folder = "es_state"
 
     def __init__(
         self,
@@ -71,14 +93,27 @@ class ESStrategy(DDPStrategy):
         normalization: Literal["zscore", "rank", "none"] = "zscore",
         estimator: Literal["one_point", "antithetic"] = "one_point",
         responses_per_prompt: int = 1,
+        member_sampling_seeds: Literal["common", "independent"] = "common",
+        member_rollouts: Literal["regenerate", "fixed"] = "regenerate",
         optimizer: Literal["sgd", "adam"] = "sgd",
         checksum_tolerance: float = 0.0,
         process_group_backend: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(process_group_backend=process_group_backend, **kwargs)
-        if population_size < 1:
-            raise ValueError(f"ESStrategy: population_size must be >= 1, got {population_size}")
+        if population_size < 2:
+            raise ValueError(
+                f"ESStrategy: population_size must be >= 2 (z-scores of one reward are undefined), "
+                f"got {population_size}"
+            )
+        if member_rollouts not in ("regenerate", "fixed"):
+            raise ValueError(
+                f"ESStrategy: unknown member_rollouts {member_rollouts!r}; use regenerate or fixed"
+            )
+        if member_sampling_seeds not in ("common", "independent"):
+            raise ValueError(
+                f"ESStrategy: unknown member_sampling_seeds {member_sampling_seeds!r}; use common or independent"
+            )
         if estimator == "antithetic" and population_size % 2:
             raise ValueError(f"ESStrategy: antithetic needs an even population_size, got {population_size}")
         if estimator not in ("one_point", "antithetic"):
@@ -95,6 +130,8 @@ class ESStrategy(DDPStrategy):
         self.normalization = normalization
         self.estimator = estimator
         self.responses_per_prompt = responses_per_prompt
+        self.member_sampling_seeds = member_sampling_seeds
+        self.member_rollouts = member_rollouts
         self.optimizer = optimizer
         self.checksum_tolerance = checksum_tolerance
 
@@ -107,44 +144,92 @@ class ESStrategy(DDPStrategy):
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
         return module  # ES has no gradients to synchronise
 
-    # -- the trainer's interface ----------------------------------------------------------------
-    def prepare(self, fabric: Any, module: Any, rollout: Any, state_dir: str | None) -> None:
-        """Make the rollout engine hold the fp32 centre (from a checkpoint when resuming)."""
-        rollout.es_init(state_dir=state_dir, optimizer=self.optimizer)
+    # -- the trainer's interface (es_lightning.strategies.base.ReasoningStrategy) -----------------
+    @override
+    def prepare(
+        self, fabric: Fabric, module: ReasoningModule, rollout: Rollout, resume: Checkpoint | None
+    ) -> None:
+        """Make the rollout engine hold the fp32 centre (a checkpoint's, when resuming)."""
+        if not isinstance(rollout, ESEngine):
+            raise TypeError(
+                f"ESStrategy: rollout {type(rollout).__name__} cannot run ES; it generates only. Use a "
+                "rollout that implements es_lightning.rollout.es_engine.ESEngine (VLLMRollout, HFRollout)"
+            )
+        files = resume.weight_files("stored") if resume is not None else weight_files(module.model)
+        state = resume.state_dir(self.strategy_name) / OPTIMIZER_FILE if resume is not None else None
+        rollout.es_init(files, self.optimizer, str(state) if state and state.is_file() else None)
 
-    def save(self, rollout: Any, directory: str) -> None:
-        """Write the centre as an HF checkpoint plus ``es_state/`` (rank 0 calls it)."""
-        rollout.es_save(directory)
+    @override
+    def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
+        """The fp32 centre, streamed out of this rank's engine (rank 0 only: every rank holds the
+        same centre, checked by checksum after each update)."""
+        if self.is_global_zero:
+            yield from rollout.es_named_weights()  # type: ignore[attr-defined]
 
+    @override
+    def save_state(self, fabric: Fabric, rollout: Rollout, folder: Path) -> None:
+        """The ES optimizer's state (Adam moments), written by rank 0's engine."""
+        if self.is_global_zero:
+            folder.mkdir(parents=True, exist_ok=True)
+            rollout.es_save_optimizer(str(folder / OPTIMIZER_FILE))  # type: ignore[attr-defined]
+
+    @override
     def training_step(
-        self, fabric: Any, module: Any, rollout: Any, rows: list[dict], step: int, run_seed: int
-    ) -> dict[str, float]:
-        """One ES update on the mini-batch ``rows``; returns the metrics to log."""
+        self,
+        fabric: Fabric,
+        module: ReasoningModule,
+        rollout: Rollout,
+        rows: list[Row],
+        step: int,
+        run_seed: int,
+    ) -> StepResult:
+        """One ES update on the mini-batch ``rows``; returns the metrics and the population."""
+        engine: Any = rollout
         population = Population.sample(run_seed, step, self.population_size, self.estimator == "antithetic")
-        sampling_seed = seed_schedule(run_seed ^ 0x5A5A, step, 1)[0] % (2**31)
-        sampling = module.train_sampling
-        sampling = replace(sampling, n=self.responses_per_prompt, seed=sampling_seed)
+        sampling_seeds = seed_schedule(run_seed ^ 0x5A5A, step, self.population_size)
+        if self.member_sampling_seeds == "common":
+            sampling_seeds = [sampling_seeds[0]] * self.population_size
+        sampling = replace(module.train_sampling, n=self.responses_per_prompt)
         prompt_ids = module.encode(rows)
 
         timings = dict.fromkeys(("generate", "perturb_restore", "score"), 0.0)
         local = torch.zeros(self.population_size, dtype=torch.float64)
+        # (2, N, P): per member and prompt, the mean reward and the fraction of correct responses
+        local_per_prompt = torch.zeros(2, self.population_size, len(rows), dtype=torch.float64)
         tokens = 0
+        fixed = None
+        if self.member_rollouts == "fixed":  # sampled once at the centre, re-scored by every member
+            t0 = time.perf_counter()
+            fixed = _FixedRollouts(
+                engine, module, rows, prompt_ids, replace(sampling, seed=sampling_seeds[0] % (2**31))
+            )
+            timings["generate"] += time.perf_counter() - t0
+            tokens += fixed.tokens
         for i in range(self.global_rank, self.population_size, self.world_size):
             seed, sign = population.members[i]
             t0 = time.perf_counter()
-            rollout.es_perturb(seed, sign, self.sigma)
+            engine.es_perturb(seed, sign, self.sigma)
             t1 = time.perf_counter()
-            outputs = rollout.generate(prompt_ids, sampling)
-            t2 = time.perf_counter()
-            scores = module.score(rows, outputs)
+            if fixed is None:
+                outputs = engine.generate(prompt_ids, replace(sampling, seed=sampling_seeds[i] % (2**31)))
+                t2 = time.perf_counter()
+                scores = module.score(rows, outputs)
+                local[i] = float(np.mean([s.reward for per_prompt in scores for s in per_prompt]))
+                local_per_prompt[0, i] = torch.tensor([np.mean([s.reward for s in per]) for per in scores])
+                local_per_prompt[1, i] = torch.tensor(
+                    [np.mean([is_correct(s) for s in per]) for per in scores]
+                )
+                tokens += sum(len(c.token_ids) for out in outputs for c in out.completions)
+            else:
+                t2 = time.perf_counter()
+                local[i], local_per_prompt[0, i], local_per_prompt[1, i] = fixed.rescore(engine)
             t3 = time.perf_counter()
-            rollout.es_restore()
+            engine.es_restore()
             timings["perturb_restore"] += t1 - t0 + time.perf_counter() - t3
             timings["generate"] += t2 - t1
             timings["score"] += t3 - t2
-            local[i] = float(np.mean([s.reward for per_prompt in scores for s in per_prompt]))
-            tokens += sum(len(c.token_ids) for out in outputs for c in out.completions)
         rewards = self.all_reduce(local.to(self.root_device), reduce_op="sum").cpu().numpy()
+        per_prompt = self.all_reduce(local_per_prompt.to(self.root_device), reduce_op="sum").cpu().numpy()
         tokens_total = float(
             self.all_reduce(torch.tensor(float(tokens), device=self.root_device), reduce_op="sum")
         )
@@ -152,16 +237,13 @@ class ESStrategy(DDPStrategy):
         t0 = time.perf_counter()
         coeffs = member_coefficients(population, rewards, self.normalization)
         update_norm = (
-            0.0 if coeffs is None else rollout.es_update(coeffs, self.learning_rate, self.population_size)
+            0.0 if coeffs is None else engine.es_update(coeffs, self.learning_rate, self.population_size)
         )
         timings["update"] = time.perf_counter() - t0
-        self._check_agreement(rollout.es_checksum())
+        self._check_agreement(engine.es_checksum())
 
         metrics = {
-            "train/reward_mean": float(rewards.mean()),
-            "train/reward_std": float(rewards.std()),
-            "train/reward_max": float(rewards.max()),
-            "train/reward_min": float(rewards.min()),
+            **reward_metrics(rewards),
             "es/update_norm": update_norm,
             "es/skipped": float(coeffs is None),
             "time/tokens_per_s": tokens_total / max(timings["generate"], 1e-9),
@@ -169,7 +251,16 @@ class ESStrategy(DDPStrategy):
         }
         if self.estimator == "antithetic":
             metrics["es/kappa_pair"] = kappa_pair(rewards, population)
-        return metrics
+        result = PopulationResult(
+            seeds=list(population.seeds),
+            signs=list(population.signs),
+            rewards=rewards,
+            member_prompt_rewards=per_prompt[0],
+            member_prompt_success=per_prompt[1],
+            z=None if coeffs is None else normalize_rewards(rewards, self.normalization),
+            rows=list(rows),
+        )
+        return StepResult(metrics=metrics, population=result)
 
     def _check_agreement(self, checksum: float) -> None:
         if self.world_size == 1:
@@ -180,3 +271,36 @@ class ESStrategy(DDPStrategy):
             raise RuntimeError(
                 f"ESStrategy: the ranks' centres disagree after the update (checksums {values})"
             )
+
+
+class _FixedRollouts:
+    """One update's responses sampled at the centre, re-scored under each member's weights."""
+
+    def __init__(
+        self,
+        engine: Any,
+        module: ReasoningModule,
+        rows: list[Row],
+        prompt_ids: list[list[int]],
+        sampling: Any,
+    ) -> None:
+        outputs = engine.generate(prompt_ids, sampling)
+        scores = module.score(rows, outputs)
+        self.n_prompts = len(rows)
+        self.prompts = [p for p, out in zip(prompt_ids, outputs) for _ in out.completions]
+        self.responses = [c.token_ids for out in outputs for c in out.completions]
+        self.prompt_of = np.array([j for j, out in enumerate(outputs) for _ in out.completions])
+        self.rewards = np.array([s.reward for per in scores for s in per])
+        self.correct = np.array([float(is_correct(s)) for per in scores for s in per])
+        self.tokens = sum(len(r) for r in self.responses)
+        self.centre = self._loglik(engine)
+
+    def _loglik(self, engine: Any) -> np.ndarray:
+        return np.array([sum(lp) for lp in engine.score_logprobs(self.prompts, self.responses)])
+
+    def rescore(self, engine: Any) -> tuple[float, torch.Tensor, torch.Tensor]:
+        """(R_i, per-prompt weighted rewards, per-prompt weighted success) of the served member."""
+        weights = importance_weights(self._loglik(engine), self.centre)
+        reward, per_prompt = rescored_rewards(weights, self.rewards, self.prompt_of, self.n_prompts)
+        _, success = rescored_rewards(weights, self.correct, self.prompt_of, self.n_prompts)
+        return reward, torch.from_numpy(per_prompt), torch.from_numpy(np.clip(success, 0.0, 1.0))

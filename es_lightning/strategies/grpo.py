@@ -14,7 +14,8 @@ One update (symbols as in DeepSeekMath's GRPO):
        ρ_t = π_θ(o_t | q, o_<t) / π_old(o_t | q, o_<t)
 
    over μ inner iterations (optimizer steps) on the same batch; AdamW, gradient clipping,
-   micro-batches accumulate into one step, bf16 autocast on CUDA, fp32 on CPU.
+   micro-batches accumulate into one step; precision is Fabric's (``bf16-mixed`` on CUDA: fp32
+   weights and optimizer, bf16 autocast; ``32-true`` on CPU), see ``trainer.precision``.
 4. The engine receives the new weights after the last optimizer step.
 
 How this departs from the textbook: π_old is the trainer's own recomputation at the rollout
@@ -30,21 +31,34 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from lightning.fabric.strategies import DDPStrategy, FSDPStrategy
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from typing_extensions import override
 
+from es_lightning.checkpoint import load_weights, master_files
 from es_lightning.es.noise import seed_schedule
-from es_lightning.es.weights import full_precision_master
 from es_lightning.grpo import compute_advantages, grpo_loss, pack_sequences, token_logprobs_and_entropy
+from es_lightning.rollout.base import Rollout
+from es_lightning.strategies.base import ReasoningStrategy, Row, StepResult
+from es_lightning.strategies.metrics import gather_values, reward_metrics
+
+if TYPE_CHECKING:
+    from lightning.fabric import Fabric
+
+    from es_lightning.checkpoint import Checkpoint
+    from es_lightning.module import ReasoningModule
+
+FABRIC_STATE = "fabric_state.ckpt"
+"""The trainer model and AdamW state, written with ``fabric.save`` (sharded under FSDP)."""
 
 
-class _GRPO:
+class _GRPO(ReasoningStrategy):
     """GRPO with a trainer copy of the model and weight sync into the rollout engine.
 
     Args:
@@ -66,7 +80,6 @@ class _GRPO:
     """
 
     strategy_name = "grpo"
-    state_folder = "grpo_state"
 
     def __init__(
         self,
@@ -119,23 +132,21 @@ class _GRPO:
         self.optimizer: torch.optim.Optimizer | None = None
         self.reference: torch.nn.Module | None = None
 
-    # -- the trainer's interface ----------------------------------------------------------------
-    def prepare(self, fabric: Any, module: Any, rollout: Any, state_dir: str | None) -> None:
-        """Load the trainer model (fp32) and AdamW, from a checkpoint's state when resuming."""
-        from safetensors.torch import load_file
+    # -- the trainer's interface (es_lightning.strategies.base.ReasoningStrategy) -----------------
+    @override
+    def prepare(
+        self, fabric: Fabric, module: ReasoningModule, rollout: Rollout, resume: Checkpoint | None
+    ) -> None:
+        """Load the trainer model (fp32) and AdamW; when resuming, both come back exactly from the
+        checkpoint's Fabric state; a pipeline stage starts from the previous stage's fp32 master."""
         from transformers import AutoModelForCausalLM
 
         model = AutoModelForCausalLM.from_pretrained(module.model, dtype=torch.float32)
-        found = full_precision_master(module.model)  # a previous stage's fp32 weights
-        master = Path(state_dir) / "master.safetensors" if state_dir is not None else found and Path(found)
-        if state_dir is not None and not master.is_file():
-            raise FileNotFoundError(f"GRPO resume: {master} does not exist")
-        if master:
-            missing, unexpected = model.load_state_dict(load_file(master), strict=False)
+        start = master_files(module.model)  # a previous stage's fp32 weights
+        if start:
+            missing, unexpected = model.load_state_dict(load_weights(start), strict=False)
             if unexpected or [m for m in missing if not m.endswith("lm_head.weight")]:
-                raise KeyError(
-                    f"GRPO resume: {master} does not match the model ({missing[:3]}, {unexpected[:3]})"
-                )
+                raise KeyError(f"GRPO: {start} does not match the model ({missing[:3]}, {unexpected[:3]})")
         if self.beta > 0:
             self.reference = copy.deepcopy(model).eval().requires_grad_(False).to(fabric.device)
         if self.gradient_checkpointing:
@@ -145,11 +156,11 @@ class _GRPO:
             model.parameters(), lr=self.learning_rate, betas=self.adam_betas, weight_decay=self.weight_decay
         )
         self.model, self.optimizer = fabric.setup(model, optimizer)
-        if state_dir is not None and (Path(state_dir) / "optimizer.pt").is_file():
-            state = torch.load(
-                Path(state_dir) / "optimizer.pt", map_location=fabric.device, weights_only=True
-            )
-            self.optimizer.load_state_dict(state)
+        if resume is not None:
+            state = resume.state_dir(self.strategy_name) / FABRIC_STATE
+            if not state.exists():
+                raise FileNotFoundError(f"GRPO resume: {state} does not exist")
+            fabric.load(state, {"model": self.model, "optimizer": self.optimizer})
         self.sync_weights(rollout)
 
     def _unwrapped(self) -> torch.nn.Module:
@@ -158,37 +169,31 @@ class _GRPO:
             model = model.module
         return model
 
-    def full_weights(self) -> dict[str, torch.Tensor]:
-        """Every trainable weight under its HF name, unsharded, on every rank."""
-        return {name: p.detach() for name, p in self._unwrapped().named_parameters()}
+    @override
+    def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
+        """Every trainable weight under its HF name, fp32, on the model's device (every rank)."""
+        for name, p in self._unwrapped().named_parameters():
+            yield name, p.detach()
 
-    def optimizer_state(self) -> dict:
-        return self.optimizer.state_dict()
-
-    def load_optimizer_state(self, state: dict) -> None:
-        self.optimizer.load_state_dict(state)
-
-    def sync_weights(self, rollout: Any) -> None:
+    def sync_weights(self, rollout: Rollout) -> None:
         """Give the rollout engine the trainer's current weights (serving dtype cast once)."""
-        rollout.load_weights(self.full_weights().items())
+        rollout.load_weights(self.named_weights(rollout))
 
-    def save(self, rollout: Any, directory: str) -> None:
-        """HF checkpoint in the serving dtype plus ``grpo_state/`` (fp32 weights, AdamW state)."""
-        from safetensors.torch import save_file
+    @override
+    def save_state(self, fabric: Fabric, rollout: Rollout, folder: Path) -> None:
+        """The trainer model and AdamW state through ``fabric.save`` (every rank takes part)."""
+        fabric.save(folder / FABRIC_STATE, {"model": self.model, "optimizer": self.optimizer})
 
-        out = Path(directory)
-        (out / self.state_folder).mkdir(parents=True, exist_ok=True)
-        weights = {n: p.to("cpu").contiguous() for n, p in self.full_weights().items()}
-        dtype = getattr(rollout, "dtype", torch.float32)
-        save_file(
-            {n: t.to(dtype) for n, t in weights.items()}, str(out / "model.safetensors"), {"format": "pt"}
-        )
-        save_file(weights, str(out / self.state_folder / "master.safetensors"), {"format": "pt"})
-        torch.save(self.optimizer_state(), out / self.state_folder / "optimizer.pt")
-
+    @override
     def training_step(
-        self, fabric: Any, module: Any, rollout: Any, rows: list[dict], step: int, run_seed: int
-    ) -> dict[str, float]:
+        self,
+        fabric: Fabric,
+        module: ReasoningModule,
+        rollout: Rollout,
+        rows: list[Row],
+        step: int,
+        run_seed: int,
+    ) -> StepResult:
         """Sample G responses per prompt, score them, take μ optimizer steps, sync the engine."""
         if len(rows) < self.world_size:
             raise ValueError(
@@ -230,10 +235,8 @@ class _GRPO:
             return float(self.all_reduce(torch.tensor(float(x), device=self.root_device), reduce_op="mean"))
 
         lengths = response_mask.sum(1).float()
-        return {
-            "train/reward_mean": reduce(rewards.mean()),
-            "train/reward_std": reduce(rewards.std(unbiased=False)),
-            "train/reward_max": reduce(rewards.max()),
+        metrics = {
+            **reward_metrics(gather_values(self, rewards)),
             "train/response_len": reduce(lengths.mean()),
             "train/entropy": reduce(stats["entropy"]),
             "train/loss": reduce(stats["loss"]),
@@ -244,6 +247,7 @@ class _GRPO:
             "time/tokens_per_s": float(lengths.sum()) / max(timings["generate"], 1e-9),
             **{f"time/{k}": v for k, v in timings.items()},
         }
+        return StepResult(metrics=metrics)
 
     def _optimize(
         self,
@@ -258,11 +262,10 @@ class _GRPO:
         total_tokens = float(response_mask.sum())
         n_seq = input_ids.shape[0]
         chunks = [slice(i, i + self.micro_batch_size) for i in range(0, n_seq, self.micro_batch_size)]
-        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else _null()
         old_logps: list[torch.Tensor | None] = [None] * len(chunks)
         ref_logps: list[torch.Tensor | None] = [None] * len(chunks)
         if self.inner_iterations > 1 or self.beta > 0:
-            with torch.no_grad(), autocast:
+            with torch.no_grad(), fabric.autocast():
                 for j, sl in enumerate(chunks):
                     ids, att, mask = (
                         input_ids[sl].to(device),
@@ -284,7 +287,7 @@ class _GRPO:
                     response_mask[sl].to(device),
                 )
                 last = j == len(chunks) - 1
-                with fabric.no_backward_sync(self.model, enabled=not last), autocast:
+                with fabric.no_backward_sync(self.model, enabled=not last), fabric.autocast():
                     logp, entropy = token_logprobs_and_entropy(self.model, ids, att, mask, temperature)
                     old = logp.detach() if old_logps[j] is None else old_logps[j]
                     loss, st = grpo_loss(
@@ -349,37 +352,17 @@ class GRPOFSDPStrategy(_GRPO, FSDPStrategy):
         strategy_registry.register("grpo_fsdp", cls, description="GRPO over FSDP (es-lightning)")
 
     @override
-    def full_weights(self) -> dict[str, torch.Tensor]:
+    def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
+        """The full weights gathered from the shards, on every rank (each feeds its own engine);
+        a collective, so every rank must call it."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
         state = get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True))
         names = {_strip_fsdp_prefix(name) for name, _ in self._unwrapped().named_parameters()}
-        return {_strip_fsdp_prefix(k): v for k, v in state.items() if _strip_fsdp_prefix(k) in names}
-
-    @override
-    def optimizer_state(self) -> dict:
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
-
-        return get_optimizer_state_dict(
-            self.model, self.optimizer, options=StateDictOptions(full_state_dict=True)
-        )
-
-    @override
-    def load_optimizer_state(self, state: dict) -> None:
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
-
-        set_optimizer_state_dict(
-            self.model, self.optimizer, state, options=StateDictOptions(full_state_dict=True)
-        )
+        for key, value in state.items():
+            if _strip_fsdp_prefix(key) in names:
+                yield _strip_fsdp_prefix(key), value
 
 
 def _strip_fsdp_prefix(name: str) -> str:
     return name.replace("_fsdp_wrapped_module.", "").replace("_checkpoint_wrapped_module.", "")
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 
 @dataclass
 class TrainerConfig:
@@ -41,6 +43,9 @@ class TrainerConfig:
     """Show a progress bar with ETA."""
     data_offset: int = 0
     """Index of the first batch in the seeded data order (pipeline stages continue through the data)."""
+    precision: str | None = None
+    """Fabric precision of the trainer's own model (GRPO): ``None`` picks ``bf16-mixed`` on CUDA
+    (fp32 weights and optimizer, bf16 autocast) and ``32-true`` elsewhere. ES trains no torch model."""
 
     def __post_init__(self) -> None:
         if self.max_steps is not None and self.max_steps < 0:
@@ -55,3 +60,12 @@ class TrainerConfig:
             raise ValueError(f"trainer.data_offset must be >= 0, got {self.data_offset}")
         if self.train_limit is not None and self.train_limit < 1:
             raise ValueError(f"trainer.train_limit must be >= 1, got {self.train_limit}")
+
+    def resolved_precision(self) -> str:
+        """``precision``, or its default for the accelerator."""
+        if self.precision is not None:
+            return self.precision
+        cuda = self.accelerator in ("cuda", "gpu") or (
+            self.accelerator == "auto" and torch.cuda.is_available()
+        )
+        return "bf16-mixed" if cuda else "32-true"

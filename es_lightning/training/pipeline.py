@@ -2,11 +2,17 @@
 
 ``stages:`` in a recipe lists the strategies with their share of the budget; the paper gives each
 of two stages half of the updates (``es_then_grpo``, ``grpo_then_es``). Stage i starts from stage
-i−1's final checkpoint, continues through the same seeded data order, writes its own run directory
-``{output_dir}/stage{i}_{name}`` (checkpoints, metrics, evaluation after the stage) and the first
-stage also evaluates the starting model; ``{output_dir}/pipeline.json`` names the pipeline
-(``es_then_grpo``) and each stage's budget. ``trainer.resume: true`` skips finished stages and resumes
-the unfinished one.
+i−1's final checkpoint (its fp32 master, see :mod:`es_lightning.checkpoint`), continues through the
+same seeded data order, writes its own run directory ``{output_dir}/stage{i}_{name}`` (checkpoints,
+metrics, evaluation after the stage) and the first stage also evaluates the starting model;
+``{output_dir}/pipeline.json`` names the pipeline (``es_then_grpo``) and each stage's budget.
+``trainer.resume: true`` skips finished stages and resumes the unfinished one.
+
+Several devices: each stage builds its own Fabric (its strategy differs), but processes are
+launched once. The first stage's ``fabric.launch()`` starts ranks 1..n−1 as copies of the whole
+command, each of which runs every stage itself; it also sets ``LOCAL_RANK`` in every process, so
+the later stages' launchers see externally created processes and start none, and their strategies
+find the process group already initialised and reuse it (its backend is the first stage's).
 """
 
 from __future__ import annotations
@@ -19,9 +25,9 @@ from typing import Any
 from lightning.fabric.strategies import Strategy
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 
+from es_lightning.checkpoint import Checkpoint, latest_checkpoint
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.training.batches import steps_for_epochs
-from es_lightning.training.checkpoint import latest_checkpoint, load_state
 
 
 @dataclass
@@ -83,6 +89,7 @@ def run_pipeline(
     evaluation: Any = None,
     eval_tasks: dict | None = None,
     callbacks: list[Any] | None = None,
+    hparams: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the stages one after another; returns ``{stage_name: trainer results}``."""
     from es_lightning.training.trainer import Trainer
@@ -101,7 +108,7 @@ def run_pipeline(
     for i, (stage, name, steps) in enumerate(zip(stages, names, budgets)):
         out = Path(config.output_dir) / f"stage{i + 1}_{name}"
         done = latest_checkpoint(out) if config.resume else None
-        if done is not None and load_state(done)["step"] >= steps:
+        if done is not None and Checkpoint(done).step >= steps:
             model, offset = str(done), offset + steps
             continue
         stage_cfg = replace(
@@ -116,7 +123,14 @@ def run_pipeline(
         if stage.train_sampling is not None:
             stage_module.train_sampling = stage.train_sampling
         trainer = Trainer(
-            stage_module, stage.strategy, copy.deepcopy(rollout), stage_cfg, evaluation, eval_tasks, callbacks
+            stage_module,
+            stage.strategy,
+            copy.deepcopy(rollout),
+            stage_cfg,
+            evaluation,
+            eval_tasks,
+            callbacks,
+            hparams={**(hparams or {}), "stage": {"index": i + 1, "name": name, "updates": steps}},
         )
         results[name] = trainer.fit()
         model, offset = str(latest_checkpoint(out)), offset + steps

@@ -8,36 +8,45 @@ Reads top to bottom::
     evaluate before
     for step in range(start, max_steps):
         batch = batch_rows(rows, B, seed, step)         # pure function of (seed, step)
-        metrics = strategy.training_step(fabric, module, rollout, batch, step, seed)
+        result = strategy.training_step(fabric, module, rollout, batch, step, seed)
         log (TensorBoard + metrics.jsonl), callbacks, checkpoint, periodic evaluation
     checkpoint, evaluate after, print the before/after table
 
-Callbacks are plain objects; any of ``on_fit_start(trainer)``, ``on_train_batch_end(trainer,
-step, metrics)``, ``on_evaluate_end(trainer, step, tag, results)``, ``on_checkpoint(trainer,
-step, path)``, ``on_fit_end(trainer, results)`` they define is called (via ``fabric.call``).
+What a strategy must do is declared in :mod:`es_lightning.strategies.base`; where weights are
+written and read, in :mod:`es_lightning.checkpoint`. Callbacks (``es_lightning.callbacks``, the
+repository's ``callbacks/`` folder) get the hooks listed in its README through ``fabric.call``.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import torch
 from lightning.fabric import Fabric
 from lightning.fabric.loggers import TensorBoardLogger
 from lightning.fabric.strategies import Strategy
 from tqdm.auto import tqdm
 
+from es_lightning.callbacks.base import check_callbacks
+from es_lightning.checkpoint import Checkpoint, resolve_resume, save_checkpoint, write_model_meta
 from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
-from es_lightning.evaluation.summary import average_over_tasks, metric_names
+from es_lightning.evaluation.suites import HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY, average_groups
+from es_lightning.evaluation.summary import AVERAGE_KEY, average_over_tasks, metric_names
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import Rollout
+from es_lightning.strategies.base import ReasoningStrategy, require_strategy
 from es_lightning.tasks.base import Task
 from es_lightning.training.batches import batch_rows, steps_for_epochs
-from es_lightning.training.checkpoint import load_state, resolve_resume, save_checkpoint, write_model_meta
 from es_lightning.training.config import TrainerConfig
 from es_lightning.training.loggers import JSONLLogger
 from es_lightning.training.report import print_before_after, write_eval_outputs
+
+EvalSet = tuple[str, Task, list[dict[str, Any]]]
+GROUP_NAMES = (HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY)
 
 
 class Trainer:
@@ -52,6 +61,7 @@ class Trainer:
         evaluation: EvalConfig | None = None,
         eval_tasks: dict[str, Task] | None = None,
         callbacks: list[Any] | None = None,
+        hparams: dict[str, Any] | None = None,
     ) -> None:
         self.module = module
         self.strategy = strategy
@@ -59,7 +69,8 @@ class Trainer:
         self.config = config or TrainerConfig()
         self.evaluation = evaluation
         self.eval_tasks = dict(eval_tasks or {module.task.name: module.task})
-        self.callbacks = list(callbacks or [])
+        self.callbacks = check_callbacks(callbacks)
+        self.hparams = hparams
         self.output_dir = Path(self.config.output_dir)
         self.fabric: Fabric | None = None
         self.step = 0
@@ -83,6 +94,7 @@ class Trainer:
             devices=cfg.devices,
             num_nodes=cfg.num_nodes,
             strategy=self.strategy,
+            precision=cfg.resolved_precision(),
             loggers=[
                 TensorBoardLogger(self.output_dir, name="tensorboard", version=""),
                 JSONLLogger(self.output_dir),
@@ -90,20 +102,17 @@ class Trainer:
             callbacks=self.callbacks,
         )
         fabric.launch()
-        strategy = fabric.strategy
-        if not hasattr(strategy, "training_step"):
-            raise TypeError(
-                f"trainer: strategy {type(strategy).__name__} is not an es-lightning strategy (es, grpo)"
-            )
+        strategy = require_strategy(fabric.strategy)
 
-        resume_from = resolve_resume(cfg.resume, self.output_dir)
+        resume_path = resolve_resume(cfg.resume, self.output_dir)
+        resume = Checkpoint(resume_path) if resume_path is not None else None
         dtype = self.module.torch_dtype(fabric.device)
-        self.rollout.setup(str(resume_from or self.module.model), fabric.device, dtype)
-        if hasattr(self.rollout, "start"):
-            self.rollout.start()  # engines start before any torch work in this process
-        state_dir = None if resume_from is None else str(resume_from / strategy.state_folder)
-        strategy.prepare(fabric, self.module, self.rollout, state_dir)
-        self.step = load_state(resume_from)["step"] if resume_from else 0
+        self.rollout.setup(str(resume_path or self.module.model), fabric.device, dtype)
+        self.rollout.start()  # engines start before any torch work in this process
+        strategy.prepare(fabric, self.module, self.rollout, resume)
+        self.step = resume.step if resume is not None else 0
+        if resume is not None:
+            self._load_callbacks_state(resume.callbacks_state())
         meta_dir = self.output_dir / ".model_meta"
         if fabric.is_global_zero:
             write_model_meta(self.module.model, self.module.tokenizer, dtype, meta_dir)
@@ -120,14 +129,16 @@ class Trainer:
             disable=not (cfg.progress_bar and fabric.is_global_zero),
             dynamic_ncols=True,
         )
-        saved_at = self.step if resume_from else -1
+        saved_at = self.step if resume is not None else -1
         while self.step < max_steps:
             t0 = time.perf_counter()
             batch = batch_rows(rows, cfg.batch_size, cfg.seed, cfg.data_offset + self.step)
-            metrics = strategy.training_step(fabric, self.module, self.rollout, batch, self.step, cfg.seed)
+            result = strategy.training_step(fabric, self.module, self.rollout, batch, self.step, cfg.seed)
             self.step += 1
-            metrics["time/step"] = time.perf_counter() - t0
+            metrics = {**result.metrics, "time/step": time.perf_counter() - t0}
             fabric.log_dict(metrics, step=self.step)
+            if result.population is not None:
+                fabric.call("on_population_end", trainer=self, step=self.step, population=result.population)
             fabric.call("on_train_batch_end", trainer=self, step=self.step, metrics=metrics)
             bar.set_postfix(reward=f"{metrics['train/reward_mean']:.3f}")
             bar.update(1)
@@ -155,46 +166,100 @@ class Trainer:
         self.rollout.close()
         return self.results
 
-    def _eval_sets(self) -> list[tuple[str, Task, list[dict[str, Any]]]]:
+    # -- what callbacks use ---------------------------------------------------------------------
+    @property
+    def reasoning_strategy(self) -> ReasoningStrategy:
+        return require_strategy(self.fabric.strategy)
+
+    def named_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """The current fp32 weights, streamed tensor by tensor (call it on every rank: sharded
+        strategies gather collectively; ranks other than 0 may receive nothing)."""
+        return self.reasoning_strategy.named_weights(self.rollout)
+
+    def log(self, metrics: dict[str, float], step: int | None = None) -> None:
+        """Log ``metrics`` to every logger at ``step`` (default: the current update)."""
+        self.fabric.log_dict(metrics, step=self.step if step is None else step)
+
+    # -- checkpoints and evaluation -------------------------------------------------------------
+    def _eval_sets(self) -> list[EvalSet]:
         if self.evaluation is None:
             return []
-        bad = [name for name in self.eval_tasks if not name or "/" in name or name == "average"]
+        reserved = (AVERAGE_KEY, *GROUP_NAMES)
+        bad = [name for name in self.eval_tasks if not name or "/" in name or name in reserved]
         if bad:
-            raise ValueError(f"eval_tasks: names {bad} are not usable in metric keys (no '/', not 'average')")
+            raise ValueError(
+                f"eval_tasks: names {bad} are not usable in metric keys (no '/', none of {reserved})"
+            )
         return [
             (name, task, task.load("test")[: self.evaluation.limit]) for name, task in self.eval_tasks.items()
         ]
 
-    def save(self, meta_dir: Path) -> Path | None:
-        """Checkpoint the current centre/model (rank 0 writes; all ranks wait)."""
-        fabric, path = self.fabric, None
-        if fabric.is_global_zero:
-            state = {
-                "seed": self.config.seed,
-                "strategy": fabric.strategy.strategy_name,
-                "source_model": self.module.model,
-            }
-            path = save_checkpoint(
-                self.output_dir, self.step, lambda d: fabric.strategy.save(self.rollout, d), meta_dir, state
-            )
+    def _callbacks_state(self) -> dict[str, Any]:
+        return {
+            f"{i}:{type(cb).__name__}": cb.state_dict()
+            for i, cb in enumerate(self.callbacks)
+            if callable(getattr(cb, "state_dict", None))
+        }
+
+    def _load_callbacks_state(self, saved: dict[str, Any]) -> None:
+        for i, cb in enumerate(self.callbacks):
+            key = f"{i}:{type(cb).__name__}"
+            if key in saved and callable(getattr(cb, "load_state_dict", None)):
+                cb.load_state_dict(saved[key])
+
+    def _hparams(self, strategy: ReasoningStrategy) -> dict[str, Any]:
+        return {
+            "strategy": {"name": strategy.strategy_name, **strategy.hparams()},
+            "trainer": asdict(self.config),
+            "model": self.module.model,
+            "task": self.module.task.name,
+            **({"run_config": self.hparams} if self.hparams else {}),
+        }
+
+    def save(self, meta_dir: Path) -> Path:
+        """Checkpoint the current weights and states (every rank takes part; rank 0 writes)."""
+        fabric = self.fabric
+        strategy = self.reasoning_strategy
+        path = save_checkpoint(
+            self.output_dir,
+            self.step,
+            strategy.named_weights(self.rollout),
+            serving_dtype=self.rollout.dtype,
+            meta_dir=meta_dir,
+            strategy_name=strategy.strategy_name,
+            write_state=lambda folder: strategy.save_state(fabric, self.rollout, folder),
+            trainer_state={"seed": self.config.seed, "source_model": self.module.model},
+            hparams=self._hparams(strategy),
+            callbacks_state=self._callbacks_state(),
+            is_writer=fabric.is_global_zero,
+        )
         fabric.barrier()
         fabric.call("on_checkpoint", trainer=self, step=self.step, path=path)
         return path
 
-    def evaluate(
-        self, eval_sets: list[tuple[str, Task, list[dict[str, Any]]]], tag: str
-    ) -> dict[str, dict[str, float]]:
-        """Evaluate the current centre on every evaluation task (rank 0), log and write it."""
+    def evaluate(self, eval_sets: list[EvalSet], tag: str) -> dict[str, dict[str, float]]:
+        """Evaluate the current weights on every evaluation task (rank 0), log and write it."""
         fabric, summaries = self.fabric, {}
         if fabric.is_global_zero:
-            for name, task, rows in eval_sets:
-                result = evaluate_rows(self.module.with_task(task), self.rollout, rows, self.evaluation)
-                summaries[name] = result.summary
-                write_eval_outputs(self.output_dir / "eval", tag, name, result)
-                fabric.log_dict(metric_names(name, result.summary), step=self.step)
-            if len(summaries) > 1:
-                summaries = average_over_tasks(summaries)
-                fabric.log_dict(metric_names("average", summaries["average"]), step=self.step)
+            summaries = self.evaluate_sets(eval_sets, tag, prefix="eval")
         fabric.barrier()
         fabric.call("on_evaluate_end", trainer=self, step=self.step, tag=tag, results=summaries)
+        return summaries
+
+    def evaluate_sets(
+        self, eval_sets: list[EvalSet], tag: str, prefix: str = "eval", config: EvalConfig | None = None
+    ) -> dict[str, dict[str, float]]:
+        """Evaluate on this rank's engine, write ``{output_dir}/{prefix}/{tag}*`` and log
+        ``{prefix}/{task}/{metric}`` (the one evaluation path: the trainer's and callbacks')."""
+        summaries: dict[str, dict[str, float]] = {}
+        for name, task, rows in eval_sets:
+            result = evaluate_rows(self.module.with_task(task), self.rollout, rows, config or self.evaluation)
+            summaries[name] = result.summary
+            write_eval_outputs(self.output_dir / prefix, tag, name, result)
+            self.log(metric_names(name, result.summary, prefix=prefix))
+        if len(summaries) > 1:
+            groups = average_groups(summaries, training_task=self.module.task.name)
+            summaries = average_over_tasks(summaries, groups=groups)
+            for key in (AVERAGE_KEY, *groups):
+                self.log(metric_names(key, summaries[key], prefix=prefix))
         return summaries

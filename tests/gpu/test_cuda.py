@@ -139,7 +139,9 @@ def test_es_strategy_step_on_cuda_with_nccl(body_1p5b):
     fabric.strategy.prepare(fabric, module, rollout, None)
     before = rollout.es_checksum()
     t0 = time.perf_counter()
-    metrics = fabric.strategy.training_step(fabric, module, rollout, module.task.load("train")[:4], 0, 0)
+    metrics = fabric.strategy.training_step(
+        fabric, module, rollout, module.task.load("train")[:4], 0, 0
+    ).metrics
     print(
         f"\n[cuda] ES step N=8 B=4 on {sum(p.numel() for p in rollout.model.parameters()) / 1e9:.2f}B: "
         f"{time.perf_counter() - t0:.1f} s, metrics {metrics}"
@@ -158,6 +160,7 @@ def test_grpo_step_on_cuda_bf16_autocast(body_1p5b):
     fabric = Fabric(
         accelerator="cuda",
         devices=1,
+        precision="bf16-mixed",
         strategy=GRPOStrategy(
             group_size=4, learning_rate=1e-5, micro_batch_size=8, gradient_checkpointing=True
         ),
@@ -173,7 +176,7 @@ def test_grpo_step_on_cuda_bf16_autocast(body_1p5b):
     start = {n: p.detach().clone() for n, p in trained.named_parameters()}
     torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
-    metrics = strategy.training_step(fabric, module, rollout, module.task.load("train")[:4], 0, 0)
+    metrics = strategy.training_step(fabric, module, rollout, module.task.load("train")[:4], 0, 0).metrics
     print(
         f"\n[cuda] GRPO step G=4 B=4: {time.perf_counter() - t0:.1f} s, peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB, "
         f"metrics {metrics}"
@@ -185,39 +188,64 @@ def test_grpo_step_on_cuda_bf16_autocast(body_1p5b):
     assert all(torch.equal(served[n], p.detach().to(torch.bfloat16)) for n, p in trained.named_parameters())
 
 
-def test_grpo_fsdp_step_syncs_full_weights_and_saves(body_1p5b, tmp_path):
+def test_grpo_fsdp_step_syncs_full_weights_saves_and_resumes(body_1p5b, tmp_path):
+    """One FSDP rank: a step, the engine gets the gathered weights, a checkpoint through the
+    weights layer, then a second strategy resumes it with the optimizer state loaded by Fabric."""
     from lightning.fabric import Fabric
     from safetensors.torch import load_file
 
+    from es_lightning.checkpoint import Checkpoint, save_checkpoint, write_model_meta
     from es_lightning.rollout.hf import HFRollout
     from es_lightning.strategies import GRPOFSDPStrategy
 
-    fabric = Fabric(
-        accelerator="cuda",
-        devices=1,
-        strategy=GRPOFSDPStrategy(group_size=4, learning_rate=1e-5, micro_batch_size=8),
-    )
-    fabric.launch()
+    def launch():
+        fabric = Fabric(
+            accelerator="cuda",
+            devices=1,
+            precision="bf16-mixed",
+            strategy=GRPOFSDPStrategy(group_size=4, learning_rate=1e-5, micro_batch_size=8),
+        )
+        fabric.launch()
+        return fabric, fabric.strategy
+
+    fabric, strategy = launch()
     module = _echo_module(body_1p5b, temperature=1.0)
     rollout = HFRollout(batch_size=64)
     rollout.setup(str(body_1p5b), fabric.device, torch.bfloat16)
-    strategy = fabric.strategy
     strategy.prepare(fabric, module, rollout, None)
-    start = {n: t.clone() for n, t in strategy.full_weights().items()}
+    start = {n: t.clone() for n, t in strategy.named_weights(rollout)}
     assert set(start) == {n for n, _ in rollout.model.named_parameters()}
     t0 = time.perf_counter()
-    metrics = strategy.training_step(fabric, module, rollout, module.task.load("train")[:4], 0, 0)
+    metrics = strategy.training_step(fabric, module, rollout, module.task.load("train")[:4], 0, 0).metrics
     print(f"\n[cuda] GRPO-FSDP step G=4 B=4: {time.perf_counter() - t0:.1f} s, metrics {metrics}")
-    weights = strategy.full_weights()
+    weights = dict(strategy.named_weights(rollout))
     assert sum(not torch.equal(start[n], w) for n, w in weights.items()) > 0.9 * len(start)
     served = dict(rollout.model.named_parameters())
     assert all(torch.equal(served[n], w.to(torch.bfloat16)) for n, w in weights.items())
-    strategy.save(rollout, str(tmp_path))
-    saved = load_file(tmp_path / "grpo_state" / "master.safetensors")
+    meta = write_model_meta(str(body_1p5b), module.tokenizer, torch.bfloat16, tmp_path / "meta")
+    folder = save_checkpoint(
+        tmp_path / "run",
+        1,
+        strategy.named_weights(rollout),
+        serving_dtype=torch.bfloat16,
+        meta_dir=meta,
+        strategy_name=strategy.strategy_name,
+        write_state=lambda f: strategy.save_state(fabric, rollout, f),
+        trainer_state={},
+    )
+    saved = load_file(folder / "grpo_state" / "master.safetensors")
     assert all(torch.equal(saved[n], w.cpu()) for n, w in weights.items())
-    assert torch.load(tmp_path / "grpo_state" / "optimizer.pt", weights_only=False)["state"]
+    moments = {k: v["exp_avg"].clone() for k, v in strategy.optimizer.state_dict()["state"].items()}
+
+    fabric2, resumed = launch()
+    resumed.prepare(fabric2, module.with_model(str(folder)), rollout, Checkpoint(folder))
+    again = dict(resumed.named_weights(rollout))
+    assert all(torch.equal(again[n], w) for n, w in weights.items())
+    state = resumed.optimizer.state_dict()["state"]
+    assert state and all(torch.equal(state[k]["exp_avg"], m) for k, m in moments.items())
 
 
+@pytest.mark.slow
 def test_cli_smoke_run_on_cuda(tmp_path):
     """The whole trainer on a GPU through the CLI (HF rollout: vLLM is not installed here)."""
     import json
@@ -225,7 +253,7 @@ def test_cli_smoke_run_on_cuda(tmp_path):
     import sys
     from pathlib import Path
 
-    from tests.conftest import subprocess_env
+    from tests.helpers import subprocess_env
 
     jsonargparse = pytest.importorskip("jsonargparse")
     del jsonargparse
@@ -260,6 +288,7 @@ def test_cli_smoke_run_on_cuda(tmp_path):
         assert config.get("dtype", config.get("torch_dtype")) == "bfloat16"
 
 
+@pytest.mark.slow
 def test_cpu_demo_recipe_runs_unchanged_on_cuda(tmp_path):
     """recipes/demo_cpu.yaml on a GPU (bf16 serving, HF rollout), 10 of its 30 updates."""
     import json
@@ -267,7 +296,7 @@ def test_cpu_demo_recipe_runs_unchanged_on_cuda(tmp_path):
     import sys
     from pathlib import Path
 
-    from tests.conftest import subprocess_env
+    from tests.helpers import subprocess_env
 
     pytest.importorskip("jsonargparse")
     repo = Path(__file__).resolve().parents[2]
@@ -291,3 +320,73 @@ def test_cpu_demo_recipe_runs_unchanged_on_cuda(tmp_path):
     assert all(m["es/skipped"] == 0 for m in train) and evals[0]["eval/arithmetic/pass@1"] > 0.2
     config = json.loads((out / "checkpoints" / "step-000010" / "config.json").read_text())
     assert config.get("dtype", config.get("torch_dtype")) == "bfloat16"
+
+
+@torch.no_grad()
+def test_streamed_checkpoint_of_a_1p5b_centre(tmp_path):
+    """The ES centre of a real-size model streamed out of its engine into a sharded checkpoint."""
+    from es_lightning.checkpoint import iter_weights, master_files, served_files, write_weights
+    from es_lightning.es.weights import ESWeights
+
+    model = _real_size_model(torch.bfloat16)
+    es = ESWeights({n: p.float() for n, p in model.named_parameters()}, _writer(model), torch.bfloat16)
+    es.update({1: 0.5, 2: -1.0}, lr=1e-3, population_size=2)
+    t0 = time.perf_counter()
+    streamed = ((n, m.detach().to("cpu")) for n, m in es.master.items())
+    count = write_weights(tmp_path, streamed, torch.bfloat16, tmp_path / "es_state", shard_bytes=2 * 2**30)
+    elapsed = time.perf_counter() - t0
+    print(f"\n[cuda] streamed checkpoint of {count} tensors (1.54B fp32 master + bf16): {elapsed:.1f} s")
+    assert len(master_files(tmp_path)) >= 3 and len(served_files(tmp_path)) >= 2  # 6.2 GB fp32, 3.1 GB bf16
+    for name, tensor in iter_weights(master_files(tmp_path)):
+        assert torch.equal(tensor, es.master[name].cpu()), name
+
+
+def test_instruments_on_cuda(tmp_path):
+    """TokenEntropy, ParameterDrift, LayerAttribution and PopulationDiversity through the CLI on a GPU."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.helpers import subprocess_env
+
+    pytest.importorskip("jsonargparse")
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(
+        """
+module:
+  model: es-lightning/tiny-random
+  task: {class_path: es_lightning.tasks.Echo, init_args: {length: 4, n_train: 16, n_test: 8}}
+  train_sampling: {temperature: 1.0, max_tokens: 6}
+strategy:
+  class_path: es_lightning.strategies.ESStrategy
+  init_args: {population_size: 8, sigma: 0.05, learning_rate: 0.05}
+rollout: {class_path: es_lightning.rollout.hf.HFRollout}
+trainer: {batch_size: 4, seed: 3, accelerator: cuda, progress_bar: false, checkpoint_every: 2, max_steps: 4}
+evaluation: null
+callbacks:
+  - {class_path: es_lightning.callbacks.TokenEntropy, init_args: {every_n_updates: 2, num_prompts: 4, max_tokens: 6}}
+  - {class_path: es_lightning.callbacks.ParameterDrift, init_args: {every_n_updates: 2}}
+  - {class_path: es_lightning.callbacks.LayerAttribution, init_args: {top_k: 10}}
+  - {class_path: es_lightning.callbacks.PopulationDiversity}
+"""
+    )
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        "-m",
+        "es_lightning",
+        "fit",
+        "--config",
+        str(recipe),
+        "--trainer.output_dir",
+        str(out),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=subprocess_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    keys = {k for m in lines for k in m}
+    print(
+        f"[cuda] instruments: {sorted(k for k in keys if k.split('/')[0] in ('entropy', 'drift', 'diversity'))}"
+    )
+    assert {"entropy/echo", "drift/rel_l2", "diversity/js", "attribution/top_k/norm"} <= keys
+    assert (out / "analysis" / "attribution-step-000004.json").is_file()

@@ -119,3 +119,45 @@ def test_hf_rollout_needs_setup():
 
     with pytest.raises(RuntimeError, match="setup"):
         HFRollout().generate([[1, 2]], SamplingConfig())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_score_logprobs_equals_the_sampling_logprobs_at_temperature_one(backend, prompts, request):
+    """Re-scoring given responses returns what sampling them at T = 1 reported, token by token."""
+    rollout = request.getfixturevalue(backend)
+    out = rollout.generate(
+        prompts, SamplingConfig(n=2, temperature=1.0, max_tokens=10, seed=11, logprobs=True)
+    )
+    pairs = [(p, c) for p, o in zip(prompts, out) for c in o.completions]
+    scored = rollout.score_logprobs([p for p, _ in pairs], [c.token_ids for _, c in pairs])
+    assert [len(s) for s in scored] == [len(c.token_ids) for _, c in pairs]
+    for s, (_, c) in zip(scored, pairs):
+        assert torch.allclose(torch.tensor(s), torch.tensor(c.logprobs), atol=1e-4)
+
+
+@pytest.mark.vllm
+def test_score_logprobs_agree_across_backends(vllm_rollout, hf_rollout, prompts):
+    responses = [[5, 9, 17, 2], [30, 31], [7]] * 2
+    v = vllm_rollout.score_logprobs(prompts, responses)
+    h = hf_rollout.score_logprobs(prompts, responses)
+    assert [len(x) for x in v] == [len(r) for r in responses]
+    assert all(torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-4) for a, b in zip(v, h))
+
+
+def test_score_logprobs_is_optional_for_a_backend():
+    from es_lightning.rollout.base import Rollout
+
+    class GenerateOnly(Rollout):
+        def setup(self, model_path, device, dtype): ...
+        def generate(self, prompts, sampling):
+            return []
+
+        def load_weights(self, named_tensors): ...
+        def checksum(self):
+            return 0.0
+
+        def digest(self):
+            return ""
+
+    with pytest.raises(NotImplementedError, match="GenerateOnly cannot score"):
+        GenerateOnly().score_logprobs([[1]], [[2]])

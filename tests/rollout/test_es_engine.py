@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from es_lightning.es.weights import ES_STATE
+from es_lightning.checkpoint import master_files, write_weights
 from es_lightning.rollout.base import SamplingConfig
 
 GREEDY = SamplingConfig(temperature=0.0, max_tokens=12)
@@ -67,23 +67,44 @@ def test_vllm_and_hf_agree_on_perturbations_and_updates(vllm_rollout, hf_rollout
 
 
 @pytest.mark.parametrize("backend", ["hf_rollout", pytest.param("vllm_rollout", marks=pytest.mark.vllm)])
-def test_es_save_then_resume_restores_exact_centre(backend, request, tmp_path, prompts):
+def test_streamed_centre_written_then_read_restores_exact_centre(backend, request, tmp_path):
     from safetensors.torch import load_file
 
     rollout = request.getfixturevalue(backend)
-    rollout.es_init()
+    rollout.es_init(optimizer="adam")
     rollout.es_update({5: 1.0, 6: -0.5}, lr=0.02, population_size=2)
     updated_digest, updated_sum = rollout.digest(), rollout.es_checksum()
-    rollout.es_save(str(tmp_path))
-    master = load_file(tmp_path / ES_STATE / "master.safetensors")
+    streamed = dict(rollout.es_named_weights())
+    assert all(t.dtype == torch.float32 and t.device.type == "cpu" for t in streamed.values())
+    assert sum(t.double().sum().item() for t in streamed.values()) == updated_sum
+    write_weights(tmp_path, streamed.items(), torch.bfloat16, tmp_path / "es_state")
+    rollout.es_save_optimizer(str(tmp_path / "es_state" / "optimizer.pt"))
+    master = load_file(tmp_path / "es_state" / "master.safetensors")
     served = load_file(tmp_path / "model.safetensors")
-    assert set(master) == set(served)
-    assert all(master[k].dtype == torch.float32 for k in master)
+    assert set(master) == set(served) == set(streamed)
+    assert all(torch.equal(master[k], streamed[k]) and served[k].dtype == torch.bfloat16 for k in master)
+    assert torch.load(tmp_path / "es_state" / "optimizer.pt", weights_only=True)["optimizer"]["state"]
     rollout.es_init()  # back to the base weights from the model files
     assert rollout.digest() != updated_digest
-    rollout.es_init(state_dir=str(tmp_path / ES_STATE))
+    rollout.es_init(master_files(tmp_path), "adam", str(tmp_path / "es_state" / "optimizer.pt"))
     assert rollout.digest() == updated_digest
     assert rollout.es_checksum() == updated_sum
+
+
+@pytest.mark.vllm
+def test_vllm_streams_the_centre_in_bounded_chunks(vllm_rollout, hf_rollout):
+    hf_rollout.es_init()
+    expected = dict(hf_rollout.es_named_weights())
+    largest = max(t.numel() * 4 for t in expected.values())
+    vllm_rollout.stream_chunk_bytes = largest  # forces one call per tensor or so
+    try:
+        chunks = vllm_rollout.rpc("es_weight_chunks", vllm_rollout.stream_chunk_bytes)[0]
+        assert len(chunks) > 1 and sorted(n for c in chunks for n in c) == sorted(expected)
+        streamed = dict(vllm_rollout.es_named_weights())
+    finally:
+        vllm_rollout.stream_chunk_bytes = 256 * 2**20
+    assert set(streamed) == set(expected)
+    assert all(torch.equal(streamed[k], expected[k]) for k in expected)
 
 
 def test_es_operations_need_init(hf_rollout):
@@ -91,6 +112,6 @@ def test_es_operations_need_init(hf_rollout):
         hf_rollout.es_perturb(1, 1.0, 0.1)
 
 
-def test_resume_from_missing_state_names_the_file(hf_rollout, tmp_path):
+def test_resume_from_missing_weights_names_the_file(hf_rollout, tmp_path):
     with pytest.raises(FileNotFoundError, match="master.safetensors"):
-        hf_rollout.es_init(state_dir=str(tmp_path))
+        hf_rollout.es_init([str(tmp_path / "es_state" / "master.safetensors")])

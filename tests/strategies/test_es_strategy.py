@@ -42,7 +42,8 @@ def test_update_equals_plain_reference(tiny_model_path, hf_rollout, fabric_es):
     module = _module(tiny_model_path)
     rows = module.task.load("train")[:4]
     hf_rollout.es_init()
-    metrics = strategy.training_step(fabric, module, hf_rollout, rows, step=3, run_seed=11)
+    result = strategy.training_step(fabric, module, hf_rollout, rows, step=3, run_seed=11)
+    metrics = result.metrics
 
     # Reference: explicit loops over members, plain HF generate, float64 update.
     model = AutoModelForCausalLM.from_pretrained(tiny_model_path).eval()
@@ -67,6 +68,13 @@ def test_update_equals_plain_reference(tiny_model_path, hf_rollout, fabric_es):
     assert metrics["train/reward_mean"] == pytest.approx(r.mean())
     assert metrics["train/reward_std"] == pytest.approx(r.std())
     assert metrics["es/skipped"] == 0.0
+    # the population handed to callbacks: the same rewards, per prompt, and their z-scores
+    population = result.population
+    assert population.seeds == seed_schedule(11, 3, n) and population.signs == [1.0] * n
+    np.testing.assert_allclose(population.rewards, r)
+    assert population.member_prompt_rewards.shape == (n, len(rows))
+    np.testing.assert_allclose(population.member_prompt_rewards.mean(axis=1), r)
+    np.testing.assert_allclose(population.z, z)
 
     master = hf_rollout.es.master
     sq = 0.0
@@ -96,7 +104,9 @@ def test_equal_rewards_skip_the_update(tiny_model_path, hf_rollout, fabric_es):
     module = _module(tiny_model_path, task=_Constant())
     hf_rollout.es_init()
     before = hf_rollout.digest()
-    metrics = strategy.training_step(fabric, module, hf_rollout, module.task.load(), step=0, run_seed=0)
+    metrics = strategy.training_step(
+        fabric, module, hf_rollout, module.task.load(), step=0, run_seed=0
+    ).metrics
     assert metrics["es/skipped"] == 1.0 and metrics["es/update_norm"] == 0.0
     assert hf_rollout.digest() == before
 
@@ -107,14 +117,87 @@ def test_antithetic_logs_kappa_pair(tiny_model_path, hf_rollout, fabric_es):
     hf_rollout.es_init()
     metrics = strategy.training_step(
         fabric, module, hf_rollout, module.task.load("train")[:4], step=0, run_seed=2
-    )
+    ).metrics
     assert "es/kappa_pair" in metrics
+
+
+def test_independent_member_seeds_change_what_members_sample(tiny_model_path, hf_rollout, fabric_es):
+    """With common seeds two members that serve the same weights sample the same responses; with
+    independent seeds they do not (the κ_pair ablation's two conditions)."""
+    module = ReasoningModule(
+        model=str(tiny_model_path),
+        task=Echo(length=4, n_train=8, n_test=4),
+        train_sampling=SamplingConfig(temperature=1.0, max_tokens=6),
+    )
+    rows = module.task.load("train")[:4]
+    per_mode = {}
+    for mode in ("common", "independent"):
+        # σ tiny: every member serves (almost) the centre, so differences come from sampling seeds
+        fabric, strategy = fabric_es(
+            population_size=4, sigma=1e-9, learning_rate=1e-9, member_sampling_seeds=mode
+        )
+        hf_rollout.es_init()
+        per_mode[mode] = strategy.training_step(fabric, module, hf_rollout, rows, 0, 5).population
+    common = per_mode["common"].member_prompt_rewards
+    assert all(np.array_equal(common[0], common[i]) for i in range(1, 4))
+    independent = per_mode["independent"].member_prompt_rewards
+    assert any(not np.array_equal(independent[0], independent[i]) for i in range(1, 4))
+
+
+def test_fixed_rollouts_give_smooth_member_rewards(tiny_model_path, hf_rollout, fabric_es):
+    """On fixed (re-scored) rollouts a ± pair's rewards straddle the centre's to first order: the
+    re-scored reward is a smooth function of the weights, with no sampling noise of its own."""
+    module = ReasoningModule(
+        model=str(tiny_model_path),
+        task=Echo(length=4, n_train=16, n_test=4),
+        train_sampling=SamplingConfig(temperature=1.0, max_tokens=6),
+    )
+    rows = module.task.load("train")[:8]
+    fabric, strategy = fabric_es(
+        population_size=8, sigma=1e-3, learning_rate=1e-9, estimator="antithetic", member_rollouts="fixed"
+    )
+    hf_rollout.es_init()
+    result = strategy.training_step(fabric, module, hf_rollout, rows, 0, 7)
+    r = result.population.rewards
+    plus, minus = r[0::2], r[1::2]
+    # the centre's reward: the same responses, every weight 1
+    outputs = hf_rollout.generate(
+        module.encode(rows),
+        SamplingConfig(n=1, temperature=1.0, max_tokens=6, seed=seed_schedule(7 ^ 0x5A5A, 0, 1)[0] % 2**31),
+    )
+    centre = np.mean([s.reward for per in module.score(rows, outputs) for s in per])
+    assert np.abs(plus - minus).max() > 0, "members must see different rewards"
+    assert np.abs((plus + minus) / 2 - centre).max() < 0.1 * np.abs(plus - minus).max() + 1e-9
+    assert "es/kappa_pair" in result.metrics
+
+
+def test_refuses_a_rollout_that_cannot_run_es(tiny_model_path, fabric_es):
+    from es_lightning.rollout.base import Rollout
+
+    class GenerateOnly(Rollout):
+        def setup(self, model_path, device, dtype): ...
+        def generate(self, prompts, sampling):
+            return []
+
+        def load_weights(self, named_tensors): ...
+        def checksum(self):
+            return 0.0
+
+        def digest(self):
+            return ""
+
+    fabric, strategy = fabric_es(population_size=4)
+    with pytest.raises(TypeError, match="GenerateOnly cannot run ES"):
+        strategy.prepare(fabric, _module(tiny_model_path), GenerateOnly(), None)
 
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
         (dict(population_size=0), "population_size"),
+        (dict(population_size=1), "population_size must be >= 2"),
+        (dict(member_sampling_seeds="shared"), "member_sampling_seeds"),
+        (dict(member_rollouts="cached"), "member_rollouts"),
         (dict(population_size=3, estimator="antithetic"), "even"),
         (dict(estimator="two_point"), "estimator"),
         (dict(normalization="softmax"), "normalization"),

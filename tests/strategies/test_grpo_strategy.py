@@ -23,10 +23,11 @@ def _setup(tiny_model_path, rollout, **kwargs):
         task=Echo(length=4, n_train=64, n_test=8),
         train_sampling=SamplingConfig(temperature=1.0, max_tokens=8),
     )
-    fabric.strategy.prepare(fabric, module, rollout, state_dir=None)
+    fabric.strategy.prepare(fabric, module, rollout, None)
     return fabric, fabric.strategy, module
 
 
+@pytest.mark.slow
 def test_steps_change_parameters_and_raise_reward(tiny_model_path, hf_rollout):
     fabric, strategy, module = _setup(
         tiny_model_path, hf_rollout, group_size=8, learning_rate=3e-3, micro_batch_size=32
@@ -36,7 +37,7 @@ def test_steps_change_parameters_and_raise_reward(tiny_model_path, hf_rollout):
     rewards = []
     for step in range(12):
         batch = rows[(step * 16) % 64 : (step * 16) % 64 + 16]
-        metrics = strategy.training_step(fabric, module, hf_rollout, batch, step, run_seed=0)
+        metrics = strategy.training_step(fabric, module, hf_rollout, batch, step, run_seed=0).metrics
         rewards.append(metrics["train/reward_mean"])
         assert 0.0 <= metrics["grpo/clip_frac"] <= 1.0 and metrics["train/entropy"] > 0
         assert metrics["grpo/kl"] == 0.0  # beta = 0: no reference model
@@ -51,7 +52,7 @@ def test_kl_to_reference_is_logged_when_beta_positive(tiny_model_path, hf_rollou
     )
     rows = module.task.load("train")[:8]
     strategy.training_step(fabric, module, hf_rollout, rows, 0, run_seed=0)
-    metrics = strategy.training_step(fabric, module, hf_rollout, rows, 1, run_seed=0)
+    metrics = strategy.training_step(fabric, module, hf_rollout, rows, 1, run_seed=0).metrics
     assert metrics["grpo/kl"] > 0.0  # the policy has moved away from the frozen start
 
 

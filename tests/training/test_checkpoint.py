@@ -3,15 +3,21 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
-from es_lightning.training.checkpoint import (
+from es_lightning.checkpoint import (
     STATE_FILE,
+    Checkpoint,
     checkpoints_root,
+    iter_weights,
     latest_checkpoint,
-    load_state,
+    master_files,
     resolve_resume,
     save_checkpoint,
+    served_files,
+    weight_files,
     write_model_meta,
+    write_weights,
 )
 
 
@@ -23,11 +29,26 @@ def meta_dir(tmp_path: Path) -> Path:
     return meta
 
 
-def _weights(content: str):
-    def write(directory: str) -> None:
-        (Path(directory) / "model.safetensors").write_text(content)
+def _tensors(value: float) -> dict[str, torch.Tensor]:
+    return {"a.weight": torch.full((2, 3), value), "b.bias": torch.arange(4, dtype=torch.float32) + value}
 
-    return write
+
+def _save(out: Path, step: int, value: float, meta_dir: Path, state: dict | None = None, **kwargs) -> Path:
+    kwargs.setdefault("write_state", lambda folder: None)
+    return save_checkpoint(
+        out,
+        step,
+        _tensors(value).items(),
+        serving_dtype=torch.bfloat16,
+        meta_dir=meta_dir,
+        strategy_name="es",
+        trainer_state=state or {},
+        **kwargs,
+    )
+
+
+def _value(folder: Path) -> float:
+    return float(load_file(folder / "es_state" / "master.safetensors")["a.weight"][0, 0])
 
 
 def _step_dirs(out: Path) -> list[str]:
@@ -36,22 +57,47 @@ def _step_dirs(out: Path) -> list[str]:
 
 def test_save_checkpoint_layout_state_and_latest(tmp_path, meta_dir):
     out = tmp_path / "run"
-    folder = save_checkpoint(out, 4, _weights("w4"), meta_dir, {"seed": 7, "digest": "abc"})
+
+    def write_state(folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "optimizer.pt").write_text("moments")
+
+    folder = _save(
+        out,
+        4,
+        1.5,
+        meta_dir,
+        {"seed": 7},
+        write_state=write_state,
+        hparams={"sigma": 0.001},
+        callbacks_state={"0:Drift": {"curve": [1.0]}},
+    )
     assert folder == out / "checkpoints" / "step-000004"
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        ["config.json", STATE_FILE, "model.safetensors"]
+        ["config.json", STATE_FILE, "model.safetensors", "es_state", "hparams.yaml", "callbacks.pt"]
     )
-    assert (folder / "model.safetensors").read_text() == "w4"
+    assert sorted(p.name for p in (folder / "es_state").iterdir()) == ["master.safetensors", "optimizer.pt"]
+    served, master = (
+        load_file(folder / "model.safetensors"),
+        load_file(folder / "es_state" / "master.safetensors"),
+    )
+    for name, t in _tensors(1.5).items():
+        assert torch.equal(master[name], t) and master[name].dtype == torch.float32
+        assert torch.equal(served[name], t.to(torch.bfloat16))
     assert (folder / "config.json").read_text() == '{"model_type": "toy"}'
-    assert json.loads((folder / STATE_FILE).read_text()) == {"seed": 7, "digest": "abc", "step": 4}
-    assert load_state(folder) == {"seed": 7, "digest": "abc", "step": 4}
+    state = json.loads((folder / STATE_FILE).read_text())
+    assert state == {"seed": 7, "step": 4, "strategy": "es", "serving_dtype": "torch.bfloat16"}
+    ckpt = Checkpoint(folder)
+    assert ckpt.step == 4 and ckpt.strategy == "es" and ckpt.state_dir() == folder / "es_state"
+    assert ckpt.hparams() == {"sigma": 0.001}
+    assert ckpt.callbacks_state() == {"0:Drift": {"curve": [1.0]}}
     assert (out / "checkpoints" / "latest").read_text() == "step-000004\n"
     assert latest_checkpoint(out) == folder
     # nothing temporary left behind; the meta folder itself is untouched
     assert sorted(p.name for p in checkpoints_root(out).iterdir()) == ["latest", "step-000004"]
     assert sorted(p.name for p in meta_dir.iterdir()) == ["config.json"]
 
-    second = save_checkpoint(out, 8, _weights("w8"), meta_dir, {"seed": 7})
+    second = _save(out, 8, 2.0, meta_dir)
     assert second.name == "step-000008"
     assert (out / "checkpoints" / "latest").read_text() == "step-000008\n"
     assert latest_checkpoint(out) == second
@@ -60,40 +106,118 @@ def test_save_checkpoint_layout_state_and_latest(tmp_path, meta_dir):
 
 def test_failed_write_leaves_no_step_folder_and_keeps_latest(tmp_path, meta_dir):
     out = tmp_path / "run"
-    good = save_checkpoint(out, 2, _weights("w2"), meta_dir, {})
+    good = _save(out, 2, 2.0, meta_dir)
 
-    def broken(directory: str) -> None:
-        (Path(directory) / "model.safetensors").write_text("half")
+    def broken(folder: Path) -> None:
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError, match="disk full"):
-        save_checkpoint(out, 3, broken, meta_dir, {})
+        _save(out, 3, 3.0, meta_dir, write_state=broken)
     assert _step_dirs(out) == ["step-000002"]
     assert (out / "checkpoints" / "latest").read_text() == "step-000002\n"
     assert latest_checkpoint(out) == good
     assert resolve_resume(True, out) == good
 
     # a later successful save of the same step cleans up and lands normally
-    third = save_checkpoint(out, 3, _weights("w3"), meta_dir, {})
-    assert (third / "model.safetensors").read_text() == "w3"
+    third = _save(out, 3, 3.0, meta_dir)
+    assert _value(third) == 3.0
     assert sorted(p.name for p in checkpoints_root(out).iterdir()) == ["latest", "step-000002", "step-000003"]
 
 
 def test_saving_a_step_again_replaces_it(tmp_path, meta_dir):
     out = tmp_path / "run"
-    save_checkpoint(out, 1, _weights("old"), meta_dir, {"v": 1})
+    _save(out, 1, 1.0, meta_dir, {"v": 1})
     (checkpoints_root(out) / "step-000001" / "stale.txt").write_text("x")
-    folder = save_checkpoint(out, 1, _weights("new"), meta_dir, {"v": 2})
-    assert (folder / "model.safetensors").read_text() == "new"
+    folder = _save(out, 1, 5.0, meta_dir, {"v": 2})
+    assert _value(folder) == 5.0
     assert not (folder / "stale.txt").exists()
-    assert load_state(folder) == {"v": 2, "step": 1}
+    assert Checkpoint(folder).state["v"] == 2
+
+
+def test_non_writer_ranks_consume_the_weights_and_write_nothing(tmp_path, meta_dir):
+    consumed, state_calls = [], []
+
+    def weights():
+        for name, t in _tensors(1.0).items():
+            consumed.append(name)  # a sharded strategy gathers here, on every rank
+            yield name, t
+
+    out = tmp_path / "run"
+    save_checkpoint(
+        out,
+        1,
+        weights(),
+        serving_dtype=torch.float32,
+        meta_dir=meta_dir,
+        strategy_name="grpo",
+        write_state=state_calls.append,
+        trainer_state={},
+        is_writer=False,
+    )
+    assert consumed == list(_tensors(1.0)) and state_calls == [
+        checkpoints_root(out) / ".tmp-step-000001" / "grpo_state"
+    ]
+    assert not checkpoints_root(out).exists()
+
+
+def test_empty_weight_stream_is_refused(tmp_path, meta_dir):
+    with pytest.raises(ValueError, match="streamed no weights"):
+        save_checkpoint(
+            tmp_path / "run",
+            1,
+            iter(()),
+            serving_dtype=torch.float32,
+            meta_dir=meta_dir,
+            strategy_name="es",
+            write_state=lambda folder: None,
+            trainer_state={},
+        )
+
+
+def test_large_weights_are_sharded_with_an_index(tmp_path):
+    weights = {f"layer{i}.weight": torch.randn(16, 16) for i in range(5)}  # 1 KiB each in fp32
+    write_weights(tmp_path, weights.items(), torch.bfloat16, tmp_path / "grpo_state", shard_bytes=2048)
+    index = json.loads((tmp_path / "model.safetensors.index.json").read_text())
+    assert len(set(index["weight_map"].values())) == 2  # bf16: 512 B each, 4 per 2 KiB shard
+    assert sorted(Path(f).name for f in served_files(tmp_path)) == [
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+    ]
+    assert len(master_files(tmp_path)) == 3  # fp32: 1 KiB each, 2 per shard
+    assert weight_files(tmp_path) == master_files(tmp_path)
+    streamed = dict(iter_weights(master_files(tmp_path)))
+    assert set(streamed) == set(weights) and all(torch.equal(streamed[k], weights[k]) for k in weights)
+    assert not list(tmp_path.rglob(".*part*"))  # no temporary parts left
+
+
+def test_sharded_checkpoint_loads_in_transformers(tiny_model_path, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_path)
+    weights = {n: p.detach() for n, p in model.named_parameters()}
+    for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / f).write_bytes((tiny_model_path / f).read_bytes())
+    write_weights(tmp_path, weights.items(), torch.float32, None, shard_bytes=64 * 1024)
+    assert (tmp_path / "model.safetensors.index.json").is_file()
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path)
+    assert all(torch.equal(p, weights[n]) for n, p in loaded.named_parameters())
+
+
+def test_checkpoint_views_stored_fp32_and_served(tmp_path, meta_dir):
+    folder = _save(tmp_path / "run", 1, 1.0 + 2**-12, meta_dir)  # not representable in bf16
+    ckpt = Checkpoint(folder)
+    stored, served = dict(ckpt.named_weights("stored")), dict(ckpt.named_weights("served"))
+    assert stored["a.weight"][0, 0].item() == 1.0 + 2**-12
+    assert served["a.weight"][0, 0].item() == 1.0  # the bf16 file, read back in fp32
+    with pytest.raises(FileNotFoundError, match="not an es-lightning checkpoint"):
+        Checkpoint(tmp_path)
 
 
 def test_latest_checkpoint_fallbacks(tmp_path, meta_dir):
     out = tmp_path / "run"
     assert latest_checkpoint(out) is None  # no checkpoints folder at all
     for step in (3, 12, 7):
-        save_checkpoint(out, step, _weights(str(step)), meta_dir, {})
+        _save(out, step, float(step), meta_dir)
     root = checkpoints_root(out)
     assert latest_checkpoint(out) == root / "step-000007"  # the pointer wins over the highest number
 
@@ -117,8 +241,8 @@ def test_resolve_resume(tmp_path, meta_dir):
     with pytest.raises(FileNotFoundError, match="no checkpoint in .*checkpoints to resume from"):
         resolve_resume(True, out)
 
-    first = save_checkpoint(out, 1, _weights("1"), meta_dir, {})
-    last = save_checkpoint(out, 2, _weights("2"), meta_dir, {})
+    first = _save(out, 1, 1.0, meta_dir)
+    last = _save(out, 2, 2.0, meta_dir)
     for value in (True, "true", "True", "latest"):
         assert resolve_resume(value, out) == last
     assert resolve_resume(str(first), out) == first
@@ -159,5 +283,5 @@ def test_write_model_meta_with_the_tiny_model(tiny_model_path, tmp_path):
     assert reloaded("Repeat: 42\n")["input_ids"] == tokenizer("Repeat: 42\n")["input_ids"]
 
     # the folder is a usable meta_dir for a checkpoint
-    folder = save_checkpoint(tmp_path / "run", 5, _weights("w"), directory, {"seed": 0})
+    folder = _save(tmp_path / "run", 5, 0.0, directory)
     assert (folder / "tokenizer.json").is_file() and (folder / "config.json").is_file()

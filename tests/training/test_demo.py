@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from es_lightning.training.loggers import read_metrics
-from tests.conftest import subprocess_env
+from tests.helpers import subprocess_env
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "es_lightning"]

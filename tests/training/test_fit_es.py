@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,10 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from es_lightning.training.loggers import read_metrics
-from tests.conftest import subprocess_env
-
-REPO = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "es_lightning"]
+from tests.helpers import REPO, assert_bit_identical, fit
 
 TINY_RECIPE = """
 module:
@@ -32,27 +27,17 @@ evaluation: null
 
 
 def _fit(tmp_path: Path, name: str, *overrides: str, recipe: str = TINY_RECIPE) -> Path:
-    config = tmp_path / "recipe.yaml"
-    config.write_text(recipe)
-    out = tmp_path / name
-    cmd = [*CLI, "fit", "--config", str(config), "--trainer.output_dir", str(out), *overrides]
-    proc = subprocess.run(
-        cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return out
+    return fit(tmp_path, name, *overrides, recipe=recipe)
 
 
 def _master(out: Path, step: int) -> dict[str, torch.Tensor]:
     return load_file(out / "checkpoints" / f"step-{step:06d}" / "es_state" / "master.safetensors")
 
 
-def _assert_bit_identical(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
-    assert set(a) == set(b)
-    for name in a:
-        assert torch.equal(a[name], b[name]), name
+_assert_bit_identical = assert_bit_identical
 
 
+@pytest.mark.slow
 def test_population_on_one_or_two_ranks_gives_the_same_update(tmp_path):
     one = _fit(tmp_path, "one", "--trainer.max_steps", "2", "--trainer.devices", "1")
     two = _fit(tmp_path, "two", "--trainer.max_steps", "2", "--trainer.devices", "2")
@@ -62,6 +47,7 @@ def test_population_on_one_or_two_ranks_gives_the_same_update(tmp_path):
     assert any(m["es/skipped"] == 0.0 for m in m1), "the run should have made at least one update"
 
 
+@pytest.mark.slow
 def test_resume_is_bit_exact(tmp_path):
     straight = _fit(tmp_path, "straight", "--trainer.max_steps", "4")
     resumed = _fit(tmp_path, "resumed", "--trainer.max_steps", "2")
@@ -77,6 +63,7 @@ def test_resume_is_bit_exact(tmp_path):
     assert (resumed / "checkpoints/latest").read_text().strip() == "step-000004"
 
 
+@pytest.mark.slow
 def test_checkpoint_loads_in_transformers(tmp_path):
     from transformers import AutoModelForCausalLM
 

@@ -1,0 +1,28 @@
+"""Built-in callbacks of es-lightning, installed as ``es_lightning.callbacks``.
+
+Attach them from a recipe by class path, e.g.::
+
+    callbacks:
+      - class_path: es_lightning.callbacks.ParameterDrift
+        init_args: {every_n_updates: 5}
+
+See ``callbacks/README.md`` for every hook and how to write your own.
+"""
+
+from es_lightning.callbacks.attribution import LayerAttribution
+from es_lightning.callbacks.base import HOOKS, Callback, check_callbacks
+from es_lightning.callbacks.diversity import PopulationDiversity
+from es_lightning.callbacks.drift import ParameterDrift
+from es_lightning.callbacks.entropy import TokenEntropy
+from es_lightning.callbacks.heldout import HeldOutPassAtK
+
+__all__ = [
+    "HOOKS",
+    "Callback",
+    "HeldOutPassAtK",
+    "LayerAttribution",
+    "ParameterDrift",
+    "PopulationDiversity",
+    "TokenEntropy",
+    "check_callbacks",
+]

@@ -1,0 +1,81 @@
+"""The update Δθ = θ − θ_0 of one tensor, in the view it is measured in, and the τ of the tables.
+
+Two views of the same pair of checkpoints:
+
+- ``stored``: the weights as stored, cast to fp32 (an es-lightning checkpoint's fp32 master where it
+  has one, else its served file; a base model's files). Δθ = fp32(θ) − fp32(θ_0).
+- ``bf16``: BOTH θ and θ_0 rounded to bfloat16 (round to nearest, ties to even) before
+  differencing, Δθ = bf16(θ) − bf16(θ_0) computed in fp32. These are the weights as a bf16 engine
+  serves them; the paper's tables were measured between bf16 checkpoints (its largest updates,
+  0.01171875 and 0.015625, lie on the bf16 grid).
+
+Δθ is computed in fp32 and compared with τ in fp32 (a Δθ stored as τ counts as ``|Δθ| ≤ τ``); sums
+of squares are accumulated in float64 (:func:`sum_squares`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import torch
+
+View = Literal["stored", "bf16"]
+VIEWS: tuple[View, ...] = ("stored", "bf16")
+_CHUNK = 1 << 24  # elements per float64 chunk: bounds the temporary of a 545M-element embedding
+
+
+def in_view(tensor: torch.Tensor, view: View) -> torch.Tensor:
+    """``tensor`` as ``view`` sees it, in fp32 (no copy when it already is fp32 and ``stored``)."""
+    if view == "stored":
+        return tensor.to(torch.float32)
+    if view == "bf16":
+        return tensor.to(torch.bfloat16).to(torch.float32)
+    raise ValueError(f"unknown view {view!r}; expected one of {VIEWS}")
+
+
+def weight_delta(theta0: torch.Tensor, theta: torch.Tensor, name: str = "tensor") -> torch.Tensor:
+    """Δθ = θ − θ_0 in fp32 (shapes must agree; ``name`` goes into the error)."""
+    if theta0.shape != theta.shape:
+        raise ValueError(
+            f"{name}: shape {tuple(theta.shape)} in the checkpoint but {tuple(theta0.shape)} in the base"
+        )
+    return theta.to(torch.float32) - theta0.to(torch.float32)
+
+
+def sum_squares(tensor: torch.Tensor) -> float:
+    """Σ x² over ``tensor`` accumulated in float64, chunk by chunk."""
+    flat = tensor.detach().reshape(-1)
+    return float(sum(chunk.double().square().sum().item() for chunk in flat.split(_CHUNK)))
+
+
+def tau_key(tau: float) -> str:
+    """The JSON key of τ: ``f"{tau:g}"`` (``1.5e-3`` → ``"0.0015"``, ``1e-5`` → ``"1e-05"``)."""
+    return f"{tau:g}"
+
+
+def parse_taus(value: str | float | Sequence[float] | None, option: str = "taus") -> list[float]:
+    """τ values from ``"1e-4,5e-4"``, a number or a list; sorted, repeats dropped.
+
+    Raises:
+        ValueError: a value that is not a number, or τ ≤ 0 / not finite (``option`` is named).
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        items: list[object] = [v.strip() for v in value.strip().strip("[]").split(",") if v.strip()]
+    elif isinstance(value, int | float):
+        items = [value]
+    else:
+        items = list(value)
+    taus = []
+    for item in items:
+        try:
+            tau = float(item)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise ValueError(f"--{option}: {item!r} is not a number") from None
+        if not (math.isfinite(tau) and tau > 0):
+            raise ValueError(f"--{option}: τ must be a finite number > 0, got {item!r}")
+        taus.append(tau)
+    return sorted(set(taus))

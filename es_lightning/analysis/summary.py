@@ -1,0 +1,113 @@
+"""The printed summary of ``es-lightning analyze``: one row per model and view, then rel-L2 by kind.
+
+Every number is labelled with its view: ``stored`` (the weights as stored, e.g. the fp32 master)
+or ``bf16`` (both sides rounded to bfloat16, the weights as a bf16 engine serves them)::
+
+    model       view                    rel_l2  nonzero  s(0.0001)  s(0.001)  top-5 by kind
+    checkpoint  stored (fp32 master)   0.03017  561,302       4.0%     38.2%  mlp 4, attention 1
+    checkpoint  bf16                   0.03022  541,605       1.1%     38.2%  mlp 3, attention 2
+    compare     stored (fp32 master)  0.000754  560,647      95.5%    100.0%  attention 3, mlp 2
+    compare     bf16                  0.001317  215,452      57.5%    100.0%  norm 5
+
+    rel_l2 ratio checkpoint/compare: 40.0x (stored), 23.0x (bf16)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from es_lightning.analysis.kinds import KINDS
+
+
+def format_table(rows: list[list[str]], left: int = 1, last_left: bool = False) -> str:
+    """Columns padded to their widest cell: the first ``left`` columns (and the last when
+    ``last_left``) left-aligned, the numbers between right-aligned."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [
+            cell.ljust(width) if i < left or (last_left and i == len(row) - 1) else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def _number(value: float | None, spec: str = ".4g") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _kinds(counts: dict[str, int]) -> str:
+    ranked = sorted(((n, k) for k, n in counts.items() if n), key=lambda item: (-item[0], item[1]))
+    return ", ".join(f"{k} {n}" for n, k in ranked) or "-"
+
+
+def _views(result: dict[str, Any], label: str) -> list[tuple[str, str, dict[str, Any]]]:
+    stored = f"stored ({result.get('stored_as', 'as stored')})"
+    views = [(label, stored, result)]
+    if "bf16" in result:
+        views.append((label, "bf16", result["bf16"]))
+    return views
+
+
+def format_summary(result: dict[str, Any]) -> str:
+    """The tables for an ``analyze`` result (the dict written to OUT.json)."""
+    views = _views(result, "checkpoint")
+    if "compare" in result:
+        views += _views(result["compare"], "compare")
+    taus = list(result.get("sparsity", {}))
+    top_k = len(result.get("top_k", []))
+    header = ["model", "view", "rel_l2", "nonzero", *(f"s({t})" for t in taus), f"top-{top_k} by kind"]
+    rows = [header] + [
+        [
+            model,
+            view,
+            _number(data["rel_l2"]),
+            f"{data['nonzero']:,}",
+            *(_percent(data["sparsity"].get(t)) for t in taus),
+            _kinds(data["top_k_by_kind"]),
+        ]
+        for model, view, data in views
+    ]
+    out = [
+        f"base:       {result.get('base')} ({result.get('base_stored_as', 'as stored')})",
+        f"checkpoint: {result.get('checkpoint')} ({result.get('stored_as', 'as stored')})",
+    ]
+    if "compare" in result:
+        out.append(
+            f"compare:    {result['compare'].get('checkpoint')} ({result['compare'].get('stored_as')})"
+        )
+    out += ["", format_table(rows, left=2, last_left=True), ""]
+    if "rel_l2_ratio" in result:
+        bf16 = result.get("bf16", {}).get("rel_l2_ratio")
+        out.append(
+            f"rel_l2 ratio checkpoint/compare: {_number(result['rel_l2_ratio'], '.1f')}x (stored), "
+            f"{_number(bf16, '.1f')}x (bf16)"
+        )
+        out.append("")
+    kinds = [k for k in KINDS if any(k in data["rel_l2_by_kind"] for _, _, data in views)]
+    by_kind = [["rel_l2 by kind", *(f"{model} {view.split(' ')[0]}" for model, view, _ in views)]]
+    by_kind += [[k, *(_number(data["rel_l2_by_kind"].get(k)) for _, _, data in views)] for k in kinds]
+    out.append(format_table(by_kind))
+    return "\n".join(out)
+
+
+def format_curve(curve: list[dict[str, Any]]) -> str:
+    """The sparsity curve as a table: τ, the updates reverted (s_τ, in its view), Pass@1, greedy."""
+    view = curve[0].get("view", "stored") if curve else "stored"
+    rows = [["τ", f"s_τ ({view})", "reverted", "pass@1", "greedy"]]
+    rows += [
+        [
+            f"{p['tau']:g}",
+            _percent(p.get("s_tau")),
+            f"{p.get('reverted', 0):,}",
+            _percent(p.get("pass@1")),
+            _percent(p.get("greedy")),
+        ]
+        for p in curve
+    ]
+    return "\nsparsity curve (Pass@1 of the thresholded checkpoints)\n" + format_table(rows)

@@ -1,0 +1,159 @@
+"""Magnitude-thresholded checkpoints: every update with |Δθ| ≤ τ reverted to the starting value.
+
+    θ_τ = θ_0 + Δθ · 1[|Δθ| > τ],   written as  θ_τ,i = θ_i if |Δθ_i| > τ else θ_0,i
+
+The second form is what is computed (``torch.where``), so each exported coordinate equals bit for
+bit either the checkpoint's value or the base's, cast to the checkpoint's served dtype (for an
+es-lightning checkpoint that is exactly its ``model.safetensors``: fp32 master cast once). The
+decision |Δθ| > τ is taken in the ``stored`` view (fp32 master against the base) by default, or in
+the ``bf16`` view (both rounded to bfloat16 first). Evaluating θ_τ for several τ gives the paper's
+Figure 4: accuracy stays while most updates are reverted.
+
+``folder`` is a plain HF model folder: the checkpoint's config and tokenizer files, the weights in
+its served dtype (``model.safetensors``, sharded past 4 GiB) and ``thresholded.json`` saying how it
+was made. Tensors stream one at a time; the folder is written under a temporary name and renamed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from es_lightning.analysis.delta import View, in_view, weight_delta
+from es_lightning.analysis.pair import TensorSpec, tensor_specs
+from es_lightning.checkpoint import (
+    CALLBACKS_FILE,
+    HPARAMS_FILE,
+    STATE_FILE,
+    WeightIndex,
+    iter_weights,
+    served_files,
+    write_weights,
+)
+
+SAFETENSORS_DTYPES = {
+    "BF16": torch.bfloat16,
+    "F16": torch.float16,
+    "F32": torch.float32,
+    "F64": torch.float64,
+}
+_NOT_COPIED = {STATE_FILE, HPARAMS_FILE, CALLBACKS_FILE}
+_WEIGHT_SUFFIXES = (".safetensors", ".safetensors.index.json", ".bin", ".bin.index.json", ".pt", ".pth")
+
+
+def export_folder_name(tau: float) -> str:
+    """``thresholded-0.001`` for τ = 1e-3."""
+    return f"thresholded-{tau:g}"
+
+
+def served_dtype(specs: dict[str, TensorSpec]) -> torch.dtype:
+    """The floating dtype most of a model's served tensors have (``specs`` from their headers)."""
+    counts = Counter(dtype for _, dtype in specs.values() if dtype in SAFETENSORS_DTYPES)
+    if not counts:
+        raise ValueError("no floating-point tensors in the served weights")
+    return SAFETENSORS_DTYPES[counts.most_common(1)[0][0]]
+
+
+def copy_model_meta(source: Path, target: Path) -> None:
+    """Copy ``source``'s top-level config and tokenizer files (not weights, not training state)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for item in sorted(Path(source).iterdir()):
+        if item.is_file() and item.name not in _NOT_COPIED and not item.name.endswith(_WEIGHT_SUFFIXES):
+            shutil.copy2(item, target / item.name)
+
+
+def export_thresholded(
+    base: WeightIndex,
+    checkpoint_files: Sequence[str],
+    meta_folder: Path,
+    tau: float,
+    folder: Path,
+    serving_dtype: torch.dtype,
+    view: View = "stored",
+    provenance: dict[str, Any] | None = None,
+    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+) -> dict[str, Any]:
+    """Write θ_τ to ``folder`` and return its counts.
+
+    Args:
+        base: θ_0 by name.
+        checkpoint_files: the checkpoint's stored weights (θ), e.g. its fp32 master.
+        meta_folder: the folder whose config and tokenizer files are copied.
+        tau: the threshold τ > 0.
+        folder: the HF folder to write (replaced if it exists).
+        serving_dtype: dtype of the written ``model.safetensors``.
+        view: where |Δθ| > τ is decided: ``stored`` or ``bf16``.
+        provenance: extra fields for ``thresholded.json`` (e.g. the base and checkpoint paths).
+        progress: an optional callable wrapping the tensor iterator (a progress bar).
+
+    Returns:
+        ``{"tau", "folder", "view", "numel", "nonzero", "kept", "reverted", "s_tau"}`` where
+        ``reverted`` counts the changed coordinates set back (0 < |Δθ| ≤ τ) and s_τ = reverted /
+        nonzero (``None`` when nothing changed).
+    """
+    if not tau > 0:
+        raise ValueError(f"--export_thresholded: τ must be > 0, got {tau}")
+    counts = {"numel": 0, "nonzero": 0, "kept": 0}
+
+    def thresholded() -> Iterator[tuple[str, torch.Tensor]]:
+        stream = iter_weights(checkpoint_files)
+        for name, theta in progress(stream) if progress else stream:
+            theta0 = base.get(name)
+            magnitude = weight_delta(in_view(theta0, view), in_view(theta, view), name).abs()
+            keep = magnitude > torch.tensor(tau, dtype=magnitude.dtype)
+            counts["numel"] += magnitude.numel()
+            counts["nonzero"] += int((magnitude > 0).sum().item())
+            counts["kept"] += int(keep.sum().item())
+            yield name, torch.where(keep, theta, theta0)
+
+    folder = Path(folder)
+    tmp = folder.with_name(f".tmp-{folder.name}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    copy_model_meta(meta_folder, tmp)
+    write_weights(tmp, thresholded(), serving_dtype, None)
+    reverted = counts["nonzero"] - counts["kept"]
+    record = {
+        "tau": tau,
+        "folder": str(folder),
+        "view": view,
+        **counts,
+        "reverted": reverted,
+        "s_tau": reverted / counts["nonzero"] if counts["nonzero"] else None,
+    }
+    written = {**(provenance or {}), **record, "serving_dtype": str(serving_dtype).removeprefix("torch.")}
+    (tmp / "thresholded.json").write_text(json.dumps(written, indent=2))
+    if folder.exists():
+        shutil.rmtree(folder)
+    tmp.rename(folder)
+    return record
+
+
+def export_all(
+    taus: Sequence[float],
+    base: WeightIndex,
+    checkpoint_files: Sequence[str],
+    checkpoint_folder: Path,
+    root: Path,
+    view: View = "stored",
+    keep: bool = True,
+    provenance: dict[str, Any] | None = None,
+    bar: Callable[[str], Callable[[Iterable[Any]], Iterable[Any]]] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Export θ_τ for each τ into ``root/thresholded-<tau>/`` lazily, one after another, in the
+    checkpoint's served dtype; yields each record (:func:`export_thresholded`). With ``keep=False``
+    each folder is deleted when the consumer asks for the next one (after evaluating it)."""
+    serving = served_dtype(tensor_specs(served_files(checkpoint_folder)))
+    for tau in taus:
+        folder = Path(root) / export_folder_name(tau)
+        progress = bar(f"export τ={tau:g}") if bar else None
+        yield export_thresholded(
+            base, checkpoint_files, checkpoint_folder, tau, folder, serving, view, provenance, progress
+        )
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)

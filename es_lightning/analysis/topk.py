@@ -1,0 +1,108 @@
+"""The k largest updates |Δθ_i| over the whole model, and which kinds of parameter hold them.
+
+Streaming: each tensor contributes its own top k (``torch.topk``), merged into a running list of
+at most k coordinates, so the model is never concatenated. Only changed coordinates (|Δθ_i| > 0)
+are candidates; the list is shorter than k when fewer changed.
+
+Ties are broken deterministically, independent of the order tensors arrive in: by |Δθ| descending,
+then parameter name ascending, then flat index (row-major) ascending. That is the order of a stable
+``np.argsort(-|Δθ|)`` over the tensors' flattened updates concatenated in name order.
+
+Each entry is ``{"name", "kind", "layer", "index", "position", "delta", "abs_delta"}`` (``index``
+is the flat index into the tensor, ``position`` the same as a multi-index); ``top_k_by_kind``
+counts the entries per kind (every kind seen in the model, zeros included).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from es_lightning.analysis.delta import weight_delta
+from es_lightning.analysis.kinds import KINDS, layer_index, parameter_kind
+
+_CHUNK = 1 << 24
+_Entry = tuple[float, str, int, float]  # (-|Δθ|, name, flat index, Δθ): sorts in the order above
+
+
+class TopKAccumulator:
+    """A running top-k of |Δθ| coordinates across tensors.
+
+    Args:
+        k: how many coordinates to keep (>= 1).
+    """
+
+    def __init__(self, k: int) -> None:
+        if k < 1:
+            raise ValueError(f"--top_k must be >= 1, got {k}")
+        self.k = k
+        self.entries: list[_Entry] = []
+        self.shapes: dict[str, tuple[int, ...]] = {}
+
+    def add(
+        self, name: str, theta0: torch.Tensor, theta: torch.Tensor, delta: torch.Tensor | None = None
+    ) -> None:
+        """Offer tensor ``name``'s largest updates (from ``theta0`` and ``theta``, or ``delta``)."""
+        delta = weight_delta(theta0, theta, name) if delta is None else delta
+        self.shapes[name] = tuple(delta.shape)
+        flat = delta.detach().reshape(-1)
+        magnitude = flat.abs()
+        if len(self.entries) == self.k and flat.numel() and magnitude.max().item() < -self.entries[-1][0]:
+            return  # nothing here beats the current k-th
+        index = top_indices(magnitude, self.k)
+        values = flat[index].tolist()
+        new = [(-abs(v), name, i, v) for i, v in zip(index.tolist(), values)]
+        self.entries = sorted(self.entries + new)[: self.k]
+
+    def merge(self, other: TopKAccumulator) -> TopKAccumulator:
+        """Merge ``other``'s top list (e.g. another rank's tensors); returns ``self``."""
+        self.shapes.update(other.shapes)
+        self.entries = sorted(self.entries + other.entries)[: self.k]
+        return self
+
+    def result(self) -> dict[str, Any]:
+        """``{"top_k": [entry, ...] (largest first), "top_k_by_kind": {kind: count}}``."""
+        top = [
+            {
+                "name": name,
+                "kind": parameter_kind(name),
+                "layer": layer_index(name),
+                "index": index,
+                "position": _unravel(index, self.shapes[name]),
+                "delta": delta,
+                "abs_delta": -negative,
+            }
+            for negative, name, index, delta in self.entries
+        ]
+        seen = {parameter_kind(name) for name in self.shapes}
+        by_kind = {kind: 0 for kind in KINDS if kind in seen}
+        for entry in top:
+            by_kind[entry["kind"]] += 1
+        return {"top_k": top, "top_k_by_kind": by_kind}
+
+
+def top_indices(magnitude: torch.Tensor, k: int) -> torch.Tensor:
+    """Flat indices of the ≤ k largest positive values of 1-D ``magnitude``, ties to the lower index."""
+    positive = int((magnitude > 0).sum().item())
+    count = min(k, positive)
+    if count == 0:
+        return torch.zeros(0, dtype=torch.long, device=magnitude.device)
+    kth = torch.topk(magnitude, count, sorted=True).values[-1]  # > 0
+    above = (magnitude > kth).nonzero().reshape(-1)  # fewer than `count`
+    need, ties = count - above.numel(), []
+    for start in range(0, magnitude.numel(), _CHUNK):  # the first `need` ties in index order
+        if need == 0:
+            break
+        found = (magnitude[start : start + _CHUNK] == kth).nonzero().reshape(-1)[:need] + start
+        ties.append(found)
+        need -= found.numel()
+    return torch.cat([above, *ties])
+
+
+def _unravel(index: int, shape: tuple[int, ...]) -> list[int]:
+    position = []
+    for size in reversed(shape):
+        index, rest = divmod(index, size)
+        position.append(rest)
+    return position[::-1]

@@ -1,0 +1,41 @@
+"""Member rewards on fixed rollouts: one set of responses, re-scored under every member's weights.
+
+By default each ES member generates its own responses ("regenerated" rollouts), so its reward R_i
+carries the sampling noise of its own responses. With ``member_rollouts: fixed`` the centre θ
+samples the responses y once per update (reward r(y) from the verifier, log-likelihood
+ℓ_θ(y) = Σ_t log π_θ(y_t | ·) at temperature 1), and member i's reward is the self-normalised
+importance-weighted reward of those same responses under θ + σε_i:
+
+    w_i(y) = exp(ℓ_{θ+σε_i}(y) − ℓ_θ(y)),   w̃_i(y) = w_i(y) · K / Σ_y' w_i(y')   (K responses)
+    R_i    = (1/K) Σ_y w̃_i(y) r(y)
+
+a smooth function of the member's weights with no sampling noise of its own: the setting in which
+antithetic pairs can cancel noise (the κ_pair diagnostic's "fixed rollouts" case).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def importance_weights(member_logps: np.ndarray, centre_logps: np.ndarray) -> np.ndarray:
+    """w̃_i(y) for K responses from their sequence log-likelihoods (shape (K,)); mean 1."""
+    member_logps = np.asarray(member_logps, dtype=np.float64)
+    centre_logps = np.asarray(centre_logps, dtype=np.float64)
+    if member_logps.shape != centre_logps.shape or member_logps.ndim != 1 or member_logps.size == 0:
+        raise ValueError(
+            f"importance_weights: need two equal 1-D arrays, got {member_logps.shape} and {centre_logps.shape}"
+        )
+    log_w = member_logps - centre_logps
+    w = np.exp(log_w - log_w.max())
+    return w * (w.size / w.sum())
+
+
+def rescored_rewards(
+    weights: np.ndarray, values: np.ndarray, prompt_of: np.ndarray, n_prompts: int
+) -> tuple[float, np.ndarray]:
+    """(R_i, per-prompt means of w̃·value) for responses of prompts ``prompt_of`` (shape (K,))."""
+    weighted = np.asarray(weights, dtype=np.float64) * np.asarray(values, dtype=np.float64)
+    per_prompt = np.bincount(prompt_of, weights=weighted, minlength=n_prompts)
+    counts = np.bincount(prompt_of, minlength=n_prompts)
+    return float(weighted.mean()), per_prompt / np.maximum(counts, 1)

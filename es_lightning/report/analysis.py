@@ -1,0 +1,169 @@
+"""Weight drift of each method: ``es-lightning analyze`` on the final checkpoints, then over seeds.
+
+For every method in ``drift.methods`` and every seed, ``es-lightning analyze --base <starting model>
+--checkpoint <final checkpoint>`` writes ``analysis/<method>/seed<k>.json`` (reused when present)::
+
+    {"rel_l2", "rel_l2_by_kind": {kind: x}, "nonzero", "sparsity": {"<tau>": s_tau},
+     "top_k": [...], "top_k_by_kind": {kind: count}, ["sparsity_curve": [{"tau", "s_tau", "pass@1", ...}]]}
+
+:func:`collect_drift` turns these into means ± sd over seeds, the rel-L2 ratio of ``drift.ratio``
+(paired by seed) and, where no analysis exists, falls back to the last ``drift/rel_l2`` a drift
+callback logged in ``metrics.jsonl``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from es_lightning.report.config import ReportPlan, split_overrides
+from es_lightning.report.readers import final_checkpoint, read_json, read_series, starting_model
+from es_lightning.report.runs import run_logged, tail
+from es_lightning.report.stats import paired_ratio, stat, stat_json
+
+
+def analysis_file(plan: ReportPlan, method: str, seed: int) -> Path:
+    return plan.analysis_dir / method / f"seed{seed}.json"
+
+
+def _wants_curve(plan: ReportPlan, method: str) -> bool:
+    drift = plan.drift
+    active = not plan.quick or drift.quick_sparsity_curve
+    return (
+        active
+        and method in drift.sparsity_curve_methods
+        and bool(drift.export_thresholded)
+        and bool(drift.evaluate)
+    )
+
+
+def analyze_command(plan: ReportPlan, run_dir: Path, output: Path, curve: bool) -> list[str] | str:
+    """The ``es-lightning analyze`` command for one run, or why there is none."""
+    checkpoint = final_checkpoint(run_dir)
+    base = plan.drift.base_model or starting_model(run_dir)
+    if checkpoint is None:
+        return f"no checkpoint in {run_dir}"
+    if base is None:
+        return f"no starting model (module.model in {run_dir}/config.yaml; or set drift.base_model)"
+    argv = [sys.executable, "-m", "es_lightning", "analyze", "--base", base, "--checkpoint", str(checkpoint)]
+    argv += ["--taus", ",".join(f"{t:g}" for t in plan.drift.taus), "--top_k", str(plan.drift.top_k)]
+    if curve:
+        argv += ["--export_thresholded", ",".join(f"{t:g}" for t in plan.drift.export_thresholded)]
+        argv += ["--evaluate", str(plan.drift.evaluate)]
+    return [*argv, "--output", str(output), *split_overrides(plan.drift.extra_args)]
+
+
+def run_analyses(
+    plan: ReportPlan, finished: dict[str, dict[int, Path]], launch: bool
+) -> list[dict[str, Any]]:
+    """Analyse each finished run of ``drift.methods`` (``finished``: ``{method: {seed: run dir}}``);
+    returns one record per analysis: name, status (reused/finished/failed/missing), error, log."""
+    records = []
+    for method in plan.drift.methods if plan.drift.enabled else []:
+        for seed, run_dir in sorted(finished.get(method, {}).items()):
+            out, curve = analysis_file(plan, method, seed), _wants_curve(plan, method)
+            name, data = f"analyze/{method}/seed{seed}", read_json(analysis_file(plan, method, seed))
+            if isinstance(data, dict) and (not curve or "sparsity_curve" in data):
+                records.append({"name": name, "status": "reused"})
+                continue
+            argv = analyze_command(plan, run_dir, out, curve)
+            if isinstance(argv, str) or not launch:
+                status, error = ("failed", argv) if isinstance(argv, str) else ("missing", "not run")
+                records.append({"name": name, "status": status, "error": error})
+                continue
+            print(f"[report] analysing {name}", flush=True)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            log, start = out.with_suffix(".log"), time.perf_counter()
+            code = run_logged(argv, log)
+            ok = code == 0 and isinstance(read_json(out), dict)
+            records.append(
+                {
+                    "name": name,
+                    "status": "finished" if ok else "failed",
+                    "returncode": code,
+                    "seconds": round(time.perf_counter() - start, 1),
+                    "log": str(log),
+                    "error": None if ok else f"exit code {code}\n{tail(log)}",
+                }
+            )
+    return records
+
+
+def _tau_key(plan: ReportPlan, key: str) -> str | None:
+    """A τ key of the analysis (``"0.0015"``, ``"1.5e-3"``) as ``f"{tau:g}"`` of the configured τ."""
+    try:
+        value = float(key)
+    except ValueError:
+        return None
+    tau = next((t for t in plan.drift.taus if abs(t - value) <= 1e-9 * max(1.0, abs(t))), value)
+    return f"{tau:g}"
+
+
+def _by_seed(files: dict[int, dict[str, Any]], get: Any) -> dict[int, float]:
+    """``{seed: get(analysis)}`` for the seeds where it is a number."""
+    return {s: float(v) for s, d in files.items() if isinstance(v := get(d), int | float)}
+
+
+def _per_key(files: dict[int, dict[str, Any]], field: str, missing: float | None = None) -> dict[str, Any]:
+    """``{key: Stat over seeds}`` of a ``{key: number}`` field (``missing`` for a seed without the key)."""
+    keys = sorted({k for d in files.values() for k in d.get(field, {})})
+    return {
+        k: stat_json(stat(_by_seed(files, lambda d, k=k: d.get(field, {}).get(k, missing)))) for k in keys
+    }
+
+
+def _method_drift(plan: ReportPlan, files: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """One method's drift over seeds: rel-L2 (overall and by kind), s_τ, top-k kinds, the curve."""
+    for data in files.values():  # τ keys as the configured τ, so seeds line up
+        sparsity = {_tau_key(plan, k): v for k, v in data.get("sparsity", {}).items()}
+        data["sparsity"] = {k: v for k, v in sparsity.items() if k is not None}
+    curve: dict[str, dict[str, list[float]]] = {}
+    for data in files.values():
+        for point in data.get("sparsity_curve", []):
+            for key, value in point.items():
+                if key != "tau" and isinstance(value, int | float):
+                    curve.setdefault(f"{float(point['tau']):g}", {}).setdefault(key, []).append(float(value))
+    tops = {
+        str(s): max(d["top_k_by_kind"], key=d["top_k_by_kind"].get)
+        for s, d in files.items()
+        if d.get("top_k_by_kind")
+    }
+    return {
+        "source": "analyze",
+        "rel_l2": stat_json(stat(_by_seed(files, lambda d: d.get("rel_l2")))),
+        "rel_l2_by_kind": _per_key(files, "rel_l2_by_kind"),
+        "sparsity": dict(sorted(_per_key(files, "sparsity").items(), key=lambda item: float(item[0]))),
+        "top_k_by_kind": _per_key(files, "top_k_by_kind", missing=0),
+        "top_kind_by_seed": dict(sorted(tops.items())),
+        "sparsity_curve": {
+            tau: {key: stat_json(stat(values)) for key, values in metrics.items()}
+            for tau, metrics in sorted(curve.items(), key=lambda item: float(item[0]))
+        },
+    }
+
+
+def collect_drift(plan: ReportPlan, finished: dict[str, dict[int, Path]]) -> dict[str, Any]:
+    """``{"methods": {method: drift numbers}, "ratio": {...} | None}`` from the analysis files
+    (or the runs' last logged ``drift/rel_l2``)."""
+    methods: dict[str, Any] = {}
+    rel: dict[str, dict[int, float]] = {}
+    for method in plan.drift.methods if plan.drift.enabled else []:
+        seeds = finished.get(method, {})
+        files = {s: d for s in seeds if isinstance(d := read_json(analysis_file(plan, method, s)), dict)}
+        if files:
+            methods[method] = _method_drift(plan, files)
+            rel[method] = _by_seed(files, lambda d: d.get("rel_l2"))
+            continue
+        logged = {
+            s: series[-1][1] for s, d in seeds.items() if (series := read_series(d).get("drift/rel_l2"))
+        }
+        if logged:
+            methods[method] = {"source": "metrics.jsonl", "rel_l2": stat_json(stat(logged))}
+            rel[method] = logged
+    ratio = None
+    if len(plan.drift.ratio) == 2 and all(m in rel for m in plan.drift.ratio):
+        a, b = plan.drift.ratio
+        ratio = {"numerator": a, "denominator": b, "value": stat_json(paired_ratio(rel[a], rel[b]))}
+    return {"methods": methods, "ratio": ratio, "taus": [f"{t:g}" for t in plan.drift.taus]}

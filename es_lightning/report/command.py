@@ -1,0 +1,235 @@
+"""``es-lightning report``: run (or reuse) every method and ablation, then write the report.
+
+    es-lightning report --config recipes/report_cpu.yaml --quick --output_dir runs/report_quick
+    es-lightning report --config recipes/report_cpu.yaml --seeds 3 --output_dir runs/report_cpu
+
+Steps: plan the runs (:mod:`~es_lightning.report.runs`), launch the unfinished ones one after
+another, analyse the final checkpoints (:mod:`~es_lightning.report.analysis`), collect the numbers
+(:mod:`~es_lightning.report.collect`), judge the paper's claims (:mod:`~es_lightning.report.claims`),
+draw the figures and write ``report.json`` and ``REPORT.md`` into ``output_dir``. Running the same
+command again reuses every finished run and retries the failed ones.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from es_lightning.report.config import Ablation, CurveSettings, DriftSettings, ReportPlan, split_overrides
+
+if TYPE_CHECKING:
+    from es_lightning.report.runs import RunOutcome
+
+RunDirs = dict[str, dict[int, Path]]
+"""``{method: {seed: run folder}}``."""
+
+
+def build_plan(
+    methods: dict[str, str],
+    output_dir: Path,
+    quick: bool = False,
+    seeds: int | None = None,
+    first_seed: int = 0,
+    overrides: list[str] | None = None,
+    quick_overrides: list[str] | None = None,
+    **settings: Any,
+) -> ReportPlan:
+    """The resolved plan: ``seeds`` defaults to 3 (1 with ``quick``); quick overrides appended."""
+    count = seeds if seeds is not None else (1 if quick else 3)
+    if count < 1:
+        raise ValueError(f"report: seeds must be >= 1, got {count}")
+    tokens = split_overrides(overrides) + (split_overrides(quick_overrides) if quick else [])
+    settings = {k: v for k, v in settings.items() if v is not None}
+    return ReportPlan(
+        output_dir=Path(output_dir),
+        methods=dict(methods),
+        seeds=[first_seed + i for i in range(count)],
+        overrides=tokens,
+        quick=quick,
+        **settings,
+    )
+
+
+def _command() -> str | None:
+    """The ``es-lightning ...`` command line when this process is one (for REPORT.md)."""
+    program = Path(sys.argv[0]) if sys.argv else Path()
+    ours = program.name == "es-lightning" or (
+        program.name == "__main__.py" and program.parent.name == "es_lightning"
+    )
+    return shlex.join(["es-lightning", *sys.argv[1:]]) if ours else None
+
+
+def _finished(outcomes: list[RunOutcome]) -> tuple[RunDirs, dict[str, RunDirs]]:
+    """``({method: {seed: dir}}, {ablation: {label: {seed: dir}}})`` of the runs that finished."""
+    methods: RunDirs = {}
+    ablations: dict[str, RunDirs] = {}
+    for outcome in outcomes:
+        spec = outcome.spec
+        if not outcome.ok or spec.group == "base":
+            continue
+        if spec.label is None:
+            methods.setdefault(spec.group, {})[spec.seed] = spec.run_dir
+        else:
+            ablations.setdefault(spec.group, {}).setdefault(spec.label, {})[spec.seed] = spec.run_dir
+    return methods, ablations
+
+
+def build_report(
+    plan: ReportPlan, outcomes: list[RunOutcome], analyses: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Collect every number from the finished runs and judge the claims (no files written)."""
+    from es_lightning.report.analysis import collect_drift
+    from es_lightning.report.claims import build_claims
+    from es_lightning.report.collect import (
+        choose_task,
+        collect_ablations,
+        collect_curves,
+        collect_evaluations,
+        collect_pareto,
+    )
+    from es_lightning.report.readers import run_updates
+
+    methods, ablations = _finished(outcomes)
+    base = next((o.spec.run_dir for o in outcomes if o.spec.group == "base" and o.ok), None)
+    task = choose_task(
+        plan, {**methods, **{f"{a}/{v}": d for a, vs in ablations.items() for v, d in vs.items()}}
+    )
+    config = asdict(plan)
+    config["output_dir"] = str(plan.output_dir)
+    runs = [o.to_json() for o in outcomes] + analyses
+    report: dict[str, Any] = {
+        "command": _command(),
+        "config": config,
+        "runs": runs,
+        "failures": [r for r in runs if r["status"] in ("failed", "missing")],
+        "budgets": {m: run_updates(next(iter(d.values()))) for m, d in methods.items()},
+    }
+    report["evaluations"] = collect_evaluations(plan, methods, base, task)
+    report["pareto"] = collect_pareto(plan, report["evaluations"])
+    report["curves"] = collect_curves(plan, methods)
+    report["drift"] = collect_drift(plan, methods)
+    report["ablations"] = collect_ablations(plan, ablations, task, plan.ablation_ks)
+    report["claims"] = build_claims(report)
+    return report
+
+
+def write_report(report: dict[str, Any], output_dir: Path) -> Path:
+    """Draw the figures, then write ``report.json`` and ``REPORT.md``; returns REPORT.md's path."""
+    from es_lightning.report.figures import make_figures
+    from es_lightning.report.markdown import render
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    report["figures"], report["skipped_figures"] = make_figures(report, output_dir)
+    (output_dir / "report.json").write_text(json.dumps(report, indent=2))
+    path = output_dir / "REPORT.md"
+    path.write_text(render(report))
+    return path
+
+
+def run_report(
+    methods: dict[str, str],
+    output_dir: Path = Path("runs/report"),
+    quick: bool = False,
+    seeds: int | None = None,
+    first_seed: int = 0,
+    base: str | None = None,
+    task: str | None = None,
+    overrides: list[str] | None = None,
+    quick_overrides: list[str] | None = None,
+    ks: list[int] | None = None,
+    pareto_ks: list[int] | None = None,
+    ablation_ks: list[int] | None = None,
+    frontier_methods: list[str] | None = None,
+    reward_window: int = 5,
+    curves: CurveSettings = CurveSettings(),  # noqa: B008  (jsonargparse lists its fields in --help)
+    drift: DriftSettings = DriftSettings(),  # noqa: B008
+    ablations: dict[str, Ablation] | None = None,
+    launch: bool = True,
+    run_timeout_s: float | None = None,
+) -> dict[str, Any]:
+    """Compare base, ES, GRPO and the sequential pipelines on one budget and write REPORT.md.
+
+    Args:
+        methods: ``{name: es-lightning fit recipe}``; the report expects ``es``, ``grpo``,
+            ``es_then_grpo``, ``grpo_then_es`` (others are tabulated and plotted too).
+        output_dir: where ``REPORT.md``, ``report.json``, the PNG figures, ``runs/`` and
+            ``analysis/`` go; finished runs already there are reused.
+        quick: one seed and the ``quick_overrides`` / ``quick_values`` (reduced sizes).
+        seeds: seeds per method and ablation value (default 3; 1 with ``quick``).
+        first_seed: the seeds are ``first_seed, first_seed + 1, ...`` (``--trainer.seed``).
+        base: an ``es-lightning evaluate`` recipe for the starting model; default: the runs'
+            own ``eval/before.json``.
+        task: the evaluated task reported (default: the first in the evaluation files).
+        overrides: CLI overrides for every run, e.g. ``["--trainer.accelerator cpu"]``.
+        quick_overrides: CLI overrides added with ``quick``, e.g. ``["--trainer.max_steps 6",
+            "--evaluation.limit 50"]``.
+        ks: the K of the Pass@K table (default 1, 2, 4, 8, 16, 32; those evaluated are shown).
+        pareto_ks: one Pareto plot of Pass@1 against Pass@K per K (default 16, 32).
+        ablation_ks: the Pass@K reported per ablation value (default 1, 16).
+        frontier_methods: the single-optimizer points whose frontier is dashed (default base,
+            es, grpo); the other methods are the sequential ones.
+        reward_window: an ablation run's final reward is the mean of its last this many
+            ``train/reward_mean`` values.
+        curves: which methods and ``k`` the entropy and held-out curves show.
+        drift: ``es-lightning analyze`` settings (τ values, top-k, the sparsity curve).
+        ablations: ``{name: ablation}``, each a recipe swept over a parameter's values or over
+            named variants (see :class:`~es_lightning.report.config.Ablation`).
+        launch: run what is missing (``false``: only report on the finished runs found).
+        run_timeout_s: a run taking longer is stopped and recorded as failed.
+
+    Returns:
+        The report (the content of ``report.json``).
+    """
+    plan = build_plan(
+        methods,
+        output_dir,
+        quick,
+        seeds,
+        first_seed,
+        overrides,
+        quick_overrides,
+        base=base,
+        task=task,
+        ks=ks,
+        pareto_ks=pareto_ks,
+        ablation_ks=ablation_ks,
+        frontier_methods=frontier_methods,
+        reward_window=reward_window,
+        curves=curves,
+        drift=drift,
+        ablations=ablations,
+    )
+    from es_lightning.report.analysis import run_analyses
+    from es_lightning.report.runs import plan_runs, run_all
+
+    print(f"[report] {len(plan.seeds)} seed(s), output {plan.output_dir}", flush=True)
+    outcomes = run_all(plan_runs(plan), launch=launch, timeout_s=run_timeout_s)
+    analyses = run_analyses(plan, _finished(outcomes)[0], launch)
+    report = build_report(plan, outcomes, analyses)
+    path = write_report(report, plan.output_dir)
+    failed = len(report["failures"])
+    print(
+        f"[report] written: {path}"
+        + (f" ({failed} run(s) or analyses failed or not run; see REPORT.md)" if failed else ""),
+        flush=True,
+    )
+    return report
+
+
+def report_parser() -> Any:
+    """The ``report`` subcommand's parser: ``--config`` plus :func:`run_report`'s arguments, with
+    ``--quick`` as a flag (``--quick`` / ``--no_quick``, or ``quick: true`` in the YAML)."""
+    from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser, set_parsing_settings
+
+    set_parsing_settings(docstring_parse_attribute_docstrings=True)  # dataclass field docstrings -> --help
+    parser = ArgumentParser(description=run_report.__doc__.split("\n")[0])
+    parser.add_argument("--config", action=ActionConfigFile, help="Report recipe (recipes/report_*.yaml).")
+    parser.add_function_arguments(run_report, fail_untyped=False, skip={"quick"})
+    parser.add_argument(
+        "--quick", action=ActionYesNo, default=False, help="One seed and the quick overrides / values."
+    )
+    return parser

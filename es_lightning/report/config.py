@@ -1,0 +1,159 @@
+"""The report's settings: the ``ablations:``, ``curves:`` and ``drift:`` blocks of a report recipe.
+
+The top-level keys (``methods``, ``seeds``, ``quick``, ...) are the arguments of
+:func:`~es_lightning.report.command.run_report`; the grouped ones are the dataclasses below, whose
+field docstrings are the ``--help`` text. :class:`ReportPlan` is the resolved form every other
+module reads (quick mode applied, seeds listed, overrides split into CLI tokens).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+AblationValue = int | float | str
+
+DEFAULT_TAUS = [1e-4, 5e-4, 1e-3, 1.5e-3, 5e-3]
+
+
+@dataclass
+class Ablation:
+    """One swept setting: a recipe, a parameter path and its values (and/or named variants).
+
+    The honest reading looks for ablations named ``population_size`` (numeric values),
+    ``normalization`` (``zscore``, ``rank``, ``none``), ``estimator`` (``one_point``,
+    ``antithetic``) and ``kappa_pair`` (variants with a ``reference`` value each); any other
+    ablation is tabulated and plotted the same way.
+    """
+
+    recipe: str
+    """The ``es-lightning fit`` recipe every run of the ablation starts from."""
+    parameter: str | None = None
+    """The swept option as a CLI path, e.g. ``strategy.init_args.population_size``."""
+    values: list[AblationValue] = field(default_factory=list)
+    """Values of ``parameter``; run ``v`` adds ``--{parameter} {v}`` and is labelled ``v``."""
+    variants: dict[str, list[str]] = field(default_factory=dict)
+    """Named sets of CLI overrides (several options at once), e.g. ``{common_sigma1e-3:
+    ["--strategy.init_args.sigma 1e-3"]}``; run ``name`` is labelled ``name``."""
+    overrides: list[str] = field(default_factory=list)
+    """CLI overrides added to every run of this ablation (after the report-wide ones)."""
+    quick_values: list[AblationValue] | None = None
+    """Values run in ``--quick`` mode (default: all of ``values``)."""
+    quick_variants: list[str] | None = None
+    """Variant names run in ``--quick`` mode (default: all of ``variants``)."""
+    seeds: int | None = None
+    """Seeds per value (default: the report's ``seeds``)."""
+    reference: dict[str, float] = field(default_factory=dict)
+    """The paper's value per label (e.g. κ_pair 1.9870), shown next to the measured one."""
+
+    def __post_init__(self) -> None:
+        if not self.values and not self.variants:
+            raise ValueError(f"ablation on {self.recipe}: give `values` (with `parameter`) or `variants`")
+        if self.values and not self.parameter:
+            raise ValueError(f"ablation on {self.recipe}: `values` need a `parameter` to set")
+        labels = [value_label(v) for v in self.values] + list(self.variants)
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"ablation on {self.recipe}: labels repeat: {labels}")
+        if self.seeds is not None and self.seeds < 1:
+            raise ValueError(f"ablation on {self.recipe}: seeds must be >= 1, got {self.seeds}")
+
+    def runs(self, quick: bool) -> dict[str, list[str]]:
+        """``{label: CLI override tokens}`` of the runs, in order (``quick`` keeps the quick subset)."""
+        values = self.values if not quick or self.quick_values is None else self.quick_values
+        variants = self.variants if not quick or self.quick_variants is None else self.quick_variants
+        flag = "--" + (self.parameter or "").lstrip("-")
+        out = {value_label(v): [flag, value_label(v)] for v in values}
+        for name in variants:
+            if name not in self.variants:
+                raise ValueError(f"ablation on {self.recipe}: quick variant {name!r} is not in `variants`")
+            out[name] = split_overrides(self.variants[name])
+        return out
+
+
+@dataclass
+class CurveSettings:
+    """Token entropy and held-out Pass@K over training, from the runs' ``metrics.jsonl``."""
+
+    methods: list[str] = field(default_factory=lambda: ["es", "grpo"])
+    """Methods drawn in ``entropy.png`` and ``heldout.png``."""
+    heldout_ks: list[int] = field(default_factory=lambda: [1, 16])
+    """The ``k`` of the ``heldout/<task>/pass@<k>`` curves drawn."""
+
+
+@dataclass
+class DriftSettings:
+    """Weight drift from ``es-lightning analyze`` on each run's final checkpoint."""
+
+    enabled: bool = True
+    """Run ``es-lightning analyze`` (its JSON is reused when present)."""
+    methods: list[str] = field(default_factory=lambda: ["es", "grpo", "es_then_grpo", "grpo_then_es"])
+    """Methods whose final checkpoints are analysed against the starting model."""
+    ratio: list[str] = field(default_factory=lambda: ["es", "grpo"])
+    """``[a, b]``: report rel-L2(a) / rel-L2(b) per seed (the paper: ES ≈ 40× GRPO)."""
+    taus: list[float] = field(default_factory=lambda: list(DEFAULT_TAUS))
+    """τ of the s_τ table (share of parameters with |Δ| ≤ τ)."""
+    top_k: int = 100
+    """Largest updates attributed to layer kinds."""
+    base_model: str | None = None
+    """The starting model analysed against (default: ``module.model`` of the run's config.yaml)."""
+    sparsity_curve_methods: list[str] = field(default_factory=lambda: ["es"])
+    """Methods whose thresholded exports are evaluated (needs ``export_thresholded`` and ``evaluate``)."""
+    export_thresholded: list[float] = field(default_factory=list)
+    """τ at which small updates are zeroed, exported and evaluated (the sparsity curve)."""
+    evaluate: str | None = None
+    """Task the thresholded exports are evaluated on."""
+    quick_sparsity_curve: bool = False
+    """Also evaluate thresholded exports in ``--quick`` mode."""
+    extra_args: list[str] = field(default_factory=list)
+    """More ``es-lightning analyze`` arguments, e.g. ``["--device cpu"]``."""
+
+
+def value_label(value: AblationValue) -> str:
+    """The label (and folder name) of an ablation value: ``8``, ``0.001``, ``zscore``."""
+    return str(value).replace("/", "_")
+
+
+def split_overrides(overrides: list[str] | None) -> list[str]:
+    """``["--trainer.max_steps 6", "--evaluation.limit 50"]`` → CLI tokens (shell quoting kept)."""
+    return [token for item in overrides or [] for token in shlex.split(str(item))]
+
+
+@dataclass
+class ReportPlan:
+    """The resolved report: what to run, where, and how to read it."""
+
+    output_dir: Path
+    methods: dict[str, str]
+    seeds: list[int]
+    overrides: list[str]
+    quick: bool = False
+    base: str | None = None
+    task: str | None = None
+    ks: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])
+    pareto_ks: list[int] = field(default_factory=lambda: [16, 32])
+    ablation_ks: list[int] = field(default_factory=lambda: [1, 16])
+    frontier_methods: list[str] = field(default_factory=lambda: ["base", "es", "grpo"])
+    reward_window: int = 5
+    curves: CurveSettings = field(default_factory=CurveSettings)
+    drift: DriftSettings = field(default_factory=DriftSettings)
+    ablations: dict[str, Ablation] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if "base" in self.methods:
+            raise ValueError("report: `base` is not a method name (it is the starting model)")
+        if not self.seeds:
+            raise ValueError("report: at least one seed")
+        if self.reward_window < 1:
+            raise ValueError(f"report: reward_window must be >= 1, got {self.reward_window}")
+        clash = set(self.methods) & set(self.ablations)
+        if clash:
+            raise ValueError(f"report: names used both as method and ablation: {sorted(clash)}")
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.output_dir / "runs"
+
+    @property
+    def analysis_dir(self) -> Path:
+        return self.output_dir / "analysis"

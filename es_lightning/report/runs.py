@@ -1,0 +1,219 @@
+"""Launching the report's runs, one subprocess each, and reusing the finished ones.
+
+Layout under the report's ``output_dir``::
+
+    runs/base/seed0/                        only with ``base:`` (an ``es-lightning evaluate`` recipe)
+    runs/<method>/seed<k>/                  one ``es-lightning fit`` run per method and seed
+    runs/<ablation>/<label>/seed<k>/        one per ablation value (or variant) and seed
+
+Each run is ``python -m es_lightning fit --config <recipe> --trainer.output_dir <run dir>
+--trainer.seed <k> <overrides...>`` with stdout and stderr in ``<run dir>/report_run.log``. A run
+whose final evaluation exists is reused as it is; an unfinished folder (a killed or failed earlier
+attempt) is cleared and run again. A failed run is recorded (exit code, last lines of its log) and
+the others go on.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from es_lightning.report.config import ReportPlan, split_overrides
+from es_lightning.report.readers import final_eval_file, is_finished
+
+LOG_NAME = "report_run.log"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of the report."""
+
+    group: str
+    """Method name (``es``), ``base``, or ablation name (``population_size``)."""
+    label: str | None
+    """Ablation value or variant label (``None`` for methods and base)."""
+    seed: int
+    recipe: str
+    overrides: tuple[str, ...]
+    run_dir: Path
+    command: str = "fit"
+    """``fit`` or ``evaluate`` (the base evaluation)."""
+
+    @property
+    def name(self) -> str:
+        return "/".join(part for part in (self.group, self.label, f"seed{self.seed}") if part is not None)
+
+
+@dataclass
+class RunOutcome:
+    """What happened to a run: ``reused``, ``finished``, ``failed``, or ``missing`` (not launched)."""
+
+    spec: RunSpec
+    status: str
+    returncode: int | None = None
+    seconds: float = 0.0
+    error: str | None = None
+    log: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("reused", "finished")
+
+    def to_json(self) -> dict[str, Any]:
+        spec = asdict(self.spec)
+        spec["run_dir"] = str(self.spec.run_dir)
+        spec["overrides"] = list(self.spec.overrides)
+        return {
+            "name": self.spec.name,
+            "status": self.status,
+            "returncode": self.returncode,
+            "seconds": round(self.seconds, 1),
+            "error": self.error,
+            "log": self.log,
+            **spec,
+        }
+
+
+def plan_runs(plan: ReportPlan) -> list[RunSpec]:
+    """Every run of the report in launch order: base, methods by seed, then the ablations."""
+    specs = []
+    if plan.base is not None:
+        specs.append(
+            RunSpec("base", None, plan.seeds[0], plan.base, (), plan.runs_dir / "base" / "seed0", "evaluate")
+        )
+    for seed in plan.seeds:
+        for method, recipe in plan.methods.items():
+            run_dir = plan.runs_dir / method / f"seed{seed}"
+            specs.append(RunSpec(method, None, seed, recipe, tuple(plan.overrides), run_dir))
+    for name, ablation in plan.ablations.items():
+        own = ablation.seeds is not None and not plan.quick  # --quick: one seed everywhere
+        seeds = [plan.seeds[0] + i for i in range(ablation.seeds)] if own else plan.seeds
+        extra = split_overrides(ablation.overrides)
+        for label, tokens in ablation.runs(plan.quick).items():
+            for seed in seeds:
+                run_dir = plan.runs_dir / name / label / f"seed{seed}"
+                overrides = (*plan.overrides, *extra, *tokens)
+                specs.append(RunSpec(name, label, seed, ablation.recipe, overrides, run_dir))
+    return specs
+
+
+def command_line(spec: RunSpec) -> list[str]:
+    """The subprocess command of a run."""
+    base = [sys.executable, "-m", "es_lightning", spec.command, "--config", spec.recipe]
+    if spec.command == "evaluate":
+        return [*base, "--output", str(final_eval_file(spec.run_dir)), *spec.overrides]
+    fit = ["--trainer.output_dir", str(spec.run_dir), "--trainer.seed", str(spec.seed)]
+    return [*base, *fit, *spec.overrides]
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of a log ("" when unreadable)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End the run's whole process group (its rollout engines included): TERM, then KILL."""
+    for sig, grace in ((signal.SIGTERM, 30.0), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_logged(argv: list[str], log: Path, timeout_s: float | None = None) -> int | None:
+    """Run ``argv`` in its own process group with stdout and stderr in ``log``; the exit code, or
+    ``None`` when it ran past ``timeout_s`` (then it is stopped). Interrupting the report stops it too."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with log.open("w") as out:
+        out.write("$ " + shlex.join(argv) + "\n")
+        out.flush()
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+            return None
+        except BaseException:  # Ctrl-C reaches only the report (the run has its own session)
+            _stop(proc)
+            raise
+
+
+def execute(
+    spec: RunSpec,
+    timeout_s: float | None = None,
+    command: Callable[[RunSpec], list[str]] = command_line,
+) -> RunOutcome:
+    """Run ``spec`` unless it is finished; never raises for a failed run."""
+    if is_finished(spec.run_dir):
+        return RunOutcome(spec, "reused")
+    if not Path(spec.recipe).is_file():
+        return RunOutcome(spec, "failed", error=f"recipe {spec.recipe} not found (cwd {Path.cwd()})")
+    if spec.run_dir.exists():
+        shutil.rmtree(spec.run_dir)  # an unfinished earlier attempt
+    spec.run_dir.mkdir(parents=True)
+    log = spec.run_dir / LOG_NAME
+    start = time.perf_counter()
+    code = run_logged(command(spec), log, timeout_s)
+    seconds = time.perf_counter() - start
+    if code == 0 and is_finished(spec.run_dir):
+        return RunOutcome(spec, "finished", 0, seconds, log=str(log))
+    if code is None:
+        error = f"timed out after {timeout_s:g} s"
+    elif code == 0:
+        error = f"exited 0 but wrote no {final_eval_file(spec.run_dir).relative_to(spec.run_dir)}"
+    else:
+        error = f"exit code {code}"
+    return RunOutcome(spec, "failed", code, seconds, error=f"{error}\n{tail(log)}".strip(), log=str(log))
+
+
+def run_all(
+    specs: list[RunSpec],
+    launch: bool = True,
+    timeout_s: float | None = None,
+    command: Callable[[RunSpec], list[str]] = command_line,
+) -> list[RunOutcome]:
+    """Run (or reuse) every spec in order with a progress bar; ``launch=False`` only reuses."""
+    from tqdm.auto import tqdm
+
+    finished = [spec for spec in specs if is_finished(spec.run_dir)]
+    print(
+        f"[report] {len(specs)} runs: {len(finished)} finished (reused), {len(specs) - len(finished)} to run",
+        flush=True,
+    )
+    outcomes = []
+    bar = tqdm(specs, desc="report runs", unit="run", dynamic_ncols=True)
+    for spec in bar:
+        bar.set_postfix_str(spec.name)
+        if is_finished(spec.run_dir):
+            outcomes.append(RunOutcome(spec, "reused"))
+            continue
+        if not launch:
+            outcomes.append(RunOutcome(spec, "missing", error="not run (launch: false)"))
+            continue
+        tqdm.write(f"[report] running {spec.name} -> {spec.run_dir}")
+        outcome = execute(spec, timeout_s, command)
+        tqdm.write(f"[report] {spec.name}: {outcome.status} ({outcome.seconds:.0f} s)")
+        if outcome.status == "failed":
+            log = f"; log: {outcome.log}" if outcome.log else ""
+            tqdm.write(f"[report]   {(outcome.error or '').splitlines()[0]}{log}")
+        outcomes.append(outcome)
+    bar.close()
+    return outcomes

@@ -1,0 +1,137 @@
+"""What an es-lightning strategy must do, and when the trainer calls it.
+
+A strategy is a Lightning Fabric strategy (DDP or FSDP underneath: process launch, the process
+group, collectives) that also implements :class:`ReasoningStrategy`. The trainer
+(:mod:`es_lightning.training.trainer`) drives it on every rank, in this order::
+
+    fabric.launch()                                                  # one process per device
+    rollout.setup(...); rollout.start()                              # the rank's engine
+    strategy.prepare(fabric, module, rollout, resume)                # once, before any update
+    for step in range(start, max_steps):
+        result = strategy.training_step(fabric, module, rollout, rows, step, run_seed)
+        # result.metrics -> loggers; result.population -> on_population_end callbacks
+    # at every checkpoint, on every rank:
+    checkpoint.save_checkpoint(weights=strategy.named_weights(rollout),
+                               write_state=lambda folder: strategy.save_state(fabric, rollout, folder))
+
+Every method runs on every rank with the same arguments (the same ``rows`` included); collectives
+inside them are therefore safe. Weights always leave a strategy through :meth:`named_weights`:
+checkpoints, GRPO's engine sync and the drift/attribution callbacks read the same stream.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:
+    from lightning.fabric import Fabric
+
+    from es_lightning.checkpoint import Checkpoint
+    from es_lightning.module import ReasoningModule
+    from es_lightning.rollout.base import Rollout
+
+Row = dict[str, Any]
+"""One dataset row (the task's columns)."""
+
+
+@dataclass
+class PopulationResult:
+    """What one ES update measured, member by member (for population-level callbacks).
+
+    ``member_prompt_rewards[i, p]`` is member ``i``'s mean reward over its responses to prompt
+    ``p`` (one response per prompt in the paper's setting) and ``member_prompt_success[i, p]`` the
+    fraction of them the verifier counts correct; ``rewards[i]`` is the member's mean over all its
+    responses, the R_i the update normalised into ``z`` (``None`` when the update was skipped).
+    """
+
+    seeds: list[int]
+    signs: list[float]
+    rewards: np.ndarray  # (N,)
+    member_prompt_rewards: np.ndarray  # (N, P)
+    member_prompt_success: np.ndarray  # (N, P)
+    z: np.ndarray | None  # (N,)
+    rows: list[Row] = field(default_factory=list)
+
+
+@dataclass
+class StepResult:
+    """What :meth:`ReasoningStrategy.training_step` returns."""
+
+    metrics: dict[str, float]
+    """Scalars to log at this step (``train/…``, ``es/…``, ``grpo/…``, ``time/…``)."""
+    population: PopulationResult | None = None
+    """ES only: the population's per-member, per-prompt rewards."""
+
+
+class ReasoningStrategy(ABC):
+    """The interface the trainer drives; :class:`ESStrategy` and :class:`GRPOStrategy` implement it."""
+
+    strategy_name: ClassVar[str]
+    """Short name (``es``, ``grpo``): log names, checkpoint state folder, pipeline stage names."""
+
+    @abstractmethod
+    def prepare(
+        self, fabric: Fabric, module: ReasoningModule, rollout: Rollout, resume: Checkpoint | None
+    ) -> None:
+        """Once per run on every rank, after the engine started and before the first update: take
+        the starting weights (``module.model``, or ``resume``'s fp32 master and own state) into
+        whatever the strategy optimizes, and make the engine serve them."""
+
+    @abstractmethod
+    def training_step(
+        self,
+        fabric: Fabric,
+        module: ReasoningModule,
+        rollout: Rollout,
+        rows: list[Row],
+        step: int,
+        run_seed: int,
+    ) -> StepResult:
+        """One update on the mini-batch ``rows`` (the same on every rank); ``step`` is the 0-based
+        update index and, with ``run_seed``, fixes every random choice of the update."""
+
+    @abstractmethod
+    def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
+        """The current weights as fp32 ``(HF name, CPU tensor)`` pairs, one tensor at a time.
+
+        Called on every rank (a sharded strategy gathers collectively); ranks other than 0 may
+        get nothing or the same tensors, which they discard."""
+
+    @abstractmethod
+    def save_state(self, fabric: Fabric, rollout: Rollout, folder: Path) -> None:
+        """Write what exact resume needs beyond the weights (optimizer moments) into ``folder``;
+        called on every rank with the same folder (the strategy decides who writes)."""
+
+    def hparams(self) -> dict[str, Any]:
+        """The strategy's settings (its constructor's arguments), recorded in each checkpoint's
+        ``hparams.yaml``."""
+        import inspect
+
+        out: dict[str, Any] = {}
+        for name in inspect.signature(type(self).__init__).parameters:
+            value = getattr(self, name, getattr(self, f"_{name}", None))
+            if isinstance(value, (int, float, str, bool, type(None))):
+                out[name] = value
+            elif isinstance(value, (tuple, list)):
+                out[name] = list(value)
+        for skipped in ("self", "kwargs"):
+            out.pop(skipped, None)
+        return out
+
+
+def require_strategy(strategy: object) -> ReasoningStrategy:
+    """``strategy`` itself when it implements :class:`ReasoningStrategy`; a clear error otherwise."""
+    if not isinstance(strategy, ReasoningStrategy):
+        raise TypeError(
+            f"trainer: strategy {type(strategy).__name__} is not an es-lightning strategy; use `es`, `grpo` "
+            "or `grpo_fsdp` (es_lightning.strategies), or implement "
+            "es_lightning.strategies.base.ReasoningStrategy"
+        )
+    return strategy

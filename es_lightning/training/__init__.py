@@ -1,0 +1,1 @@
+"""The training loop, pipelines, batches, run settings, logging and run outputs."""

@@ -1,0 +1,37 @@
+"""TokenEntropy's measurement against a direct softmax computation on the tiny model."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from es_lightning.callbacks.entropy import TokenEntropy, mean_token_entropy
+
+
+def test_mean_token_entropy_equals_a_direct_softmax(tiny_model_path):
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_path, dtype=torch.float32).eval()
+    pairs = [([5, 6, 7], [8, 9, 10, 2]), ([11, 12], [13]), ([4], [20, 21, 22, 23, 24])]
+    for temperature in (1.0, 0.6):
+        got = mean_token_entropy(model, pairs, pad_token_id=0, temperature=temperature, micro_batch_size=2)
+        total, count = 0.0, 0
+        with torch.no_grad():
+            for prompt, response in pairs:
+                logits = model(torch.tensor([prompt + response])).logits[0].double() / temperature
+                for t in range(len(prompt), len(prompt) + len(response)):
+                    p = torch.softmax(
+                        logits[t - 1], dim=-1
+                    )  # the distribution response token t was drawn from
+                    total += float(-(p * p.log()).sum())
+                    count += 1
+        assert got == pytest.approx(total / count, rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [(dict(every_n_updates=0), "every_n_updates"), (dict(temperature=0.0), "temperature")],
+)
+def test_bad_settings_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TokenEntropy(**kwargs)

@@ -1,0 +1,72 @@
+"""Helpers shared by test modules (test modules never import each other)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from es_lightning.strategies import GRPOStrategy
+
+REPO = Path(__file__).resolve().parents[1]
+ASSETS = REPO / "tests" / "assets"
+"""Small files the tests read: a few verbatim GSM8K and MBPP rows (licence notes beside them)."""
+CLI = [sys.executable, "-m", "es_lightning"]
+
+DISTRIBUTED_VARS = (
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "NODE_RANK",
+    "LOCAL_WORLD_SIZE",
+)
+
+
+def subprocess_env() -> dict[str, str]:
+    """This process's environment without the rendezvous variables in-process Fabric tests set
+    (a child would otherwise try to listen on a port this process already holds); the repository
+    is on the path so recipes may name classes of ``tests.helpers``."""
+    env = {k: v for k, v in os.environ.items() if k not in DISTRIBUTED_VARS}
+    path = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    return env | {"PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
+
+
+def fit(tmp_path: Path, name: str, *overrides: str, recipe: str, timeout: int = 600) -> Path:
+    """``es-lightning fit`` on the YAML text ``recipe`` into ``tmp_path/name``; asserts success."""
+    config = tmp_path / f"{name}.yaml"
+    config.write_text(recipe)
+    out = tmp_path / name
+    cmd = [*CLI, "fit", "--config", str(config), "--trainer.output_dir", str(out), *overrides]
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=timeout
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out
+
+
+def assert_bit_identical(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    assert set(a) == set(b)
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+
+
+class CollectiveGRPO(GRPOStrategy):
+    """GRPO whose weight stream and state saving start with a collective, as FSDP's gathers do,
+    and which records every rank that wrote state: a checkpoint that only rank 0 takes part in
+    hangs here instead of passing."""
+
+    def named_weights(self, rollout):
+        self.barrier("gather weights")
+        yield from super().named_weights(rollout)
+
+    def save_state(self, fabric, rollout, folder):
+        self.all_reduce(torch.ones(1), reduce_op="sum")
+        super().save_state(fabric, rollout, folder)
+        record = Path(os.environ["ES_LIGHTNING_TEST_RECORD"])
+        record.mkdir(parents=True, exist_ok=True)
+        (record / f"rank{self.global_rank}-{folder.parent.name}").touch()

@@ -1,0 +1,120 @@
+"""Synthetic run folders in the formats ``es-lightning fit`` and ``es-lightning analyze`` write.
+
+Every number is drawn from a seeded generator and returned, so tests can compare the report
+against the inputs without reading the folders back through the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TASK = "arithmetic"
+KS = list(range(1, 33))
+
+
+def summary(pass1: float, rng: np.random.Generator) -> dict[str, float]:
+    """An ``eval/*.json`` task summary: pass@1..32 rising from ``pass1``, maj@k, greedy."""
+    curve = {k: min(1.0, 1 - (1 - pass1) ** (k**0.6) + 0.01 * rng.random()) for k in KS}
+    curve[1] = pass1
+    out = {"n_prompts": 50.0, "n_samples": 32.0, "mean_reward": pass1}
+    out.update({f"pass@{k}": v for k, v in curve.items()})
+    out.update({f"maj@{k}": pass1 for k in (1, 16, 32)})
+    out["greedy"] = min(1.0, pass1 + 0.1)
+    return out
+
+
+def write_single(
+    run_dir: Path,
+    before: dict | None,
+    after: dict | None,
+    metrics: list[dict[str, Any]],
+    model: str = "es-lightning/tiny-arithmetic",
+    max_steps: int = 10,
+) -> None:
+    """A single run folder: config.yaml, metrics.jsonl, eval/before.json, eval/after.json, a checkpoint."""
+    (run_dir / "eval").mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(f"module:\n  model: {model}\ntrainer:\n  max_steps: {max_steps}\n")
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    if before is not None:
+        (run_dir / "eval" / "before.json").write_text(json.dumps({TASK: before}))
+    if after is not None:
+        (run_dir / "eval" / "after.json").write_text(json.dumps({TASK: after}))
+    step = max((m["step"] for m in metrics), default=0)
+    checkpoint = run_dir / "checkpoints" / f"step-{step:06d}"
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"step": step}))
+    (run_dir / "checkpoints" / "latest").write_text(checkpoint.name)
+
+
+def training_metrics(
+    rng: np.random.Generator, steps: int, entropy_slope: float, kappa: float | None = None
+) -> list[dict]:
+    """``metrics.jsonl`` records: reward, entropy, held-out Pass@k, drift every step."""
+    records = []
+    for t in range(1, steps + 1):
+        record = {
+            "step": t,
+            "train/reward_mean": 0.4 + 0.02 * t + 0.01 * rng.random(),
+            f"entropy/{TASK}": 1.0 + entropy_slope * t + 0.01 * rng.random(),
+            f"heldout/{TASK}/pass@1": 0.3 + 0.01 * t + 0.01 * rng.random(),
+            f"heldout/{TASK}/pass@16": 0.8 + 0.005 * t + 0.01 * rng.random(),
+            "drift/rel_l2": 1e-4 * t * (1 + rng.random()),
+        }
+        if kappa is not None:
+            record["es/kappa_pair"] = kappa + 0.1 * rng.random()
+        records.append(record)
+        if t == steps:
+            records.append({"step": t, f"eval/{TASK}/pass@1": 0.5})  # an evaluation line at the same step
+    return records
+
+
+def write_pipeline(
+    run_dir: Path,
+    names: list[str],
+    updates: list[int],
+    before: dict,
+    after: dict,
+    stage_metrics: list[list[dict]],
+) -> None:
+    """A pipeline folder: pipeline.json and one single-run folder per stage."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    stages = [
+        {"name": n, "updates": u, "output_dir": str(run_dir / f"stage{i + 1}_{n}")}
+        for i, (n, u) in enumerate(zip(names, updates))
+    ]
+    (run_dir / "pipeline.json").write_text(json.dumps({"pipeline": "_then_".join(names), "stages": stages}))
+    (run_dir / "config.yaml").write_text("module:\n  model: es-lightning/tiny-arithmetic\n")
+    for i, (stage, metrics) in enumerate(zip(stages, stage_metrics)):
+        last = i == len(stages) - 1
+        mid = summary(0.5, np.random.default_rng(i))
+        write_single(Path(stage["output_dir"]), before if i == 0 else None, after if last else mid, metrics)
+
+
+def write_analysis(
+    path: Path, rng: np.random.Generator, scale: float, top_kind: str, curve: bool = False
+) -> dict:
+    """An ``es-lightning analyze`` output."""
+    taus = ["0.0001", "0.0005", "0.001", "0.0015", "0.005"]
+    data = {
+        "rel_l2": scale * (1 + 0.2 * rng.random()),
+        "rel_l2_by_kind": {"attention": scale * rng.random(), "mlp": scale * rng.random()},
+        "nonzero": 1000,
+        "sparsity": {t: min(1.0, 0.5 + 0.1 * i + 0.05 * rng.random()) for i, t in enumerate(taus)},
+        "top_k": [
+            {"name": "model.layers.0.input_layernorm.weight", "kind": top_kind, "layer": 0, "abs_delta": 0.1}
+        ],
+        "top_k_by_kind": {top_kind: 60 + int(10 * rng.random()), "mlp": 30, "attention": 10},
+        "bf16": {"rel_l2": scale},
+    }
+    if curve:
+        data["sparsity_curve"] = [
+            {"tau": float(t), "s_tau": data["sparsity"][t], "pass@1": 0.6 - 0.05 * i}
+            for i, t in enumerate(taus[:3])
+        ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return data

@@ -1,0 +1,68 @@
+"""End to end with real `es-lightning fit` subprocesses on the tiny built-in model (about 30 s)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from es_lightning.report import Ablation, DriftSettings, run_report
+from es_lightning.report.runs import LOG_NAME
+
+TINY_RECIPE = """
+module:
+  model: es-lightning/tiny-random
+  task:
+    class_path: es_lightning.tasks.Echo
+    init_args: {length: 4, n_train: 8, n_test: 4}
+  dtype: float32
+  train_sampling: {temperature: 0.0, max_tokens: 6}
+strategy:
+  class_path: es_lightning.strategies.ESStrategy
+  init_args: {population_size: 2, sigma: 0.02, learning_rate: 0.05}
+rollout:
+  class_path: es_lightning.rollout.hf.HFRollout
+trainer:
+  max_steps: 1
+  batch_size: 4
+  accelerator: cpu
+  progress_bar: false
+evaluation: {num_samples: 2, temperature: 0.6, max_tokens: 6, ks: [1, 2], greedy: false}
+"""
+
+
+@pytest.mark.slow
+def test_real_runs_then_reuse(tmp_path: Path):
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(TINY_RECIPE)
+    kwargs = dict(
+        methods={"es": str(recipe)},
+        output_dir=tmp_path / "report",
+        seeds=1,
+        ablations={
+            "population_size": Ablation(
+                recipe=str(recipe), parameter="strategy.init_args.population_size", values=[4]
+            )
+        },
+        drift=DriftSettings(enabled=False),
+        pareto_ks=[2],
+        ablation_ks=[1, 2],
+    )
+    report = run_report(**kwargs)
+    assert report["failures"] == [], report["failures"]
+    runs = tmp_path / "report" / "runs"
+    assert (runs / "es" / "seed0" / "eval" / "after.json").is_file()
+    config = (runs / "population_size" / "4" / "seed0" / "config.yaml").read_text()
+    assert "population_size: 4" in config and "seed: 0" in config
+    assert report["evaluations"]["task"] == "echo"
+    assert set(report["evaluations"]["pass_at_k"]) == {"base", "es"}
+    assert "pareto_pass1_pass2.png" in report["figures"]
+
+    logs = {p: p.stat().st_mtime_ns for p in runs.rglob(LOG_NAME)}
+    assert len(logs) == 2
+    again = run_report(**kwargs)
+    assert {r["status"] for r in again["runs"]} == {"reused"}
+    assert {p: p.stat().st_mtime_ns for p in runs.rglob(LOG_NAME)} == logs  # nothing was rerun
+    saved = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert saved["evaluations"] == again["evaluations"] == report["evaluations"]

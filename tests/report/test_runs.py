@@ -1,0 +1,188 @@
+"""Orchestration: the run layout, reuse of finished runs, failures recorded while the others go on."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from es_lightning.report import Ablation, DriftSettings, run_report
+from es_lightning.report.command import build_plan
+from es_lightning.report.runs import LOG_NAME, RunSpec, command_line, plan_runs, run_all
+from tests.report.synthetic import TASK, summary, training_metrics, write_single
+
+# A stand-in for `es-lightning fit`: writes a final evaluation, or fails when the recipe says so.
+FAKE_FIT = """
+import json, pathlib, sys
+run_dir, recipe = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+if "fail" in recipe.read_text():
+    print("boom: the recipe asked to fail"); sys.exit(3)
+(run_dir / "eval").mkdir(parents=True, exist_ok=True)
+(run_dir / "eval" / "after.json").write_text(json.dumps({"t": {"pass@1": 0.5}}))
+with open(run_dir.parent.parent / "launches.txt", "a") as f:
+    f.write(str(run_dir) + "\\n")
+"""
+
+
+def fake_command(spec: RunSpec) -> list[str]:
+    return [sys.executable, "-c", FAKE_FIT, str(spec.run_dir), spec.recipe]
+
+
+def _recipes(tmp_path: Path) -> dict[str, str]:
+    ok, bad = tmp_path / "ok.yaml", tmp_path / "bad.yaml"
+    ok.write_text("ok: true\n")
+    bad.write_text("fail: true\n")
+    return {"good": str(ok), "bad": str(bad)}
+
+
+def test_layout_and_commands(tmp_path):
+    plan = build_plan(
+        {"es": "es.yaml", "grpo": "grpo.yaml"},
+        tmp_path,
+        seeds=2,
+        overrides=["--trainer.accelerator cpu"],
+        ablations={
+            "population_size": Ablation(
+                recipe="es.yaml", parameter="strategy.init_args.population_size", values=[8, 16]
+            )
+        },
+        base="eval.yaml",
+    )
+    specs = plan_runs(plan)
+    names = [s.name for s in specs]
+    assert names == [
+        "base/seed0",
+        "es/seed0",
+        "grpo/seed0",
+        "es/seed1",
+        "grpo/seed1",
+        "population_size/8/seed0",
+        "population_size/8/seed1",
+        "population_size/16/seed0",
+        "population_size/16/seed1",
+    ]
+    by_name = {s.name: s for s in specs}
+    assert by_name["es/seed1"].run_dir == tmp_path / "runs" / "es" / "seed1"
+    assert (
+        by_name["population_size/16/seed0"].run_dir == tmp_path / "runs" / "population_size" / "16" / "seed0"
+    )
+    argv = command_line(by_name["population_size/16/seed1"])
+    assert argv[1:6] == ["-m", "es_lightning", "fit", "--config", "es.yaml"]
+    assert argv[6:] == [
+        "--trainer.output_dir",
+        str(tmp_path / "runs" / "population_size" / "16" / "seed1"),
+        "--trainer.seed",
+        "1",
+        "--trainer.accelerator",
+        "cpu",
+        "--strategy.init_args.population_size",
+        "16",
+    ]
+    base = command_line(by_name["base/seed0"])
+    assert base[3:] == [
+        "evaluate",
+        "--config",
+        "eval.yaml",
+        "--output",
+        str(tmp_path / "runs/base/seed0/eval/after.json"),
+    ]
+
+
+def test_quick_mode_uses_one_seed_quick_overrides_and_quick_values(tmp_path):
+    ablation = Ablation(
+        recipe="es.yaml",
+        parameter="strategy.init_args.population_size",
+        values=[8, 16, 32, 64],
+        quick_values=[8, 32],
+        seeds=3,
+    )
+    plan = build_plan(
+        {"es": "es.yaml"},
+        tmp_path,
+        quick=True,
+        quick_overrides=["--trainer.max_steps 6 --evaluation.limit 50"],
+        ablations={"n": ablation},
+    )
+    assert plan.seeds == [0]
+    specs = plan_runs(plan)
+    assert [s.name for s in specs] == ["es/seed0", "n/8/seed0", "n/32/seed0"]
+    assert specs[0].overrides == ("--trainer.max_steps", "6", "--evaluation.limit", "50")
+    full = build_plan(
+        {"es": "es.yaml"}, tmp_path, quick_overrides=["--trainer.max_steps 6"], ablations={"n": ablation}
+    )
+    assert full.seeds == [0, 1, 2] and full.overrides == []
+    assert len(plan_runs(full)) == 3 + 4 * 3
+
+
+def test_finished_runs_are_reused_and_failures_recorded(tmp_path):
+    recipes = _recipes(tmp_path)
+    runs = tmp_path / "runs"
+    specs = [
+        RunSpec("good", None, 0, recipes["good"], (), runs / "good" / "seed0"),
+        RunSpec("bad", None, 0, recipes["bad"], (), runs / "bad" / "seed0"),
+        RunSpec("good", None, 1, recipes["good"], (), runs / "good" / "seed1"),
+        RunSpec("gone", None, 0, str(tmp_path / "nowhere.yaml"), (), runs / "gone" / "seed0"),
+    ]
+    first = run_all(specs, command=fake_command)
+    assert [o.status for o in first] == ["finished", "failed", "finished", "failed"]
+    assert first[1].returncode == 3 and "boom" in first[1].error
+    assert (runs / "bad" / "seed0" / LOG_NAME).read_text().endswith("boom: the recipe asked to fail\n")
+    assert "not found" in first[3].error
+    launches = (runs / "launches.txt").read_text().splitlines()
+    assert len(launches) == 2
+
+    second = run_all(specs, command=fake_command)
+    assert [o.status for o in second] == ["reused", "failed", "reused", "failed"]
+    assert (runs / "launches.txt").read_text().splitlines() == launches  # nothing finished was rerun
+
+
+def test_unfinished_attempt_is_cleared_and_rerun(tmp_path):
+    recipes = _recipes(tmp_path)
+    run_dir = tmp_path / "runs" / "good" / "seed0"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / "metrics.jsonl").write_text('{"step": 1, "train/reward_mean": 0.1}\n')
+    [outcome] = run_all([RunSpec("good", None, 0, recipes["good"], (), run_dir)], command=fake_command)
+    assert outcome.status == "finished"
+    assert not (run_dir / "metrics.jsonl").exists()
+
+
+def test_timeout_is_a_failure(tmp_path):
+    recipes = _recipes(tmp_path)
+    spec = RunSpec("slow", None, 0, recipes["good"], (), tmp_path / "runs" / "slow" / "seed0")
+    [outcome] = run_all(
+        [spec], timeout_s=0.5, command=lambda s: [sys.executable, "-c", "import time; time.sleep(30)"]
+    )
+    assert outcome.status == "failed" and outcome.error.startswith("timed out")
+
+
+def test_report_records_a_failed_method_and_keeps_the_others(tmp_path):
+    rng = np.random.default_rng(0)
+    before = summary(0.4, rng)
+    afters = {}
+    for seed in (0, 1):
+        afters[seed] = summary(0.6 + 0.01 * seed, rng)
+        write_single(
+            tmp_path / "runs" / "es" / f"seed{seed}", before, afters[seed], training_metrics(rng, 3, 0.0)
+        )
+    report = run_report(
+        methods={"es": "es.yaml", "grpo": str(tmp_path / "missing_grpo.yaml")},
+        output_dir=tmp_path,
+        seeds=2,
+        drift=DriftSettings(enabled=False),
+    )
+    assert [f["name"] for f in report["failures"]] == ["grpo/seed0", "grpo/seed1"]
+    saved = json.loads((tmp_path / "report.json").read_text())
+    assert saved["failures"][0]["status"] == "failed" and "not found" in saved["failures"][0]["error"]
+    assert saved["evaluations"]["pass_at_k"]["es"]["1"]["values"] == [
+        afters[0]["pass@1"],
+        afters[1]["pass@1"],
+    ]
+    assert "grpo" not in saved["evaluations"]["pass_at_k"]
+    text = (tmp_path / "REPORT.md").read_text()
+    assert "| grpo/seed0 | failed |" in text and "### Failures" in text
+    assert "- `grpo/seed1` failed: recipe" in text
+    grpo_claim = next(c for c in saved["claims"] if c["claim"] == "GRPO raises Pass@1")
+    assert grpo_claim["verdict"] == "not measured"
+    assert TASK in text
