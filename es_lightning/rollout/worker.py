@@ -32,8 +32,54 @@ def _keep_cpu_linear_weights() -> None:
     _keep_cpu_weights_patched = True
 
 
+def _rewind_cpu_generators_by_state() -> None:
+    """vLLM rewinds the seeded generator of a request whose sampled token it discards (a prompt
+    prefilled in chunks, or recomputed after preemption) with ``set_offset``, which only CUDA's
+    Philox generators have: on CPU the engine died with "CPU Generator does not use offset" as soon
+    as a seeded request was chunked. For CPU generators the rewind is done by state instead: their
+    state is saved before sampling and put back after it, so a discarded draw never happened and
+    seeded samples do not depend on how the scheduler chunked the prompts (as on CUDA). Runs in the
+    worker when vLLM imports this module; CUDA generators keep vLLM's own rewind."""
+    import numpy as np
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    if getattr(GPUModelRunner.sample_tokens, "rewinds_cpu_generators", False):
+        return
+    sample_tokens, bookkeeping_sync = GPUModelRunner.sample_tokens, GPUModelRunner._bookkeeping_sync
+
+    def discarded_cpu_generators(runner) -> dict:  # type: ignore[no-untyped-def]
+        generators = runner.input_batch.generators
+        rows = np.nonzero(runner.discard_request_mask.np[: runner.input_batch.num_reqs])[0]
+        return {
+            int(i): generators[int(i)]
+            for i in rows
+            if int(i) in generators and generators[int(i)].device.type == "cpu"
+        }
+
+    def sample_tokens_keeping_cpu_draws(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        saved = {i: (g, g.get_state()) for i, g in discarded_cpu_generators(self).items()}
+        try:
+            return sample_tokens(self, *args, **kwargs)
+        finally:
+            for generator, state in saved.values():
+                generator.set_state(state)
+
+    def bookkeeping_sync_without_cpu_offsets(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        generators = self.input_batch.generators
+        hidden = {i: generators.pop(i) for i in discarded_cpu_generators(self)}
+        try:
+            return bookkeeping_sync(self, *args, **kwargs)
+        finally:
+            generators.update(hidden)
+
+    sample_tokens_keeping_cpu_draws.rewinds_cpu_generators = True  # type: ignore[attr-defined]
+    GPUModelRunner.sample_tokens = sample_tokens_keeping_cpu_draws
+    GPUModelRunner._bookkeeping_sync = bookkeeping_sync_without_cpu_offsets
+
+
 try:
     _keep_cpu_linear_weights()
+    _rewind_cpu_generators_by_state()
 except ImportError:  # imported outside a vLLM install (docs, type checks)
     pass
 

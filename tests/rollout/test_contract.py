@@ -161,3 +161,30 @@ def test_score_logprobs_is_optional_for_a_backend():
 
     with pytest.raises(NotImplementedError, match="GenerateOnly cannot score"):
         GenerateOnly().score_logprobs([[1]], [[2]])
+
+
+@pytest.mark.vllm
+def test_seeded_samples_do_not_depend_on_how_prompts_were_chunked(tiny_model_path, vllm_engine):
+    """With a 16-token step budget the engine prefills prompts in pieces and discards the token
+    sampled after a partial prefill; vLLM rewinds the request's generator with an offset that CPU
+    generators lack (the engine died). Rewound by state, the seeded samples equal an unchunked run."""
+    from es_lightning.rollout.vllm import VLLMRollout
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_path)
+    prompts = [tok(f"Repeat: {1000 + 37 * i}\n").input_ids for i in range(12)]
+    assert all(9 < len(p) <= 16 for p in prompts)  # two prompts never fit one 16-token step
+    sampling = SamplingConfig(n=4, temperature=1.0, max_tokens=12, seed=77)
+    whole = vllm_engine.generate(prompts, sampling)
+    chunked = VLLMRollout(
+        gpu_memory_utilization=0.1,
+        max_model_len=256,
+        engine_kwargs={"max_num_batched_tokens": 16, "enable_chunked_prefill": True},
+    )
+    chunked.setup(str(tiny_model_path), torch.device("cpu"), torch.float32)
+    try:
+        pieces = chunked.generate(prompts, sampling)
+    finally:
+        chunked.close()
+    assert [[c.token_ids for c in o.completions] for o in pieces] == [
+        [c.token_ids for c in o.completions] for o in whole
+    ]
