@@ -1,9 +1,10 @@
 """``countdown_tiny``: reach a target from 3 or 4 small numbers; the coverage task of the CPU demo.
 
-Rows are ``{"nums": [int, ...], "target": int}``; generated ones also carry ``"solution"`` (one
-worked solution, :func:`worked_solution`) and ``"num_solutions"`` (how many step sequences solve
-it under the generator's rules: a difficulty measure). The prompt (default template) and a worked
-solution, as the built-in model ``es-lightning/tiny-countdown`` was warm-started on, ASCII only::
+Rows are ``{"nums": [int, ...], "target": int}``; generated ones also carry ``"solution"`` (an
+expression that solves it, :func:`solution_expression`) and ``"num_solutions"`` (how many step
+sequences solve it under the generator's rules: a difficulty measure). The prompt (default
+template) and a worked solution, as the built-in model ``es-lightning/tiny-countdown`` was
+warm-started on, ASCII only::
 
     Q: 4 8 2 -> 10
     8-2=6
@@ -65,7 +66,7 @@ def solutions(pool: tuple[int, ...], max_value: int) -> dict[int, tuple[tuple[St
     Equal numbers are interchangeable, so each distinct pair of values is tried once.
 
     Returns:
-        ``{final value: (step sequence, ...)}``.
+        ``{final value: (step sequence, ...)}`` (cached: do not modify it).
     """
     if len(pool) == 1:
         return {pool[0]: ((),)}
