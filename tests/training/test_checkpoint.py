@@ -285,3 +285,16 @@ def test_write_model_meta_with_the_tiny_model(tiny_model_path, tmp_path):
     # the folder is a usable meta_dir for a checkpoint
     folder = _save(tmp_path / "run", 5, 0.0, directory)
     assert (folder / "tokenizer.json").is_file() and (folder / "config.json").is_file()
+
+
+def test_weight_index_reads_one_tensor_by_name_across_shards(tmp_path):
+    from es_lightning.checkpoint import WeightIndex
+
+    weights = {f"layer{i}.weight": torch.randn(16, 16) for i in range(5)}
+    write_weights(tmp_path, weights.items(), torch.float32, None, shard_bytes=2048)
+    index = WeightIndex(served_files(tmp_path))
+    assert sorted(index.keys()) == sorted(weights) and "layer3.weight" in index and "nope" not in index
+    assert torch.equal(index.get("layer3.weight"), weights["layer3.weight"])
+    assert index.get("layer0.weight", dtype=torch.bfloat16).dtype == torch.bfloat16
+    with pytest.raises(KeyError, match="nope"):
+        index.get("nope")
