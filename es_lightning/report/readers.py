@@ -124,7 +124,10 @@ def starting_model(run_dir: Path) -> str | None:
         config = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError):
         return None
-    model = (config or {}).get("module", {}).get("model") if isinstance(config, dict) else None
+    module = (config or {}).get("module") if isinstance(config, dict) else None
+    if not isinstance(module, dict):
+        return None
+    model = module.get("model") or (module.get("init_args") or {}).get("model")  # CLI writes class_path/init_args
     return str(model) if model else None
 
 

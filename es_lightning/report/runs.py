@@ -10,7 +10,11 @@ Each run is ``python -m es_lightning fit --config <recipe> --trainer.output_dir 
 --trainer.seed <k> <overrides...>`` with stdout and stderr in ``<run dir>/report_run.log``. A run
 whose final evaluation exists is reused as it is; an unfinished folder (a killed or failed earlier
 attempt) is cleared and run again. A failed run is recorded (exit code, last lines of its log) and
-the others go on.
+the others go on. Two runs whose resolved configurations are the same (an ablation's value that
+equals its recipe's own, e.g. ``normalization: zscore`` beside the ``es`` method) are one run: the
+second folder is a link to the first. A finished run records its resolved configuration
+(``report_run_config.yaml``); one made with other settings (a changed recipe or override) is run
+again instead of reused.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from es_lightning.report.config import ReportPlan, split_overrides
 from es_lightning.report.readers import final_eval_file, is_finished
 
 LOG_NAME = "report_run.log"
+CONFIG_NAME = "report_run_config.yaml"
+"""The resolved configuration a finished run was made with; a run made with another is rerun."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +190,22 @@ def execute(
     return RunOutcome(spec, "failed", code, seconds, error=f"{error}\n{tail(log)}".strip(), log=str(log))
 
 
+def resolved_key(spec: RunSpec) -> str | None:
+    """The run's resolved ``fit`` configuration as text (output folder aside), or ``None``."""
+    if spec.command != "fit":
+        return None
+    try:
+        from es_lightning.cli import build_parser
+
+        parser = build_parser()
+        argv = command_line(spec)[3:]  # fit --config ... (without the interpreter and -m es_lightning)
+        argv[argv.index("--trainer.output_dir") + 1] = "RUN_DIR"
+        cfg = parser.parse_args(argv)
+        return parser._subcommands_action._name_parser_map["fit"].dump(cfg["fit"])
+    except (Exception, SystemExit):  # an unparsable recipe fails when it runs, with its own log
+        return None
+
+
 def run_all(
     specs: list[RunSpec],
     launch: bool = True,
@@ -199,9 +221,25 @@ def run_all(
         flush=True,
     )
     outcomes = []
+    same: dict[str, Path] = {}
     bar = tqdm(specs, desc="report runs", unit="run", dynamic_ncols=True)
     for spec in bar:
         bar.set_postfix_str(spec.name)
+        key = resolved_key(spec)
+        recorded = spec.run_dir / CONFIG_NAME
+        if (
+            key is not None
+            and recorded.is_file()
+            and recorded.read_text() != key
+            and not spec.run_dir.is_symlink()
+        ):
+            tqdm.write(f"[report] {spec.name}: made with other settings; running it again")
+            shutil.rmtree(spec.run_dir)
+        first = same.setdefault(key, spec.run_dir) if key is not None else spec.run_dir
+        if first != spec.run_dir and is_finished(first) and not spec.run_dir.is_dir():
+            spec.run_dir.parent.mkdir(parents=True, exist_ok=True)
+            spec.run_dir.symlink_to(first.resolve(), target_is_directory=True)
+            tqdm.write(f"[report] {spec.name}: the same run as {first}")
         if is_finished(spec.run_dir):
             outcomes.append(RunOutcome(spec, "reused"))
             continue
@@ -210,6 +248,8 @@ def run_all(
             continue
         tqdm.write(f"[report] running {spec.name} -> {spec.run_dir}")
         outcome = execute(spec, timeout_s, command)
+        if outcome.status == "finished" and key is not None:
+            (spec.run_dir / CONFIG_NAME).write_text(key)
         tqdm.write(f"[report] {spec.name}: {outcome.status} ({outcome.seconds:.0f} s)")
         if outcome.status == "failed":
             log = f"; log: {outcome.log}" if outcome.log else ""

@@ -73,3 +73,17 @@ def test_pass_at_k_and_task_choice():
     assert pick_task({"gsm8k": {}, "mbpp": {}, "average": {}}, None) == "gsm8k"
     assert pick_task({"gsm8k": {}, "mbpp": {}}, "mbpp") == "mbpp"
     assert pick_task({"gsm8k": {}}, "math") is None
+
+
+def test_starting_model_from_the_config_fit_writes(tmp_path):
+    """`es-lightning fit` writes module as class_path/init_args; the reader must find the model there."""
+    from es_lightning.cli import build_parser
+    from tests.helpers import REPO
+
+    parser = build_parser()
+    cfg = parser.parse_args(["fit", "--config", str(REPO / "recipes" / "coverage_cpu_es.yaml")])
+    dumped = parser._subcommands_action._name_parser_map["fit"].dump(cfg["fit"], skip_none=False)
+    (tmp_path / "config.yaml").write_text(dumped)
+    assert "init_args" in dumped
+    assert starting_model(tmp_path) == "es-lightning/tiny-countdown"
+    assert run_updates(tmp_path) == 30

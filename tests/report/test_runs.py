@@ -186,3 +186,46 @@ def test_report_records_a_failed_method_and_keeps_the_others(tmp_path):
     grpo_claim = next(c for c in saved["claims"] if c["claim"] == "GRPO raises Pass@1")
     assert grpo_claim["verdict"] == "not measured"
     assert TASK in text
+
+
+def test_runs_with_the_same_resolved_config_run_once(tmp_path):
+    """An ablation value equal to the recipe's own (zscore in coverage_cpu_es.yaml) is the method's
+    run: the ablation's folder links to it instead of training again."""
+    from tests.helpers import REPO
+
+    recipe = str(REPO / "recipes" / "coverage_cpu_es.yaml")
+    method = RunSpec("es", None, 0, recipe, (), tmp_path / "runs" / "es" / "seed0")
+    same = RunSpec(
+        "normalization",
+        "zscore",
+        0,
+        recipe,
+        ("--strategy.init_args.normalization", "zscore"),
+        tmp_path / "runs" / "normalization" / "zscore" / "seed0",
+    )
+    other = RunSpec(
+        "normalization",
+        "none",
+        0,
+        recipe,
+        ("--strategy.init_args.normalization", "none"),
+        tmp_path / "runs" / "normalization" / "none" / "seed0",
+    )
+    outcomes = run_all([method, same, other], command=fake_command)
+    assert [o.status for o in outcomes] == ["finished", "reused", "finished"]
+    assert same.run_dir.is_symlink() and same.run_dir.resolve() == method.run_dir.resolve()
+    launches = (tmp_path / "runs" / "launches.txt").read_text().split()
+    assert launches == [str(method.run_dir)]  # the `none` run wrote into its own group's folder
+
+
+def test_a_run_made_with_other_settings_is_run_again(tmp_path):
+    from tests.helpers import REPO
+
+    recipe = str(REPO / "recipes" / "coverage_cpu_es.yaml")
+    run_dir = tmp_path / "runs" / "es" / "seed0"
+    first = RunSpec("es", None, 0, recipe, ("--trainer.max_steps", "6"), run_dir)
+    assert [o.status for o in run_all([first], command=fake_command)] == ["finished"]
+    assert [o.status for o in run_all([first], command=fake_command)] == ["reused"]
+    changed = RunSpec("es", None, 0, recipe, ("--trainer.max_steps", "7"), run_dir)
+    assert [o.status for o in run_all([changed], command=fake_command)] == ["finished"]
+    assert "max_steps: 7" in (run_dir / "report_run_config.yaml").read_text()
