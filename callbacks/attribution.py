@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from es_lightning.analysis.topk import TopKAccumulator
 from es_lightning.callbacks.base import Callback
-from es_lightning.checkpoint import Checkpoint, WeightIndex, weight_files
+from es_lightning.callbacks.drift import reference_weights
+from es_lightning.checkpoint import Checkpoint
 
 if TYPE_CHECKING:
     from es_lightning.training.trainer import Trainer
@@ -37,10 +38,7 @@ class LayerAttribution(Callback):
         self.reference = reference
 
     def on_fit_start(self, trainer: Trainer) -> None:
-        from es_lightning.models.registry import resolve_model
-
-        self.reference = self.reference or trainer.module.model
-        self._index = WeightIndex(weight_files(resolve_model(self.reference)))
+        self.reference, self._index = reference_weights(self.reference or trainer.module.model)
 
     def on_checkpoint(self, trainer: Trainer, step: int, path: Path) -> None:
         if not trainer.fabric.is_global_zero:

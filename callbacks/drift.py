@@ -39,10 +39,7 @@ class ParameterDrift(Callback):
         self._index: WeightIndex | None = None
 
     def on_fit_start(self, trainer: Trainer) -> None:
-        from es_lightning.models.registry import resolve_model
-
-        self.reference = self.reference or trainer.module.model
-        self._index = WeightIndex(weight_files(resolve_model(self.reference)))
+        self.reference, self._index = reference_weights(self.reference or trainer.module.model)
         self._measured = trainer.step if trainer.step > 0 else -1
 
     def on_train_batch_end(self, trainer: Trainer, step: int, metrics: dict[str, float]) -> None:
@@ -79,3 +76,10 @@ class ParameterDrift(Callback):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.reference = self.reference or state.get("reference")
         self.history = list(state.get("history", []))
+
+
+def reference_weights(model: str) -> tuple[str, WeightIndex]:
+    """θ_0 by name, one tensor at a time, from ``model`` (a folder, built-in name or cached hub id)."""
+    from es_lightning.models.registry import resolve_model
+
+    return model, WeightIndex(weight_files(resolve_model(model)))

@@ -70,3 +70,24 @@ class CollectiveGRPO(GRPOStrategy):
         record = Path(os.environ["ES_LIGHTNING_TEST_RECORD"])
         record.mkdir(parents=True, exist_ok=True)
         (record / f"rank{self.global_rank}-{folder.parent.name}").touch()
+
+
+def generate_only_rollout():
+    """A rollout that implements the generation contract and nothing else (no in-engine ES)."""
+    from es_lightning.rollout.base import Rollout
+
+    class GenerateOnly(Rollout):
+        def setup(self, model_path, device, dtype): ...
+
+        def generate(self, prompts, sampling):
+            return []
+
+        def load_weights(self, named_tensors): ...
+
+        def checksum(self):
+            return 0.0
+
+        def digest(self):
+            return ""
+
+    return GenerateOnly()

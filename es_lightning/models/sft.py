@@ -254,27 +254,38 @@ def evaluate_arithmetic_model(
         return evaluate_rows(module, rollout, task.load("test"), config).summary
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m es_lightning.models.sft",
-        description="Train the tiny a+b-c model (es-lightning/tiny-arithmetic) on CPU.",
-    )
+def sft_parser(
+    prog: str, description: str, steps: int, threads: int, evaluate: str
+) -> argparse.ArgumentParser:
+    """The options every warm-start script takes (each adds its own)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--output", type=Path, required=True, help="folder to write the HF model to")
-    parser.add_argument("--steps", type=int, default=900, help="optimizer steps (default: 900)")
+    parser.add_argument("--steps", type=int, default=steps, help=f"optimizer steps (default: {steps})")
     parser.add_argument("--seed", type=int, default=0, help="seed of weights and data order (default: 0)")
     parser.add_argument("--batch-size", type=int, default=128, help="examples per step (default: 128)")
     parser.add_argument("--lr", type=float, default=3e-3, help="peak AdamW learning rate (default: 3e-3)")
+    parser.add_argument(
+        "--threads", type=int, default=threads, help=f"torch CPU threads for training (default: {threads})"
+    )
+    parser.add_argument("--evaluate", action="store_true", help=evaluate)
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = sft_parser(
+        "python -m es_lightning.models.sft",
+        "Train the tiny a+b-c model (es-lightning/tiny-arithmetic) on CPU.",
+        steps=900,
+        threads=2,
+        evaluate="then report Pass@1/4/16 and greedy on 200 test problems",
+    )
     parser.add_argument(
         "--alt-answer-fraction",
         type=float,
         default=0.5,
         help="share of solutions ending 'Answer: r' instead of the graded 'A: r' (default: 0.5)",
     )
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads for training (default: 2)")
-    parser.add_argument(
-        "--evaluate", action="store_true", help="then report Pass@1/4/16 and greedy on 200 test problems"
-    )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
 
     start = time.perf_counter()

@@ -31,7 +31,6 @@ weights (seeded initialisation, data order and solution draws, a fixed thread co
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import time
@@ -42,7 +41,7 @@ from typing import Any
 
 import torch
 
-from es_lightning.models.sft import IGNORE, arithmetic_config, collate, completion_loss, lr_factor
+from es_lightning.models.sft import IGNORE, arithmetic_config, collate, completion_loss, lr_factor, sft_parser
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 from es_lightning.tasks.countdown_tiny import CountdownTiny, Step, classify, solutions, worked_solution
 
@@ -278,23 +277,14 @@ def evaluate_countdown_model(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m es_lightning.models.sft_countdown",
-        description="Train the tiny countdown model (es-lightning/tiny-countdown) on CPU.",
+    parser = sft_parser(
+        "python -m es_lightning.models.sft_countdown",
+        "Train the tiny countdown model (es-lightning/tiny-countdown) on CPU.",
+        steps=2000,
+        threads=1,
+        evaluate="then report Pass@K, greedy and errors on 200 test problems",
     )
-    parser.add_argument("--output", type=Path, required=True, help="folder to write the HF model to")
-    parser.add_argument("--steps", type=int, default=2000, help="optimizer steps (default: 2000)")
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of weights, data order and solutions (default: 0)"
-    )
-    parser.add_argument("--batch-size", type=int, default=128, help="examples per step (default: 128)")
-    parser.add_argument("--lr", type=float, default=3e-3, help="peak AdamW learning rate (default: 3e-3)")
     parser.add_argument("--n-problems", type=int, default=30000, help="training problems (default: 30000)")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads for training (default: 1)")
-    parser.add_argument(
-        "--evaluate", action="store_true", help="then report Pass@K, greedy and errors on 200 test problems"
-    )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
 
     start = time.perf_counter()

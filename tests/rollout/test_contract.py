@@ -145,22 +145,10 @@ def test_score_logprobs_agree_across_backends(vllm_rollout, hf_rollout, prompts)
 
 
 def test_score_logprobs_is_optional_for_a_backend():
-    from es_lightning.rollout.base import Rollout
-
-    class GenerateOnly(Rollout):
-        def setup(self, model_path, device, dtype): ...
-        def generate(self, prompts, sampling):
-            return []
-
-        def load_weights(self, named_tensors): ...
-        def checksum(self):
-            return 0.0
-
-        def digest(self):
-            return ""
+    from tests.helpers import generate_only_rollout
 
     with pytest.raises(NotImplementedError, match="GenerateOnly cannot score"):
-        GenerateOnly().score_logprobs([[1]], [[2]])
+        generate_only_rollout().score_logprobs([[1]], [[2]])
 
 
 @pytest.mark.vllm

@@ -172,23 +172,11 @@ def test_fixed_rollouts_give_smooth_member_rewards(tiny_model_path, hf_rollout, 
 
 
 def test_refuses_a_rollout_that_cannot_run_es(tiny_model_path, fabric_es):
-    from es_lightning.rollout.base import Rollout
-
-    class GenerateOnly(Rollout):
-        def setup(self, model_path, device, dtype): ...
-        def generate(self, prompts, sampling):
-            return []
-
-        def load_weights(self, named_tensors): ...
-        def checksum(self):
-            return 0.0
-
-        def digest(self):
-            return ""
+    from tests.helpers import generate_only_rollout
 
     fabric, strategy = fabric_es(population_size=4)
     with pytest.raises(TypeError, match="GenerateOnly cannot run ES"):
-        strategy.prepare(fabric, _module(tiny_model_path), GenerateOnly(), None)
+        strategy.prepare(fabric, _module(tiny_model_path), generate_only_rollout(), None)
 
 
 @pytest.mark.parametrize(
