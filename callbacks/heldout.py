@@ -47,7 +47,9 @@ class HeldOutPassAtK(Callback):
         self._done: set[int] = set()
 
     def on_fit_start(self, trainer: Trainer) -> None:
-        self._done = set()  # steps restart at 0 in every pipeline stage
+        # A new run or pipeline stage starts at step 0; a resumed run keeps its record of done steps.
+        if trainer.step == 0:
+            self._done = set()
         limit = self.evaluation.limit
         self._sets = [(name, task, task.load("test")[:limit]) for name, task in self.tasks.items()]
         self._evaluate(trainer)
@@ -68,3 +70,9 @@ class HeldOutPassAtK(Callback):
                 self._sets, f"step-{trainer.step:06d}", prefix="heldout", config=self.evaluation
             )
         trainer.fabric.barrier()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"done": sorted(self._done)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._done = {int(step) for step in state.get("done", [])}

@@ -54,6 +54,8 @@ def test_recipes_exist_with_launch_commands():
         *POPSIZE_RECIPES,
     ):
         assert expected in names
+    for method in ("es", "grpo", "es_then_grpo", "grpo_then_es"):
+        assert f"coverage_cpu_{method}.yaml" in names
     for recipe in RECIPES:  # the leading comment block names the launch command
         lines = recipe.read_text().splitlines()
         header = lines[: next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))]
@@ -76,6 +78,10 @@ def test_fit_recipe_parses_builds_and_takes_overrides(recipe, tmp_path):
     assert (fit.strategy is None) != (fit.stages is None)
     if recipe.name.startswith(("smoke", "demo")):
         return
+    if recipe.name.startswith("coverage_cpu_"):  # CPU coverage setting: its own sizes, the paper's protocol
+        assert fit.trainer.batch_size == 32 and fit.module.task.n_test == 200
+        assert (fit.evaluation.num_samples, fit.evaluation.temperature, fit.evaluation.ks) == (32, 0.6, None)
+        return
     strategies = [fit.strategy] if fit.stages is None else [s.strategy for s in fit.stages]
     for strategy in strategies:
         if isinstance(strategy, ESStrategy):
@@ -95,6 +101,21 @@ def test_fit_recipe_parses_builds_and_takes_overrides(recipe, tmp_path):
         0.6,
         [1, 16, 32],
     )
+
+
+def test_coverage_recipes_share_one_budget():
+    """ES, GRPO and both sequences: same model, task, update budget, batch and evaluation."""
+    fits = {}
+    for method in ("es", "grpo", "es_then_grpo", "grpo_then_es"):
+        _, _, init = _parse("fit", "--config", str(REPO / f"recipes/coverage_cpu_{method}.yaml"))
+        fits[method] = init.fit
+    for fit in fits.values():
+        assert fit.module.model.endswith("tiny-countdown")
+        assert (fit.trainer.max_steps, fit.trainer.batch_size) == (30, 32)
+        assert vars(fit.module.task) == vars(fits["es"].module.task)
+        assert fit.evaluation == fits["es"].evaluation
+    for method in ("es_then_grpo", "grpo_then_es"):
+        assert [s.fraction for s in fits[method].stages] == [0.5, 0.5]
 
 
 def test_paper_settings_per_recipe():

@@ -115,6 +115,8 @@ def test_resume_continues_the_curves(tmp_path):
     fit(tmp_path, "resumed", "--trainer.max_steps", "4", "--trainer.resume", "true", recipe=ES)
     for key in ("entropy/echo", "drift/rel_l2", "heldout/echo_long/pass@1", "diversity/js"):
         assert _by_step(resumed, key) == _by_step(straight, key), key
+        logged = [m["step"] for m in read_metrics(resumed / "metrics.jsonl") if key in m]
+        assert len(logged) == len(set(logged)), f"{key} logged twice at a step after the resume"
     final = Checkpoint(resumed / "checkpoints" / "step-000004").callbacks_state()
     assert final["0:TokenEntropy"]["history"].keys() == {0, 2, 4}
     assert [h["step"] for h in final["1:ParameterDrift"]["history"]] == [2, 4]

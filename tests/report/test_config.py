@@ -33,17 +33,19 @@ def test_cpu_recipe_quick_plan():
     plan = build_plan(**{k: v for k, v in kwargs.items() if k not in ("launch", "run_timeout_s")})
     assert plan.seeds == [0]
     specs = plan_runs(plan)
-    assert len(specs) == 4 + 4 + 3 + 2 + 4  # methods, N, normalisation, estimator, κ variants (quick subset)
-    assert specs[0].overrides == ("--trainer.max_steps", "6", "--evaluation.limit", "50")
-    kappa = next(s for s in specs if s.group == "kappa_pair" and s.label == "independent_sigma1e-3")
-    assert kappa.overrides[-6:] == (
-        "--strategy.init_args.estimator",
-        "antithetic",
-        "--strategy.init_args.member_sampling_seeds",
-        "independent",
-        "--strategy.init_args.sigma",
-        "1.0e-3",
+    assert len(specs) == 4 + 2 + 2 + 2 + 3  # methods, then the quick subsets: N, normalisation, estimator, κ variants
+    assert specs[0].overrides == (
+        "--trainer.max_steps",
+        "6",
+        "--evaluation.limit",
+        "50",
+        "--evaluation.greedy",
+        "false",
     )
+    kappa = next(s for s in specs if s.group == "kappa_pair" and s.label == "independent_sigma1e-3")
+    tokens = kappa.overrides
+    assert tokens[tokens.index("--strategy.init_args.estimator") + 1] == "antithetic"
+    assert tokens[-4:] == ("--strategy.init_args.member_sampling_seeds", "independent", "--strategy.init_args.sigma", "1.0e-3")
 
 
 def test_cpu_recipe_seeds_from_the_command_line():
