@@ -127,7 +127,9 @@ def starting_model(run_dir: Path) -> str | None:
     module = (config or {}).get("module") if isinstance(config, dict) else None
     if not isinstance(module, dict):
         return None
-    model = module.get("model") or (module.get("init_args") or {}).get("model")  # CLI writes class_path/init_args
+    model = module.get("model") or (module.get("init_args") or {}).get(
+        "model"
+    )  # CLI writes class_path/init_args
     return str(model) if model else None
 
 

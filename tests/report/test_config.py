@@ -33,7 +33,9 @@ def test_cpu_recipe_quick_plan():
     plan = build_plan(**{k: v for k, v in kwargs.items() if k not in ("launch", "run_timeout_s")})
     assert plan.seeds == [0]
     specs = plan_runs(plan)
-    assert len(specs) == 4 + 2 + 2 + 2 + 3  # methods, then the quick subsets: N, normalisation, estimator, κ variants
+    assert (
+        len(specs) == 4 + 2 + 2 + 2 + 3
+    )  # methods, then the quick subsets: N, normalisation, estimator, κ variants
     assert specs[0].overrides == (
         "--trainer.max_steps",
         "6",
@@ -45,7 +47,12 @@ def test_cpu_recipe_quick_plan():
     kappa = next(s for s in specs if s.group == "kappa_pair" and s.label == "independent_sigma1e-3")
     tokens = kappa.overrides
     assert tokens[tokens.index("--strategy.init_args.estimator") + 1] == "antithetic"
-    assert tokens[-4:] == ("--strategy.init_args.member_sampling_seeds", "independent", "--strategy.init_args.sigma", "1.0e-3")
+    assert tokens[-4:] == (
+        "--strategy.init_args.member_sampling_seeds",
+        "independent",
+        "--strategy.init_args.sigma",
+        "1.0e-3",
+    )
 
 
 def test_cpu_recipe_seeds_from_the_command_line():
