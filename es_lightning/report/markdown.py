@@ -173,7 +173,9 @@ def _drift(report: dict[str, Any]) -> list[str]:
     for m, d in methods.items():
         curve = d.get("sparsity_curve") or {}
         if curve:
-            metrics = sorted({k for v in curve.values() for k in v})
+            present = {k for v in curve.values() for k in v}
+            wanted = ["s_tau", *(f"pass@{k}" for k in report["config"]["ks"]), "greedy"]
+            metrics = [k for k in wanted if k in present]  # the evaluation's own counts stay in report.json
             body = [[t, *(fmt_stat(v.get(k), **PCT) for k in metrics)] for t, v in curve.items()]
             out += [f"Thresholded exports of `{m}` (updates with |Δ| ≤ τ zeroed), percent:", ""]
             out += [table(["τ", *metrics], body), ""]
