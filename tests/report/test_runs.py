@@ -195,22 +195,14 @@ def test_runs_with_the_same_resolved_config_run_once(tmp_path):
 
     recipe = str(REPO / "recipes" / "coverage_cpu_es.yaml")
     method = RunSpec("es", None, 0, recipe, (), tmp_path / "runs" / "es" / "seed0")
-    same = RunSpec(
-        "normalization",
-        "zscore",
-        0,
-        recipe,
-        ("--strategy.init_args.normalization", "zscore"),
-        tmp_path / "runs" / "normalization" / "zscore" / "seed0",
-    )
-    other = RunSpec(
-        "normalization",
-        "none",
-        0,
-        recipe,
-        ("--strategy.init_args.normalization", "none"),
-        tmp_path / "runs" / "normalization" / "none" / "seed0",
-    )
+
+    def normalization(value: str) -> RunSpec:
+        folder = tmp_path / "runs" / "normalization" / value / "seed0"
+        return RunSpec(
+            "normalization", value, 0, recipe, ("--strategy.init_args.normalization", value), folder
+        )
+
+    same, other = normalization("zscore"), normalization("none")
     outcomes = run_all([method, same, other], command=fake_command)
     assert [o.status for o in outcomes] == ["finished", "reused", "finished"]
     assert same.run_dir.is_symlink() and same.run_dir.resolve() == method.run_dir.resolve()
