@@ -17,5 +17,17 @@ venv="${VENV:-.venv}"
 if [ "$flavour" = cpu ]; then
   "$venv/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec || true
 fi
+# MBPP scoring runs model-written code in a bubblewrap sandbox (es_lightning/tasks/sandbox.py).
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    if ! (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap); then
+      echo "install.sh: warning: could not install bubblewrap; MBPP scoring needs it (or 'isolation: process')" >&2
+    fi
+  else
+    echo "install.sh: note: MBPP scoring needs bubblewrap ('bwrap'), which is not installed:" \
+      "install it (e.g. 'sudo apt-get install bubblewrap') or set 'isolation: process' on the mbpp" \
+      "task (an explicit opt-out that is not a security boundary)" >&2
+  fi
+fi
 "$venv/bin/python" -c "from transformers import Qwen2ForCausalLM; import lightning, jsonargparse, math_verify; print('es-lightning environment OK')"
 echo "Activate with: source $venv/bin/activate"

@@ -3,9 +3,21 @@
 * code extraction: the last fenced ````` ```python ````` (or ````` ```py `````/````` ```python3 `````)
   block of the completion; else the last fenced block of any language; else the whole completion.
   An unclosed final fence (a truncated completion) counts as running to the end of the text;
-* execution: the code, then the row's ``test_setup_code``, then each ``test_list`` assert (plus
-  ``challenge_test_list`` when ``use_challenge_tests``), in a :class:`~es_lightning.tasks.sandbox.Sandbox`
-  child process, never in this process;
+* execution: the code, then the row's ``test_setup_code``, in a
+  :class:`~es_lightning.tasks.sandbox.Sandbox` child, never in this process. Every MBPP test is
+  ``assert <expr> == <literal>``: the child evaluates only ``<expr>`` and returns its value as
+  plain data (an object of a model-defined class, or of a subclass of a builtin, fails the test);
+  this process compares it with the literal, which the child never sees. Other assert forms take
+  the sandbox's two-phase path (:mod:`~es_lightning.tasks.sandbox`). The tests are the row's
+  ``test_list``, plus ``challenge_test_list`` when ``use_challenge_tests``;
+* isolation (``isolation``): ``"bwrap"`` (default) runs each child in a bubblewrap sandbox: no
+  network; own pid, ipc, uts and mount namespaces; a read-only view of only the interpreter's base
+  prefix and the system libraries (the dataset, the project and home directories are not there);
+  a private size-limited ``/tmp``; uid/gid 65534 without capabilities; at most 16 processes
+  (a warning says when the kernel cannot enforce that); every process killed at the end. Scoring raises
+  :class:`~es_lightning.tasks.sandbox.SandboxUnavailableError` when bubblewrap cannot run here.
+  ``"process"`` is a plain child process with the same limits and protocol but **no security
+  boundary** (an explicit opt-out; it warns once);
 * reward: ``1.0`` when every assert passes, else ``0.0``; ``Score.extra`` holds ``tests_passed``
   (the passed fraction) and ``timed_out`` (0/1);
 * majority-vote answer: none (``None``); programs are not compared.
@@ -21,7 +33,7 @@ from es_lightning.tasks.base import Score
 from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.families import DatasetTask
 from es_lightning.tasks.registry import register_task
-from es_lightning.tasks.sandbox import Sandbox, SandboxResult
+from es_lightning.tasks.sandbox import Isolation, Sandbox, SandboxResult
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = {"python", "py", "python3"}
@@ -59,7 +71,9 @@ class MBPP(DatasetTask):
         memory_mb: memory limit per program run, in MiB.
         max_workers: program runs at a time in :meth:`score_many`.
         use_challenge_tests: also require the row's ``challenge_test_list`` asserts.
-        isolate_network: run programs without network when ``unshare`` allows it.
+        isolation: ``"bwrap"`` runs programs in a bubblewrap sandbox (the security boundary; it
+            needs bubblewrap, ``apt-get install bubblewrap``); ``"process"`` opts out explicitly
+            and runs them as plain child processes, which is **not** a security boundary.
         **kwargs: ``train``, ``test``, ``system_prompt``, ``prompt_template`` of
             :class:`~es_lightning.tasks.families.DatasetTask`.
     """
@@ -80,15 +94,13 @@ class MBPP(DatasetTask):
         memory_mb: int = 1024,
         max_workers: int = 4,
         use_challenge_tests: bool = False,
-        isolate_network: bool = True,
+        isolation: Isolation = "bwrap",
         **kwargs: Any,
     ) -> None:
         if max_workers < 1:
             raise ValueError(f"mbpp: max_workers must be at least 1, got {max_workers}")
         super().__init__(**kwargs)
-        self.sandbox = Sandbox(
-            time_limit_s=time_limit_s, memory_mb=memory_mb, isolate_network=isolate_network
-        )
+        self.sandbox = Sandbox(time_limit_s=time_limit_s, memory_mb=memory_mb, isolation=isolation)
         self.max_workers = max_workers
         self.use_challenge_tests = use_challenge_tests
 

@@ -70,7 +70,7 @@ def test_generated_splits_come_from_the_generator_unless_a_source_is_set(rows_fi
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"m": 1}\n')
-    with pytest.raises(ValueError, match=r"squares: .*bad.jsonl row 0 lacks column\(s\) \['n'\]"):
+    with pytest.raises(ValueError, match=r"squares: .*bad.jsonl' line 1 lacks column\(s\) \['n'\]"):
         Squares(train=DataSource(path=str(bad))).load("train")
 
 
@@ -233,7 +233,7 @@ OWN = {
         "memory_mb": 1024,
         "max_workers": 4,
         "use_challenge_tests": False,
-        "isolate_network": True,
+        "isolation": "bwrap",
     },
     MultipleChoice: {"correct_column": None, "incorrect_columns": None, "shuffle_seed": None},
     CommonsenseQA: {"shuffle_seed": None},
