@@ -18,6 +18,7 @@ from es_lightning.analysis.topk import TopKAccumulator
 from es_lightning.callbacks.base import Callback
 from es_lightning.callbacks.drift import reference_weights
 from es_lightning.checkpoint import Checkpoint
+from es_lightning.errors import ConfigError
 
 if TYPE_CHECKING:
     from es_lightning.training.trainer import Trainer
@@ -33,7 +34,7 @@ class LayerAttribution(Callback):
 
     def __init__(self, top_k: int = 100, reference: str | None = None) -> None:
         if top_k < 1:
-            raise ValueError(f"LayerAttribution: top_k must be >= 1, got {top_k}")
+            raise ConfigError(f"LayerAttribution: top_k must be >= 1, got {top_k}")
         self.top_k = top_k
         self.reference = reference
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from es_lightning.callbacks.base import Callback
+from es_lightning.errors import ConfigError
 from es_lightning.es.diversity import population_diversity
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ class PopulationDiversity(Callback):
 
     def __init__(self, every_n_updates: int = 1) -> None:
         if every_n_updates < 1:
-            raise ValueError(f"PopulationDiversity: every_n_updates must be >= 1, got {every_n_updates}")
+            raise ConfigError(f"PopulationDiversity: every_n_updates must be >= 1, got {every_n_updates}")
         self.every_n_updates = every_n_updates
 
     def on_population_end(self, trainer: Trainer, step: int, population: PopulationResult) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from es_lightning.analysis.drift import DriftAccumulator
 from es_lightning.callbacks.base import Callback
 from es_lightning.checkpoint import WeightIndex, weight_files
+from es_lightning.errors import ConfigError
 
 if TYPE_CHECKING:
     from es_lightning.training.trainer import Trainer
@@ -32,7 +33,7 @@ class ParameterDrift(Callback):
 
     def __init__(self, every_n_updates: int = 10, reference: str | None = None) -> None:
         if every_n_updates < 1:
-            raise ValueError(f"ParameterDrift: every_n_updates must be >= 1, got {every_n_updates}")
+            raise ConfigError(f"ParameterDrift: every_n_updates must be >= 1, got {every_n_updates}")
         self.every_n_updates = every_n_updates
         self.reference = reference
         self.history: list[dict[str, Any]] = []

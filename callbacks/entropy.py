@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from es_lightning.callbacks.base import Callback
+from es_lightning.errors import ConfigError
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.tasks.base import Task
 
@@ -54,11 +55,11 @@ class TokenEntropy(Callback):
         micro_batch_size: int = 16,
     ) -> None:
         if every_n_updates < 1 or num_prompts < 1 or samples_per_prompt < 1 or micro_batch_size < 1:
-            raise ValueError(
+            raise ConfigError(
                 "TokenEntropy: every_n_updates, num_prompts, samples_per_prompt and micro_batch_size must be >= 1"
             )
         if temperature <= 0:
-            raise ValueError(
+            raise ConfigError(
                 f"TokenEntropy: temperature must be > 0 (entropy of softmax(z/τ)), got {temperature}"
             )
         self.task = task
@@ -84,7 +85,7 @@ class TokenEntropy(Callback):
         self.name = self.name or task.name
         self._rows = task.load("test")[: self.num_prompts]
         if not self._rows:
-            raise ValueError(f"TokenEntropy: task {task.name!r} has no test rows")
+            raise ConfigError(f"TokenEntropy: task {task.name!r} has no test rows")
         if trainer.step not in self.history:
             self.measure(trainer)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from es_lightning.callbacks.base import Callback
+from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.tasks.base import Task
 
@@ -37,10 +38,10 @@ class HeldOutPassAtK(Callback):
         from es_lightning.evaluation.suites import resolve_eval_tasks
 
         if every_n_updates < 1:
-            raise ValueError(f"HeldOutPassAtK: every_n_updates must be >= 1, got {every_n_updates}")
+            raise ConfigError(f"HeldOutPassAtK: every_n_updates must be >= 1, got {every_n_updates}")
         self.tasks = resolve_eval_tasks(tasks)
         if not self.tasks:
-            raise ValueError("HeldOutPassAtK: no tasks given")
+            raise ConfigError("HeldOutPassAtK: no tasks given")
         self.every_n_updates = every_n_updates
         self.evaluation = evaluation or EvalConfig(limit=100)
         self._sets: list[Any] = []

@@ -36,6 +36,8 @@ from typing import Any, Literal
 
 import torch
 
+from es_lightning.errors import MissingPathError
+
 STATE_FILE = "trainer_state.json"
 HPARAMS_FILE = "hparams.yaml"
 CALLBACKS_FILE = "callbacks.pt"
@@ -81,7 +83,7 @@ def served_files(model: str | Path) -> list[str]:
         folder = Path(snapshot_download(str(model), allow_patterns=["*.safetensors"], local_files_only=True))
     files = sorted(str(f) for f in folder.glob("*.safetensors"))
     if not files:
-        raise FileNotFoundError(f"no *.safetensors weights in {folder}")
+        raise MissingPathError(f"no *.safetensors weights in {folder}")
     return files
 
 
@@ -160,7 +162,7 @@ class Checkpoint:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if not (self.path / STATE_FILE).is_file():
-            raise FileNotFoundError(f"{self.path} is not an es-lightning checkpoint (no {STATE_FILE})")
+            raise MissingPathError(f"{self.path} is not an es-lightning checkpoint (no {STATE_FILE})")
         self.state: dict[str, Any] = json.loads((self.path / STATE_FILE).read_text())
 
     @property
@@ -207,19 +209,28 @@ def latest_checkpoint(output_dir: str | Path) -> Path | None:
 
 
 def resolve_resume(resume: bool | str, output_dir: str | Path) -> Path | None:
-    """The checkpoint a run continues from, or ``None`` for a fresh run."""
+    """The checkpoint a run continues from, or ``None`` for a fresh run.
+
+    Raises:
+        MissingPathError: ``resume`` asks for the newest checkpoint and ``output_dir`` has none, or
+            names a folder that is not a checkpoint (a ``FileNotFoundError`` and a ``ConfigError``).
+    """
     if resume is False or resume in ("", "false", "False"):
         return None
     if resume is True or resume in ("true", "True", "latest"):
         found = latest_checkpoint(output_dir)
         if found is None:
-            raise FileNotFoundError(
+            raise MissingPathError(
                 f"trainer.resume: no checkpoint in {checkpoints_root(output_dir)} to resume from"
             )
         return found
-    path = Path(str(resume))
+    path = Path(str(resume)).expanduser()
     if not (path / STATE_FILE).is_file():
-        raise FileNotFoundError(f"trainer.resume: {path} is not a checkpoint folder (no {STATE_FILE})")
+        what = "does not exist" if not path.exists() else f"is not a checkpoint folder (no {STATE_FILE})"
+        raise MissingPathError(
+            f"trainer.resume: {path} {what}; give a checkpoints/step-NNNNNN folder, or `true` for the "
+            "newest checkpoint in trainer.output_dir"
+        )
     return path
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
-from pathlib import Path
 from typing import Any, Literal
 
 import torch
 
+from es_lightning.errors import ConfigError
 from es_lightning.rollout.base import RolloutOutput, SamplingConfig
 from es_lightning.tasks.base import Score, Task
 
@@ -29,16 +29,19 @@ class ReasoningModule:
 
     Args:
         model: HF hub id or local folder of a causal LM, or a built-in name
-            (``es-lightning/tiny-random``; see :mod:`es_lightning.models.registry`).
-        task: the task (dataset + prompt + verifier).
-        tokenizer: tokenizer id/folder when it differs from ``model``.
+            (``es-lightning/tiny-random``, ``es-lightning/tiny-arithmetic``,
+            ``es-lightning/tiny-countdown``). A hub id must be in the local HF cache or on the hub;
+            a folder must hold a ``config.json`` (checked before anything starts).
+        task: the task (dataset + prompt + verifier) as ``class_path: es_lightning.tasks.GSM8K``
+            (or another es_lightning.tasks class, or your own) with its ``init_args``.
+        tokenizer: tokenizer id/folder when it differs from ``model`` (checked like ``model``).
         dtype: weights' dtype; ``auto`` is bfloat16 on CUDA and float32 on CPU.
         chat_template: ``auto`` uses the tokenizer's chat template when it has one; ``never``
             always uses ``plain_template``.
         plain_template: ``str.format`` template around the task's user message when no chat template
             is used; fields ``system`` (may be empty) and ``prompt``.
         train_sampling: sampling used for training rollouts.
-        max_prompt_tokens: prompts longer than this are refused with an error naming the row.
+        max_prompt_tokens: prompts longer than this are refused with an error naming the row (>= 1).
     """
 
     def __init__(
@@ -55,14 +58,16 @@ class ReasoningModule:
         if not isinstance(task, Task):
             raise TypeError(f"ReasoningModule: task must be a Task, got {type(task).__name__}")
         if "{prompt}" not in plain_template:
-            raise ValueError(
+            raise ConfigError(
                 f"ReasoningModule: plain_template must contain '{{prompt}}', got {plain_template!r}"
             )
+        if max_prompt_tokens < 1:
+            raise ConfigError(f"ReasoningModule: max_prompt_tokens must be >= 1, got {max_prompt_tokens}")
         from es_lightning.models.registry import resolve_model
 
         self.model = resolve_model(str(model))
         self.task = task
-        self.tokenizer_name = tokenizer or self.model
+        self.tokenizer_name = resolve_model(str(tokenizer)) if tokenizer else self.model
         self.dtype_name = dtype
         self.chat_template = chat_template
         self.plain_template = plain_template
@@ -70,10 +75,17 @@ class ReasoningModule:
         self.max_prompt_tokens = max_prompt_tokens
 
     def check_model_source(self) -> None:
-        """Fail early, naming the model, when a local-looking path does not exist."""
-        looks_local = self.model.startswith((".", "/", "~")) or Path(self.model).expanduser().exists()
-        if looks_local and not (Path(self.model).expanduser() / "config.json").is_file():
-            raise FileNotFoundError(f"ReasoningModule: model folder {self.model!r} has no config.json")
+        """Fail early, naming the model, when it is no model folder, built-in name or hub id in the
+        local HF cache (or on the hub); see :func:`es_lightning.models.source.check_model_source`.
+
+        Raises:
+            ConfigError: the model (or the tokenizer) cannot be found; the message says where it looked.
+        """
+        from es_lightning.models.source import check_model_source
+
+        check_model_source(self.model, "module.model")
+        if self.tokenizer_name != self.model:
+            check_model_source(self.tokenizer_name, "module.tokenizer")
 
     def torch_dtype(self, device: torch.device) -> torch.dtype:
         if self.dtype_name == "auto":
@@ -111,7 +123,7 @@ class ReasoningModule:
             text = self.format_prompt(row)
             ids = self.tokenizer(text, add_special_tokens=not self.uses_chat_template)["input_ids"]
             if len(ids) > self.max_prompt_tokens:
-                raise ValueError(
+                raise ConfigError(
                     f"ReasoningModule: prompt of row {i} has {len(ids)} tokens > max_prompt_tokens={self.max_prompt_tokens}"
                 )
             encoded.append(list(ids))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from es_lightning.rollout.base import Rollout
 from es_lightning.strategies import GRPOStrategy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,3 +92,26 @@ def generate_only_rollout():
             return ""
 
     return GenerateOnly()
+
+
+class EngineTripwire(Rollout):
+    """A rollout that fails the run the moment an engine would be set up: in a recipe whose error
+    must come before any engine (``rollout: {class_path: tests.helpers.EngineTripwire}``)."""
+
+    def setup(self, model_path, device, dtype):
+        raise RuntimeError("EngineTripwire: a rollout engine was set up")
+
+    def start(self):
+        raise RuntimeError("EngineTripwire: a rollout engine was started")
+
+    def generate(self, prompts, sampling):
+        raise RuntimeError("EngineTripwire: generate")
+
+    def load_weights(self, named_tensors):
+        raise RuntimeError("EngineTripwire: load_weights")
+
+    def checksum(self):
+        raise RuntimeError("EngineTripwire: checksum")
+
+    def digest(self):
+        raise RuntimeError("EngineTripwire: digest")

@@ -170,12 +170,17 @@ def test_constructor_errors(tiny_model_path):
         ReasoningModule(str(tiny_model_path), "echo")
 
 
-def test_check_model_source(tiny_model_path, tmp_path):
+def test_check_model_source(tiny_model_path, tmp_path, monkeypatch):
     ReasoningModule(str(tiny_model_path), Echo()).check_model_source()  # a real folder: fine
-    ReasoningModule("Qwen/Qwen2.5-0.5B-Instruct", Echo()).check_model_source()  # a hub id: not checked here
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
+    with pytest.raises(ValueError, match="'Qwen/Qwen2.5-0.5B-Instruct' is no local folder.*HF cache"):
+        ReasoningModule("Qwen/Qwen2.5-0.5B-Instruct", Echo()).check_model_source()  # not cached here
+    with pytest.raises(ValueError, match="module.tokenizer: 'org/tok'"):
+        ReasoningModule(str(tiny_model_path), Echo(), tokenizer="org/tok").check_model_source()
 
     missing = tmp_path / "no_such_model"
-    with pytest.raises(FileNotFoundError, match="has no config.json") as err:
+    with pytest.raises(FileNotFoundError, match=r"does not exist \(no config.json\)") as err:
         ReasoningModule(str(missing), Echo()).check_model_source()
     assert repr(str(missing)) in str(err.value)
 

@@ -28,6 +28,7 @@ from es_lightning.analysis.pair import analyze_pair, check_pair
 from es_lightning.analysis.summary import format_curve, format_summary
 from es_lightning.analysis.threshold import export_all
 from es_lightning.checkpoint import WeightIndex, iter_weights
+from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import DTypeName
 from es_lightning.rollout.base import Rollout
@@ -96,14 +97,14 @@ def run_analyze(
     tau_list = parse_taus(taus, "taus")
     export_taus = parse_taus(export_thresholded, "export_thresholded")
     if top_k < 1:
-        raise ValueError(f"--top_k must be >= 1, got {top_k}")
+        raise ConfigError(f"--top_k must be >= 1, got {top_k}")
     if threshold_view not in VIEWS:
-        raise ValueError(f"--threshold_view must be one of {VIEWS}, got {threshold_view!r}")
+        raise ConfigError(f"--threshold_view must be one of {VIEWS}, got {threshold_view!r}")
     if device != "auto":
         try:
             torch.device(device)
         except RuntimeError as err:
-            raise ValueError(f"--device {device!r}: {err}") from None
+            raise ConfigError(f"--device {device!r}: {err}") from None
     task = _resolve_task(evaluate, export_taus, keep_exports)
     evaluation = evaluation or EvalConfig()
     output = Path(output)
@@ -186,10 +187,10 @@ def run_analyze(
 def _resolve_task(evaluate: str | Task | None, export_taus: list[float], keep_exports: bool) -> Task | None:
     if evaluate is None:
         if not keep_exports:
-            raise ValueError("--keep_exports false deletes exports once evaluated: give --evaluate TASK")
+            raise ConfigError("--keep_exports false deletes exports once evaluated: give --evaluate TASK")
         return None
     if not export_taus:
-        raise ValueError("--evaluate scores the thresholded exports: give --export_thresholded TAU[,TAU...]")
+        raise ConfigError("--evaluate scores the thresholded exports: give --export_thresholded TAU[,TAU...]")
     if isinstance(evaluate, Task):
         task = evaluate
     else:
@@ -198,7 +199,7 @@ def _resolve_task(evaluate: str | Task | None, export_taus: list[float], keep_ex
         try:
             task = get_task(evaluate)
         except KeyError as err:
-            raise ValueError(f"--evaluate: {err.args[0]}") from None
+            raise ConfigError(f"--evaluate: {err.args[0]}") from None
     task.load("test")  # bad data fails now, not after the exports
     return task
 

@@ -21,6 +21,8 @@ from typing import Literal
 
 import torch
 
+from es_lightning.errors import ConfigError
+
 View = Literal["stored", "bf16"]
 VIEWS: tuple[View, ...] = ("stored", "bf16")
 _CHUNK = 1 << 24  # elements per float64 chunk: bounds the temporary of a 545M-element embedding
@@ -74,8 +76,8 @@ def parse_taus(value: str | float | Sequence[float] | None, option: str = "taus"
         try:
             tau = float(item)  # type: ignore[arg-type]
         except (TypeError, ValueError):
-            raise ValueError(f"--{option}: {item!r} is not a number") from None
+            raise ConfigError(f"--{option}: {item!r} is not a number") from None
         if not (math.isfinite(tau) and tau > 0):
-            raise ValueError(f"--{option}: τ must be a finite number > 0, got {item!r}")
+            raise ConfigError(f"--{option}: τ must be a finite number > 0, got {item!r}")
         taus.append(tau)
     return sorted(set(taus))

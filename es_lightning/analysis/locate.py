@@ -14,6 +14,7 @@ from pathlib import Path
 from es_lightning.analysis.pair import TensorSpec, tensor_specs
 from es_lightning.analysis.threshold import served_dtype
 from es_lightning.checkpoint import master_files, served_files, weight_files
+from es_lightning.errors import ConfigError
 
 
 @dataclass
@@ -45,18 +46,18 @@ def locate_model(model: str, option: str) -> ModelWeights:
     path = Path(resolved).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise ValueError(f"--{option} {model}: not a model folder (no config.json)")
+            raise ConfigError(f"--{option} {model}: not a model folder (no config.json)")
         if not master_files(path) and not any(path.glob("*.safetensors")):
-            raise ValueError(f"--{option} {model}: not a model folder (no *.safetensors weights)")
+            raise ConfigError(f"--{option} {model}: not a model folder (no *.safetensors weights)")
         folder = path
     elif path.exists() or resolved.startswith((".", "/", "~")):
         why = "a file" if path.exists() else "no such folder"
-        raise ValueError(f"--{option} {model}: not a model folder ({why})")
+        raise ConfigError(f"--{option} {model}: not a model folder ({why})")
     else:
         try:
             folder = Path(served_files(resolved)[0]).parent
         except Exception as err:  # any hub-cache failure means "not available here"
-            raise ValueError(
+            raise ConfigError(
                 f"--{option} {model}: neither a model folder nor a model in the local Hugging Face cache ({err})"
             ) from None
     files = weight_files(folder)

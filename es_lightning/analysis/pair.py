@@ -25,6 +25,7 @@ from es_lightning.analysis.drift import DriftAccumulator
 from es_lightning.analysis.sparsity import SparsityAccumulator
 from es_lightning.analysis.topk import TopKAccumulator
 from es_lightning.checkpoint import WeightIndex
+from es_lightning.errors import ConfigError
 
 TensorSpec = tuple[tuple[int, ...], str]
 """A tensor's shape and safetensors dtype (``"BF16"``, ``"F32"``), read from the file header."""
@@ -133,13 +134,15 @@ def check_pair(
     """
     only_base, only_other = sorted(set(base) - set(other)), sorted(set(other) - set(base))
     if only_other:
-        raise ValueError(
+        raise ConfigError(
             f"{len(only_other)} tensors of {label} are not in {base_label}, e.g. {only_other[:3]}"
         )
     if only_base:
-        raise ValueError(f"{len(only_base)} tensors of {base_label} are not in {label}, e.g. {only_base[:3]}")
+        raise ConfigError(
+            f"{len(only_base)} tensors of {base_label} are not in {label}, e.g. {only_base[:3]}"
+        )
     for name, (shape, _) in other.items():
         if shape != base[name][0]:
-            raise ValueError(
+            raise ConfigError(
                 f"{name}: shape {list(shape)} in {label} but {list(base[name][0])} in {base_label}"
             )

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from es_lightning.errors import ConfigError, MissingPathError
 from es_lightning.evaluation.summary import summarize
 from es_lightning.tasks.base import Task
 
@@ -40,26 +41,26 @@ def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[int], list[list[s
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as e:
-                raise ValueError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from e
+                raise ConfigError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from e
             if not isinstance(record, dict):
-                raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+                raise ConfigError(f"{where}: expected a JSON object, got {type(record).__name__}")
             if COMPLETIONS_KEY not in record:
-                raise ValueError(f"{where}: missing {COMPLETIONS_KEY!r}; it has keys {sorted(record)}")
+                raise ConfigError(f"{where}: missing {COMPLETIONS_KEY!r}; it has keys {sorted(record)}")
             samples = record.pop(COMPLETIONS_KEY)
             if not isinstance(samples, list) or not samples or not all(isinstance(s, str) for s in samples):
-                raise ValueError(f"{where}: {COMPLETIONS_KEY!r} must be a non-empty list of strings")
+                raise ConfigError(f"{where}: {COMPLETIONS_KEY!r} must be a non-empty list of strings")
             if completions and len(samples) != len(completions[0]):
-                raise ValueError(
+                raise ConfigError(
                     f"{where}: {len(samples)} completions but line {first_line} has "
                     f"{len(completions[0])}; every line needs the same number"
                 )
             has_greedy = GREEDY_KEY in record
             if rows and has_greedy != (len(greedy) == len(rows)):
-                raise ValueError(f"{where}: {GREEDY_KEY!r} must be given on every line or on none")
+                raise ConfigError(f"{where}: {GREEDY_KEY!r} must be given on every line or on none")
             if has_greedy:
                 g = record.pop(GREEDY_KEY)
                 if not isinstance(g, str):
-                    raise ValueError(f"{where}: {GREEDY_KEY!r} must be a string, got {type(g).__name__}")
+                    raise ConfigError(f"{where}: {GREEDY_KEY!r} must be a string, got {type(g).__name__}")
                 greedy.append(g)
             if not rows:
                 first_line = line_no
@@ -67,7 +68,7 @@ def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[int], list[list[s
             line_nos.append(line_no)
             completions.append(samples)
     if not rows:
-        raise ValueError(f"{path}: no rows (the file is empty)")
+        raise ConfigError(f"{path}: no rows (the file is empty)")
     return rows, line_nos, completions, (greedy if greedy else None)
 
 
@@ -84,13 +85,13 @@ def score_completions_file(task: Task, path: str | Path, ks: Sequence[int] | Non
         file has greedy completions).
 
     Raises:
-        FileNotFoundError: when ``path`` does not exist.
-        ValueError: naming the line of bad JSON, a missing or malformed ``"completions"``, a
+        MissingPathError: when ``path`` does not exist (a ``FileNotFoundError``).
+        ConfigError: naming the line of bad JSON, a missing or malformed ``"completions"``, a
             different number of completions, or a row lacking a column the task requires.
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"score_completions_file: {str(path)!r} does not exist")
+        raise MissingPathError(f"score_completions_file: {str(path)!r} does not exist")
     rows, line_nos, completions, greedy = _read_rows(path)
     for row, line_no in zip(rows, line_nos, strict=True):
         task.validate_row(row, where=f"{path} line {line_no}")

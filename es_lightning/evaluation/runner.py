@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from es_lightning.errors import ConfigError
 from es_lightning.evaluation.offline import write_completions_file
 from es_lightning.evaluation.summary import summarize
 from es_lightning.rollout.base import Rollout, SamplingConfig
@@ -20,32 +21,44 @@ class EvalConfig:
     """How a model is evaluated on a task."""
 
     num_samples: int = 32
-    """M: samples per prompt."""
+    """M: samples per prompt (>= 1)."""
     temperature: float = 0.6
-    """Sampling temperature of the M samples."""
+    """Sampling temperature of the M samples (>= 0)."""
     top_p: float = 1.0
-    """Nucleus sampling mass of the M samples."""
+    """Nucleus sampling mass of the M samples, in (0, 1]."""
     max_tokens: int = 1024
-    """Most new tokens per sample."""
+    """Most new tokens per sample (>= 1)."""
     ks: list[int] | None = None
-    """K values reported for pass@K and maj@K; ``None``: every K in 1..M."""
+    """K values reported for pass@K and maj@K, each in 1..M (``num_samples``); ``None``: every K in 1..M."""
     greedy: bool = True
     """Also decode greedily once per prompt and report its accuracy."""
     limit: int | None = None
-    """Evaluate only the first ``limit`` prompts of the test split."""
+    """Evaluate only the first ``limit`` prompts of the test split (>= 1)."""
     seed: int = 1234
     """Sampling seed (the same seed and weights give the same samples)."""
     stop: list[str] | None = field(default=None)
     """Strings that end a sample."""
 
     def __post_init__(self) -> None:
+        """Refuse nonsensical settings, naming each (:class:`~es_lightning.errors.ConfigError`)."""
         if self.num_samples < 1:
-            raise ValueError(f"EvalConfig.num_samples must be >= 1, got {self.num_samples}")
+            raise ConfigError(f"evaluation.num_samples must be >= 1, got {self.num_samples}")
+        if self.ks is not None and not self.ks:
+            raise ConfigError("evaluation.ks is an empty list; give K values or null (every K in 1..M)")
         bad = [k for k in self.ks or [] if not 1 <= k <= self.num_samples]
         if bad:
-            raise ValueError(f"EvalConfig.ks {bad} out of range 1..num_samples={self.num_samples}")
+            raise ConfigError(
+                f"evaluation.ks {bad} out of range 1..num_samples={self.num_samples} "
+                "(Pass@K needs K <= M samples per prompt; raise num_samples or drop those K)"
+            )
         if self.limit is not None and self.limit < 1:
-            raise ValueError(f"EvalConfig.limit must be >= 1, got {self.limit}")
+            raise ConfigError(f"evaluation.limit must be >= 1, got {self.limit}")
+        if not self.temperature >= 0:
+            raise ConfigError(f"evaluation.temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"evaluation.top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens < 1:
+            raise ConfigError(f"evaluation.max_tokens must be >= 1, got {self.max_tokens}")
 
     def sampling(self) -> SamplingConfig:
         return SamplingConfig(
@@ -78,7 +91,7 @@ def evaluate_rows(
     if config.limit is not None:
         rows = rows[: config.limit]
     if not rows:
-        raise ValueError(f"evaluate: task {module.task.name!r} has no rows to evaluate")
+        raise ConfigError(f"evaluate: task {module.task.name!r} has no rows to evaluate")
     prompts = module.encode(rows)
     outputs = rollout.generate(prompts, config.sampling())
     scores = module.score(rows, outputs)

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from es_lightning.errors import ConfigError, UnknownNameError
 from es_lightning.evaluation.summary import AVERAGE_KEY
 from es_lightning.tasks import GPQA, GSM8K, MBPP, CommonsenseQA, Countdown, DataSource, HotpotQA, MathTask
 from es_lightning.tasks.base import Task
@@ -114,12 +115,12 @@ def get_suite(name: str) -> Suite:
     """The suite registered as ``name``.
 
     Raises:
-        ValueError: no suite has that name; the message lists the known ones.
+        UnknownNameError: no suite has that name (a ``ValueError``); the message lists the known ones.
     """
     try:
         return SUITES[name]
     except KeyError:
-        raise ValueError(
+        raise UnknownNameError(
             f"unknown evaluation suite {name!r}; known suites: {', '.join(sorted(SUITES))}"
         ) from None
 
@@ -132,7 +133,7 @@ def resolve_eval_tasks(eval_tasks: Mapping[str, Task] | str | Sequence[str] | No
     in ``easy`` and ``hard_heldout``) and is built once.
 
     Raises:
-        ValueError: an unknown suite name, an empty list, or two suites defining one name differently.
+        ConfigError: an unknown suite name, an empty list, or two suites defining one name differently.
     """
     if eval_tasks is None:
         return None
@@ -140,13 +141,13 @@ def resolve_eval_tasks(eval_tasks: Mapping[str, Task] | str | Sequence[str] | No
         return dict(eval_tasks)
     names = [eval_tasks] if isinstance(eval_tasks, str) else list(eval_tasks)
     if not names:
-        raise ValueError("eval_tasks: an empty list of suites; give suite names or leave eval_tasks unset")
+        raise ConfigError("eval_tasks: an empty list of suites; give suite names or leave eval_tasks unset")
     factories: dict[str, tuple[str, TaskFactory]] = {}
     for suite in map(get_suite, names):
         for metric, factory in suite.tasks.items():
             first = factories.setdefault(metric, (suite.name, factory))
             if first[1] is not factory:
-                raise ValueError(
+                raise ConfigError(
                     f"eval_tasks: suites {first[0]!r} and {suite.name!r} define {metric!r} differently"
                 )
     return {metric: factory() for metric, (_, factory) in factories.items()}

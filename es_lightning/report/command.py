@@ -19,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from es_lightning.errors import ConfigError
 from es_lightning.report.config import Ablation, CurveSettings, DriftSettings, ReportPlan, split_overrides
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def build_plan(
     """The resolved plan: ``seeds`` defaults to 3 (1 with ``quick``); quick overrides appended."""
     count = seeds if seeds is not None else (1 if quick else 3)
     if count < 1:
-        raise ValueError(f"report: seeds must be >= 1, got {count}")
+        raise ConfigError(f"report: seeds must be >= 1, got {count}")
     tokens = split_overrides(overrides) + (split_overrides(quick_overrides) if quick else [])
     settings = {k: v for k, v in settings.items() if v is not None}
     return ReportPlan(

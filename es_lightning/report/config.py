@@ -12,6 +12,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from es_lightning.errors import ConfigError
+
 AblationValue = int | float | str
 
 DEFAULT_TAUS = [1e-4, 5e-4, 1e-3, 1.5e-3, 5e-3]
@@ -49,14 +51,14 @@ class Ablation:
 
     def __post_init__(self) -> None:
         if not self.values and not self.variants:
-            raise ValueError(f"ablation on {self.recipe}: give `values` (with `parameter`) or `variants`")
+            raise ConfigError(f"ablation on {self.recipe}: give `values` (with `parameter`) or `variants`")
         if self.values and not self.parameter:
-            raise ValueError(f"ablation on {self.recipe}: `values` need a `parameter` to set")
+            raise ConfigError(f"ablation on {self.recipe}: `values` need a `parameter` to set")
         labels = [value_label(v) for v in self.values] + list(self.variants)
         if len(set(labels)) != len(labels):
-            raise ValueError(f"ablation on {self.recipe}: labels repeat: {labels}")
+            raise ConfigError(f"ablation on {self.recipe}: labels repeat: {labels}")
         if self.seeds is not None and self.seeds < 1:
-            raise ValueError(f"ablation on {self.recipe}: seeds must be >= 1, got {self.seeds}")
+            raise ConfigError(f"ablation on {self.recipe}: seeds must be >= 1, got {self.seeds}")
 
     def runs(self, quick: bool) -> dict[str, list[str]]:
         """``{label: CLI override tokens}`` of the runs, in order (``quick`` keeps the quick subset)."""
@@ -66,7 +68,7 @@ class Ablation:
         out = {value_label(v): [flag, value_label(v)] for v in values}
         for name in variants:
             if name not in self.variants:
-                raise ValueError(f"ablation on {self.recipe}: quick variant {name!r} is not in `variants`")
+                raise ConfigError(f"ablation on {self.recipe}: quick variant {name!r} is not in `variants`")
             out[name] = split_overrides(self.variants[name])
         return out
 
@@ -141,14 +143,14 @@ class ReportPlan:
 
     def __post_init__(self) -> None:
         if "base" in self.methods:
-            raise ValueError("report: `base` is not a method name (it is the starting model)")
+            raise ConfigError("report: `base` is not a method name (it is the starting model)")
         if not self.seeds:
-            raise ValueError("report: at least one seed")
+            raise ConfigError("report: at least one seed")
         if self.reward_window < 1:
-            raise ValueError(f"report: reward_window must be >= 1, got {self.reward_window}")
+            raise ConfigError(f"report: reward_window must be >= 1, got {self.reward_window}")
         clash = set(self.methods) & set(self.ablations)
         if clash:
-            raise ValueError(f"report: names used both as method and ablation: {sorted(clash)}")
+            raise ConfigError(f"report: names used both as method and ablation: {sorted(clash)}")
 
     @property
     def runs_dir(self) -> Path:

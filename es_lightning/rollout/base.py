@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from es_lightning.errors import ConfigError
+
 
 @dataclass
 class SamplingConfig:
@@ -43,13 +45,13 @@ class SamplingConfig:
 
     def __post_init__(self) -> None:
         if self.n < 1:
-            raise ValueError(f"SamplingConfig.n must be >= 1, got {self.n}")
+            raise ConfigError(f"SamplingConfig.n must be >= 1, got {self.n}")
         if self.temperature < 0:
-            raise ValueError(f"SamplingConfig.temperature must be >= 0, got {self.temperature}")
+            raise ConfigError(f"SamplingConfig.temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
-            raise ValueError(f"SamplingConfig.top_p must be in (0, 1], got {self.top_p}")
+            raise ConfigError(f"SamplingConfig.top_p must be in (0, 1], got {self.top_p}")
         if self.max_tokens < 1:
-            raise ValueError(f"SamplingConfig.max_tokens must be >= 1, got {self.max_tokens}")
+            raise ConfigError(f"SamplingConfig.max_tokens must be >= 1, got {self.max_tokens}")
 
 
 @dataclass

@@ -8,6 +8,7 @@ import torch
 from typing_extensions import override
 
 from es_lightning.checkpoint import weight_files as default_weight_files
+from es_lightning.errors import ConfigError
 from es_lightning.es.weights import ESWeights, OptimizerName, es_weights_from_files
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig, weights_digest
 from es_lightning.rollout.es_engine import ESEngine
@@ -22,7 +23,7 @@ class HFRollout(Rollout, ESEngine):
 
     def __init__(self, batch_size: int = 64) -> None:
         if batch_size < 1:
-            raise ValueError(f"HFRollout: batch_size must be >= 1, got {batch_size}")
+            raise ConfigError(f"HFRollout: batch_size must be >= 1, got {batch_size}")
         self.batch_size = batch_size
         self.model: torch.nn.Module | None = None
         self.tokenizer = None

@@ -30,6 +30,7 @@ process group only carries seeds, rewards and checksums (gloo on CPU, NCCL on GP
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -43,6 +44,7 @@ from lightning.fabric.strategies.registry import _StrategyRegistry
 from typing_extensions import override
 
 from es_lightning.checkpoint import weight_files
+from es_lightning.errors import ConfigError
 from es_lightning.es.noise import seed_schedule
 from es_lightning.es.normalize import normalize_rewards
 from es_lightning.es.rescoring import importance_weights, rescored_rewards
@@ -66,9 +68,10 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
     """Evolution Strategies on the rollout engine of every rank.
 
     Args:
-        population_size: N, perturbations per update (split over the ranks).
-        sigma: σ, the perturbation scale.
-        learning_rate: α, the step size (it absorbs 1/σ).
+        population_size: N, perturbations per update (split over the ranks; >= 2, even for
+            ``antithetic``).
+        sigma: σ, the perturbation scale (> 0).
+        learning_rate: α, the step size (it absorbs 1/σ; > 0).
         normalization: how rewards are normalised within the population.
         estimator: ``one_point`` (N seeds, the default) or ``antithetic`` (N/2 seeds, ±ε pairs).
         responses_per_prompt: responses generated per prompt for each member.
@@ -100,30 +103,19 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         process_group_backend: str | None = None,
         **kwargs: Any,
     ) -> None:
+        _check_es_settings(
+            population_size=population_size,
+            sigma=sigma,
+            learning_rate=learning_rate,
+            normalization=normalization,
+            estimator=estimator,
+            responses_per_prompt=responses_per_prompt,
+            member_sampling_seeds=member_sampling_seeds,
+            member_rollouts=member_rollouts,
+            optimizer=optimizer,
+            checksum_tolerance=checksum_tolerance,
+        )
         super().__init__(process_group_backend=process_group_backend, **kwargs)
-        if population_size < 2:
-            raise ValueError(
-                f"ESStrategy: population_size must be >= 2 (z-scores of one reward are undefined), "
-                f"got {population_size}"
-            )
-        if member_rollouts not in ("regenerate", "fixed"):
-            raise ValueError(
-                f"ESStrategy: unknown member_rollouts {member_rollouts!r}; use regenerate or fixed"
-            )
-        if member_sampling_seeds not in ("common", "independent"):
-            raise ValueError(
-                f"ESStrategy: unknown member_sampling_seeds {member_sampling_seeds!r}; use common or independent"
-            )
-        if estimator == "antithetic" and population_size % 2:
-            raise ValueError(f"ESStrategy: antithetic needs an even population_size, got {population_size}")
-        if estimator not in ("one_point", "antithetic"):
-            raise ValueError(f"ESStrategy: unknown estimator {estimator!r}; use 'one_point' or 'antithetic'")
-        if normalization not in ("zscore", "rank", "none"):
-            raise ValueError(f"ESStrategy: unknown normalization {normalization!r}; use zscore, rank or none")
-        if sigma <= 0 or learning_rate <= 0:
-            raise ValueError(f"ESStrategy: sigma and learning_rate must be > 0, got {sigma}, {learning_rate}")
-        if responses_per_prompt < 1:
-            raise ValueError(f"ESStrategy: responses_per_prompt must be >= 1, got {responses_per_prompt}")
         self.population_size = population_size
         self.sigma = sigma
         self.learning_rate = learning_rate
@@ -271,6 +263,46 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             raise RuntimeError(
                 f"ESStrategy: the ranks' centres disagree after the update (checksums {values})"
             )
+
+
+def _check_es_settings(
+    *,
+    population_size: int,
+    sigma: float,
+    learning_rate: float,
+    normalization: str,
+    estimator: str,
+    responses_per_prompt: int,
+    member_sampling_seeds: str,
+    member_rollouts: str,
+    optimizer: str,
+    checksum_tolerance: float,
+) -> None:
+    """Refuse nonsensical ES settings, naming the first bad one and what is accepted."""
+    choices = {
+        "normalization": (normalization, ("zscore", "rank", "none")),
+        "estimator": (estimator, ("one_point", "antithetic")),
+        "member_sampling_seeds": (member_sampling_seeds, ("common", "independent")),
+        "member_rollouts": (member_rollouts, ("regenerate", "fixed")),
+        "optimizer": (optimizer, ("sgd", "adam")),
+    }
+    for name, (value, allowed) in choices.items():
+        if value not in allowed:
+            raise ConfigError(f"ESStrategy: unknown {name} {value!r}; use {', '.join(allowed)}")
+    if population_size < 2:
+        raise ConfigError(
+            f"ESStrategy: population_size must be >= 2 (z-scores of one reward are undefined), "
+            f"got {population_size}"
+        )
+    if estimator == "antithetic" and population_size % 2:
+        raise ConfigError(f"ESStrategy: antithetic needs an even population_size, got {population_size}")
+    for name, value in (("sigma", sigma), ("learning_rate", learning_rate)):
+        if not (math.isfinite(value) and value > 0):
+            raise ConfigError(f"ESStrategy: {name} must be > 0, got {value}")
+    if responses_per_prompt < 1:
+        raise ConfigError(f"ESStrategy: responses_per_prompt must be >= 1, got {responses_per_prompt}")
+    if not checksum_tolerance >= 0:
+        raise ConfigError(f"ESStrategy: checksum_tolerance must be >= 0, got {checksum_tolerance}")
 
 
 class _FixedRollouts:

@@ -30,6 +30,7 @@ DistributedDataParallel and gradients are averaged across ranks.
 from __future__ import annotations
 
 import copy
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -42,6 +43,7 @@ from lightning.fabric.strategies.registry import _StrategyRegistry
 from typing_extensions import override
 
 from es_lightning.checkpoint import load_weights, master_files
+from es_lightning.errors import ConfigError, MissingPathError
 from es_lightning.es.noise import seed_schedule
 from es_lightning.grpo import compute_advantages, grpo_loss, pack_sequences, token_logprobs_and_entropy
 from es_lightning.rollout.base import Rollout
@@ -62,11 +64,11 @@ class _GRPO(ReasoningStrategy):
     """GRPO with a trainer copy of the model and weight sync into the rollout engine.
 
     Args:
-        group_size: G, responses per prompt.
-        learning_rate: AdamW learning rate.
+        group_size: G, responses per prompt (>= 2).
+        learning_rate: AdamW learning rate (> 0).
         weight_decay: AdamW weight decay.
         adam_betas: AdamW betas.
-        clip_eps: ε (ε_low) of the clipped ratio.
+        clip_eps: ε (ε_low) of the clipped ratio, in (0, 1).
         clip_eps_high: ε_high (DAPO's asymmetric clip); ``None``: same as ``clip_eps``.
         beta: β, weight of the k3 KL to the frozen starting model (0: no reference model).
         advantage: ``group`` (default), ``batch`` or ``none``.
@@ -99,22 +101,21 @@ class _GRPO(ReasoningStrategy):
         process_group_backend: str | None = None,
         **kwargs: Any,
     ) -> None:
+        _check_grpo_settings(
+            group_size=group_size,
+            learning_rate=learning_rate,
+            weight_decay=weight_decay,
+            adam_betas=tuple(adam_betas),
+            clip_eps=clip_eps,
+            clip_eps_high=clip_eps_high,
+            beta=beta,
+            advantage=advantage,
+            loss_aggregation=loss_aggregation,
+            inner_iterations=inner_iterations,
+            micro_batch_size=micro_batch_size,
+            max_grad_norm=max_grad_norm,
+        )
         super().__init__(process_group_backend=process_group_backend, **kwargs)
-        checks = {
-            "group_size": group_size >= 2,
-            "learning_rate": learning_rate > 0,
-            "clip_eps": 0 < clip_eps < 1,
-            "beta": beta >= 0,
-            "inner_iterations": inner_iterations >= 1,
-            "micro_batch_size": micro_batch_size >= 1,
-            "advantage": advantage in ("group", "batch", "none"),
-            "loss_aggregation": loss_aggregation in ("token_mean", "sequence_mean"),
-        }
-        bad = [name for name, ok in checks.items() if not ok]
-        if bad:
-            raise ValueError(
-                f"GRPOStrategy: invalid {', '.join(bad)} (group_size >= 2, 0 < clip_eps < 1, ...)"
-            )
         self.group_size = group_size
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
@@ -159,7 +160,10 @@ class _GRPO(ReasoningStrategy):
         if resume is not None:
             state = resume.state_dir(self.strategy_name) / FABRIC_STATE
             if not state.exists():
-                raise FileNotFoundError(f"GRPO resume: {state} does not exist")
+                raise MissingPathError(
+                    f"GRPO resume: {state} does not exist (the checkpoint holds no GRPO state; was it "
+                    "written by another strategy?)"
+                )
             fabric.load(state, {"model": self.model, "optimizer": self.optimizer})
         self.sync_weights(rollout)
 
@@ -327,6 +331,49 @@ class _GRPO(ReasoningStrategy):
             "clip_frac": sums["clip_frac"] / denom,
             "kl": sums["kl"] / denom,
         }
+
+
+def _check_grpo_settings(
+    *,
+    group_size: int,
+    learning_rate: float,
+    weight_decay: float,
+    adam_betas: tuple[float, ...],
+    clip_eps: float,
+    clip_eps_high: float | None,
+    beta: float,
+    advantage: str,
+    loss_aggregation: str,
+    inner_iterations: int,
+    micro_batch_size: int,
+    max_grad_norm: float | None,
+) -> None:
+    """Refuse nonsensical GRPO settings, naming every bad one with its value and what is accepted."""
+    checks = {
+        "group_size": (group_size, group_size >= 2, ">= 2"),
+        "learning_rate": (learning_rate, math.isfinite(learning_rate) and learning_rate > 0, "> 0"),
+        "weight_decay": (weight_decay, weight_decay >= 0, ">= 0"),
+        "adam_betas": (
+            list(adam_betas),
+            len(adam_betas) == 2 and all(0 <= b < 1 for b in adam_betas),
+            "two values in [0, 1)",
+        ),
+        "clip_eps": (clip_eps, 0 < clip_eps < 1, "in (0, 1)"),
+        "clip_eps_high": (clip_eps_high, clip_eps_high is None or clip_eps_high > 0, "null or > 0"),
+        "beta": (beta, beta >= 0, ">= 0"),
+        "advantage": (advantage, advantage in ("group", "batch", "none"), "group, batch or none"),
+        "loss_aggregation": (
+            loss_aggregation,
+            loss_aggregation in ("token_mean", "sequence_mean"),
+            "token_mean or sequence_mean",
+        ),
+        "inner_iterations": (inner_iterations, inner_iterations >= 1, ">= 1"),
+        "micro_batch_size": (micro_batch_size, micro_batch_size >= 1, ">= 1"),
+        "max_grad_norm": (max_grad_norm, max_grad_norm is None or max_grad_norm > 0, "null or > 0"),
+    }
+    bad = [f"{name}={value!r} (must be {rule})" for name, (value, ok, rule) in checks.items() if not ok]
+    if bad:
+        raise ConfigError(f"GRPOStrategy: invalid {'; '.join(bad)}")
 
 
 class GRPOStrategy(_GRPO, DDPStrategy):

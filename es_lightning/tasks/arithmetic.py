@@ -26,6 +26,7 @@ import random
 import re
 from typing import Any
 
+from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Score
 from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
@@ -83,11 +84,11 @@ class Arithmetic(GeneratedTask):
         self, *, max_number: int = 30, n_train: int = 1000, n_test: int = 200, seed: int = 0, **kwargs: Any
     ) -> None:
         if max_number < 1:
-            raise ValueError(f"arithmetic: max_number must be at least 1, got {max_number}")
+            raise ConfigError(f"arithmetic: max_number must be at least 1, got {max_number}")
         super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)
         generated = (n_train if self.train is None else 0) + (n_test if self.test is None else 0)
         if generated > max_number**3:
-            raise ValueError(
+            raise ConfigError(
                 f"arithmetic: {generated} generated problems (n_train + n_test) exceed the "
                 f"{max_number**3} distinct ones with max_number={max_number}"
             )
@@ -103,7 +104,7 @@ class Arithmetic(GeneratedTask):
         rng = random.Random(f"arithmetic-{self.seed}-{split}")
         seen = {key for key in exclude if all(1 <= x <= self.max_number for x in key)}
         if n > self.max_number**3 - len(seen):
-            raise ValueError(
+            raise ConfigError(
                 f"arithmetic: {n} {split} problems asked for, but only {self.max_number**3 - len(seen)} "
                 f"with max_number={self.max_number} are not in the test split"
             )

@@ -14,8 +14,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
+from es_lightning.errors import ConfigError
 from es_lightning.tasks.data import DataSource
 
 
@@ -76,26 +77,59 @@ class Task(ABC):
         return self.train if split == "train" else self.test
 
     def load(self, split: str = "train") -> list[dict[str, Any]]:
-        """Rows of ``split`` (``"train"`` or ``"test"``) with the column mapping applied; the first
-        row is checked with :meth:`validate_row`."""
+        """Rows of ``split`` (``"train"`` or ``"test"``) with the column mapping applied; every row
+        is checked with :meth:`validate_row` (one pass), so a bad row fails here, naming its file
+        and line or row, not in the middle of training.
+
+        Raises:
+            ConfigError: no source is set for ``split``, the source is missing, empty or malformed,
+                or a row fails :meth:`validate_row`.
+        """
         source = self.source(split)
         if source is None:
-            raise ValueError(f"{self.name}: no {split!r} data source configured (set `{split}:` in the task)")
-        rows = source.load()
-        for i, row in enumerate(rows[:1]):
-            self.validate_row(row, where=f"{source.path} row {i}")
-        return rows
+            raise ConfigError(
+                f"{self.name}: no {split!r} data source configured (set `{split}:` in the task)"
+            )
+        return source.load(validate=self.validate_row)
 
     required_columns: tuple[str, ...] = ()
-    """Columns every row must have after the column mapping."""
+    """Columns every row must have (and not null) after the column mapping."""
+    column_types: ClassVar[dict[str, type | tuple[type, ...]]] = {}
+    """Basic Python types some columns must have (``{"answer": str}``), checked on every row."""
 
     def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
-        missing = [c for c in self.required_columns if c not in row]
+        """Check one row before any work is done with it; ``where`` names it in the error
+        (``'data/train.jsonl' line 3``).
+
+        Raises:
+            ConfigError: a required column is missing or null, or a column has the wrong type.
+        """
+        missing = [c for c in self.required_columns if row.get(c) is None]
         if missing:
-            raise ValueError(
-                f"{self.name}: {where} lacks column(s) {missing}; it has {sorted(row)}. "
+            absent = [c for c in missing if c not in row]
+            null = [c for c in missing if c in row]
+            what = " and ".join(
+                part
+                for part in (
+                    f"lacks column(s) {absent}" if absent else "",
+                    f"lacks a value for column(s) {null} (missing or null)" if null else "",
+                )
+                if part
+            )
+            raise ConfigError(
+                f"{self.name}: {where} {what}; it has {sorted(k for k, v in row.items() if v is not None)}. "
                 "Map the dataset's names with `column_map` in the data source."
             )
+        for column, expected in self.column_types.items():
+            value = row.get(column)
+            if value is not None and not isinstance(value, expected):
+                names = " or ".join(
+                    t.__name__ for t in (expected if isinstance(expected, tuple) else (expected,))
+                )
+                raise ConfigError(
+                    f"{self.name}: {where} column {column!r} must be a {names}, got "
+                    f"{type(value).__name__} {str(value)[:80]!r}"
+                )
 
     # -- prompts ------------------------------------------------------------------------------
     @abstractmethod

@@ -28,6 +28,7 @@ from collections import Counter
 from fractions import Fraction
 from typing import Any
 
+from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Score
 from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
@@ -112,6 +113,7 @@ class Countdown(GeneratedTask):
 
     name = "countdown"
     required_columns = ("nums", "target")
+    column_types = {"nums": list}
 
     def __init__(
         self,
@@ -131,7 +133,7 @@ class Countdown(GeneratedTask):
         }
         for arg, (given, low) in sizes.items():
             if given < low:
-                raise ValueError(f"countdown: {arg} must be at least {low}, got {given}")
+                raise ConfigError(f"countdown: {arg} must be at least {low}, got {given}")
         super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)
         self.num_numbers, self.max_number, self.max_target = num_numbers, max_number, max_target
 
@@ -176,7 +178,7 @@ class Countdown(GeneratedTask):
                 rows.append(row)
         if len(rows) == n:
             return rows
-        raise ValueError(
+        raise ConfigError(
             f"countdown: found only {len(rows)} distinct problems of the {n} asked for with "
             f"num_numbers={self.num_numbers}, max_number={self.max_number}, max_target={self.max_target}"
         )

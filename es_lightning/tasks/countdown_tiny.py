@@ -44,6 +44,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Score
 from es_lightning.tasks.countdown import evaluate
 from es_lightning.tasks.families import GeneratedTask
@@ -197,6 +198,7 @@ class CountdownTiny(GeneratedTask):
 
     name = "countdown_tiny"
     required_columns = ("nums", "target")
+    column_types = {"nums": list}
     default_template = "Q: {question}"
 
     def __init__(
@@ -219,9 +221,9 @@ class CountdownTiny(GeneratedTask):
         }
         for arg, (given, low) in {**sizes, "max_value": (max_value, max_target)}.items():
             if given < low:
-                raise ValueError(f"countdown_tiny: {arg} must be at least {low}, got {given}")
+                raise ConfigError(f"countdown_tiny: {arg} must be at least {low}, got {given}")
         if not 0.0 <= four_number_fraction <= 1.0:
-            raise ValueError(
+            raise ConfigError(
                 f"countdown_tiny: four_number_fraction must be in [0, 1], got {four_number_fraction}"
             )
         super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)
@@ -251,7 +253,7 @@ class CountdownTiny(GeneratedTask):
                 rows.append(row)
         if len(rows) == n:
             return rows
-        raise ValueError(
+        raise ConfigError(
             f"countdown_tiny: found only {len(rows)} distinct problems of the {n} asked for with "
             f"max_number={self.max_number}, max_target={self.max_target}, min_solutions={self.min_solutions}"
         )

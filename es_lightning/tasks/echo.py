@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Score
 from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
@@ -51,10 +52,10 @@ class Echo(GeneratedTask):
         **kwargs: Any,
     ) -> None:
         if not 0 <= format_weight <= 1:
-            raise ValueError(f"echo: format_weight must be in [0, 1], got {format_weight}")
+            raise ConfigError(f"echo: format_weight must be in [0, 1], got {format_weight}")
         self.format_weight = format_weight
         if length < 1 or n_train < 1 or n_test < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"echo: length, n_train and n_test must be >= 1, got {length}, {n_train}, {n_test}"
             )
         super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)

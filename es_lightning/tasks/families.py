@@ -29,6 +29,7 @@ import copy
 from abc import abstractmethod
 from typing import Any, ClassVar
 
+from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Task
 from es_lightning.tasks.data import DataSource
 
@@ -90,7 +91,7 @@ class GeneratedTask(Task):
     ) -> None:
         for arg, given in (("n_train", n_train), ("n_test", n_test)):
             if given < 0:
-                raise ValueError(f"{self.name}: {arg} must be at least 0, got {given}")
+                raise ConfigError(f"{self.name}: {arg} must be at least 0, got {given}")
         super().__init__(train=train, test=test, **kwargs)
         self.n_train, self.n_test, self.seed = n_train, n_test, seed
 

@@ -16,6 +16,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Score
 from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.families import DatasetTask
@@ -86,8 +87,15 @@ class GSM8K(DatasetTask):
         'Finish with the final answer on its own line in the form "#### <number>".'
     )
     required_columns = ("question", "answer")
+    column_types = {"question": str, "answer": str}
     default_train = DataSource(path="openai/gsm8k", name="main", split="train")
     default_test = DataSource(path="openai/gsm8k", name="main", split="test")
+
+    def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
+        """The columns, and a gold answer (``#### <number>``) that :meth:`gold` can read."""
+        super().validate_row(row, where)
+        if extract_answer(row["answer"]) is None:
+            raise ConfigError(f"gsm8k: {where}: the gold answer {row['answer'][-80:]!r} gives no answer")
 
     def question(self, row: dict[str, Any]) -> str:
         return str(row["question"])
@@ -96,7 +104,7 @@ class GSM8K(DatasetTask):
         """The normalised gold answer of ``row`` (its ``answer`` column)."""
         gold = extract_answer(str(row["answer"]))
         if gold is None:
-            raise ValueError(f"gsm8k: the row's gold answer {str(row['answer'])[-80:]!r} gives no answer")
+            raise ConfigError(f"gsm8k: the row's gold answer {str(row['answer'])[-80:]!r} gives no answer")
         return gold
 
     def score(self, completion: str, row: dict[str, Any]) -> Score:

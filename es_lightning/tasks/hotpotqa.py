@@ -20,6 +20,7 @@ import string
 from collections import Counter
 from typing import Any
 
+from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Score
 from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.families import DatasetTask
@@ -71,7 +72,7 @@ def _format_context(context: Any) -> str:
         return context or ""
     if isinstance(context, dict) and {"title", "sentences"} <= set(context):
         if len(context["title"]) != len(context["sentences"]):
-            raise ValueError(
+            raise ConfigError(
                 f"hotpotqa: 'context' has {len(context['title'])} titles for "
                 f"{len(context['sentences'])} sentence lists"
             )
@@ -81,7 +82,7 @@ def _format_context(context: Any) -> str:
     ):
         pairs = [(title, sentences) for title, sentences in context]
     else:
-        raise ValueError(
+        raise ConfigError(
             "hotpotqa: 'context' must be a string, a {'title', 'sentences'} dict or a list of "
             f"[title, sentences] pairs; got {type(context).__name__}"
         )
@@ -104,8 +105,17 @@ class HotpotQA(DatasetTask):
         'last line as "Answer: <answer>".'
     )
     required_columns = ("question", "answer")
+    column_types = {"question": str, "answer": str}
     default_train = DataSource(path="hotpotqa/hotpot_qa", name="distractor", split="train")
     default_test = DataSource(path="hotpotqa/hotpot_qa", name="distractor", split="validation")
+
+    def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
+        """The columns, and a ``context`` (when given) in one of the accepted shapes."""
+        super().validate_row(row, where)
+        try:
+            _format_context(row.get("context"))
+        except ConfigError as err:
+            raise ConfigError(f"{where}: {err}") from None
 
     def question(self, row: dict[str, Any]) -> str:
         context = _format_context(row.get("context"))

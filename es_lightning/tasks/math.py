@@ -21,6 +21,7 @@ import threading
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Score
 from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.families import DatasetTask
@@ -151,22 +152,27 @@ class MathTask(DatasetTask):
     name = "math"
     default_template = "{question}\n\nReason step by step, and put your final answer within \\boxed{{}}."
     required_columns = ("problem",)
+    column_types = {"problem": str}
     default_train = DataSource(path="agentica-org/DeepScaleR-Preview-Dataset", split="train")
     default_test = DataSource(path="HuggingFaceH4/MATH-500", split="test")
 
     def __init__(self, *, timeout_s: int = 5, **kwargs: Any) -> None:
         if timeout_s <= 0:
-            raise ValueError(f"math: timeout_s must be positive, got {timeout_s}")
+            raise ConfigError(f"math: timeout_s must be positive, got {timeout_s}")
         super().__init__(**kwargs)
         self.timeout_s = timeout_s
 
     def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
         super().validate_row(row, where)
         if "answer" not in row and "solution" not in row:
-            raise ValueError(
+            raise ConfigError(
                 f"math: {where} has neither an 'answer' nor a 'solution' column; it has {sorted(row)}. "
                 "Map the dataset's names with `column_map` in the data source."
             )
+        try:
+            self.gold(row)
+        except ConfigError as err:
+            raise ConfigError(f"{where}: {err}") from None
 
     def question(self, row: dict[str, Any]) -> str:
         return str(row["problem"])
@@ -178,7 +184,7 @@ class MathTask(DatasetTask):
             return str(answer).strip()
         boxed = last_boxed(str(row.get("solution") or ""))
         if boxed is None:
-            raise ValueError(
+            raise ConfigError(
                 "math: the row has no gold answer (no 'answer' column and no \\boxed{} in 'solution'); "
                 f"its columns are {sorted(row)}"
             )

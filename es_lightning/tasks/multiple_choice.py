@@ -25,6 +25,7 @@ import re
 import string
 from typing import Any
 
+from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Score
 from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.families import DatasetTask
@@ -71,6 +72,7 @@ class MultipleChoice(DatasetTask):
         '"The answer is (X)" where X is the letter of the correct option.'
     )
     required_columns = ("question",)
+    column_types = {"question": str}
 
     def __init__(
         self,
@@ -81,7 +83,7 @@ class MultipleChoice(DatasetTask):
         **kwargs: Any,
     ) -> None:
         if (correct_column is None) != (not incorrect_columns):
-            raise ValueError(
+            raise ConfigError(
                 f"{self.name}: set correct_column and incorrect_columns together "
                 f"(got correct_column={correct_column!r}, incorrect_columns={incorrect_columns!r})"
             )
@@ -92,28 +94,31 @@ class MultipleChoice(DatasetTask):
 
     def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
         super().validate_row(row, where)
-        self.options(row)
+        try:
+            self.options(row)
+        except ConfigError as err:
+            raise ConfigError(f"{where}: {err}") from None
 
     def options(self, row: dict[str, Any]) -> tuple[list[str], int]:
         """The option texts of ``row`` in display order and the index of the correct one."""
         if "choices" in row:
             texts, labels = _choice_texts(row["choices"], self.name)
             if "answer" not in row:
-                raise ValueError(f"{self.name}: row has 'choices' but no 'answer'; it has {sorted(row)}")
+                raise ConfigError(f"{self.name}: row has 'choices' but no 'answer'; it has {sorted(row)}")
             gold = _gold_index(row["answer"], texts, labels, self.name)
         elif self.correct_column is not None:
             missing = [c for c in [self.correct_column, *self.incorrect_columns] if c not in row]
             if missing:
-                raise ValueError(f"{self.name}: row lacks option column(s) {missing}; it has {sorted(row)}")
+                raise ConfigError(f"{self.name}: row lacks option column(s) {missing}; it has {sorted(row)}")
             texts = [str(row[c]).strip() for c in [self.correct_column, *self.incorrect_columns]]
             gold = 0
         else:
-            raise ValueError(
+            raise ConfigError(
                 f"{self.name}: row has no 'choices' column and no correct_column/incorrect_columns "
                 f"are set; it has {sorted(row)}"
             )
         if len(texts) > len(_LETTERS):
-            raise ValueError(f"{self.name}: {len(texts)} options; at most {len(_LETTERS)} are supported")
+            raise ConfigError(f"{self.name}: {len(texts)} options; at most {len(_LETTERS)} are supported")
         if self.shuffle_seed is None:
             return texts, gold
         digest = hashlib.sha256(f"{self.shuffle_seed}\0{row['question']}".encode()).digest()
@@ -136,32 +141,32 @@ def _choice_texts(choices: Any, task: str) -> tuple[list[str], list[str]]:
     """Option texts and their labels from a list or a ``{"label", "text"}`` dict."""
     if isinstance(choices, dict):
         if "text" not in choices:
-            raise ValueError(
+            raise ConfigError(
                 f"{task}: dict choices need a 'text' key (and optionally 'label'); got {sorted(choices)}"
             )
         texts = [str(t).strip() for t in choices["text"]]
         labels = [str(x).strip() for x in choices.get("label") or _LETTERS[: len(texts)]]
         if len(labels) != len(texts):
-            raise ValueError(f"{task}: {len(labels)} labels for {len(texts)} choice texts")
+            raise ConfigError(f"{task}: {len(labels)} labels for {len(texts)} choice texts")
         return texts, labels
     if isinstance(choices, (list, tuple)) and choices:
         texts = [str(t).strip() for t in choices]
         return texts, list(_LETTERS[: len(texts)])
-    raise ValueError(f"{task}: 'choices' must be a non-empty list or a label/text dict, got {choices!r}")
+    raise ConfigError(f"{task}: 'choices' must be a non-empty list or a label/text dict, got {choices!r}")
 
 
 def _gold_index(answer: Any, texts: list[str], labels: list[str], task: str) -> int:
     """Index of the correct option (``answer`` rules of the module docstring)."""
     if isinstance(answer, int) and not isinstance(answer, bool):
         if not 0 <= answer < len(texts):
-            raise ValueError(f"{task}: answer index {answer} is outside the {len(texts)} options")
+            raise ConfigError(f"{task}: answer index {answer} is outside the {len(texts)} options")
         return answer
     text = str(answer).strip()
     if text in labels:
         return labels.index(text)
     if texts.count(text) == 1:
         return texts.index(text)
-    raise ValueError(
+    raise ConfigError(
         f"{task}: answer {answer!r} is neither an option label {labels} nor the text of exactly one option"
     )
 

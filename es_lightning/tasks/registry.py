@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from es_lightning.errors import UnknownNameError
 from es_lightning.tasks.base import Task
 
 TASKS: dict[str, type[Task]] = {}
@@ -52,10 +53,11 @@ def get_task(name: str, **kwargs: Any) -> Task:
     """A new instance of the task registered as ``name``, built with ``kwargs``.
 
     Raises:
-        KeyError: no task is registered as ``name``; the message lists the known names.
+        UnknownNameError: no task is registered as ``name`` (a ``KeyError`` and a
+            ``ConfigError``); the message lists the known names.
     """
     try:
         cls = TASKS[name]
     except KeyError:
-        raise KeyError(f"unknown task {name!r}; known tasks: {sorted(TASKS)}") from None
+        raise UnknownNameError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}") from None
     return cls(**kwargs)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
+
+from es_lightning.errors import ConfigError
 
 
 @dataclass
@@ -12,7 +16,8 @@ class TrainerConfig:
     """How long to train, where to write, on which devices."""
 
     output_dir: str = "runs/es"
-    """Run directory: config.yaml, metrics.jsonl, TensorBoard files, checkpoints/, eval/."""
+    """Run directory: config.yaml, metrics.jsonl, TensorBoard files, checkpoints/, eval/ (created;
+    must not be an existing file)."""
     max_steps: int | None = None
     """Updates to run; ``None``: ``epochs`` passes over the training rows."""
     epochs: float = 1.0
@@ -38,7 +43,17 @@ class TrainerConfig:
     eval_after: bool = True
     """Evaluate the trained model."""
     resume: bool | str = False
-    """``true``: continue from the newest checkpoint in ``output_dir``; or a checkpoint folder."""
+    """``true``: continue from the newest checkpoint in ``output_dir``; or a checkpoint folder. The
+    checkpoint's recorded settings must match this run's (see ``resume_allow_changes``)."""
+    resume_allow_changes: bool | list[str] = False
+    """What a resume may change of the settings that decide an update: the strategy (name and its
+    settings such as σ, α, N, normalization, estimator, optimizer, GRPO's group size and clipping)
+    and ``seed``, ``batch_size``, ``train_limit``, ``data_offset``. ``false`` (default): a resume
+    whose settings differ from the checkpoint's is refused, listing each change, so a resumed run
+    is the run that would have continued; ``true``: allow every change (the run is then a new
+    experiment that starts from the checkpoint); or a list of the keys to allow, as the refusal
+    names them (``[strategy.learning_rate, trainer.batch_size]``). Run length, evaluation,
+    checkpointing, devices and logging settings may always change."""
     progress_bar: bool = True
     """Show a progress bar with ETA."""
     data_offset: int = 0
@@ -48,18 +63,26 @@ class TrainerConfig:
     (fp32 weights and optimizer, bf16 autocast) and ``32-true`` elsewhere. ES trains no torch model."""
 
     def __post_init__(self) -> None:
+        """Refuse nonsensical settings, naming each (:class:`~es_lightning.errors.ConfigError`)."""
         if self.max_steps is not None and self.max_steps < 0:
-            raise ValueError(f"trainer.max_steps must be >= 0, got {self.max_steps}")
-        if self.epochs <= 0:
-            raise ValueError(f"trainer.epochs must be > 0, got {self.epochs}")
+            raise ConfigError(f"trainer.max_steps must be >= 0, got {self.max_steps}")
+        if not (math.isfinite(self.epochs) and self.epochs > 0):
+            raise ConfigError(f"trainer.epochs must be > 0, got {self.epochs}")
         if self.batch_size < 1:
-            raise ValueError(f"trainer.batch_size must be >= 1, got {self.batch_size}")
-        if self.checkpoint_every < 0 or self.eval_every < 0:
-            raise ValueError("trainer.checkpoint_every and trainer.eval_every must be >= 0")
-        if self.data_offset < 0:
-            raise ValueError(f"trainer.data_offset must be >= 0, got {self.data_offset}")
+            raise ConfigError(f"trainer.batch_size must be >= 1, got {self.batch_size}")
+        for name in ("checkpoint_every", "eval_every", "data_offset"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"trainer.{name} must be >= 0, got {getattr(self, name)}")
         if self.train_limit is not None and self.train_limit < 1:
-            raise ValueError(f"trainer.train_limit must be >= 1, got {self.train_limit}")
+            raise ConfigError(f"trainer.train_limit must be >= 1, got {self.train_limit}")
+        if self.num_nodes < 1:
+            raise ConfigError(f"trainer.num_nodes must be >= 1, got {self.num_nodes}")
+        if isinstance(self.devices, int) and not isinstance(self.devices, bool) and self.devices < 1:
+            raise ConfigError(f"trainer.devices must be >= 1 (or e.g. 'auto'), got {self.devices}")
+        if not str(self.output_dir).strip():
+            raise ConfigError("trainer.output_dir is empty; give a run directory")
+        if Path(self.output_dir).is_file():
+            raise ConfigError(f"trainer.output_dir {self.output_dir!r} is an existing file; give a directory")
 
     def resolved_precision(self) -> str:
         """``precision``, or its default for the accelerator."""

@@ -26,6 +26,7 @@ from lightning.fabric.strategies import Strategy
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 
 from es_lightning.checkpoint import Checkpoint, latest_checkpoint
+from es_lightning.errors import ConfigError
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.training.batches import steps_for_epochs
 
@@ -51,14 +52,14 @@ def stage_names(stages: list[Stage]) -> list[str]:
 def split_budget(total: int, stages: list[Stage]) -> list[int]:
     """Updates per stage: ``round(fraction · total)``, the last stage taking the remainder."""
     if not stages:
-        raise ValueError("stages: give at least one stage")
+        raise ConfigError("stages: give at least one stage")
     fractions = [s.fraction for s in stages]
     if any(f <= 0 for f in fractions) or abs(sum(fractions) - 1.0) > 1e-6:
-        raise ValueError(f"stages: fractions must be positive and add up to 1, got {fractions}")
+        raise ConfigError(f"stages: fractions must be positive and add up to 1, got {fractions}")
     steps = [round(f * total) for f in fractions[:-1]]
     steps.append(total - sum(steps))
     if any(n < 1 for n in steps):
-        raise ValueError(f"stages: a total of {total} updates leaves a stage with none ({steps})")
+        raise ConfigError(f"stages: a total of {total} updates leaves a stage with none ({steps})")
     return steps
 
 
@@ -96,7 +97,7 @@ def run_pipeline(
 
     names = stage_names(stages)
     if len(set(names)) != len(names):
-        raise ValueError(f"stages: names must differ, got {names} (set `name:` on repeated strategies)")
+        raise ConfigError(f"stages: names must differ, got {names} (set `name:` on repeated strategies)")
     total = config.max_steps
     if total is None:
         rows = module.task.load("train")[: config.train_limit]

@@ -191,6 +191,10 @@ def test_refuses_a_rollout_that_cannot_run_es(tiny_model_path, fabric_es):
         (dict(normalization="softmax"), "normalization"),
         (dict(sigma=0.0), "sigma"),
         (dict(responses_per_prompt=0), "responses_per_prompt"),
+        (dict(learning_rate=-1.0), "learning_rate must be > 0, got -1.0"),
+        (dict(sigma=float("nan")), "sigma must be > 0, got nan"),
+        (dict(optimizer="lion"), "unknown optimizer 'lion'; use sgd, adam"),
+        (dict(checksum_tolerance=-1.0), "checksum_tolerance must be >= 0"),
     ],
 )
 def test_bad_settings_are_named(kwargs, match):

@@ -91,6 +91,10 @@ def test_engine_serves_the_trained_weights_after_sync(tiny_model_path, vllm_roll
         (dict(advantage="mean"), "advantage"),
         (dict(loss_aggregation="sum"), "loss_aggregation"),
         (dict(inner_iterations=0), "inner_iterations"),
+        (dict(weight_decay=-0.1), r"weight_decay=-0.1 \(must be >= 0\)"),
+        (dict(adam_betas=(0.9, 1.5)), r"adam_betas=\[0.9, 1.5\]"),
+        (dict(max_grad_norm=0.0), "max_grad_norm"),
+        (dict(group_size=1, clip_eps=2.0), r"group_size=1 \(must be >= 2\); clip_eps=2.0"),
     ],
 )
 def test_bad_settings_are_named(kwargs, name):

@@ -21,14 +21,6 @@ from es_lightning.checkpoint import (
 )
 
 
-@pytest.fixture()
-def meta_dir(tmp_path: Path) -> Path:
-    meta = tmp_path / "meta"
-    meta.mkdir()
-    (meta / "config.json").write_text('{"model_type": "toy"}')
-    return meta
-
-
 def _tensors(value: float) -> dict[str, torch.Tensor]:
     return {"a.weight": torch.full((2, 3), value), "b.bias": torch.arange(4, dtype=torch.float32) + value}
 
@@ -251,7 +243,7 @@ def test_resolve_resume(tmp_path, meta_dir):
     )  # an explicit folder needs no output_dir
 
     missing = tmp_path / "nope" / "step-000001"
-    with pytest.raises(FileNotFoundError, match="is not a checkpoint folder") as err:
+    with pytest.raises(FileNotFoundError, match="does not exist") as err:
         resolve_resume(str(missing), out)
     assert str(missing) in str(err.value)
 

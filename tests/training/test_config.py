@@ -2,6 +2,7 @@ import re
 
 import pytest
 
+from es_lightning.errors import ConfigError
 from es_lightning.training.config import TrainerConfig
 
 
@@ -38,8 +39,26 @@ def test_boundary_values_are_accepted(kwargs):
         ({"checkpoint_every": -1}, "trainer.checkpoint_every"),
         ({"eval_every": -2}, "trainer.eval_every"),
         ({"train_limit": 0}, "trainer.train_limit must be >= 1, got 0"),
+        ({"data_offset": -1}, "trainer.data_offset must be >= 0, got -1"),
+        ({"num_nodes": 0}, "trainer.num_nodes must be >= 1, got 0"),
+        ({"devices": 0}, "trainer.devices must be >= 1"),
+        ({"epochs": float("nan")}, "trainer.epochs must be > 0, got nan"),
+        ({"output_dir": ""}, "trainer.output_dir is empty"),
     ],
 )
 def test_each_validation_error_names_its_field(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         TrainerConfig(**kwargs)
+
+
+def test_an_output_dir_that_is_a_file_is_refused(tmp_path):
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    with pytest.raises(ConfigError, match=f"trainer.output_dir '{taken}' is an existing file"):
+        TrainerConfig(output_dir=str(taken))
+    assert TrainerConfig(output_dir=str(tmp_path)).output_dir == str(tmp_path)  # a folder is fine
+
+
+def test_resume_allow_changes_takes_a_bool_or_keys():
+    assert TrainerConfig().resume_allow_changes is False
+    assert TrainerConfig(resume_allow_changes=["strategy.sigma"]).resume_allow_changes == ["strategy.sigma"]

@@ -1,0 +1,129 @@
+"""Does a resume continue the run that wrote the checkpoint? Its recorded settings are compared.
+
+Exact resume (the same updates as an uninterrupted run) holds only when everything that decides an
+update is unchanged: the strategy and its settings (σ, α, N, normalisation, estimator, optimizer,
+GRPO's group size, clipping, ...) and the trainer's ``seed``, ``batch_size``, ``train_limit`` and
+``data_offset`` (the data order and the ES populations are pure functions of them). Each
+checkpoint's ``hparams.yaml`` records them (``strategy: {name, ...}``, ``trainer: {...}``);
+:func:`check_resume_compatible` refuses a resume that changes any of them, listing each change,
+unless ``trainer.resume_allow_changes`` allows it::
+
+    resume = Checkpoint(resolve_resume(cfg.resume, output_dir))
+    check_resume_compatible(resume, strategy.strategy_name, strategy.hparams(), cfg)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from es_lightning.checkpoint import Checkpoint
+from es_lightning.errors import ConfigError
+from es_lightning.training.config import TrainerConfig
+
+GUARDED_TRAINER_KEYS = ("seed", "batch_size", "train_limit", "data_offset")
+"""Trainer settings an update depends on; every other trainer setting may change on resume."""
+FREE_STRATEGY_KEYS = frozenset(
+    {
+        "checksum_tolerance",  # ES: how the ranks' agreement is checked, not what is computed
+        "process_group_backend",
+        "micro_batch_size",  # GRPO: memory (gradients accumulate to the same step)
+        "gradient_checkpointing",  # GRPO: memory (recomputation, same gradients)
+    }
+)
+"""Strategy settings that do not change what an update computes; all others are guarded."""
+
+
+def check_resume_compatible(
+    checkpoint: Checkpoint,
+    strategy_name: str,
+    strategy_hparams: Mapping[str, Any],
+    trainer_config: TrainerConfig,
+    allow_changes: bool | Sequence[str] | None = None,
+    task_name: str | None = None,
+) -> list[str]:
+    """Refuse to resume from ``checkpoint`` with settings that change what an update computes.
+
+    Compared with the checkpoint's ``hparams.yaml`` (``trainer_state.json`` for the seed and the
+    strategy name of checkpoints written without one): the strategy name, every strategy setting
+    in both records except :data:`FREE_STRATEGY_KEYS`, the trainer's
+    :data:`GUARDED_TRAINER_KEYS`, and the task's name when ``task_name`` is given. Settings a record
+    lacks are not compared.
+
+    Args:
+        checkpoint: the checkpoint the run resumes from.
+        strategy_name: the run's ``strategy.strategy_name`` (``es``, ``grpo``).
+        strategy_hparams: the run's ``strategy.hparams()``.
+        trainer_config: the run's trainer settings.
+        allow_changes: ``True`` allows every change, a list allows the keys it names (as the error
+            names them, ``strategy.sigma``, or bare, ``sigma``); ``None`` (default) takes
+            ``trainer_config.resume_allow_changes``.
+        task_name: the run's task name (``module.task.name``), compared when given.
+
+    Returns:
+        The allowed changes, one ``key: old → new`` line each (empty when nothing changed), for
+        the caller to log.
+
+    Raises:
+        ConfigError: a change that is not allowed; the message lists each as ``key: old → new``.
+    """
+    if allow_changes is None:
+        allow_changes = trainer_config.resume_allow_changes
+    changes = recorded_changes(checkpoint, strategy_name, strategy_hparams, trainer_config, task_name)
+    refused = [key for key in changes if not _allowed(key, allow_changes)]
+    lines = [f"{key}: {old!r} → {new!r}" for key, (old, new) in changes.items()]
+    if refused:
+        listed = "\n".join(f"  {key}: {changes[key][0]!r} → {changes[key][1]!r}" for key in refused)
+        raise ConfigError(
+            f"trainer.resume: {checkpoint.path} was written with other settings than this run's:\n"
+            f"{listed}\n"
+            "A resume with them changed would not continue that run. Restore them, start a new run "
+            "(another trainer.output_dir), or allow the changes with trainer.resume_allow_changes: "
+            f"true (or a list of the keys, e.g. [{refused[0]}])"
+        )
+    return lines
+
+
+def recorded_changes(
+    checkpoint: Checkpoint,
+    strategy_name: str,
+    strategy_hparams: Mapping[str, Any],
+    trainer_config: TrainerConfig,
+    task_name: str | None = None,
+) -> dict[str, tuple[Any, Any]]:
+    """``{key: (checkpoint's value, run's value)}`` of every guarded setting that differs."""
+    recorded = checkpoint.hparams() or {}
+    old_strategy = dict(recorded.get("strategy") or {})
+    old_trainer = dict(recorded.get("trainer") or {})
+    old_name = old_strategy.pop("name", None) or checkpoint.strategy
+    if "seed" not in old_trainer and "seed" in checkpoint.state:
+        old_trainer["seed"] = checkpoint.state["seed"]
+    changes: dict[str, tuple[Any, Any]] = {}
+    if old_name is not None and old_name != strategy_name:
+        changes["strategy.name"] = (old_name, strategy_name)
+    else:  # the settings of another strategy are not comparable
+        for key in sorted((set(old_strategy) & set(strategy_hparams)) - FREE_STRATEGY_KEYS):
+            if not _same(old_strategy[key], strategy_hparams[key]):
+                changes[f"strategy.{key}"] = (old_strategy[key], strategy_hparams[key])
+    new_trainer = asdict(trainer_config)
+    for key in GUARDED_TRAINER_KEYS:
+        if key in old_trainer and not _same(old_trainer[key], new_trainer[key]):
+            changes[f"trainer.{key}"] = (old_trainer[key], new_trainer[key])
+    old_task = recorded.get("task")
+    if task_name is not None and old_task is not None and old_task != task_name:
+        changes["task"] = (old_task, task_name)
+    return changes
+
+
+def _same(old: Any, new: Any) -> bool:
+    """Equal as recorded in YAML (tuples are lists there; 1 == 1.0)."""
+    if isinstance(old, (list, tuple)) and isinstance(new, (list, tuple)):
+        return len(old) == len(new) and all(_same(a, b) for a, b in zip(old, new))
+    return bool(old == new)
+
+
+def _allowed(key: str, allow: bool | Collection[str]) -> bool:
+    if isinstance(allow, bool):
+        return allow
+    return key in allow or key.split(".", 1)[-1] in allow
