@@ -8,11 +8,17 @@ docstrings become ``--help``. Recipes are YAML files of the same keys::
     es-lightning evaluate --task gsm8k --completions samples.jsonl --output scores.json
     es-lightning analyze --base BASE --checkpoint runs/es/checkpoints/step-000030 --output es.json
     es-lightning report --config recipes/report_cpu.yaml --quick --output_dir runs/report
+
+A wrong setting, path or data file (:class:`~es_lightning.errors.ConfigError`) ends the command
+with one line, ``es-lightning: error: <message>``, and exit status 2, before anything expensive
+starts; ``es-lightning --debug ...`` (or ``ES_LIGHTNING_DEBUG=1``) shows its traceback instead.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +26,21 @@ import yaml
 from lightning.fabric.strategies import Strategy
 
 from es_lightning.callbacks.base import Callback
+from es_lightning.errors import ConfigError, MissingPathError, find_config_error
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import Rollout
 from es_lightning.tasks.base import Task
 from es_lightning.training.config import TrainerConfig
 from es_lightning.training.pipeline import Stage
+
+DEBUG_ENV = "ES_LIGHTNING_DEBUG"
+"""``ES_LIGHTNING_DEBUG=1`` is ``--debug``: errors in the settings show their traceback."""
+USER_ERROR_STATUS = 2
+"""Exit status of a run refused for a wrong setting, path or data file (as for a parse error)."""
+ENGINE_ERROR_STATUS = 1
+"""Exit status of a run ended by its rollout engine (a call past its timeout, engine processes
+that died); a run stopped by SIGTERM/SIGINT exits with 128 + the signal's number."""
 
 
 def _default_rollout() -> Rollout:
@@ -74,7 +89,7 @@ def run_fit(
 
     eval_tasks = resolve_eval_tasks(eval_tasks)  # a suite name or names -> {metric name: Task}
     if (strategy is None) == (stages is None):
-        raise ValueError("fit: give exactly one of `strategy` or `stages`")
+        raise ConfigError("fit: give exactly one of `strategy` or `stages`")
     if stages is not None:
         return run_pipeline(
             module, stages, rollout or _default_rollout(), trainer, evaluation, eval_tasks, callbacks, hparams
@@ -123,22 +138,26 @@ def run_evaluate(
     from es_lightning.tasks.registry import get_task
 
     if (model is None) == (completions is None):
-        raise ValueError("evaluate: give exactly one of --model (generate) or --completions (score a file)")
+        raise ConfigError("evaluate: give exactly one of --model (generate) or --completions (score a file)")
     given = task if isinstance(task, list) else [task]
     tasks = [get_task(t) if isinstance(t, str) else t for t in given]
     names = [t.name for t in tasks]
     if len(set(names)) != len(names):
-        raise ValueError(f"evaluate: tasks {names} repeat a name; evaluate such variants in separate runs")
+        raise ConfigError(f"evaluate: tasks {names} repeat a name; evaluate such variants in separate runs")
     evaluation = evaluation or EvalConfig()
     output = Path(output)
     if completions is not None:
         if len(tasks) != 1:
-            raise ValueError("evaluate: --completions scores one task; give a single --task")
+            raise ConfigError("evaluate: --completions scores one task; give a single --task")
         if not Path(completions).is_file():
-            raise FileNotFoundError(f"evaluate: --completions file {completions} does not exist")
+            raise MissingPathError(f"evaluate: --completions file {completions} does not exist")
         summaries = {names[0]: score_completions_file(tasks[0], completions, ks=evaluation.ks)}
         write_summary(output, summaries)
         return summaries
+    from es_lightning.models.registry import resolve_model
+    from es_lightning.models.source import check_model_source
+
+    check_model_source(resolve_model(model), "--model")
     cuda = torch.cuda.is_available()
     target = torch.device("cuda" if cuda else "cpu") if device == "auto" else torch.device(device)
     return evaluate_model(
@@ -153,6 +172,12 @@ def build_parser():
 
     parser = ArgumentParser(
         prog="es-lightning", description="Post-train LLMs with Evolution Strategies and GRPO."
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="Show the traceback of an error in the settings, paths or data (before the subcommand: "
+        f"es-lightning --debug fit ...); {DEBUG_ENV}=1 does the same.",
     )
     subcommands = parser.add_subcommands(dest="subcommand")
 
@@ -184,16 +209,66 @@ def build_parser():
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; a :class:`~es_lightning.errors.ConfigError` (also one raised while a class
+    of the config is built) prints ``es-lightning: error: <message>`` and returns 2."""
     import es_lightning.strategies  # noqa: F401  (registers `es` with Fabric)
 
+    args = list(argv if argv is not None else sys.argv[1:])
+    debug = debug_requested(args)
     parser = build_parser()
-    cfg = parser.parse_args(argv if argv is not None else sys.argv[1:])
+    cfg = _parse(parser, args, debug)  # a parse error prints the usage and exits with status 2
+    from es_lightning.rollout.watchdog import EngineError
+    from es_lightning.training.signals import RunInterrupted
+
+    try:
+        _run(parser, cfg)
+    except RunInterrupted as stopped:  # SIGTERM/SIGINT: the trainer saved and said where
+        if debug:
+            raise
+        return stopped.exit_code
+    except EngineError as err:  # a stalled or dead engine: the message names it and its device
+        if debug:
+            raise
+        print(f"es-lightning: error: {err}", file=sys.stderr)
+        return ENGINE_ERROR_STATUS
+    except Exception as err:
+        user_error = find_config_error(err)
+        if user_error is None or debug:
+            raise
+        print(f"es-lightning: error: {user_error}", file=sys.stderr)
+        return USER_ERROR_STATUS
+    return 0
+
+
+def _parse(parser: Any, args: list[str], debug: bool) -> Any:
+    if not debug:
+        return parser.parse_args(args)
+    previous = os.environ.get("JSONARGPARSE_DEBUG")
+    os.environ["JSONARGPARSE_DEBUG"] = "true"  # --debug: a parse error raises with its traceback
+    try:
+        return parser.parse_args(args)
+    finally:
+        if previous is None:
+            del os.environ["JSONARGPARSE_DEBUG"]
+        else:
+            os.environ["JSONARGPARSE_DEBUG"] = previous
+
+
+def debug_requested(args: Sequence[str]) -> bool:
+    """``--debug`` before the subcommand, or ``ES_LIGHTNING_DEBUG`` set to a true value."""
+    if os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    subcommands = {"fit", "evaluate", "analyze", "report"}
+    top_level = next((list(args[:i]) for i, a in enumerate(args) if a in subcommands), list(args))
+    return "--debug" in top_level
+
+
+def _run(parser: Any, cfg: Any) -> None:
     name = cfg.subcommand
     init = parser.instantiate(cfg)
     kwargs = {k: v for k, v in init[name].items() if k != "config"}
     if name == "fit":
-        out_dir = Path(kwargs["trainer"].output_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        out_dir = prepare_fit(kwargs["trainer"], has_stages=kwargs.get("stages") is not None)
         sub = parser._subcommands_action._name_parser_map["fit"]
         dumped = sub.dump(cfg[name], skip_none=False)
         (out_dir / "config.yaml").write_text(dumped)
@@ -208,4 +283,26 @@ def main(argv: list[str] | None = None) -> int:
         run_analyze(**kwargs)
     else:
         run_evaluate(**kwargs)
-    return 0
+
+
+def prepare_fit(trainer: TrainerConfig, has_stages: bool = False) -> Path:
+    """Checks of a fit's paths before anything is written or started: the run directory can be
+    created, and ``trainer.resume`` names a checkpoint (single-strategy runs; a pipeline resumes
+    each stage from its own folder). Returns the created run directory.
+
+    Raises:
+        ConfigError: ``output_dir`` cannot be created (a file is in the way, no permission).
+        MissingPathError: ``resume`` names no checkpoint.
+    """
+    from es_lightning.checkpoint import resolve_resume
+
+    out_dir = Path(trainer.output_dir)
+    if not has_stages:
+        resolve_resume(trainer.resume, out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(
+            f"trainer.output_dir {str(out_dir)!r} cannot be created: {err.strerror or err}"
+        ) from None
+    return out_dir

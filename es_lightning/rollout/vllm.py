@@ -21,9 +21,12 @@ import torch
 from typing_extensions import override
 
 from es_lightning.checkpoint import weight_files as default_weight_files
+from es_lightning.errors import ConfigError
 from es_lightning.es.weights import OptimizerName
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig
 from es_lightning.rollout.es_engine import ESEngine
+from es_lightning.rollout.lifeline import mark_trainer
+from es_lightning.rollout.watchdog import EngineWatchdog
 
 WORKER_EXTENSION = "es_lightning.rollout.worker.WorkerExtension"
 
@@ -51,6 +54,12 @@ class VLLMRollout(Rollout, ESEngine):
         engine_kwargs: further keyword arguments for ``vllm.LLM``.
         stream_chunk_bytes: most bytes of weights one call moves out of the engine when the
             trainer streams the ES centre (checkpoints, drift).
+        call_timeout_s: longest one call into the started engine (a generation, a weight
+            update) may take (``None``: no limit). Past it the engine's processes are killed and
+            the run stops with an error naming the engine and device; the last checkpoint stays
+            intact.
+        start_timeout_s: the same for the engine's start (model loading included).
+        heartbeat_s: while a call is in flight, log a line this often saying how long it has run.
     """
 
     def __init__(
@@ -63,13 +72,16 @@ class VLLMRollout(Rollout, ESEngine):
         max_num_seqs: int | None = None,
         engine_kwargs: dict[str, Any] | None = None,
         stream_chunk_bytes: int = 256 * 2**20,
+        call_timeout_s: float | None = 3600.0,
+        start_timeout_s: float | None = 3600.0,
+        heartbeat_s: float = 120.0,
     ) -> None:
         if not 0 < gpu_memory_utilization <= 1:
-            raise ValueError(
+            raise ConfigError(
                 f"VLLMRollout: gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}"
             )
         if cpu_kvcache_space_gib < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"VLLMRollout: cpu_kvcache_space_gib must be a whole number >= 1, got {cpu_kvcache_space_gib}"
             )
         self.gpu_memory_utilization = gpu_memory_utilization
@@ -78,6 +90,13 @@ class VLLMRollout(Rollout, ESEngine):
         self.cpu_kvcache_space_gib = cpu_kvcache_space_gib
         self.cpu_threads_bind = cpu_threads_bind
         self.max_num_seqs = max_num_seqs
+        for name, limit in (("call_timeout_s", call_timeout_s), ("start_timeout_s", start_timeout_s)):
+            if limit is not None and limit <= 0:
+                raise ConfigError(f"VLLMRollout: {name} must be positive or null, got {limit}")
+        self.start_timeout_s = start_timeout_s
+        if heartbeat_s <= 0:
+            raise ConfigError(f"VLLMRollout: heartbeat_s must be positive, got {heartbeat_s}")
+        self.call_timeout_s, self.heartbeat_s = call_timeout_s, heartbeat_s
         self.engine_kwargs = dict(engine_kwargs or {})
         self.stream_chunk_bytes = stream_chunk_bytes
         self.model_path: str | None = None
@@ -85,6 +104,8 @@ class VLLMRollout(Rollout, ESEngine):
         self.dtype = torch.float32
         self.llm = None
         self._tmp: tempfile.TemporaryDirectory | None = None
+        self._pids: list[int] = []
+        self._watchdog: EngineWatchdog | None = None
 
     @override
     def setup(self, model_path: str, device: torch.device, dtype: torch.dtype) -> None:
@@ -123,7 +144,36 @@ class VLLMRollout(Rollout, ESEngine):
         if self.max_num_seqs is not None:
             kwargs["max_num_seqs"] = self.max_num_seqs
         kwargs.update(self.engine_kwargs)
-        self.llm = LLM(**kwargs)
+        mark_trainer()  # the engine's processes end with this one (rollout/lifeline.py)
+        before = set(engine_processes())
+        self._watchdog = EngineWatchdog(
+            f"vLLM engine on {self.device}",
+            lambda: self._pids or sorted(set(engine_processes()) - before),
+            self.call_timeout_s,
+            self.heartbeat_s,
+            unblock=self._wake_waiting_call,
+        )
+        with self._watchdog.call("start", timeout_s=self.start_timeout_s):
+            self.llm = LLM(**kwargs)
+        self._pids = sorted(set(engine_processes()) - before)
+
+    def _wake_waiting_call(self) -> None:
+        """After the engine was killed: fail what vLLM's client still waits on (its output queue,
+        its pending utility calls), which it does not do itself when its engine dies."""
+        from vllm.v1.engine.exceptions import EngineDeadError
+
+        client = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        queue = getattr(client, "outputs_queue", None)
+        if queue is not None:
+            queue.put_nowait(EngineDeadError())
+        for future in list(getattr(client, "utility_results", {}).values()):
+            if not future.done():
+                future.set_exception(EngineDeadError())
+
+    def _call(self, what: str):
+        """Context of one call into the started engine (timeout and heartbeat)."""
+        self.start()
+        return self._watchdog.call(what)
 
     @override
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[RolloutOutput]:
@@ -144,7 +194,8 @@ class VLLMRollout(Rollout, ESEngine):
             for i in range(len(prompts))
         ]
         requests = [TokensPrompt(prompt_token_ids=list(p)) for p in prompts]
-        results = self.llm.generate(requests, params, use_tqdm=False)
+        with self._call("generate"):
+            results = self.llm.generate(requests, params, use_tqdm=False)
         outputs = []
         for prompt, result in zip(prompts, results):
             completions = []
@@ -162,8 +213,8 @@ class VLLMRollout(Rollout, ESEngine):
 
     def rpc(self, method: str, *args: Any) -> list[Any]:
         """Run ``WorkerExtension.method(*args)`` in every worker of the engine."""
-        self.start()
-        return self.llm.collective_rpc(method, args=args)
+        with self._call(method):
+            return self.llm.collective_rpc(method, args=args)
 
     @override
     def score_logprobs(
@@ -174,10 +225,10 @@ class VLLMRollout(Rollout, ESEngine):
 
         if len(prompts) != len(responses):
             raise ValueError(f"score_logprobs: {len(prompts)} prompts but {len(responses)} responses")
-        self.start()
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
         requests = [TokensPrompt(prompt_token_ids=[*p, *r]) for p, r in zip(prompts, responses)]
-        results = self.llm.generate(requests, params, use_tqdm=False)
+        with self._call("score_logprobs"):
+            results = self.llm.generate(requests, params, use_tqdm=False)
         out = []
         for p, r, result in zip(prompts, responses, results):
             ids, steps = [*p, *r], result.prompt_logprobs
@@ -242,17 +293,60 @@ class VLLMRollout(Rollout, ESEngine):
     def es_save_optimizer(self, path: str) -> None:
         self.rpc("es_save_optimizer", str(path))
 
+    @property
+    def engine_pids(self) -> list[int]:
+        """Process ids of the started engine (``VLLM::EngineCore``, ``VLLM::Worker``)."""
+        return list(self._pids)
+
     @override
     def close(self) -> None:
+        """Shut the engine down; processes that do not exit within 10 s are killed."""
         if self.llm is not None:
             engine = getattr(self.llm, "llm_engine", None)
             shutdown = getattr(getattr(engine, "engine_core", None), "shutdown", None)
-            if callable(shutdown):
-                shutdown()
-            self.llm = None
+            try:
+                if callable(shutdown):
+                    shutdown()
+            finally:
+                self.llm = None
+                end_processes(self._pids, grace_s=10.0)
+                self._pids = []
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+
+def engine_processes() -> list[int]:
+    """Process ids of this process's ``VLLM::`` descendants (engine cores and workers)."""
+    import psutil
+
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.name().startswith("VLLM"):
+                found.append(child.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+def end_processes(pids: Sequence[int], grace_s: float) -> None:
+    """Wait up to ``grace_s`` for ``pids`` to exit, then SIGKILL the ones left."""
+    import psutil
+
+    processes = []
+    for pid in pids:
+        try:
+            processes.append(psutil.Process(pid))
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(processes, timeout=grace_s)
+    for process in alive:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=5.0)
 
 
 def _physical_gpu(index: int) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from es_lightning.rollout.lifeline import start_lifeline
+
 _keep_cpu_weights_patched = False
 
 
@@ -82,6 +84,7 @@ try:
     _rewind_cpu_generators_by_state()
 except ImportError:  # imported outside a vLLM install (docs, type checks)
     pass
+start_lifeline()  # in an engine process: end with the trainer (does nothing elsewhere)
 
 
 class WorkerExtension:

@@ -52,6 +52,29 @@ class JSONLLogger(Logger):
         pass  # the resolved config is saved as config.yaml by the CLI
 
 
+def truncate_metrics(path: str | Path, after_step: int) -> int:
+    """Drop the records of ``path`` logged after ``after_step`` (what a run wrote past its last
+    checkpoint before it was killed; the resumed run logs those steps again). The file is
+    replaced atomically. Returns how many records were dropped."""
+    from es_lightning.checkpoint import atomic_write_text
+
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    kept = []
+    for line in lines:
+        try:
+            step = json.loads(line).get("step")
+        except json.JSONDecodeError:  # a line cut short by the kill
+            continue
+        if step is None or step <= after_step:
+            kept.append(line)
+    if len(kept) != len(lines):
+        atomic_write_text(path, "".join(line + "\n" for line in kept))
+    return len(lines) - len(kept)
+
+
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     """The records of a ``metrics.jsonl`` file."""
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]

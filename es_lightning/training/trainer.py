@@ -19,8 +19,10 @@ repository's ``callbacks/`` folder) get the hooks listed in its README through `
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -29,10 +31,18 @@ import torch
 from lightning.fabric import Fabric
 from lightning.fabric.loggers import TensorBoardLogger
 from lightning.fabric.strategies import Strategy
+from lightning.fabric.utilities.rank_zero import rank_zero_info
 from tqdm.auto import tqdm
 
 from es_lightning.callbacks.base import check_callbacks
-from es_lightning.checkpoint import Checkpoint, resolve_resume, save_checkpoint, write_model_meta
+from es_lightning.checkpoint import (
+    Checkpoint,
+    latest_checkpoint,
+    resolve_resume,
+    save_checkpoint,
+    write_model_meta,
+)
+from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
 from es_lightning.evaluation.suites import HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY, average_groups
 from es_lightning.evaluation.summary import AVERAGE_KEY, average_over_tasks, metric_names
@@ -42,8 +52,10 @@ from es_lightning.strategies.base import ReasoningStrategy, require_strategy
 from es_lightning.tasks.base import Task
 from es_lightning.training.batches import batch_rows, steps_for_epochs
 from es_lightning.training.config import TrainerConfig
-from es_lightning.training.loggers import JSONLLogger
+from es_lightning.training.loggers import JSONLLogger, truncate_metrics
 from es_lightning.training.report import print_before_after, write_eval_outputs
+from es_lightning.training.resume import check_resume_compatible
+from es_lightning.training.signals import RunInterrupted, StopSignals
 
 EvalSet = tuple[str, Task, list[dict[str, Any]]]
 GROUP_NAMES = (HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY)
@@ -81,13 +93,17 @@ class Trainer:
         self.module.check_model_source()
         rows = self.module.task.load("train")[: cfg.train_limit]
         if not rows:
-            raise ValueError(f"{self.module.task.name}: the training split is empty")
+            raise ConfigError(f"{self.module.task.name}: the training split is empty")
         eval_sets = self._eval_sets()
         max_steps = (
             cfg.max_steps
             if cfg.max_steps is not None
             else steps_for_epochs(len(rows), cfg.batch_size, cfg.epochs)
         )
+        resume_path = resolve_resume(cfg.resume, self.output_dir)
+        resume = Checkpoint(resume_path) if resume_path is not None else None
+        if resume is not None:  # before any engine starts: a changed setting would not continue the run
+            self._check_resume(resume)
 
         fabric = self.fabric = Fabric(
             accelerator=cfg.accelerator,
@@ -96,27 +112,52 @@ class Trainer:
             strategy=self.strategy,
             precision=cfg.resolved_precision(),
             loggers=[
-                TensorBoardLogger(self.output_dir, name="tensorboard", version=""),
+                TensorBoardLogger(
+                    self.output_dir,
+                    name="tensorboard",
+                    version="",
+                    **({"purge_step": resume.step + 1} if resume is not None else {}),
+                ),
                 JSONLLogger(self.output_dir),
             ],
             callbacks=self.callbacks,
         )
         fabric.launch()
-        strategy = require_strategy(fabric.strategy)
+        if resume is not None and fabric.is_global_zero:  # logs continue after the checkpoint, no repeats
+            truncate_metrics(self.output_dir / "metrics.jsonl", after_step=resume.step)
+        stop = StopSignals()
+        with stop, stop.deferred() if fabric.world_size > 1 else nullcontext():
+            try:
+                self._train(stop, rows, eval_sets, max_steps, resume)
+            except RunInterrupted as stopped:
+                self._stop_cleanly(stopped)
+                raise
+            finally:
+                self.rollout.close()  # engines end with the run, however it ends
+        return self.results
 
-        resume_path = resolve_resume(cfg.resume, self.output_dir)
-        resume = Checkpoint(resume_path) if resume_path is not None else None
+    def _train(
+        self,
+        stop: StopSignals,
+        rows: list[dict[str, Any]],
+        eval_sets: list[EvalSet],
+        max_steps: int,
+        resume: Checkpoint | None,
+    ) -> None:
+        cfg, fabric = self.config, self.fabric
+        strategy = require_strategy(fabric.strategy)
         dtype = self.module.torch_dtype(fabric.device)
-        self.rollout.setup(str(resume_path or self.module.model), fabric.device, dtype)
+        self.rollout.setup(str(resume.path if resume else self.module.model), fabric.device, dtype)
         self.rollout.start()  # engines start before any torch work in this process
         strategy.prepare(fabric, self.module, self.rollout, resume)
         self.step = resume.step if resume is not None else 0
         if resume is not None:
             self._load_callbacks_state(resume.callbacks_state())
-        meta_dir = self.output_dir / ".model_meta"
+        self._meta_dir = meta_dir = self.output_dir / ".model_meta"
         if fabric.is_global_zero:
             write_model_meta(self.module.model, self.module.tokenizer, dtype, meta_dir)
         fabric.barrier()
+        self._saved_at = self.step if resume is not None else -1  # -1: the end saves even at 0 updates
 
         fabric.call("on_fit_start", trainer=self)
         if cfg.eval_before and self.step == 0 and self.evaluation is not None:
@@ -129,22 +170,26 @@ class Trainer:
             disable=not (cfg.progress_bar and fabric.is_global_zero),
             dynamic_ncols=True,
         )
-        saved_at = self.step if resume is not None else -1
         while self.step < max_steps:
-            t0 = time.perf_counter()
-            batch = batch_rows(rows, cfg.batch_size, cfg.seed, cfg.data_offset + self.step)
-            result = strategy.training_step(fabric, self.module, self.rollout, batch, self.step, cfg.seed)
-            self.step += 1
-            metrics = {**result.metrics, "time/step": time.perf_counter() - t0}
-            fabric.log_dict(metrics, step=self.step)
-            if result.population is not None:
-                fabric.call("on_population_end", trainer=self, step=self.step, population=result.population)
-            fabric.call("on_train_batch_end", trainer=self, step=self.step, metrics=metrics)
-            bar.set_postfix(reward=f"{metrics['train/reward_mean']:.3f}")
-            bar.update(1)
-            if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
-                self.save(meta_dir)
-                saved_at = self.step
+            with stop.deferred():  # a first SIGTERM/SIGINT lets the update and its checkpoint finish
+                t0 = time.perf_counter()
+                batch = batch_rows(rows, cfg.batch_size, cfg.seed, cfg.data_offset + self.step)
+                result = strategy.training_step(fabric, self.module, self.rollout, batch, self.step, cfg.seed)
+                self.step += 1
+                metrics = {**result.metrics, "time/step": time.perf_counter() - t0}
+                fabric.log_dict(metrics, step=self.step)
+                if result.population is not None:
+                    fabric.call(
+                        "on_population_end", trainer=self, step=self.step, population=result.population
+                    )
+                fabric.call("on_train_batch_end", trainer=self, step=self.step, metrics=metrics)
+                bar.set_postfix(reward=f"{metrics['train/reward_mean']:.3f}")
+                bar.update(1)
+                if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
+                    self.save(meta_dir)
+            signum = stop.requested(fabric)
+            if signum is not None:
+                raise RunInterrupted(signum, at_boundary=True)
             if (
                 cfg.eval_every
                 and self.step % cfg.eval_every == 0
@@ -154,7 +199,7 @@ class Trainer:
                 self.evaluate(eval_sets, tag=f"step-{self.step:06d}")
         bar.close()
 
-        if saved_at != self.step:
+        if self._saved_at != self.step:
             self.save(meta_dir)
         if cfg.eval_after and self.evaluation is not None:
             self.results["after"] = self.evaluate(eval_sets, tag="after")
@@ -163,8 +208,31 @@ class Trainer:
         fabric.call("on_fit_end", trainer=self, results=self.results)
         for logger in fabric.loggers:
             logger.finalize("success")
-        self.rollout.close()
-        return self.results
+
+    def _check_resume(self, resume: Checkpoint) -> None:
+        """Refuse a resume whose settings differ from the checkpoint's (``resume_allow_changes``)."""
+        strategy = self.strategy
+        if not isinstance(strategy, ReasoningStrategy):
+            return  # a strategy given by name is checked when Fabric builds it (require_strategy)
+        allowed = check_resume_compatible(
+            resume, strategy.strategy_name, strategy.hparams(), self.config, task_name=self.module.task.name
+        )
+        for change in allowed:
+            rank_zero_info(f"trainer.resume: allowed change {change}")
+
+    def _stop_cleanly(self, stopped: RunInterrupted) -> None:
+        """After a signal: checkpoint the last finished update (when the weights are at an update
+        boundary and it is not saved yet), close the loggers and say where the run stands."""
+        name = signal.Signals(stopped.signum).name
+        saved_at = getattr(self, "_saved_at", None)
+        if stopped.at_boundary and saved_at is not None and self.step not in (0, saved_at):
+            self.save(self._meta_dir)
+        for logger in self.fabric.loggers:
+            logger.finalize("interrupted")
+        if self.fabric.is_global_zero:
+            latest = latest_checkpoint(self.output_dir)
+            where = f"the newest checkpoint is {latest}" if latest else "no checkpoint was written"
+            print(f"es-lightning: stopped by {name} after update {self.step}; {where}", flush=True)
 
     # -- what callbacks use ---------------------------------------------------------------------
     @property
@@ -187,7 +255,7 @@ class Trainer:
         reserved = (AVERAGE_KEY, *GROUP_NAMES)
         bad = [name for name in self.eval_tasks if not name or "/" in name or name in reserved]
         if bad:
-            raise ValueError(
+            raise ConfigError(
                 f"eval_tasks: names {bad} are not usable in metric keys (no '/', none of {reserved})"
             )
         return [
@@ -233,6 +301,7 @@ class Trainer:
             callbacks_state=self._callbacks_state(),
             is_writer=fabric.is_global_zero,
         )
+        self._saved_at = self.step
         fabric.barrier()
         fabric.call("on_checkpoint", trainer=self, step=self.step, path=path)
         return path

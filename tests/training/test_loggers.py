@@ -58,3 +58,17 @@ def test_custom_filename_and_logger_properties(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["eval.jsonl"]
     assert read_metrics(logger.path) == [{"step": 7, "m": 0.0}]
     assert (logger.name, logger.version, logger.root_dir) == ("jsonl", "0", str(tmp_path))
+
+
+def test_truncate_metrics_drops_rows_after_the_checkpoint(tmp_path):
+    from es_lightning.training.loggers import truncate_metrics
+
+    logger = JSONLLogger(tmp_path)
+    for step in (0, 1, 2, 3, 4):
+        logger.log_metrics({"x": step}, step=step)
+    with logger.path.open("a") as f:
+        f.write('{"step": 5, "x": ')  # the last line a kill cut short
+    assert truncate_metrics(logger.path, after_step=2) == 3
+    assert [r["step"] for r in read_metrics(logger.path)] == [0, 1, 2]
+    assert truncate_metrics(logger.path, after_step=2) == 0  # nothing more to drop
+    assert truncate_metrics(tmp_path / "absent.jsonl", after_step=0) == 0

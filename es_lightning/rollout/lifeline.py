@@ -1,0 +1,105 @@
+"""Engine processes that end with the trainer, however the trainer ends.
+
+vLLM starts its engine in child processes (``VLLM::EngineCore`` and, under it, ``VLLM::Worker``).
+They do not watch their parent: after ``kill -9`` of the trainer (or an OOM kill, or a SLURM
+preemption that escalates to SIGKILL) they ran on for minutes holding the model's memory (on a GPU
+node, the GPU) and their shared-memory queues in ``/dev/shm``.
+
+The lifeline is a daemon thread in each engine process:
+
+* the trainer calls :func:`mark_trainer` before it creates an engine, which records its own pid and
+  start time in ``ES_LIGHTNING_TRAINER``; the engine processes inherit the variable;
+* :func:`start_lifeline` runs when vLLM imports the worker extension in an engine process; every
+  ``poll_s`` it checks that this trainer (same pid *and* start time, so a reused pid does not count)
+  still exists. When it does not, the thread kills the engine processes between it and the trainer
+  (its ``VLLM::`` parents), its own children and itself with ``SIGKILL``. vLLM's shared-memory
+  segments are registered with the trainer's multiprocessing resource tracker, which unlinks them
+  once the last engine process is gone.
+
+It does nothing in a process that did not inherit the variable, or in the trainer itself.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+ENV = "ES_LIGHTNING_TRAINER"
+"""``"<pid>:<start time>"`` of the process that owns the engines."""
+
+
+def _start_time(pid: int) -> float | None:
+    """The start time of process ``pid`` (seconds since boot, from psutil), ``None`` if it is gone."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return None
+
+
+def mark_trainer() -> None:
+    """Record this process as the owner of the engines it creates from now on."""
+    os.environ[ENV] = f"{os.getpid()}:{_start_time(os.getpid())!r}"
+
+
+def owner() -> tuple[int, float] | None:
+    """The ``(pid, start time)`` recorded by :func:`mark_trainer`, if any."""
+    value = os.environ.get(ENV, "")
+    pid, _, started = value.partition(":")
+    try:
+        return int(pid), float(started)
+    except ValueError:
+        return None
+
+
+def owner_alive(pid: int, started: float) -> bool:
+    """Whether the process ``pid`` that started at ``started`` still runs (zombies do not count)."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        return process.status() != psutil.STATUS_ZOMBIE and abs(process.create_time() - started) < 1e-3
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def _kill_engine_tree(trainer_pid: int) -> None:
+    """SIGKILL the ``VLLM::`` ancestors of this process below the trainer, its children, itself."""
+    import psutil
+
+    me = psutil.Process()
+    victims = []
+    for parent in me.parents():
+        if parent.pid in (trainer_pid, 1) or not parent.name().startswith("VLLM"):
+            break
+        victims.append(parent)
+    victims += me.children(recursive=True)
+    for process in victims:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def start_lifeline(poll_s: float = 0.5) -> threading.Thread | None:
+    """Start the watching thread in an engine process (see the module docstring); idempotent."""
+    recorded = owner()
+    if recorded is None or recorded[0] == os.getpid():
+        return None
+    for thread in threading.enumerate():
+        if thread.name == "es-lightning-lifeline":
+            return thread
+    pid, started = recorded
+
+    def watch() -> None:
+        while owner_alive(pid, started):
+            time.sleep(poll_s)
+        _kill_engine_tree(pid)
+
+    thread = threading.Thread(target=watch, name="es-lightning-lifeline", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,169 @@
+"""A timeout and a heartbeat for every call into an engine that runs in other processes.
+
+A stalled engine (a paused or wedged worker, a deadlocked collective) used to hang the trainer
+silently and forever: the call waits on a socket that never answers. :class:`EngineWatchdog` runs a
+daemon thread beside the trainer's calls:
+
+* **heartbeat**: while a call is in flight, every ``heartbeat_s`` it logs that the call is still
+  running (how long, against which limit), so a slow call is visible, not silent;
+* **timeout**: a call in flight longer than ``timeout_s`` gets the engine's processes killed
+  (``SIGKILL``), the waiting call is woken (``unblock``: vLLM's client notices the dead engine
+  but leaves a waiting ``generate`` blocked on its queue), and the call then raises
+  :class:`EngineTimeoutError` naming the engine, its device, its pids and the call. Nothing is
+  written by the failing call, so the run's last checkpoint stays as it was.
+
+An engine whose processes die during a call makes the call raise :class:`EngineDiedError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+log = logging.getLogger(__name__)
+
+
+class EngineError(RuntimeError):
+    """The rollout engine failed; the message names the engine and its device."""
+
+
+class EngineTimeoutError(EngineError):
+    """An engine call ran past its timeout."""
+
+
+class EngineDiedError(EngineError):
+    """The engine's processes ended during a call."""
+
+
+class EngineWatchdog:
+    """Watches the calls into one engine.
+
+    Args:
+        name: how messages name the engine, e.g. ``"vLLM engine on cpu (rank 0)"``.
+        pids: returns the engine's process ids (looked up when needed).
+        timeout_s: longest a call may run (``None``: no limit).
+        heartbeat_s: log a line this often while a call is in flight.
+        unblock: wakes a call still waiting after the engine was killed (called every 2 s until
+            the call returns).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        pids: Callable[[], list[int]],
+        timeout_s: float | None,
+        heartbeat_s: float = 60.0,
+        unblock: Callable[[], None] | None = None,
+    ) -> None:
+        self.name, self.pids, self.timeout_s, self.heartbeat_s = name, pids, timeout_s, heartbeat_s
+        self.unblock = unblock
+        self._lock = threading.Lock()
+        self._call: tuple[str, float, float | None] | None = None
+        self._expired: tuple[str, float, float, list[int]] | None = None
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def call(self, what: str, timeout_s: float | None | str = "default") -> Iterator[None]:
+        """Run the body as the call ``what`` under the heartbeat and a timeout (``timeout_s``,
+        by default the watchdog's own)."""
+        self._ensure_thread()
+        limit = self.timeout_s if timeout_s == "default" else timeout_s
+        with self._lock:
+            self._call, self._expired = (what, time.monotonic(), limit), None
+        self._wake.set()
+        try:
+            yield
+        except Exception as error:
+            expired = self._finish()
+            if expired is not None:
+                raise self._timeout_error(*expired) from error
+            pids = self.pids()
+            if pids and not any(_alive(pid) for pid in pids):
+                raise EngineDiedError(
+                    f"{self.name}: its processes {pids} ended during {what!r}; the run stops here "
+                    "(the last checkpoint is intact; resume with --trainer.resume true)"
+                ) from error
+            raise
+        expired = self._finish()
+        if expired is not None:  # the call came back, but only after the engine was killed
+            raise self._timeout_error(*expired)
+
+    def _finish(self) -> tuple[str, float, float, list[int]] | None:
+        with self._lock:
+            self._call = None
+            return self._expired
+
+    def _timeout_error(self, what: str, limit: float, elapsed: float, pids: list[int]) -> EngineTimeoutError:
+        return EngineTimeoutError(
+            f"{self.name} (pids {pids}) did not answer {what!r} within {limit:g} s "
+            f"(killed after {elapsed:.0f} s); the last checkpoint is intact. Raise the rollout's "
+            "timeout (`call_timeout_s`, `start_timeout_s`) if such calls are expected to take longer."
+        )
+
+    def _ensure_thread(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._watch, name="es-lightning-watchdog", daemon=True)
+            self._thread.start()
+
+    def _watch(self) -> None:
+        watched, beats = None, 0
+        while True:
+            with self._lock:
+                call, expired = self._call, self._expired
+            if call is None:
+                self._wake.wait()
+                self._wake.clear()
+                continue
+            if call is not watched:
+                watched, beats = call, 0
+            what, started, limit = call
+            elapsed = time.monotonic() - started
+            if expired is not None:  # killed: wake the call if it still waits
+                if self.unblock is not None and elapsed - expired[2] >= 2.0 * (beats + 1):
+                    beats += 1
+                    try:
+                        self.unblock()
+                    except Exception:  # keep watching; the next try may work
+                        log.exception("%s: could not wake the waiting call %r", self.name, what)
+            elif limit is not None and elapsed > limit:
+                self._expire(call, elapsed)
+                beats = 0
+            elif elapsed >= (beats + 1) * self.heartbeat_s:
+                beats += 1
+                shown = f"{limit:g} s" if limit is not None else "no limit"
+                log.warning("%s: %r still running after %.0f s (timeout %s)", self.name, what, elapsed, shown)
+            time.sleep(min(0.2, self.heartbeat_s))
+
+    def _expire(self, call: tuple[str, float, float], elapsed: float) -> None:
+        """Kill the engine under the call ``call`` that ran past its limit."""
+        pids = self.pids()
+        with self._lock:
+            if self._call is not call:  # it finished meanwhile
+                return
+            self._expired = (call[0], call[2], elapsed, pids)
+        log.error("%s: %r ran past %g s; killing pids %s", self.name, call[0], call[2], pids)
+        for pid in pids:
+            _kill(pid)
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _kill(pid: int) -> None:
+    import os
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass

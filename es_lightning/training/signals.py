@@ -1,0 +1,100 @@
+"""Stopping a run cleanly on SIGTERM and SIGINT.
+
+``kill``, SLURM preemption and ``docker stop`` send SIGTERM; Ctrl-C sends SIGINT. Inside
+:class:`StopSignals` the first such signal is handled as follows:
+
+* during an update (a :meth:`StopSignals.deferred` block: rollouts, the ES or optimizer update,
+  logging, a due checkpoint) it is only recorded: the update completes, so the weights are at an
+  update boundary, and the trainer then saves a checkpoint of it (unless one was just saved), shuts
+  its engines down and exits with ``128 + signal`` (143 for SIGTERM, 130 for SIGINT);
+* anywhere else (an evaluation, between updates) it raises :class:`RunInterrupted` at once; the
+  weights are at an update boundary there too, so the same save-and-stop follows.
+
+A second signal raises :class:`RunInterrupted` at once, wherever the run is, and nothing more is
+saved: the previous checkpoint stays as it was (checkpoints are written to a temporary folder and
+renamed, so one is never half written). On several ranks a signal is shared at the next update
+boundary (one all-reduce), so every rank stops after the same update and takes part in the save.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class RunInterrupted(BaseException):
+    """The run was stopped by a signal (a ``BaseException``, like ``KeyboardInterrupt``).
+
+    Attributes:
+        signum: the signal's number.
+        at_boundary: the weights were at an update boundary when it was raised.
+    """
+
+    def __init__(self, signum: int, at_boundary: bool) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum, self.at_boundary = signum, at_boundary
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class StopSignals:
+    """Installs the SIGTERM/SIGINT handlers of the module docstring while in a ``with`` block.
+
+    Outside the main thread (where Python cannot install handlers) it installs nothing and the
+    signals keep their usual meaning.
+    """
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._depth = 0
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.signal(s, self._handle) for s in SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        first = self.received is None
+        self.received = signum
+        if not first:
+            raise RunInterrupted(signum, at_boundary=False)
+        if self._depth == 0:
+            raise RunInterrupted(signum, at_boundary=True)
+        name = signal.Signals(signum).name
+        print(
+            f"\nes-lightning: {name} received: finishing this update, then saving a checkpoint and "
+            f"stopping (send {name} again to stop at once)",
+            flush=True,
+        )
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A block that a first signal does not interrupt (see the module docstring)."""
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+
+    def requested(self, fabric: Any = None) -> int | None:
+        """The signal received so far on any rank (an all-reduce when there are several), or None."""
+        signum = self.received or 0
+        if fabric is not None and fabric.world_size > 1:
+            import torch
+
+            signum = int(fabric.all_reduce(torch.tensor(float(signum)), reduce_op="max").item())
+        return signum or None

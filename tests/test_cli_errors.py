@@ -1,0 +1,161 @@
+"""Every user error ends ``es-lightning`` with one clear message, status 2 and no traceback, before
+any engine starts (the recipe's rollout is a tripwire that fails the run if one is set up)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import CLI, subprocess_env
+
+RECIPE = """
+module:
+  model: {model}
+  task:
+    class_path: es_lightning.tasks.GSM8K
+    init_args:
+      train: {{path: {train}}}
+      test: {{path: {test}}}
+  dtype: float32
+strategy:
+  class_path: es_lightning.strategies.ESStrategy
+  init_args: {{population_size: 4, sigma: 0.01, learning_rate: 0.01}}
+rollout:
+  class_path: tests.helpers.EngineTripwire
+trainer: {{max_steps: 1, batch_size: 2, accelerator: cpu, progress_bar: false}}
+evaluation: {{num_samples: 2, max_tokens: 4}}
+"""
+
+
+def _rows(n: int = 5) -> list[dict[str, str]]:
+    return [{"question": f"What is {i} + 0?", "answer": f"{i} + 0 = {i}\n#### {i}"} for i in range(n)]
+
+
+def _write_jsonl(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(f"{line}\n" for line in lines))
+    return path
+
+
+@pytest.fixture()
+def recipe(tmp_path: Path, tiny_model_path: Path) -> Path:
+    good = _write_jsonl(tmp_path / "good.jsonl", [json.dumps(r) for r in _rows()])
+    path = tmp_path / "recipe.yaml"
+    path.write_text(RECIPE.format(model=tiny_model_path, train=good, test=good))
+    return path
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = subprocess_env() | {"HF_HUB_OFFLINE": "1"}  # never ask the network
+    env.pop("ES_LIGHTNING_DEBUG", None)
+    return subprocess.run([*CLI, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _refused(tmp_path: Path, recipe: Path, *overrides: str) -> str:
+    """Run ``fit`` on ``recipe`` with ``overrides``; assert a clean refusal; return its message."""
+    out = str(tmp_path / "run")
+    proc = _cli(tmp_path, "fit", "--config", str(recipe), "--trainer.output_dir", out, *overrides)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "EngineTripwire" not in proc.stderr  # refused before any engine was set up
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("es-lightning: error: ")]
+    assert len(errors) == 1, proc.stderr[-3000:]
+    return proc.stderr[proc.stderr.index("es-lightning: error: ") :]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["--strategy.init_args.sigma", "-1"], ["ESStrategy: sigma must be > 0, got -1.0"]),
+        (["--strategy.init_args.learning_rate", "0"], ["ESStrategy: learning_rate must be > 0, got 0.0"]),
+        (["--strategy.init_args.population_size", "1"], ["population_size must be >= 2", "got 1"]),
+        (["--trainer.batch_size", "0"], ["trainer.batch_size must be >= 1, got 0"]),
+        (
+            ["--evaluation.ks", "[1, 4]"],
+            ["evaluation.ks [4] out of range 1..num_samples=2"],
+        ),
+    ],
+    ids=["sigma", "learning_rate", "population_size", "batch_size", "k_above_m"],
+)
+def test_nonsensical_settings_are_refused_by_name(tmp_path, recipe, overrides, expected):
+    message = _refused(tmp_path, recipe, *overrides)
+    for text in expected:
+        assert text in message
+
+
+def test_a_missing_model_folder_is_named(tmp_path, recipe):
+    missing = tmp_path / "no_such_model"
+    message = _refused(tmp_path, recipe, "--module.model", str(missing))
+    assert "module.model" in message and repr(str(missing)) in message and "config.json" in message
+
+
+def test_a_hub_id_that_is_not_cached_is_named_with_where_it_looked(tmp_path, recipe):
+    message = _refused(tmp_path, recipe, "--module.model", "nosuch-org/nosuch-model")
+    assert "'nosuch-org/nosuch-model'" in message
+    assert "not in the local HF cache" in message and "HF_HUB_OFFLINE" in message
+
+
+def test_a_missing_data_file_is_named(tmp_path, recipe):
+    missing = tmp_path / "nope.jsonl"
+    message = _refused(tmp_path, recipe, "--module.task.init_args.train.path", str(missing))
+    assert str(missing) in message and "does not exist" in message
+
+
+def test_an_empty_data_file_is_named(tmp_path, recipe):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    message = _refused(tmp_path, recipe, "--module.task.init_args.train.path", str(empty))
+    assert str(empty) in message and "empty" in message
+
+
+def test_a_row_without_its_answer_names_file_and_line(tmp_path, recipe):
+    rows = _rows()
+    del rows[2]["answer"]
+    data = _write_jsonl(tmp_path / "third_row.jsonl", [json.dumps(r) for r in rows])
+    message = _refused(tmp_path, recipe, "--module.task.init_args.train.path", str(data))
+    assert f"'{data}' line 3" in message and "['answer']" in message
+
+
+def test_a_malformed_json_line_names_file_and_line(tmp_path, recipe):
+    lines = [json.dumps(r) for r in _rows()]
+    lines[3] = lines[3][:-1]  # the closing brace is gone
+    data = _write_jsonl(tmp_path / "broken.jsonl", lines)
+    message = _refused(tmp_path, recipe, "--module.task.init_args.train.path", str(data))
+    assert f"'{data}' line 4: invalid JSON" in message
+
+
+def test_a_resume_path_that_does_not_exist_is_named(tmp_path, recipe):
+    missing = tmp_path / "runs" / "old" / "checkpoints" / "step-000004"
+    message = _refused(tmp_path, recipe, "--trainer.resume", str(missing))
+    assert "trainer.resume" in message and str(missing) in message and "does not exist" in message
+    assert not (tmp_path / "run").exists()  # refused before the run directory is written
+
+
+def test_an_output_dir_that_is_a_file_is_refused(tmp_path, recipe):
+    taken = tmp_path / "taken"
+    taken.write_text("not a directory")
+    proc = _cli(tmp_path, "fit", "--config", str(recipe), "--trainer.output_dir", str(taken))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"trainer.output_dir '{taken}' is an existing file" in proc.stderr
+
+
+def test_an_unknown_task_name_lists_the_known_ones(tmp_path):
+    proc = _cli(tmp_path, "evaluate", "--task", "no_such_task", "--completions", "x.jsonl")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "es-lightning: error: unknown task 'no_such_task'; known tasks:" in proc.stderr
+    assert "gsm8k" in proc.stderr and "countdown" in proc.stderr
+
+
+def test_an_unknown_task_class_in_a_recipe_is_a_usage_error(tmp_path, recipe):
+    proc = _cli(tmp_path, "fit", "--config", str(recipe), "--module.task", "no_such_task")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "no_such_task" in proc.stderr and "usage:" in proc.stderr
+
+
+def test_debug_shows_the_traceback(tmp_path, recipe):
+    args = ["fit", "--config", str(recipe), "--strategy.init_args.sigma", "-1"]
+    proc = _cli(tmp_path, "--debug", *args)
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
+    assert "ConfigError: ESStrategy: sigma must be > 0" in proc.stderr
