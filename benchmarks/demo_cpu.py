@@ -56,7 +56,14 @@ def main(argv: list[str] | None = None) -> None:
             "--config",
             str(REPO / "recipes" / f"{name}.yaml"),
         ]
-        cmd += ["--trainer.output_dir", str(out), "--trainer.progress_bar", "false"]
+        cmd += [
+            "--trainer.output_dir",
+            str(out),
+            "--trainer.overwrite",
+            "true",
+            "--trainer.progress_bar",
+            "false",
+        ]
         start = time.perf_counter()
         with (args.output / f"{name}.log").open("w") as log:
             subprocess.run(cmd, check=True, stdout=log, stderr=subprocess.STDOUT)

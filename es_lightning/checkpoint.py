@@ -217,6 +217,8 @@ def resolve_resume(resume: bool | str, output_dir: str | Path) -> Path | None:
     """
     if resume is False or resume in ("", "false", "False"):
         return None
+    if resume == "auto":  # the newest checkpoint when there is one, else a fresh run
+        return latest_checkpoint(output_dir)
     if resume is True or resume in ("true", "True", "latest"):
         found = latest_checkpoint(output_dir)
         if found is None:
@@ -228,8 +230,8 @@ def resolve_resume(resume: bool | str, output_dir: str | Path) -> Path | None:
     if not (path / STATE_FILE).is_file():
         what = "does not exist" if not path.exists() else f"is not a checkpoint folder (no {STATE_FILE})"
         raise MissingPathError(
-            f"trainer.resume: {path} {what}; give a checkpoints/step-NNNNNN folder, or `true` for the "
-            "newest checkpoint in trainer.output_dir"
+            f"trainer.resume: {path} {what}; give a checkpoints/step-NNNNNN folder, `true` for the "
+            "newest checkpoint in trainer.output_dir, or `auto` (the newest if there is one)"
         )
     return path
 

@@ -291,14 +291,17 @@ def prepare_fit(trainer: TrainerConfig, has_stages: bool = False) -> Path:
     each stage from its own folder). Returns the created run directory.
 
     Raises:
-        ConfigError: ``output_dir`` cannot be created (a file is in the way, no permission).
+        ConfigError: ``output_dir`` cannot be created (a file is in the way, no permission), or it
+            holds a run and neither ``resume`` nor ``overwrite`` is set.
         MissingPathError: ``resume`` names no checkpoint.
     """
     from es_lightning.checkpoint import resolve_resume
+    from es_lightning.training.run_dir import prepare_run_dir
 
     out_dir = Path(trainer.output_dir)
     if not has_stages:
         resolve_resume(trainer.resume, out_dir)
+    prepare_run_dir(out_dir, trainer.resume, trainer.overwrite)  # one run per folder
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:

@@ -43,8 +43,16 @@ class TrainerConfig:
     eval_after: bool = True
     """Evaluate the trained model."""
     resume: bool | str = False
-    """``true``: continue from the newest checkpoint in ``output_dir``; or a checkpoint folder. The
-    checkpoint's recorded settings must match this run's (see ``resume_allow_changes``)."""
+    """``true``: continue from the newest checkpoint in ``output_dir``; ``auto``: continue from it
+    when there is one, else start over (a requeued cluster job); or a checkpoint folder. The
+    checkpoint's recorded settings must match this run's (see ``resume_allow_changes``). Without
+    ``resume`` or ``overwrite``, an ``output_dir`` that already holds a run is refused."""
+    overwrite: bool = False
+    """Start a fresh run in an ``output_dir`` that holds one: its metrics, TensorBoard files,
+    checkpoints and evaluations are deleted first (other files are left alone)."""
+    keep_last: int | None = None
+    """Keep only the newest this many checkpoints (``None``: keep all; at 7B every ES checkpoint is
+    about 30 GB)."""
     resume_allow_changes: bool | list[str] = False
     """What a resume may change of the settings that decide an update: the strategy (name and its
     settings such as σ, α, N, normalization, estimator, optimizer, GRPO's group size and clipping)
@@ -70,6 +78,12 @@ class TrainerConfig:
             raise ConfigError(f"trainer.epochs must be > 0, got {self.epochs}")
         if self.batch_size < 1:
             raise ConfigError(f"trainer.batch_size must be >= 1, got {self.batch_size}")
+        if self.keep_last is not None and self.keep_last < 1:
+            raise ConfigError(f"trainer.keep_last must be >= 1 or null, got {self.keep_last}")
+        if self.overwrite and self.resume not in (False, "", "false", "False"):
+            raise ConfigError(
+                f"trainer.overwrite deletes the run that trainer.resume={self.resume!r} would continue; give one"
+            )
         for name in ("checkpoint_every", "eval_every", "data_offset"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"trainer.{name} must be >= 0, got {getattr(self, name)}")

@@ -29,6 +29,7 @@ from es_lightning.checkpoint import Checkpoint, latest_checkpoint
 from es_lightning.errors import ConfigError
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.training.batches import steps_for_epochs
+from es_lightning.training.run_dir import prepare_run_dir
 
 
 @dataclass
@@ -103,6 +104,7 @@ def run_pipeline(
         rows = module.task.load("train")[: config.train_limit]
         total = steps_for_epochs(len(rows), config.batch_size, config.epochs)
     budgets = split_budget(total, stages)
+    prepare_run_dir(config.output_dir, config.resume, config.overwrite)  # one pipeline per folder
     _write_plan(Path(config.output_dir), names, budgets)
     results: dict[str, Any] = {}
     model, offset = module.model, config.data_offset
@@ -119,6 +121,7 @@ def run_pipeline(
             data_offset=offset,
             eval_before=config.eval_before and i == 0,
             resume=done is not None,
+            overwrite=done is None,  # a stage not resumed starts over in its own folder
         )
         stage_module = module.with_model(model)
         if stage.train_sampling is not None:

@@ -55,6 +55,7 @@ from es_lightning.training.config import TrainerConfig
 from es_lightning.training.loggers import JSONLLogger, truncate_metrics
 from es_lightning.training.report import print_before_after, write_eval_outputs
 from es_lightning.training.resume import check_resume_compatible
+from es_lightning.training.run_dir import prepare_run_dir, prune_checkpoints
 from es_lightning.training.signals import RunInterrupted, StopSignals
 
 EvalSet = tuple[str, Task, list[dict[str, Any]]]
@@ -90,6 +91,7 @@ class Trainer:
 
     def fit(self) -> dict[str, Any]:
         cfg = self.config
+        prepare_run_dir(self.output_dir, cfg.resume, cfg.overwrite)  # one run per folder
         self.module.check_model_source()
         rows = self.module.task.load("train")[: cfg.train_limit]
         if not rows:
@@ -302,6 +304,8 @@ class Trainer:
             is_writer=fabric.is_global_zero,
         )
         self._saved_at = self.step
+        if fabric.is_global_zero:
+            prune_checkpoints(self.output_dir, self.config.keep_last)
         fabric.barrier()
         fabric.call("on_checkpoint", trainer=self, step=self.step, path=path)
         return path

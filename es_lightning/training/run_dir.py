@@ -1,0 +1,86 @@
+"""A run folder holds one run: a new run never mixes its logs and checkpoints into an old one's.
+
+Before a fit starts, :func:`prepare_run_dir` looks for what a run writes into ``output_dir``
+(:data:`RUN_ARTIFACTS`: ``metrics.jsonl``, TensorBoard files, ``checkpoints/``, ``eval/``, a
+pipeline's ``pipeline.json`` and ``stage*_*/`` folders):
+
+* none there: a fresh run;
+* ``resume: true`` or a checkpoint path: the run continues (its logs after the checkpoint are
+  dropped, see the trainer);
+* ``resume: auto``: continues from the newest checkpoint when there is one, else starts over
+  (what a requeued cluster job needs; what a run wrote before its first checkpoint is removed);
+* ``overwrite: true``: the old run's artefacts are deleted, then a fresh run starts;
+* otherwise the run is refused with a :class:`~es_lightning.errors.ConfigError` that says so.
+
+Only the artefacts are deleted, never other files in the folder. :func:`prune_checkpoints` keeps
+the newest ``keep_last`` checkpoints.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from es_lightning.checkpoint import checkpoints_root, latest_checkpoint
+from es_lightning.errors import ConfigError
+
+RUN_ARTIFACTS = ("metrics.jsonl", "tensorboard", "checkpoints", "eval", "pipeline.json", ".model_meta")
+"""What a run writes into its folder (besides ``config.yaml``), and what ``overwrite`` deletes."""
+
+
+def run_artifacts(output_dir: str | Path) -> list[Path]:
+    """The run artefacts in ``output_dir`` (a pipeline's stage folders included)."""
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return []
+    found = [folder / name for name in RUN_ARTIFACTS if (folder / name).exists()]
+    return found + sorted(p for p in folder.glob("stage[0-9]*_*") if p.is_dir())
+
+
+def prepare_run_dir(output_dir: str | Path, resume: bool | str, overwrite: bool) -> None:
+    """Check (and, for ``overwrite`` or ``resume: auto`` without a checkpoint, clear) the run
+    folder as the module docstring says.
+
+    Raises:
+        ConfigError: ``output_dir`` holds a run and neither ``resume`` nor ``overwrite`` is set.
+    """
+    if resume == "auto":
+        if latest_checkpoint(output_dir) is not None or _pipeline_checkpoints(output_dir):
+            return
+        overwrite = True
+    elif resume not in (False, "", "false", "False"):
+        return
+    found = run_artifacts(output_dir)
+    if not found:
+        return
+    if not overwrite:
+        names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found)
+        raise ConfigError(
+            f"trainer.output_dir {str(output_dir)!r} already holds a run ({names}); continue it with "
+            "--trainer.resume true (or auto), start over with --trainer.overwrite true (deletes "
+            "those), or choose another output_dir"
+        )
+    for path in found:
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+def _pipeline_checkpoints(output_dir: str | Path) -> bool:
+    return any(latest_checkpoint(stage) is not None for stage in Path(output_dir).glob("stage[0-9]*_*"))
+
+
+def prune_checkpoints(output_dir: str | Path, keep_last: int | None) -> list[Path]:
+    """Delete all but the newest ``keep_last`` complete checkpoints (``None``: keep all); the one
+    ``latest`` names is always kept. Returns the deleted folders."""
+    if keep_last is None:
+        return []
+    newest = latest_checkpoint(output_dir)
+    steps = sorted(p for p in checkpoints_root(output_dir).glob("step-*") if p.is_dir())
+    deleted = []
+    for path in steps[: max(0, len(steps) - keep_last)]:
+        if path != newest:
+            shutil.rmtree(path)
+            deleted.append(path)
+    return deleted

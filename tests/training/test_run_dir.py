@@ -1,0 +1,92 @@
+"""One run per folder: a rerun is refused, `overwrite` starts over, `resume: auto`, `keep_last`."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from es_lightning.errors import ConfigError
+from es_lightning.training.loggers import read_metrics
+from es_lightning.training.run_dir import prepare_run_dir, prune_checkpoints, run_artifacts
+from tests.helpers import CLI, fit, subprocess_env
+
+RECIPE = """
+module:
+  model: es-lightning/tiny-random
+  task: {class_path: es_lightning.tasks.Echo, init_args: {length: 4, n_train: 12, n_test: 4}}
+  train_sampling: {temperature: 0.0, max_tokens: 6}
+strategy:
+  class_path: es_lightning.strategies.ESStrategy
+  init_args: {population_size: 4, sigma: 0.05, learning_rate: 0.05}
+rollout: {class_path: es_lightning.rollout.hf.HFRollout}
+trainer: {batch_size: 4, seed: 3, accelerator: cpu, progress_bar: false, checkpoint_every: 1}
+evaluation: null
+"""
+
+
+def _old_run(folder: Path) -> None:
+    (folder / "checkpoints" / "step-000001").mkdir(parents=True)
+    (folder / "metrics.jsonl").write_text('{"step": 1}\n')
+    (folder / "tensorboard").mkdir()
+    (folder / "notes.txt").write_text("mine")
+
+
+def test_a_folder_with_a_run_is_refused_naming_what_is_there(tmp_path):
+    _old_run(tmp_path)
+    with pytest.raises(
+        ConfigError, match=r"already holds a run \(metrics.jsonl, tensorboard/, checkpoints/\)"
+    ):
+        prepare_run_dir(tmp_path, resume=False, overwrite=False)
+    prepare_run_dir(tmp_path, resume=True, overwrite=False)  # a resume continues it
+    assert len(run_artifacts(tmp_path)) == 3
+
+
+def test_overwrite_deletes_the_run_and_nothing_else(tmp_path):
+    _old_run(tmp_path)
+    prepare_run_dir(tmp_path, resume=False, overwrite=True)
+    assert run_artifacts(tmp_path) == [] and (tmp_path / "notes.txt").read_text() == "mine"
+    prepare_run_dir(tmp_path / "new", resume=False, overwrite=False)  # nothing there: a fresh run
+
+
+def test_resume_auto_starts_over_only_without_a_checkpoint(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n')  # killed before its first checkpoint
+    prepare_run_dir(tmp_path, resume="auto", overwrite=False)
+    assert run_artifacts(tmp_path) == []
+    _old_run(tmp_path)
+    (tmp_path / "checkpoints" / "step-000001" / "trainer_state.json").write_text("{}")
+    prepare_run_dir(tmp_path, resume="auto", overwrite=False)
+    assert (tmp_path / "metrics.jsonl").is_file()  # a checkpoint: the run continues
+
+
+def test_prune_keeps_the_newest(tmp_path):
+    root = tmp_path / "checkpoints"
+    for step in (1, 2, 3, 4):
+        (root / f"step-{step:06d}").mkdir(parents=True)
+        (root / f"step-{step:06d}" / "trainer_state.json").write_text("{}")
+    (root / "latest").write_text("step-000004\n")
+    deleted = prune_checkpoints(tmp_path, keep_last=2)
+    assert [p.name for p in deleted] == ["step-000001", "step-000002"]
+    assert sorted(p.name for p in root.glob("step-*")) == ["step-000003", "step-000004"]
+    assert prune_checkpoints(tmp_path, keep_last=None) == []
+
+
+@pytest.mark.slow
+def test_cli_refuses_a_rerun_overwrites_and_resumes_auto(tmp_path):
+    out = fit(tmp_path, "run", "--trainer.max_steps", "2", "--trainer.keep_last", "1", recipe=RECIPE)
+    assert sorted(p.name for p in (out / "checkpoints").glob("step-*")) == ["step-000002"]
+    again = [*CLI, "fit", "--config", str(tmp_path / "run.yaml"), "--trainer.output_dir", str(out)]
+    refused = subprocess.run(again, cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "already holds a run" in refused.stderr and "--trainer.overwrite true" in refused.stderr
+
+    fit(tmp_path, "run", "--trainer.max_steps", "2", "--trainer.overwrite", "true", recipe=RECIPE)
+    steps = [m["step"] for m in read_metrics(out / "metrics.jsonl") if "train/reward_mean" in m]
+    assert steps == [1, 2]  # the old run's rows are gone, not appended to
+
+    fit(tmp_path, "run", "--trainer.max_steps", "3", "--trainer.resume", "auto", recipe=RECIPE)
+    steps = [m["step"] for m in read_metrics(out / "metrics.jsonl") if "train/reward_mean" in m]
+    assert steps == [1, 2, 3]  # continued from step 2
+    fresh = fit(tmp_path, "fresh", "--trainer.max_steps", "1", "--trainer.resume", "auto", recipe=RECIPE)
+    assert (fresh / "checkpoints" / "step-000001").is_dir()  # nothing to resume: a fresh run
