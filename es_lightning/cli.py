@@ -214,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     import es_lightning.strategies  # noqa: F401  (registers `es` with Fabric)
 
     args = list(argv if argv is not None else sys.argv[1:])
+    if "" not in sys.path and os.getcwd() not in sys.path:  # recipes may name your own modules
+        sys.path.insert(0, os.getcwd())  # (reward functions, tasks, callbacks), as `python -m` would
     debug = debug_requested(args)
     parser = build_parser()
     cfg = _parse(parser, args, debug)  # a parse error prints the usage and exits with status 2

@@ -107,14 +107,15 @@ class ReasoningModule:
 
     def format_prompt(self, row: dict[str, Any]) -> str:
         """The full prompt text for ``row`` (chat template applied when used)."""
-        user = self.task.prompt(row)
+        messages = self.task.chat_messages(row) or [{"role": "user", "content": self.task.prompt(row)}]
         system = self.task.system_prompt
+        if system and messages[0]["role"] != "system":
+            messages = [{"role": "system", "content": system}, *messages]
         if self.uses_chat_template:
-            messages = ([{"role": "system", "content": system}] if system else []) + [
-                {"role": "user", "content": user}
-            ]
             return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return self.plain_template.format(system=f"{system}\n" if system else "", prompt=user)
+        system_text = "\n".join(m["content"] for m in messages if m["role"] == "system")
+        turns = "\n".join(m["content"] for m in messages if m["role"] != "system")
+        return self.plain_template.format(system=f"{system_text}\n" if system_text else "", prompt=turns)
 
     def encode(self, rows: Sequence[dict[str, Any]]) -> list[list[int]]:
         """Prompt token ids for each row."""

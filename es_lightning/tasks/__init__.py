@@ -13,6 +13,7 @@ from es_lightning.tasks.countdown_tiny import CountdownTiny
 from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.echo import Echo
 from es_lightning.tasks.families import DatasetTask, GeneratedTask
+from es_lightning.tasks.function import FunctionTask
 from es_lightning.tasks.gsm8k import GSM8K
 from es_lightning.tasks.hotpotqa import HotpotQA
 from es_lightning.tasks.math import MathTask
@@ -31,6 +32,7 @@ __all__ = [
     "DataSource",
     "DatasetTask",
     "Echo",
+    "FunctionTask",
     "GSM8K",
     "GeneratedTask",
     "HotpotQA",

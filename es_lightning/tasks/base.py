@@ -140,16 +140,29 @@ class Task(ABC):
         """The user message for ``row`` (the chat template, if any, is applied by the module)."""
         return self.prompt_template.format(**{**row, "question": self.question(row)})
 
+    def chat_messages(self, row: dict[str, Any]) -> list[dict[str, str]] | None:
+        """The conversation ``row`` gives as its prompt (chat messages), or ``None`` (default) for
+        a single user message, :meth:`prompt`."""
+        return None
+
     # -- verification -------------------------------------------------------------------------
     @abstractmethod
     def score(self, completion: str, row: dict[str, Any]) -> Score:
         """Verify one completion for ``row``."""
 
-    def reward_fn(self, completions: Sequence[str], **columns: Sequence[Any]) -> list[float]:
-        """Rewards in TRL's reward-function signature: ``(completions, **dataset_columns)``;
-        scored with :meth:`score_many`, so tasks that batch their verifier batch here too."""
-        rows = [{k: v[i] for k, v in columns.items()} for i in range(len(completions))]
-        return [score.reward for score in self.score_many(completions, rows)]
+    def reward_fn(
+        self, completions: Sequence[Any], prompts: Sequence[Any] | None = None, **columns: Any
+    ) -> list[float]:
+        """Rewards in TRL's reward-function signature, so a task serves as a TRL reward function:
+        ``reward_fn(prompts=..., completions=..., **dataset_columns)``. Keyword arguments that are
+        not one value per completion (TRL's ``trainer_state``, ``log_metric``, ...) are ignored;
+        a conversational completion (a list of messages) is scored on its last message's content.
+        Scored with :meth:`score_many`, so tasks that batch their verifier batch here too."""
+        n = len(completions)
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        aligned = {k: v for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == n}
+        rows = [{k: v[i] for k, v in aligned.items()} for i in range(n)]
+        return [score.reward for score in self.score_many(texts, rows)]
 
     def score_many(self, completions: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[Score]:
         """Verify many completions (one row each); tasks that run code override it to batch."""

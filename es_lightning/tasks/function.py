@@ -1,0 +1,150 @@
+"""Your own data and reward functions, in TRL's reward-function convention.
+
+A reward function takes the prompts, the completions and every other dataset column as keyword
+arguments, and returns one reward per completion (``None``: the function does not apply to it)::
+
+    def reward_len(completions, **kwargs):
+        return [-abs(20 - len(c)) for c in completions]
+
+    def exact(prompts, completions, answer, **kwargs):
+        return [float(c.strip() == a) for c, a in zip(completions, answer)]
+
+:class:`FunctionTask` calls each function as TRL's trainers do, ``f(prompts=..., completions=...,
+**columns)``: ``prompts`` is the prompt column as it is in the dataset (a string, or a list of chat
+messages); for a conversational prompt each completion is ``[{"role": "assistant", "content":
+text}]``, as in TRL, else the text. The reward of a completion is Σᵢ wᵢ·rᵢ over the functions
+that returned a number for it (``reward_weights``, default 1 each); each function's own reward is
+kept as ``rewards/<function name>`` in the score's extras. As for every task, Pass@K counts a
+completion as solved when its reward is at least 1. Functions are given as callables or, from YAML, by import
+path (``my_rewards.exact``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from es_lightning.errors import ConfigError
+from es_lightning.tasks.base import Score
+from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.families import DatasetTask
+from es_lightning.tasks.registry import register_task
+
+RewardFunc = Callable[..., Sequence[float | None]]
+
+
+def resolve_reward_func(func: RewardFunc | str) -> RewardFunc:
+    """``func`` itself, or the callable an import path (``pkg.mod.name`` or ``pkg.mod:name``) names."""
+    if callable(func):
+        return func
+    module_name, sep, attr = str(func).replace(":", ".").rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module_name), attr) if sep else None
+    except (ImportError, AttributeError) as err:
+        raise ConfigError(f"reward_funcs: cannot import {func!r} ({err})") from None
+    if not callable(found):
+        raise ConfigError(f"reward_funcs: {func!r} names no callable")
+    return found
+
+
+def is_conversation(prompt: Any) -> bool:
+    """Whether a prompt is a list of chat messages (``{"role": ..., "content": ...}``)."""
+    return isinstance(prompt, list) and all(isinstance(m, dict) and "role" in m for m in prompt)
+
+
+@register_task
+class FunctionTask(DatasetTask):
+    """A task made of a dataset and reward functions (the module docstring gives the convention).
+
+    Args:
+        train: training rows: a hub dataset or a local ``.jsonl``/``.json``/``.csv``/``.parquet``
+            file (``datasets.load_dataset`` semantics).
+        test: evaluation rows (``None``: none; Pass@K then needs ``eval_tasks``).
+        reward_funcs: the reward functions, as callables or import paths.
+        reward_weights: one weight per function (default: 1 each).
+        prompt_column: the column holding the prompt: text, or a list of chat messages.
+        name: the task's name in metric keys (``eval/{name}/pass@k``).
+        **kwargs: ``system_prompt`` and ``prompt_template`` (used for text prompts, with the row's
+            columns and ``question`` = the prompt) of :class:`~es_lightning.tasks.base.Task`.
+    """
+
+    name = "function"
+
+    def __init__(
+        self,
+        *,
+        train: DataSource | None = None,
+        test: DataSource | None = None,
+        reward_funcs: list[Callable | str],
+        reward_weights: list[float] | None = None,
+        prompt_column: str = "prompt",
+        name: str = "function",
+        **kwargs: Any,
+    ) -> None:
+        if not reward_funcs:
+            raise ConfigError("FunctionTask: give at least one reward function in reward_funcs")
+        weights = [1.0] * len(reward_funcs) if reward_weights is None else [float(w) for w in reward_weights]
+        if len(weights) != len(reward_funcs):
+            raise ConfigError(
+                f"FunctionTask: {len(weights)} reward_weights for {len(reward_funcs)} reward_funcs"
+            )
+        if not name or "/" in name:
+            raise ConfigError(f"FunctionTask: name {name!r} must be non-empty and without '/'")
+        super().__init__(train=train, test=test, **kwargs)
+        self.reward_funcs = [resolve_reward_func(f) for f in reward_funcs]
+        self.reward_weights = weights
+        self.prompt_column, self.name = prompt_column, name
+        self.required_columns = (prompt_column,)
+
+    def question(self, row: dict[str, Any]) -> str:
+        prompt = row[self.prompt_column]
+        return "\n".join(m["content"] for m in prompt) if is_conversation(prompt) else str(prompt)
+
+    def chat_messages(self, row: dict[str, Any]) -> list[dict[str, str]] | None:
+        prompt = row[self.prompt_column]
+        return list(prompt) if is_conversation(prompt) else None
+
+    def score(self, completion: str, row: dict[str, Any]) -> Score:
+        return self.score_many([completion], [row])[0]
+
+    def score_many(self, completions: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[Score]:
+        if len(completions) != len(rows):
+            raise ValueError(f"{self.name}: {len(completions)} completions for {len(rows)} rows")
+        prompts = [row[self.prompt_column] for row in rows]
+        shown = [
+            [{"role": "assistant", "content": c}] if is_conversation(p) else c
+            for p, c in zip(prompts, completions)
+        ]
+        columns = (
+            {k: [row.get(k) for row in rows] for k in rows[0] if k != self.prompt_column} if rows else {}
+        )
+        per_func = []
+        for func in self.reward_funcs:
+            rewards = list(func(prompts=prompts, completions=shown, **columns))
+            if len(rewards) != len(completions):
+                raise ValueError(
+                    f"{self.name}: reward function {_name(func)} returned {len(rewards)} rewards "
+                    f"for {len(completions)} completions"
+                )
+            per_func.append(rewards)
+        scores = []
+        for i in range(len(completions)):
+            given = [(w, r[i]) for w, r in zip(self.reward_weights, per_func) if _is_number(r[i])]
+            reward = sum(w * float(r) for w, r in given)
+            extra = {
+                f"rewards/{_name(f)}": float(r[i])
+                for f, r in zip(self.reward_funcs, per_func)
+                if _is_number(r[i])
+            }
+            scores.append(Score(reward=reward, answer=None, extra=extra))
+        return scores
+
+
+def _is_number(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def _name(func: Callable) -> str:
+    return getattr(func, "__name__", type(func).__name__)
