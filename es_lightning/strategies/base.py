@@ -109,6 +109,9 @@ class ReasoningStrategy(ABC):
         """Write what exact resume needs beyond the weights (optimizer moments) into ``folder``;
         called on every rank with the same folder (the strategy decides who writes)."""
 
+    total_updates: int | None = None
+    """The run's length in updates, set by the trainer before :meth:`prepare` (schedules use it)."""
+
     def hparams(self) -> dict[str, Any]:
         """The strategy's settings (its constructor's arguments), recorded in each checkpoint's
         ``hparams.yaml``."""

@@ -46,6 +46,7 @@ from es_lightning.checkpoint import load_weights, master_files
 from es_lightning.errors import ConfigError, MissingPathError
 from es_lightning.es.noise import seed_schedule
 from es_lightning.grpo import compute_advantages, grpo_loss, pack_sequences, token_logprobs_and_entropy
+from es_lightning.grpo.schedule import Schedule, lr_multiplier, resolve_warmup
 from es_lightning.rollout.base import Rollout
 from es_lightning.strategies.base import ReasoningStrategy, Row, StepResult
 from es_lightning.strategies.metrics import gather_values, reward_metrics
@@ -65,7 +66,12 @@ class _GRPO(ReasoningStrategy):
 
     Args:
         group_size: G, responses per prompt (>= 2).
-        learning_rate: AdamW learning rate (> 0).
+        learning_rate: AdamW learning rate η (> 0), the peak of the schedule.
+        lr_schedule: ``constant`` (default), ``linear`` or ``cosine`` decay after the warmup, over
+            the run's updates × μ optimizer steps (``es_lightning/grpo/schedule.py``; a pipeline
+            stage schedules over its own updates).
+        warmup_steps: optimizer steps of linear warmup from 0 (overrides ``warmup_ratio``).
+        warmup_ratio: warmup as a fraction of the run's optimizer steps.
         weight_decay: AdamW weight decay.
         adam_betas: AdamW betas.
         clip_eps: ε (ε_low) of the clipped ratio, in (0, 1).
@@ -87,6 +93,9 @@ class _GRPO(ReasoningStrategy):
         self,
         group_size: int = 8,
         learning_rate: float = 1e-6,
+        lr_schedule: Schedule = "constant",
+        warmup_steps: int = 0,
+        warmup_ratio: float = 0.0,
         weight_decay: float = 0.0,
         adam_betas: tuple[float, float] = (0.9, 0.999),
         clip_eps: float = 0.2,
@@ -104,6 +113,9 @@ class _GRPO(ReasoningStrategy):
         _check_grpo_settings(
             group_size=group_size,
             learning_rate=learning_rate,
+            lr_schedule=lr_schedule,
+            warmup_steps=warmup_steps,
+            warmup_ratio=warmup_ratio,
             weight_decay=weight_decay,
             adam_betas=tuple(adam_betas),
             clip_eps=clip_eps,
@@ -118,6 +130,7 @@ class _GRPO(ReasoningStrategy):
         super().__init__(process_group_backend=process_group_backend, **kwargs)
         self.group_size = group_size
         self.learning_rate = learning_rate
+        self.lr_schedule, self.warmup_steps, self.warmup_ratio = lr_schedule, warmup_steps, warmup_ratio
         self.weight_decay = weight_decay
         self.adam_betas = tuple(adam_betas)
         self.clip_eps = clip_eps
@@ -166,6 +179,19 @@ class _GRPO(ReasoningStrategy):
                 )
             fabric.load(state, {"model": self.model, "optimizer": self.optimizer})
         self.sync_weights(rollout)
+
+    def lr_at(self, optimizer_step: int) -> float:
+        """η at optimizer step ``optimizer_step`` (0-based) of the run's ``total_updates`` × μ."""
+        if self.lr_schedule == "constant" and not (self.warmup_steps or self.warmup_ratio):
+            return self.learning_rate
+        if not self.total_updates:
+            raise ConfigError(
+                f"GRPOStrategy: lr_schedule={self.lr_schedule!r} with warmup needs the run's length "
+                "(the trainer sets total_updates from trainer.max_steps or epochs)"
+            )
+        total = self.total_updates * self.inner_iterations
+        warmup = resolve_warmup(total, self.warmup_steps, self.warmup_ratio)
+        return self.learning_rate * lr_multiplier(optimizer_step, total, warmup, self.lr_schedule)
 
     def _unwrapped(self) -> torch.nn.Module:
         model = self.model
@@ -229,7 +255,7 @@ class _GRPO(ReasoningStrategy):
         temperature = sampling.temperature if sampling.temperature > 0 else 1.0
 
         t0 = time.perf_counter()
-        stats = self._optimize(fabric, input_ids, attention, response_mask, advantages, temperature)
+        stats = self._optimize(fabric, input_ids, attention, response_mask, advantages, temperature, step)
         timings["train"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         self.sync_weights(rollout)
@@ -248,6 +274,7 @@ class _GRPO(ReasoningStrategy):
             "grpo/kl": reduce(stats["kl"]),
             "grpo/adv_std": reduce(advantages.std(unbiased=False)),
             "grpo/grad_norm": reduce(stats["grad_norm"]),
+            "train/lr": stats["lr"],
             "time/tokens_per_s": float(lengths.sum()) / max(timings["generate"], 1e-9),
             **{f"time/{k}": v for k, v in timings.items()},
         }
@@ -261,6 +288,7 @@ class _GRPO(ReasoningStrategy):
         response_mask: torch.Tensor,  # (S, L)
         advantages: torch.Tensor,  # (S,)
         temperature: float,
+        step: int,
     ) -> dict[str, float]:
         device = fabric.device
         total_tokens = float(response_mask.sum())
@@ -322,6 +350,11 @@ class _GRPO(ReasoningStrategy):
                 )
             if it == 0:
                 sums["grad_norm"] = float(norm)
+            lr = self.lr_at(step * self.inner_iterations + it)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            if it == 0:
+                sums["lr"] = lr
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
         denom = max(total_tokens, 1.0)
@@ -337,6 +370,9 @@ def _check_grpo_settings(
     *,
     group_size: int,
     learning_rate: float,
+    lr_schedule: str,
+    warmup_steps: int,
+    warmup_ratio: float,
     weight_decay: float,
     adam_betas: tuple[float, ...],
     clip_eps: float,
@@ -352,6 +388,13 @@ def _check_grpo_settings(
     checks = {
         "group_size": (group_size, group_size >= 2, ">= 2"),
         "learning_rate": (learning_rate, math.isfinite(learning_rate) and learning_rate > 0, "> 0"),
+        "lr_schedule": (
+            lr_schedule,
+            lr_schedule in ("constant", "linear", "cosine"),
+            "constant, linear or cosine",
+        ),
+        "warmup_steps": (warmup_steps, warmup_steps >= 0, ">= 0"),
+        "warmup_ratio": (warmup_ratio, 0 <= warmup_ratio < 1, "in [0, 1)"),
         "weight_decay": (weight_decay, weight_decay >= 0, ">= 0"),
         "adam_betas": (
             list(adam_betas),

@@ -102,6 +102,8 @@ class Trainer:
             if cfg.max_steps is not None
             else steps_for_epochs(len(rows), cfg.batch_size, cfg.epochs)
         )
+        if isinstance(self.strategy, ReasoningStrategy):
+            self.strategy.total_updates = max_steps  # learning-rate schedules run over the run's length
         resume_path = resolve_resume(cfg.resume, self.output_dir)
         resume = Checkpoint(resume_path) if resume_path is not None else None
         if resume is not None:  # before any engine starts: a changed setting would not continue the run

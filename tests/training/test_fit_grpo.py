@@ -106,3 +106,21 @@ def test_grpo_smoke_recipe_raises_reward_and_lowers_entropy_through_vllm(tmp_pat
     assert sum(rewards[-3:]) / 3 > sum(rewards[:3]) / 3 + 0.05, rewards
     assert entropy[-1] < entropy[0]
     assert (out / "eval" / "after.json").is_file()
+
+
+@pytest.mark.slow
+def test_grpo_learning_rate_follows_warmup_and_linear_decay(tmp_path):
+    """The optimizer's learning rate per update, as logged (`train/lr`): W=1 warmup of T=4 steps."""
+    out = _fit(
+        tmp_path,
+        "sched",
+        "--trainer.max_steps",
+        "4",
+        "--strategy.init_args.lr_schedule",
+        "linear",
+        "--strategy.init_args.warmup_steps",
+        "1",
+        recipe=GRPO_RECIPE,
+    )
+    lrs = [m["train/lr"] for m in read_metrics(out / "metrics.jsonl") if "train/lr" in m]
+    assert lrs == pytest.approx([0.0, 3.0e-3, 2.0e-3, 1.0e-3])
