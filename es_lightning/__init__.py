@@ -1,1 +1,55 @@
-"""es-lightning."""
+"""es-lightning: post-train LLMs on verifiable reasoning tasks with ES and GRPO on Lightning Fabric.
+
+The Python API (the CLI's ``fit`` is the same objects, built from YAML)::
+
+    from es_lightning import ESStrategy, EvalConfig, HFRollout, ReasoningModule, Trainer, TrainerConfig
+    from es_lightning.tasks import Echo
+
+    module = ReasoningModule(model="es-lightning/tiny-random", task=Echo(n_train=64, n_test=16))
+    trainer = Trainer(module, ESStrategy(population_size=8, sigma=0.02, learning_rate=0.05),
+                      HFRollout(), TrainerConfig(output_dir="runs/api", max_steps=5, batch_size=8))
+    results = trainer.fit()
+
+Names are imported on first use, so ``import es_lightning`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Trainer": "es_lightning.training.trainer",
+    "TrainerConfig": "es_lightning.training.config",
+    "Stage": "es_lightning.training.pipeline",
+    "ReasoningModule": "es_lightning.module",
+    "EvalConfig": "es_lightning.evaluation.runner",
+    "ESStrategy": "es_lightning.strategies",
+    "GRPOStrategy": "es_lightning.strategies",
+    "GRPOFSDPStrategy": "es_lightning.strategies",
+    "VLLMRollout": "es_lightning.rollout.vllm",
+    "HFRollout": "es_lightning.rollout.hf",
+    "SamplingConfig": "es_lightning.rollout.base",
+    "FunctionTask": "es_lightning.tasks",
+    "DataSource": "es_lightning.tasks",
+    "Task": "es_lightning.tasks",
+    "Score": "es_lightning.tasks",
+    "Callback": "es_lightning.callbacks",
+    "ConfigError": "es_lightning.errors",
+    "fit": "es_lightning.cli",
+    "evaluate": "es_lightning.cli",
+}
+_ALIASES = {"fit": "run_fit", "evaluate": "run_evaluate"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'es_lightning' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), _ALIASES.get(name, name))
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

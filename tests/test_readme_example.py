@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -43,3 +44,35 @@ def test_the_readme_example_trains_on_a_local_jsonl_with_python_rewards(tmp_path
     assert [r["step"] for r in rows if "train/reward_mean" in r] == [1, 2]
     assert any("eval/repeat/pass@4" in r for r in rows)
     assert (tmp_path / "runs" / "my_task" / "checkpoints" / "step-000002" / "config.json").is_file()
+
+
+@pytest.mark.slow
+def test_the_readme_python_api_example_runs(tmp_path):
+    script = _section_blocks("Python API")["python"]
+    (tmp_path / "train.py").write_text(script)
+    proc = subprocess.run(
+        [sys.executable, "train.py"],
+        cwd=tmp_path,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    pass_at_1 = float(proc.stdout.strip().splitlines()[-1])
+    assert 0.0 <= pass_at_1 <= 1.0
+    steps = [
+        r["step"]
+        for r in read_metrics(tmp_path / "runs" / "api" / "metrics.jsonl")
+        if "train/reward_mean" in r
+    ]
+    assert steps == [1, 2, 3, 4, 5]
+
+
+def test_the_package_exports_the_documented_names():
+    import es_lightning
+
+    text = (REPO / "README.md").read_text().split("### Python API\n", 1)[1].split("```python", 1)[0]
+    documented = set(re.findall(r"`(\w+)`", text))
+    assert documented == set(es_lightning.__all__)
+    assert all(getattr(es_lightning, name) is not None for name in es_lightning.__all__)
