@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from lightning.fabric.loggers import Logger
 from lightning.fabric.strategies import Strategy
 
 from es_lightning.callbacks.base import Callback
@@ -62,6 +63,7 @@ def run_fit(
     evaluation: EvalConfig | None = None,
     eval_tasks: dict[str, Task] | str | list[str] | None = None,
     callbacks: list[Callback | Any] | None = None,
+    loggers: list[Logger] | None = None,
     hparams: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Post-train a model with ES or GRPO and evaluate it before and after.
@@ -81,6 +83,10 @@ def run_fit(
         callbacks: ``es_lightning.callbacks`` instances (TokenEntropy, ParameterDrift,
             LayerAttribution, HeldOutPassAtK, PopulationDiversity, your own), or objects with hooks
             such as ``on_train_batch_end(trainer, step, metrics)``; see callbacks/README.md.
+        loggers: further Fabric/Lightning loggers by ``class_path`` (e.g.
+            ``lightning.pytorch.loggers.CSVLogger``, ``WandbLogger``, ``MLFlowLogger``), added to
+            the run's own TensorBoard files and ``metrics.jsonl``; each gets every metric and, once,
+            the resolved configuration as hyperparameters.
         hparams: the run's resolved configuration, recorded in every checkpoint (the CLI fills it).
     """
     from es_lightning.evaluation.suites import resolve_eval_tasks
@@ -92,7 +98,15 @@ def run_fit(
         raise ConfigError("fit: give exactly one of `strategy` or `stages`")
     if stages is not None:
         return run_pipeline(
-            module, stages, rollout or _default_rollout(), trainer, evaluation, eval_tasks, callbacks, hparams
+            module,
+            stages,
+            rollout or _default_rollout(),
+            trainer,
+            evaluation,
+            eval_tasks,
+            callbacks,
+            hparams,
+            loggers,
         )
     trainer_obj = Trainer(
         module=module,
@@ -103,6 +117,7 @@ def run_fit(
         eval_tasks=eval_tasks,
         callbacks=callbacks,
         hparams=hparams,
+        loggers=loggers,
     )
     return trainer_obj.fit()
 

@@ -24,6 +24,8 @@ from es_lightning.tasks.base import Task
 
 COMPLETIONS_KEY = "completions"
 GREEDY_KEY = "greedy"
+REWARDS_KEY = "rewards"
+GREEDY_REWARD_KEY = "greedy_reward"
 
 
 def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[int], list[list[str]], list[str] | None]:
@@ -116,6 +118,8 @@ def write_completions_file(
     rows: Sequence[dict[str, Any]],
     completions: Sequence[Sequence[str]],
     greedy: Sequence[str] | None = None,
+    rewards: Sequence[Sequence[float]] | None = None,
+    greedy_rewards: Sequence[float] | None = None,
 ) -> Path:
     """Write rows with their completions as JSONL that :func:`score_completions_file` reads back.
 
@@ -124,6 +128,8 @@ def write_completions_file(
         rows: dataset rows in the task's column format (JSON-serialisable values).
         completions: per row, its ``M`` sampled completions (the same ``M`` for every row).
         greedy: optional greedy completion per row.
+        rewards: optional verifier reward of each completion (``"rewards"``, aligned with them).
+        greedy_rewards: optional reward of each greedy completion (``"greedy_reward"``).
 
     Returns:
         The path written.
@@ -151,8 +157,12 @@ def write_completions_file(
         if clash:
             raise ValueError(f"write_completions_file: row {i} already has column(s) {clash}")
         record = {**row, COMPLETIONS_KEY: list(samples)}
+        if rewards is not None:
+            record[REWARDS_KEY] = [float(r) for r in rewards[i]]
         if greedy is not None:
             record[GREEDY_KEY] = greedy[i]
+            if greedy_rewards is not None:
+                record[GREEDY_REWARD_KEY] = float(greedy_rewards[i])
         try:
             lines.append(json.dumps(record, ensure_ascii=False))
         except TypeError as e:

@@ -79,9 +79,14 @@ class EvalResult:
     rows: list[dict[str, Any]]
     completions: list[list[str]]
     greedy: list[str] | None
+    rewards: list[list[float]] | None = None
+    """The verifier's reward of each completion (saved beside it)."""
+    greedy_rewards: list[float] | None = None
 
     def write_completions(self, path: str | Path) -> Path:
-        return write_completions_file(path, self.rows, self.completions, greedy=self.greedy)
+        return write_completions_file(
+            path, self.rows, self.completions, self.greedy, self.rewards, self.greedy_rewards
+        )
 
 
 def evaluate_rows(
@@ -103,4 +108,6 @@ def evaluate_rows(
         greedy_scores = [s[0] for s in module.score(rows, greedy_out)]
         greedy_texts = [out.completions[0].text for out in greedy_out]
     summary = summarize(scores, ks=config.ks, greedy=greedy_scores)
-    return EvalResult(summary=summary, rows=rows, completions=completions, greedy=greedy_texts)
+    rewards = [[s.reward for s in per] for per in scores]
+    greedy_rewards = None if greedy_scores is None else [s.reward for s in greedy_scores]
+    return EvalResult(summary, rows, completions, greedy_texts, rewards, greedy_rewards)

@@ -52,6 +52,16 @@ class JSONLLogger(Logger):
         pass  # the resolved config is saved as config.yaml by the CLI
 
 
+def log_hyperparams(loggers: list[Logger], hparams: dict[str, Any]) -> None:
+    """Give every logger the run's resolved configuration once (loggers that cannot take
+    hyperparameters, such as Fabric's own CSVLogger, are skipped)."""
+    for logger in loggers:
+        try:
+            logger.log_hyperparams(hparams)
+        except NotImplementedError:
+            pass
+
+
 def truncate_metrics(path: str | Path, after_step: int) -> int:
     """Drop the records of ``path`` logged after ``after_step`` (what a run wrote past its last
     checkpoint before it was killed; the resumed run logs those steps again). The file is

@@ -92,8 +92,10 @@ def run_pipeline(
     eval_tasks: dict | None = None,
     callbacks: list[Any] | None = None,
     hparams: dict[str, Any] | None = None,
+    loggers: list[Any] | None = None,
 ) -> dict[str, Any]:
-    """Run the stages one after another; returns ``{stage_name: trainer results}``."""
+    """Run the stages one after another; returns ``{stage_name: trainer results}`` (``loggers``, the
+    user's further loggers, receive every stage's metrics at each stage's own update numbers)."""
     from es_lightning.training.trainer import Trainer
 
     names = stage_names(stages)
@@ -135,6 +137,7 @@ def run_pipeline(
             eval_tasks,
             callbacks,
             hparams={**(hparams or {}), "stage": {"index": i + 1, "name": name, "updates": steps}},
+            loggers=loggers,
         )
         results[name] = trainer.fit()
         model, offset = str(latest_checkpoint(out)), offset + steps

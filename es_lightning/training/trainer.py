@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 from lightning.fabric import Fabric
-from lightning.fabric.loggers import TensorBoardLogger
+from lightning.fabric.loggers import Logger, TensorBoardLogger
 from lightning.fabric.strategies import Strategy
 from lightning.fabric.utilities.rank_zero import rank_zero_info
 from tqdm.auto import tqdm
@@ -52,7 +52,7 @@ from es_lightning.strategies.base import ReasoningStrategy, require_strategy
 from es_lightning.tasks.base import Task
 from es_lightning.training.batches import batch_rows, steps_for_epochs
 from es_lightning.training.config import TrainerConfig
-from es_lightning.training.loggers import JSONLLogger, truncate_metrics
+from es_lightning.training.loggers import JSONLLogger, log_hyperparams, truncate_metrics
 from es_lightning.training.report import print_before_after, write_eval_outputs
 from es_lightning.training.resume import check_resume_compatible
 from es_lightning.training.run_dir import prepare_run_dir, prune_checkpoints
@@ -75,8 +75,10 @@ class Trainer:
         eval_tasks: dict[str, Task] | None = None,
         callbacks: list[Any] | None = None,
         hparams: dict[str, Any] | None = None,
+        loggers: list[Logger] | None = None,
     ) -> None:
         self.module = module
+        self.loggers = list(loggers or [])
         self.strategy = strategy
         self.rollout = rollout
         self.config = config or TrainerConfig()
@@ -120,13 +122,17 @@ class Trainer:
                     self.output_dir,
                     name="tensorboard",
                     version="",
+                    default_hp_metric=False,
                     **({"purge_step": resume.step + 1} if resume is not None else {}),
                 ),
                 JSONLLogger(self.output_dir),
+                *self.loggers,
             ],
             callbacks=self.callbacks,
         )
         fabric.launch()
+        if self.hparams and fabric.is_global_zero:
+            log_hyperparams(fabric.loggers, self.hparams)
         if resume is not None and fabric.is_global_zero:  # logs continue after the checkpoint, no repeats
             truncate_metrics(self.output_dir / "metrics.jsonl", after_step=resume.step)
         stop = StopSignals()
