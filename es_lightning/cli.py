@@ -8,6 +8,7 @@ docstrings become ``--help``. Recipes are YAML files of the same keys::
     es-lightning evaluate --task gsm8k --completions samples.jsonl --output scores.json
     es-lightning analyze --base BASE --checkpoint runs/es/checkpoints/step-000030 --output es.json
     es-lightning report --config recipes/report_cpu.yaml --quick --output_dir runs/report
+    es-lightning compare runs/demo_cpu runs/demo_cpu_grpo --output runs/compare
 
 A wrong setting, path or data file (:class:`~es_lightning.errors.ConfigError`) ends the command
 with one line, ``es-lightning: error: <message>``, and exit status 2, before anything expensive
@@ -220,6 +221,12 @@ def build_parser():
     subcommands.add_subcommand(
         "report", report_parser(), help="Run or reuse base/ES/GRPO/sequential runs and write REPORT.md."
     )
+    from es_lightning.report.compare import run_compare
+
+    compare_parser = ArgumentParser(description=run_compare.__doc__.split("\n")[0])
+    compare_parser.add_argument("runs", nargs="+", type=Path, help="run folders (fit's trainer.output_dir)")
+    compare_parser.add_function_arguments(run_compare, fail_untyped=False, skip={"runs"})
+    subcommands.add_subcommand("compare", compare_parser, help="The final evaluations of runs side by side.")
     return parser
 
 
@@ -275,7 +282,7 @@ def debug_requested(args: Sequence[str]) -> bool:
     """``--debug`` before the subcommand, or ``ES_LIGHTNING_DEBUG`` set to a true value."""
     if os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
         return True
-    subcommands = {"fit", "evaluate", "analyze", "report"}
+    subcommands = {"fit", "evaluate", "analyze", "report", "compare"}
     top_level = next((list(args[:i]) for i, a in enumerate(args) if a in subcommands), list(args))
     return "--debug" in top_level
 
@@ -298,6 +305,10 @@ def _run(parser: Any, cfg: Any) -> None:
         from es_lightning.analysis.command import run_analyze
 
         run_analyze(**kwargs)
+    elif name == "compare":
+        from es_lightning.report.compare import run_compare
+
+        run_compare(**kwargs)
     else:
         run_evaluate(**kwargs)
 
