@@ -25,13 +25,13 @@ from typing import Any
 
 import yaml
 from lightning.fabric.loggers import Logger
-from lightning.fabric.strategies import Strategy
 
 from es_lightning.callbacks.base import Callback
 from es_lightning.errors import ConfigError, MissingPathError, find_config_error
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import Rollout
+from es_lightning.strategies.base import ReasoningStrategy
 from es_lightning.tasks.base import Task
 from es_lightning.training.config import TrainerConfig
 from es_lightning.training.pipeline import Stage
@@ -57,7 +57,7 @@ def _default_rollout() -> Rollout:
 
 def run_fit(
     module: ReasoningModule,
-    strategy: Strategy | None = None,
+    strategy: ReasoningStrategy | None = None,
     stages: list[Stage] | None = None,
     rollout: Rollout | None = None,
     trainer: TrainerConfig = TrainerConfig(),  # noqa: B008  (jsonargparse lists its fields in --help)

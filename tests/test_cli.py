@@ -375,3 +375,17 @@ def test_an_unknown_suite_in_a_recipe_is_named_before_any_work(tmp_path):
     with pytest.raises(ValueError, match="unknown evaluation suite 'esay'") as err:
         run_fit(**kwargs)  # fails on the name, before any model, engine or data is touched
     assert all(name in str(err.value) for name in SUITES)
+
+
+def test_strategy_choices_are_the_reasoning_strategies_only():
+    from es_lightning.cli import build_parser
+
+    fit_help = build_parser()._subcommands_action._name_parser_map["fit"].format_help()
+    listed = fit_help.split("\n  --strategy STRATEGY", 1)[1].split("--stages", 1)[0]
+    for name in ("ESStrategy", "GRPOStrategy", "GRPOFSDPStrategy"):
+        assert name in listed
+    assert "DDPStrategy" not in listed and "DeepSpeed" not in listed
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(
+            ["fit", "--module", "{}", "--strategy", "lightning.fabric.strategies.DDPStrategy"]
+        )

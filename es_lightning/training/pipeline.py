@@ -22,12 +22,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lightning.fabric.strategies import Strategy
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 
 from es_lightning.checkpoint import Checkpoint, latest_checkpoint
 from es_lightning.errors import ConfigError
 from es_lightning.rollout.base import SamplingConfig
+from es_lightning.strategies.base import ReasoningStrategy
 from es_lightning.training.batches import steps_for_epochs
 from es_lightning.training.run_dir import prepare_run_dir
 
@@ -36,7 +36,7 @@ from es_lightning.training.run_dir import prepare_run_dir
 class Stage:
     """One stage of a pipeline."""
 
-    strategy: Strategy
+    strategy: ReasoningStrategy
     """The stage's optimizer (ESStrategy or GRPOStrategy with its settings)."""
     fraction: float = 0.5
     """Share of the total update budget (the fractions of all stages add up to 1)."""
