@@ -18,6 +18,7 @@ the newest ``keep_last`` checkpoints.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -41,9 +42,15 @@ def prepare_run_dir(output_dir: str | Path, resume: bool | str, overwrite: bool)
     """Check (and, for ``overwrite`` or ``resume: auto`` without a checkpoint, clear) the run
     folder as the module docstring says.
 
+    Processes of a multi-process launch other than the first (``RANK``, ``LOCAL_RANK`` or
+    ``NODE_RANK`` above 0: Fabric's launcher re-runs the command for them once rank 0 has begun
+    writing, torchrun starts them beside it) leave the folder to rank 0.
+
     Raises:
         ConfigError: ``output_dir`` holds a run and neither ``resume`` nor ``overwrite`` is set.
     """
+    if _launched_rank() > 0:
+        return
     if resume == "auto":
         if latest_checkpoint(output_dir) is not None or _pipeline_checkpoints(output_dir):
             return
@@ -65,6 +72,12 @@ def prepare_run_dir(output_dir: str | Path, resume: bool | str, overwrite: bool)
             shutil.rmtree(path)
         else:
             path.unlink()
+
+
+def _launched_rank() -> int:
+    """The largest of the launch variables' ranks (0 in a single process or on rank 0)."""
+    ranks = [os.environ.get(name, "") for name in ("RANK", "LOCAL_RANK", "NODE_RANK")]
+    return max((int(r) for r in ranks if r.strip().isdigit()), default=0)
 
 
 def _pipeline_checkpoints(output_dir: str | Path) -> bool:

@@ -90,3 +90,14 @@ def test_cli_refuses_a_rerun_overwrites_and_resumes_auto(tmp_path):
     assert steps == [1, 2, 3]  # continued from step 2
     fresh = fit(tmp_path, "fresh", "--trainer.max_steps", "1", "--trainer.resume", "auto", recipe=RECIPE)
     assert (fresh / "checkpoints" / "step-000001").is_dir()  # nothing to resume: a fresh run
+
+
+@pytest.mark.parametrize("variable", ["RANK", "LOCAL_RANK", "NODE_RANK"])
+def test_launched_ranks_leave_the_folder_to_rank_zero(tmp_path, monkeypatch, variable):
+    _old_run(tmp_path)
+    monkeypatch.setenv(variable, "1")
+    prepare_run_dir(tmp_path, resume=False, overwrite=True)  # neither refused nor deleted here
+    assert len(run_artifacts(tmp_path)) == 3
+    monkeypatch.setenv(variable, "0")
+    with pytest.raises(ConfigError):
+        prepare_run_dir(tmp_path, resume=False, overwrite=False)
