@@ -17,6 +17,20 @@ ASSETS = REPO / "tests" / "assets"
 """Small files the tests read: a few verbatim GSM8K and MBPP rows (licence notes beside them)."""
 CLI = [sys.executable, "-m", "es_lightning"]
 
+TINY_ES_RECIPE = """
+module:
+  model: es-lightning/tiny-random
+  task: {class_path: es_lightning.tasks.Echo, init_args: {length: 4, n_train: 12, n_test: 4}}
+  train_sampling: {temperature: 0.0, max_tokens: 6}
+strategy:
+  class_path: es_lightning.strategies.ESStrategy
+  init_args: {population_size: 4, sigma: 0.05, learning_rate: 0.05}
+rollout: {class_path: es_lightning.rollout.hf.HFRollout}
+trainer: {batch_size: 4, seed: 3, accelerator: cpu, progress_bar: false}
+evaluation: null
+"""
+"""The smallest real ES run: a random tiny model, the echo task, transformers rollouts (seconds)."""
+
 DISTRIBUTED_VARS = (
     "MASTER_ADDR",
     "MASTER_PORT",

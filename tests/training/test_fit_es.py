@@ -10,20 +10,9 @@ import torch
 from safetensors.torch import load_file
 
 from es_lightning.training.loggers import read_metrics
-from tests.helpers import REPO, assert_bit_identical, fit
+from tests.helpers import REPO, TINY_ES_RECIPE, assert_bit_identical, fit
 
-TINY_RECIPE = """
-module:
-  model: es-lightning/tiny-random
-  task: {class_path: es_lightning.tasks.Echo, init_args: {length: 4, n_train: 12, n_test: 4}}
-  train_sampling: {temperature: 0.0, max_tokens: 6}
-strategy:
-  class_path: es_lightning.strategies.ESStrategy
-  init_args: {population_size: 4, sigma: 0.05, learning_rate: 0.05}
-rollout: {class_path: es_lightning.rollout.hf.HFRollout}
-trainer: {batch_size: 4, seed: 3, accelerator: cpu, progress_bar: false}
-evaluation: null
-"""
+TINY_RECIPE = TINY_ES_RECIPE
 
 
 def _fit(tmp_path: Path, name: str, *overrides: str, recipe: str = TINY_RECIPE) -> Path:

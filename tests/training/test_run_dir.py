@@ -10,20 +10,9 @@ import pytest
 from es_lightning.errors import ConfigError
 from es_lightning.training.loggers import read_metrics
 from es_lightning.training.run_dir import prepare_run_dir, prune_checkpoints, run_artifacts
-from tests.helpers import CLI, fit, subprocess_env
+from tests.helpers import CLI, TINY_ES_RECIPE, fit, subprocess_env
 
-RECIPE = """
-module:
-  model: es-lightning/tiny-random
-  task: {class_path: es_lightning.tasks.Echo, init_args: {length: 4, n_train: 12, n_test: 4}}
-  train_sampling: {temperature: 0.0, max_tokens: 6}
-strategy:
-  class_path: es_lightning.strategies.ESStrategy
-  init_args: {population_size: 4, sigma: 0.05, learning_rate: 0.05}
-rollout: {class_path: es_lightning.rollout.hf.HFRollout}
-trainer: {batch_size: 4, seed: 3, accelerator: cpu, progress_bar: false, checkpoint_every: 1}
-evaluation: null
-"""
+RECIPE = TINY_ES_RECIPE.replace("progress_bar: false", "progress_bar: false, checkpoint_every: 1")
 
 
 def _old_run(folder: Path) -> None:

@@ -10,23 +10,15 @@ import yaml
 
 from es_lightning.evaluation.offline import score_completions_file
 from es_lightning.tasks import Echo
-from tests.helpers import fit
+from tests.helpers import TINY_ES_RECIPE, fit
 
-RECIPE = """
-module:
-  model: es-lightning/tiny-random
-  task: {class_path: es_lightning.tasks.Echo, init_args: {length: 4, n_train: 12, n_test: 4}}
-  train_sampling: {temperature: 0.0, max_tokens: 6}
-strategy:
-  class_path: es_lightning.strategies.ESStrategy
-  init_args: {population_size: 4, sigma: 0.05, learning_rate: 0.05}
-rollout: {class_path: es_lightning.rollout.hf.HFRollout}
-trainer: {batch_size: 4, seed: 3, accelerator: cpu, progress_bar: false}
-evaluation: {num_samples: 3, ks: [1, 3], max_tokens: 6}
+RECIPE = TINY_ES_RECIPE.replace(
+    "evaluation: null",
+    """evaluation: {num_samples: 3, ks: [1, 3], max_tokens: 6}
 loggers:
   - class_path: lightning.pytorch.loggers.CSVLogger
-    init_args: {save_dir: SAVE_DIR, name: csv, version: ""}
-"""
+    init_args: {save_dir: SAVE_DIR, name: csv, version: ""}""",
+)
 
 
 @pytest.mark.slow
