@@ -61,6 +61,17 @@ class PopulationResult:
 
 
 @dataclass
+class Sample:
+    """One prompt and one response of an update, as the trainer's text samples show them."""
+
+    prompt: str
+    completion: str
+    reward: float
+    member: int | None = None
+    """ES: the population member that produced it; GRPO: ``None``."""
+
+
+@dataclass
 class StepResult:
     """What :meth:`ReasoningStrategy.training_step` returns."""
 
@@ -68,6 +79,9 @@ class StepResult:
     """Scalars to log at this step (``train/…``, ``es/…``, ``grpo/…``, ``time/…``)."""
     population: PopulationResult | None = None
     """ES only: the population's per-member, per-prompt rewards."""
+    samples: list[Sample] = field(default_factory=list)
+    """A few of the update's prompts with one response each, for the text samples the trainer
+    logs every ``trainer.log_samples_every`` updates."""
 
 
 class ReasoningStrategy(ABC):

@@ -52,8 +52,15 @@ from es_lightning.es.update import Population, kappa_pair, member_coefficients
 from es_lightning.evaluation.summary import is_correct
 from es_lightning.rollout.base import Rollout
 from es_lightning.rollout.es_engine import ESEngine
-from es_lightning.strategies.base import PopulationResult, ReasoningStrategy, Row, StepResult
-from es_lightning.strategies.metrics import reward_metrics
+from es_lightning.strategies.base import PopulationResult, ReasoningStrategy, Row, Sample, StepResult
+from es_lightning.strategies.metrics import (
+    gather_values,
+    member_metrics,
+    response_metrics,
+    response_stats,
+    reward_metrics,
+    text_samples,
+)
 
 if TYPE_CHECKING:
     from lightning.fabric import Fabric
@@ -189,6 +196,8 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         # (2, N, P): per member and prompt, the mean reward and the fraction of correct responses
         local_per_prompt = torch.zeros(2, self.population_size, len(rows), dtype=torch.float64)
         tokens = 0
+        responses: list[tuple[float, int, bool]] = []  # (reward, tokens, truncated) per response
+        samples: list[Sample] = []
         fixed = None
         if self.member_rollouts == "fixed":  # sampled once at the centre, re-scored by every member
             t0 = time.perf_counter()
@@ -197,6 +206,9 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             )
             timings["generate"] += time.perf_counter() - t0
             tokens += fixed.tokens
+            if self.global_rank == 0:  # the centre's responses stand for the update's
+                responses = fixed.stats
+                samples = fixed.samples
         for i in range(self.global_rank, self.population_size, self.world_size):
             seed, sign = population.members[i]
             t0 = time.perf_counter()
@@ -212,6 +224,9 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
                     [np.mean([is_correct(s) for s in per]) for per in scores]
                 )
                 tokens += sum(len(c.token_ids) for out in outputs for c in out.completions)
+                responses += response_stats(outputs, scores)
+                if not samples:
+                    samples = text_samples(module, rows, outputs, scores, member=i)
             else:
                 t2 = time.perf_counter()
                 local[i], local_per_prompt[0, i], local_per_prompt[1, i] = fixed.rescore(engine)
@@ -225,6 +240,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         tokens_total = float(
             self.all_reduce(torch.tensor(float(tokens), device=self.root_device), reduce_op="sum")
         )
+        per_response = gather_values(self, torch.tensor(responses, dtype=torch.float64)).reshape(-1, 3)
 
         t0 = time.perf_counter()
         coeffs = member_coefficients(population, rewards, self.normalization)
@@ -235,7 +251,9 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         self._check_agreement(engine.es_checksum())
 
         metrics = {
-            **reward_metrics(rewards),
+            **reward_metrics(per_response[:, 0]),
+            **response_metrics(per_response[:, 1], per_response[:, 2]),
+            **member_metrics(rewards),
             "es/update_norm": update_norm,
             "es/skipped": float(coeffs is None),
             "time/tokens_per_s": tokens_total / max(timings["generate"], 1e-9),
@@ -252,7 +270,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             z=None if coeffs is None else normalize_rewards(rewards, self.normalization),
             rows=list(rows),
         )
-        return StepResult(metrics=metrics, population=result)
+        return StepResult(metrics=metrics, population=result, samples=samples)
 
     def _check_agreement(self, checksum: float) -> None:
         if self.world_size == 1:
@@ -325,6 +343,8 @@ class _FixedRollouts:
         self.rewards = np.array([s.reward for per in scores for s in per])
         self.correct = np.array([float(is_correct(s)) for per in scores for s in per])
         self.tokens = sum(len(r) for r in self.responses)
+        self.stats = response_stats(outputs, scores)
+        self.samples = text_samples(module, rows, outputs, scores)
         self.centre = self._loglik(engine)
 
     def _loglik(self, engine: Any) -> np.ndarray:

@@ -49,7 +49,13 @@ from es_lightning.grpo.schedule import Schedule, lr_multiplier, resolve_warmup
 from es_lightning.grpo.settings import check_grpo_settings
 from es_lightning.rollout.base import Rollout
 from es_lightning.strategies.base import ReasoningStrategy, Row, StepResult
-from es_lightning.strategies.metrics import gather_values, reward_metrics
+from es_lightning.strategies.metrics import (
+    gather_values,
+    response_metrics,
+    response_stats,
+    reward_metrics,
+    text_samples,
+)
 
 if TYPE_CHECKING:
     from lightning.fabric import Fabric
@@ -241,10 +247,12 @@ class _GRPO(ReasoningStrategy):
         outputs = rollout.generate(prompts, sampling)
         timings["generate"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        rewards = torch.tensor(
-            [[s.reward for s in per] for per in module.score(rows, outputs)], dtype=torch.float32
-        )
+        scores = module.score(rows, outputs)
+        rewards = torch.tensor([[s.reward for s in per] for per in scores], dtype=torch.float32)  # (P, G)
         timings["score"] = time.perf_counter() - t0
+        per_response = torch.tensor(response_stats(outputs, scores), dtype=torch.float64)  # (P*G, 3)
+        per_response = gather_values(self, per_response).reshape(-1, 3)
+        flat_groups = gather_values(self, (rewards.amax(1) == rewards.amin(1)).double())  # (P_all,)
         advantages = compute_advantages(rewards, mode=self.advantage).flatten()  # (P*G,)
 
         pairs = [(p, c.token_ids) for p, out in zip(prompts, outputs) for c in out.completions]
@@ -266,8 +274,9 @@ class _GRPO(ReasoningStrategy):
 
         lengths = response_mask.sum(1).float()
         metrics = {
-            **reward_metrics(gather_values(self, rewards)),
-            "train/response_len": reduce(lengths.mean()),
+            **reward_metrics(per_response[:, 0]),
+            **response_metrics(per_response[:, 1], per_response[:, 2]),
+            "grpo/zero_std_frac": float(flat_groups.mean()),
             "train/entropy": reduce(stats["entropy"]),
             "train/loss": reduce(stats["loss"]),
             "grpo/clip_frac": reduce(stats["clip_frac"]),
@@ -278,7 +287,8 @@ class _GRPO(ReasoningStrategy):
             "time/tokens_per_s": float(lengths.sum()) / max(timings["generate"], 1e-9),
             **{f"time/{k}": v for k, v in timings.items()},
         }
-        return StepResult(metrics=metrics)
+        samples = text_samples(module, rows, outputs, scores) if self.global_rank == 0 else []
+        return StepResult(metrics=metrics, samples=samples)
 
     def _optimize(
         self,

@@ -49,7 +49,7 @@ def test_update_equals_plain_reference(tiny_model_path, hf_rollout, fabric_es):
     model = AutoModelForCausalLM.from_pretrained(tiny_model_path).eval()
     theta = {k: v.detach().clone() for k, v in model.named_parameters()}
     prompts = module.encode(rows)
-    rewards = []
+    rewards, per_response, lengths, truncated = [], [], [], []
     for seed in seed_schedule(11, 3, n):
         with torch.no_grad():
             for name, p in model.named_parameters():
@@ -59,14 +59,30 @@ def test_update_equals_plain_reference(tiny_model_path, hf_rollout, fabric_es):
             out = model.generate(
                 torch.tensor([ids]), max_new_tokens=6, do_sample=False, eos_token_id=2, pad_token_id=0
             )
-            text = module.tokenizer.decode(out[0, len(ids) :], skip_special_tokens=True)
+            response = out[0, len(ids) :].tolist()
+            text = module.tokenizer.decode(response, skip_special_tokens=True)
             total += module.task.score(text, row).reward
+            per_response.append(module.task.score(text, row).reward)
+            ended = 2 in response  # the end-of-sequence token (HF keeps it in the response)
+            lengths.append(response.index(2) + 1 if ended else len(response))
+            truncated.append(not ended)
         rewards.append(total / len(rows))
     r = np.array(rewards)
     assert r.std() > 0, "the reference population must have varied rewards for this test to mean anything"
     z = (r - r.mean()) / r.std()
-    assert metrics["train/reward_mean"] == pytest.approx(r.mean())
-    assert metrics["train/reward_std"] == pytest.approx(r.std())
+    # train/: over every response of the update; es/member_: over the members' mean rewards R_i
+    v = np.array(per_response)
+    assert metrics["train/reward_mean"] == pytest.approx(v.mean()) == pytest.approx(r.mean())
+    assert metrics["train/reward_std"] == pytest.approx(v.std())
+    assert (metrics["train/reward_max"], metrics["train/reward_min"]) == (v.max(), v.min())
+    assert metrics["es/member_reward_std"] == pytest.approx(r.std())
+    assert (metrics["es/member_reward_max"], metrics["es/member_reward_min"]) == (r.max(), r.min())
+    assert metrics["train/truncated_frac"] == pytest.approx(np.mean(truncated))
+    assert metrics["train/response_len"] == pytest.approx(np.mean(lengths))
+    # text samples: member 0's first response to each of the first prompts, with its reward
+    assert [s.prompt for s in result.samples] == [module.format_prompt(row) for row in rows]
+    assert [s.member for s in result.samples] == [0] * len(rows)
+    assert [s.reward for s in result.samples] == per_response[: len(rows)]
     assert metrics["es/skipped"] == 0.0
     # the population handed to callbacks: the same rewards, per prompt, and their z-scores
     population = result.population

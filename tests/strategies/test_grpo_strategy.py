@@ -130,3 +130,33 @@ def test_trainer_logprobs_match_the_engine_sampling_policy(tiny_model_path, vllm
         trainer = logp[i][mask[i].bool()]
         assert len(trainer) == len(completion.token_ids)
         assert torch.allclose(trainer, torch.tensor(completion.logprobs), atol=1e-4)
+
+
+def test_step_metrics_equal_a_reference_over_the_same_rollouts(tiny_model_path, hf_rollout):
+    """The step's responses are regenerated with its seed at the same weights (before the step)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from es_lightning.es.noise import seed_schedule
+
+    fabric, strategy, module = _setup(tiny_model_path, hf_rollout, group_size=4, learning_rate=1e-3)
+    module.train_sampling = SamplingConfig(temperature=1.0, max_tokens=3)  # short: some truncate
+    rows = module.task.load("train")[:6]
+    seed = seed_schedule(5 ^ 0x6A6A, 2, 1)[0] % (2**31)
+    outputs = hf_rollout.generate(module.encode(rows), replace(module.train_sampling, n=4, seed=seed))
+    scores = module.score(rows, outputs)
+    result = strategy.training_step(fabric, module, hf_rollout, rows, 2, run_seed=5)
+    m = result.metrics
+
+    r = np.array([[s.reward for s in per] for per in scores])  # (P, G)
+    lengths = [len(c.token_ids) for out in outputs for c in out.completions]
+    truncated = [c.finish_reason == "length" for out in outputs for c in out.completions]
+    assert m["train/reward_mean"] == pytest.approx(r.mean())
+    assert m["train/reward_std"] == pytest.approx(r.std())
+    assert m["train/response_len"] == pytest.approx(np.mean(lengths))
+    assert m["train/truncated_frac"] == pytest.approx(np.mean(truncated))
+    assert 0 < m["train/truncated_frac"] < 1, "the test needs both kinds of responses"
+    assert m["grpo/zero_std_frac"] == pytest.approx(np.mean(r.max(1) == r.min(1)))
+    assert [s.completion for s in result.samples] == [out.completions[0].text for out in outputs]
+    assert [s.reward for s in result.samples] == list(r[:, 0]) and result.samples[0].member is None

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from es_lightning.strategies.metrics import gather_values, reward_metrics
+from es_lightning.strategies.metrics import gather_values, member_metrics, response_metrics, reward_metrics
 
 
 def test_reward_metrics_equal_numpy():
@@ -22,6 +22,15 @@ def test_reward_metrics_equal_numpy():
     )
     with pytest.raises(ValueError, match="no rewards"):
         reward_metrics(np.array([]))
+
+
+def test_member_and_response_metrics_equal_numpy():
+    members = np.array([0.25, 0.5, 0.0, 0.75])
+    assert member_metrics(members) == pytest.approx(
+        {"es/member_reward_std": members.std(), "es/member_reward_max": 0.75, "es/member_reward_min": 0.0}
+    )
+    got = response_metrics(np.array([3, 8, 8, 1]), np.array([0, 1, 1, 0]))
+    assert got == pytest.approx({"train/response_len": 5.0, "train/truncated_frac": 0.5})
 
 
 class _OneRank:
