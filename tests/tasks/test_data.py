@@ -1,9 +1,11 @@
 import json
+import re
 
 import pytest
 
-from es_lightning.errors import ConfigError
-from es_lightning.tasks import GSM8K, DataSource
+from es_lightning.errors import ConfigError, MissingPathError
+from es_lightning.tasks import GSM8K, DataSource, FunctionTask
+from tests.helpers import ASSETS
 
 
 @pytest.fixture
@@ -150,3 +152,165 @@ def test_a_hub_dataset_that_cannot_be_reached_is_named(monkeypatch):
     message = str(err.value)
     assert "hub dataset 'org/data' (main, split test) cannot be loaded" in message
     assert "local datasets cache" in message and "HF_HUB_OFFLINE=1" in message
+
+
+# -- several files: globs, lists, local dataset folders -------------------------------------------
+def _shards(folder, rows, names):
+    """``rows`` split over files ``names`` (in that order), as JSON lines."""
+    folder.mkdir(parents=True, exist_ok=True)
+    per = -(-len(rows) // len(names))
+    for i, name in enumerate(names):
+        _write(folder / name, rows[i * per : (i + 1) * per])
+    return folder
+
+
+def test_a_glob_reads_every_matching_file_in_sorted_order_as_one_split(tmp_path):
+    rows = [{"q": f"question {i}", "a": f"#### {i}"} for i in range(7)]
+    # written out of order: the glob's sorted order, not the files' age, decides
+    shards = _shards(tmp_path / "shards", rows, ["train-00.jsonl", "train-01.jsonl", "train-02.jsonl"])
+    (shards / "train-01.jsonl").touch()
+    (shards / "notes.txt").write_text("not matched")
+    assert DataSource(path=str(shards / "train-*.jsonl")).load() == rows
+    assert DataSource(path=str(shards / "train-0[12].jsonl")).load() == rows[3:]
+    nested = tmp_path / "nested"
+    for i, name in enumerate(["a/x.jsonl", "b/c/y.jsonl"]):
+        (nested / name).parent.mkdir(parents=True)
+        _write(nested / name, rows[i * 4 : (i + 1) * 4])
+    assert DataSource(path=str(nested / "**" / "*.jsonl")).load() == rows
+    # shuffle and limit apply to the rows of all files together
+    assert DataSource(path=str(shards / "*.jsonl"), shuffle_seed=2).load() == (
+        DataSource(path=str(_write(tmp_path / "all.jsonl", rows)), shuffle_seed=2).load()
+    )
+
+
+def test_a_list_of_files_and_globs_is_read_in_the_given_order(tmp_path, monkeypatch):
+    rows = [{"q": f"question {i}", "a": f"#### {i}"} for i in range(6)]
+    shards = _shards(tmp_path / "d", rows, ["0.jsonl", "1.jsonl", "2.jsonl"])
+    monkeypatch.chdir(tmp_path)
+    assert DataSource(path=["d/2.jsonl", "d/[01].jsonl"]).load() == rows[4:] + rows[:4]
+    (tmp_path / "more.json").write_text(json.dumps(rows[:1]))  # a JSON array beside JSON lines: one format
+    assert DataSource(path=["d/0.jsonl", "more.json"]).load() == rows[:2] + rows[:1]
+    with pytest.raises(ConfigError, match="'d/1.jsonl' is named twice"):
+        DataSource(path=["d/*.jsonl", "d/1.jsonl"]).load()
+    with pytest.raises(ConfigError, match="is a folder; list files or globs"):
+        DataSource(path=["d/0.jsonl", str(shards)]).load()
+    with pytest.raises(FileNotFoundError, match="d/9.jsonl' does not exist"):
+        DataSource(path=["d/0.jsonl", "d/9.jsonl"]).load()
+    with pytest.raises(ConfigError, match="empty list"):
+        DataSource(path=[])
+
+
+def test_csv_and_parquet_globs(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(5)]
+    (tmp_path / "csv").mkdir()
+    (tmp_path / "csv" / "a.csv").write_text(
+        "question,answer\n" + "".join(f"q{i},#### {i}\n" for i in range(3))
+    )
+    (tmp_path / "csv" / "b.csv").write_text("question,answer\nq3,#### 3\n\nq4,#### 4\n")
+    assert DataSource(path=str(tmp_path / "csv" / "*.csv")).load() == rows
+    (tmp_path / "pq").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows[:2]), tmp_path / "pq" / "part-0.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[2:]), tmp_path / "pq" / "part-1.parquet")
+    assert GSM8K(train=DataSource(path=str(tmp_path / "pq" / "part-*.parquet"))).load("train") == rows
+
+
+def test_a_glob_that_matches_no_file_or_mixes_formats_is_refused(tmp_path):
+    pattern = str(tmp_path / "data" / "*.jsonl")
+    with pytest.raises(MissingPathError, match=rf"no file matches the glob '{re.escape(pattern)}'"):
+        DataSource(path=pattern).load()
+    (tmp_path / "data").mkdir()
+    _write(tmp_path / "data" / "a.jsonl", _gsm8k_rows(2))
+    (tmp_path / "data" / "b.csv").write_text("question,answer\nq,#### 1\n")
+    with pytest.raises(ConfigError, match=r"mix formats \(json \('.*a.jsonl'\), csv \('.*b.csv'\)\)"):
+        DataSource(path=str(tmp_path / "data" / "*")).load()
+    (tmp_path / "data" / "b.csv").unlink()
+    (tmp_path / "data" / "README.md").write_text("# notes")
+    with pytest.raises(ConfigError, match=r"README.md' \(matched by '.*data/\*'\) is a .md file"):
+        DataSource(path=str(tmp_path / "data" / "*")).load()
+    _write(tmp_path / "data" / "c.jsonl", [{"other": 1}])  # different columns: named, with a hint
+    with pytest.raises(ConfigError, match=r"(?s)cannot read .*do all 2 files have the same columns"):
+        DataSource(path=str(tmp_path / "data" / "*.jsonl")).load()
+
+
+def test_a_bad_row_in_a_later_file_is_named_by_that_file_and_line(tmp_path):
+    rows = _gsm8k_rows(9)
+    shards = _shards(tmp_path / "shards", rows, ["s0.jsonl", "s1.jsonl", "s2.jsonl"])
+    bad = [{**r} for r in rows[3:6]]
+    del bad[1]["answer"]  # the second shard's 2nd row, written after a blank line
+    _write(shards / "s1.jsonl", bad, blank_after=1)
+    second = shards / "s1.jsonl"
+    for source in (
+        DataSource(path=str(shards / "s*.jsonl")),
+        DataSource(path=str(shards / "s*.jsonl"), shuffle_seed=5),  # named by file, not shuffled order
+        DataSource(path=[str(shards / "s2.jsonl"), str(second)]),
+    ):
+        with pytest.raises(ConfigError, match=rf"gsm8k: '{second}' line 3 lacks a value for column"):
+            GSM8K(train=source).load("train")
+    _write(second, rows[3:5] + [{"question": "q", "answer": "no number"}])
+    with pytest.raises(ConfigError, match=rf"'{second}' line 3: the gold answer"):
+        GSM8K(train=DataSource(path=str(shards / "*.jsonl"))).load("train")
+    # a malformed line is named before datasets reads anything
+    second.write_text('{"question": "q", "answer": "#### 1"}\n{"question": \n')
+    with pytest.raises(ConfigError, match=rf"'{second}' line 2: invalid JSON"):
+        DataSource(path=str(shards / "*.jsonl")).load()
+    # CSV shards: the row within its file (1-based, header not counted)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.csv").write_text("question,answer\nq0,#### 0\nq1,#### 1\n")
+    (tmp_path / "c" / "b.csv").write_text('question,answer\nq2,"two\nlines #### 2"\nq3,none\n')
+    with pytest.raises(ConfigError, match=rf"'{tmp_path / 'c' / 'b.csv'}' row 2: the gold answer 'none'"):
+        GSM8K(train=DataSource(path=str(tmp_path / "c" / "*.csv"))).load("train")
+
+
+def test_gsm8k_and_a_function_task_train_on_real_rows_from_shards(tmp_path):
+    whole = ASSETS / "gsm8k" / "train.jsonl"
+    lines = whole.read_text().splitlines()
+    shards = tmp_path / "gsm8k"
+    shards.mkdir()
+    for i in range(3):  # train-00000-of-00003.jsonl, ... as hub exports name them
+        (shards / f"train-{i:05d}-of-00003.jsonl").write_text("\n".join(lines[i::3]) + "\n")
+    expected = [json.loads(line) for i in range(3) for line in lines[i::3]]
+    task = GSM8K(train=DataSource(path=str(shards / "train-*.jsonl")))
+    rows = task.load("train")
+    assert rows == expected and len(rows) == len(lines)
+    assert sorted(r["question"] for r in rows) == sorted(
+        r["question"] for r in GSM8K(train=DataSource(path=str(whole))).load("train")
+    )
+    assert task.score(rows[0]["answer"], rows[0]).reward == 1.0
+
+    def final_answer(completions, answer, **kwargs):
+        return [
+            float(c.split("####")[-1].strip() == a.split("####")[-1].strip())
+            for c, a in zip(completions, answer)
+        ]
+
+    function = FunctionTask(
+        train=DataSource(path=str(shards / "*.jsonl"), column_map={"question": "prompt"}),
+        reward_funcs=[final_answer],
+    )
+    rows = function.load("train")
+    assert [r["prompt"] for r in rows] == [r["question"] for r in expected]
+    assert function.score("#### " + rows[1]["answer"].split("####")[-1], rows[1]).reward == 1.0
+
+
+def test_a_local_dataset_folder_is_read_with_datasets_semantics(tmp_path, monkeypatch):
+    folder = tmp_path / "my_data"
+    folder.mkdir()
+    _write(folder / "train.jsonl", _gsm8k_rows(4))
+    _write(folder / "test.jsonl", _gsm8k_rows(2))
+    source = DataSource(path=str(folder), split="test")
+    assert source.local_files() is None and source.local_folder() == folder
+    assert source.load() == _gsm8k_rows(2)
+    task = GSM8K(train=DataSource(path=str(folder)), test=source)
+    assert len(task.load("train")) == 4 and len(task.load("test")) == 2
+    monkeypatch.chdir(tmp_path)
+    assert DataSource(path="my_data", split="train").load() == _gsm8k_rows(4)  # relative, no ./
+    with pytest.raises(
+        ConfigError, match=r"local dataset folder '.*my_data' \(split validation\).*Unknown split"
+    ):
+        DataSource(path=str(folder), split="validation").load()
+    (tmp_path / "nothing").mkdir()
+    with pytest.raises(ConfigError, match="local dataset folder .*nothing.*doesn't contain any data files"):
+        DataSource(path=str(tmp_path / "nothing")).load()
