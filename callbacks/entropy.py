@@ -121,8 +121,9 @@ class TokenEntropy(Callback):
             from transformers import AutoModelForCausalLM
 
             # the policy as served: the engine's dtype (bf16 on GPUs); logits are scored in fp32
+            module = trainer.module
             self._model = AutoModelForCausalLM.from_pretrained(
-                trainer.module.model, dtype=trainer.rollout.dtype
+                module.model, dtype=trainer.rollout.dtype, **module.loading.model_kwargs_for(module.model)
             )
             self._model.to(trainer.fabric.device).eval().requires_grad_(False)
         params = dict(self._model.named_parameters())

@@ -7,6 +7,7 @@ the rollouts (the ES master) and the analysis (drift between two checkpoints).
 Layout of ``{output_dir}/checkpoints/step-000004/``::
 
     config.json  generation_config.json  tokenizer files   # the source model's; dtype = serving dtype
+    *.py                                                   # the model's own code, if it ships some
     model.safetensors                                      # the weights in the serving dtype (HF, vLLM)
     {strategy}_state/master.safetensors                    # the same weights in fp32 (resume, analysis)
     {strategy}_state/...                                   # the strategy's own state (optimizer)
@@ -32,11 +33,14 @@ import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
 from es_lightning.errors import MissingPathError
+
+if TYPE_CHECKING:
+    from es_lightning.models.loading import ModelLoading
 
 STATE_FILE = "trainer_state.json"
 HPARAMS_FILE = "hparams.yaml"
@@ -74,23 +78,28 @@ def master_files(model: str | Path) -> list[str]:
     return []
 
 
-def served_files(model: str | Path) -> list[str]:
-    """The ``*.safetensors`` weights of a local folder or of a hub id in the local cache."""
+def served_files(model: str | Path, revision: str | None = None) -> list[str]:
+    """The ``*.safetensors`` weights of a local folder or of a hub id in the local cache (at
+    ``revision``, default ``main``; a local folder has no revision)."""
     folder = Path(model)
     if not folder.is_dir():
         from huggingface_hub import snapshot_download
 
-        folder = Path(snapshot_download(str(model), allow_patterns=["*.safetensors"], local_files_only=True))
+        folder = Path(
+            snapshot_download(
+                str(model), revision=revision, allow_patterns=["*.safetensors"], local_files_only=True
+            )
+        )
     files = sorted(str(f) for f in folder.glob("*.safetensors"))
     if not files:
         raise MissingPathError(f"no *.safetensors weights in {folder}")
     return files
 
 
-def weight_files(model: str | Path) -> list[str]:
+def weight_files(model: str | Path, revision: str | None = None) -> list[str]:
     """The most precise weights of ``model``: an es-lightning checkpoint's fp32 master when it has
-    one, else its ``*.safetensors`` files (local folder or hub cache)."""
-    return master_files(model) or served_files(model)
+    one, else its ``*.safetensors`` files (local folder, or hub cache at ``revision``)."""
+    return master_files(model) or served_files(model, revision)
 
 
 def iter_weights(
@@ -237,20 +246,30 @@ def resolve_resume(resume: bool | str, output_dir: str | Path) -> Path | None:
 
 
 # -- writing ------------------------------------------------------------------------------------
-def write_model_meta(model: str, tokenizer: Any, dtype: torch.dtype, directory: str | Path) -> Path:
-    """Config, generation config and tokenizer of ``model`` (dtype set to ``dtype``) into ``directory``."""
+def write_model_meta(
+    model: str, tokenizer: Any, dtype: torch.dtype, directory: str | Path, loading: ModelLoading | None = None
+) -> Path:
+    """Config, generation config and tokenizer of ``model`` (dtype set to ``dtype``) into
+    ``directory``, read with ``loading``'s revision and trust_remote_code; a model with its own
+    code gets its Python files copied too (the folder then loads with ``trust_remote_code``)."""
     from transformers import AutoConfig, GenerationConfig
 
+    from es_lightning.models.loading import ModelLoading, copy_model_code
+
+    loading = loading or ModelLoading()
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    config = AutoConfig.from_pretrained(model)
+    hub = loading.hub_kwargs(model)
+    config = AutoConfig.from_pretrained(model, **hub)
     config.dtype = dtype
     config.save_pretrained(directory)
     try:
-        GenerationConfig.from_pretrained(model).save_pretrained(directory)
+        revision = {"revision": hub["revision"]} if "revision" in hub else {}
+        GenerationConfig.from_pretrained(model, **revision).save_pretrained(directory)
     except OSError:
         pass  # the model has no generation config
     tokenizer.save_pretrained(directory)
+    copy_model_code(model, directory, hub.get("revision"))
     return directory
 
 

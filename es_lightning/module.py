@@ -12,14 +12,18 @@ completions a rollout produced for them::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
 from es_lightning.errors import ConfigError
 from es_lightning.rollout.base import RolloutOutput, SamplingConfig
 from es_lightning.tasks.base import Score, Task
+
+if TYPE_CHECKING:
+    from es_lightning.models.loading import ModelLoading
 
 DTypeName = Literal["auto", "float32", "bfloat16", "float16"]
 
@@ -42,6 +46,14 @@ class ReasoningModule:
             is used; fields ``system`` (may be empty) and ``prompt``.
         train_sampling: sampling used for training rollouts.
         max_prompt_tokens: prompts longer than this are refused with an error naming the row (>= 1).
+        revision: branch, tag or commit of a hub ``model`` (and of its own tokenizer), for the
+            tokenizer, the trainer's model and the rollout's model or vLLM engine alike; never applied
+            to local folders (checkpoints). A separate ``tokenizer`` repository loads at its default.
+        trust_remote_code: allow a model that ships its own architecture code (an ``auto_map`` in
+            its config.json) to run it, in transformers and vLLM; checkpoints keep a copy of it.
+        model_kwargs: further ``AutoModelForCausalLM.from_pretrained`` options for the trainer's
+            model and the HF rollout's (TRL's ``model_init_kwargs``), e.g.
+            ``{attn_implementation: sdpa}``; vLLM's own options go in the rollout's ``engine_kwargs``.
     """
 
     def __init__(
@@ -54,6 +66,9 @@ class ReasoningModule:
         plain_template: str = "{system}{prompt}\n",
         train_sampling: SamplingConfig | None = None,
         max_prompt_tokens: int = 2048,
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+        model_kwargs: dict[str, Any] | None = None,
     ) -> None:
         if not isinstance(task, Task):
             raise TypeError(f"ReasoningModule: task must be a Task, got {type(task).__name__}")
@@ -63,11 +78,24 @@ class ReasoningModule:
             )
         if max_prompt_tokens < 1:
             raise ConfigError(f"ReasoningModule: max_prompt_tokens must be >= 1, got {max_prompt_tokens}")
+        from es_lightning.models.loading import ModelLoading
         from es_lightning.models.registry import resolve_model
+        from es_lightning.models.source import looks_local
 
         self.model = resolve_model(str(model))
         self.task = task
         self.tokenizer_name = resolve_model(str(tokenizer)) if tokenizer else self.model
+        self.loading = ModelLoading(revision, trust_remote_code, dict(model_kwargs or {}))
+        """How the model is loaded, wherever it is (:mod:`es_lightning.models.loading`)."""
+        self.tokenizer_loading: ModelLoading = (
+            self.loading if self.tokenizer_name == self.model else replace(self.loading, revision=None)
+        )
+        """How the tokenizer is loaded: a separate tokenizer repository at its default revision."""
+        if revision is not None and looks_local(self.model):
+            raise ConfigError(
+                f"ReasoningModule: revision {revision!r} names a hub commit, but model {str(model)!r} is "
+                "a local folder (or built-in model); leave revision unset"
+            )
         self.dtype_name = dtype
         self.chat_template = chat_template
         self.plain_template = plain_template
@@ -83,9 +111,9 @@ class ReasoningModule:
         """
         from es_lightning.models.source import check_model_source
 
-        check_model_source(self.model, "module.model")
-        if self.tokenizer_name != self.model:
-            check_model_source(self.tokenizer_name, "module.tokenizer")
+        check_model_source(self.model, "module.model", self.loading)
+        if self.tokenizer_name != self.model:  # another repository: at its default revision
+            check_model_source(self.tokenizer_name, "module.tokenizer", self.tokenizer_loading)
 
     def torch_dtype(self, device: torch.device) -> torch.dtype:
         if self.dtype_name == "auto":
@@ -96,7 +124,9 @@ class ReasoningModule:
     def tokenizer(self) -> Any:
         from transformers import AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(self.tokenizer_name)
+        tok = AutoTokenizer.from_pretrained(
+            self.tokenizer_name, **self.tokenizer_loading.hub_kwargs(self.tokenizer_name)
+        )
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
         return tok

@@ -6,16 +6,24 @@ naming the model and where it looked, a value that transformers and vLLM would f
 * a local folder (a path that exists, starts with ``.``, ``/`` or ``~``, or has more than one
   ``/``) must hold a ``config.json``;
 * an ``es-lightning/...`` name must be a built-in one;
-* a hub id (``org/name``) must be in the local HF cache (``$HF_HUB_CACHE``); when it is not, the
-  hub is asked whether it exists (short timeout), unless ``HF_HUB_OFFLINE=1`` forbids it.
+* a hub id (``org/name``) must be in the local HF cache (``$HF_HUB_CACHE``), at the revision asked
+  for (``module.revision``); when it is not, the hub is asked whether it exists (short timeout),
+  unless ``HF_HUB_OFFLINE=1`` forbids it;
+* a model whose config.json asks for its own code (``auto_map``, for an architecture transformers
+  does not know) needs ``trust_remote_code``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from es_lightning.errors import ConfigError, MissingPathError
+
+if TYPE_CHECKING:
+    from es_lightning.models.loading import ModelLoading
 
 BUILTIN_PREFIX = "es-lightning/"
 HUB_TIMEOUT_S = 10.0
@@ -48,22 +56,42 @@ def looks_local(name: str) -> bool:
     )
 
 
-def is_cached(repo_id: str) -> bool:
-    """Whether ``repo_id``'s ``config.json`` is in the local HF hub cache."""
+def cached_config(repo_id: str, revision: str | None = None) -> str | None:
+    """The cached ``config.json`` of ``repo_id`` at ``revision`` (default ``main``), or ``None``."""
     from huggingface_hub import try_to_load_from_cache
 
-    return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+    return found if isinstance(found, str) else None
 
 
-def check_model_source(name: str, setting: str = "module.model") -> None:
+def is_cached(repo_id: str, revision: str | None = None) -> bool:
+    """Whether ``repo_id``'s ``config.json`` (at ``revision``) is in the local HF hub cache."""
+    return cached_config(repo_id, revision) is not None
+
+
+def needs_remote_code(config: dict[str, Any]) -> bool:
+    """Whether transformers needs the model's own code to load a model with this config.json
+    (an ``auto_map`` for a ``model_type`` transformers does not know), as its Auto classes decide."""
+    if "auto_map" not in config:
+        return False
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    return config.get("model_type") not in CONFIG_MAPPING
+
+
+def check_model_source(name: str, setting: str = "module.model", loading: ModelLoading | None = None) -> None:
     """Refuse ``name`` (the value of ``setting``) unless it is a model folder with a
-    ``config.json``, a built-in name, or a hub id that is cached or exists on the hub.
+    ``config.json``, a built-in name, or a hub id that is cached or exists on the hub (at
+    ``loading.revision``), and, when it ships its own code, ``loading.trust_remote_code`` is set.
 
     Raises:
         MissingPathError: a local-looking path without ``config.json``.
-        ConfigError: an unknown built-in name, an invalid hub id, or a hub id that is neither
-            cached nor (reachable) on the hub; the message says where it looked.
+        ConfigError: an unknown built-in name, an invalid hub id, a hub id (or revision) that is
+            neither cached nor (reachable) on the hub, the message saying where it looked; or
+            custom model code without ``trust_remote_code``.
     """
+    revision = loading.revision if loading is not None else None
+    trusted = loading is not None and loading.trust_remote_code
     if looks_local(name):
         folder = Path(name).expanduser()
         if not (folder / "config.json").is_file():
@@ -72,6 +100,7 @@ def check_model_source(name: str, setting: str = "module.model") -> None:
                 f"{setting}: model folder {name!r} {what}; give a folder written by "
                 "save_pretrained, a built-in name or a hub id"
             )
+        _check_remote_code(folder / "config.json", name, setting, trusted)
         return
     if name.startswith(BUILTIN_PREFIX):
         from es_lightning.models.registry import BUILTIN_MODELS, PACKAGED_MODELS
@@ -90,35 +119,68 @@ def check_model_source(name: str, setting: str = "module.model") -> None:
             f"{setting}: {name!r} is no local folder (relative to {os.getcwd()}), built-in name or "
             f"valid hub id ({err})"
         ) from None
-    if is_cached(name):
+    config = cached_config(name, revision)
+    if config is not None:
+        _check_remote_code(Path(config), name, setting, trusted)
         return
+    at = f" at revision {revision!r}" if revision is not None else ""
     where = (
-        f"{setting}: {name!r} is no local folder (relative to {os.getcwd()}), no built-in name, and "
-        f"not in the local HF cache ({hub_cache()})"
+        f"{setting}: {name!r}{at} is no local folder (relative to {os.getcwd()}), no built-in name, "
+        f"and not in the local HF cache ({hub_cache()})"
     )
+    download = f"hf download {name}" + (f" --revision {revision}" if revision is not None else "")
     if hub_offline():
         raise ConfigError(
             f"{where}; HF_HUB_OFFLINE=1 forbids downloading it. Download it where there is "
-            f"network (`hf download {name}`) or fix the name"
+            f"network (`{download}`) or fix the name"
         )
-    _ask_hub(name, where)
+    _ask_hub(name, where, revision, download)
 
 
-def _ask_hub(name: str, where: str) -> None:
+def _check_remote_code(config_file: Path, name: str, setting: str, trusted: bool) -> None:
+    if trusted:
+        return
+    try:
+        config = json.loads(config_file.read_text())
+    except (OSError, ValueError):
+        return  # transformers says what is wrong with it
+    if isinstance(config, dict) and needs_remote_code(config):
+        raise ConfigError(
+            f"{setting}: {name!r} needs its own code to load (its config.json has an auto_map for "
+            f"model_type {config.get('model_type')!r}, which transformers does not know); read that "
+            f"code, and if you trust it set {_sibling(setting, 'trust_remote_code')} true"
+        )
+
+
+def _sibling(setting: str, option: str) -> str:
+    """How the user sets ``option`` beside ``setting`` (``module.model`` -> ``module.trust_remote_code:``)."""
+    if setting.startswith("--"):
+        return f"--{option}"
+    return f"{setting.rpartition('.')[0] or 'module'}.{option}:"
+
+
+def _ask_hub(name: str, where: str, revision: str | None = None, download: str = "") -> None:
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
     try:
-        HfApi().model_info(name, timeout=HUB_TIMEOUT_S)
+        HfApi().model_info(name, timeout=HUB_TIMEOUT_S, **({"revision": revision} if revision else {}))
     except GatedRepoError:
         return  # it exists; the download says whether this user may have it
     except RepositoryNotFoundError:
         raise ConfigError(f"{where}, and the hub has no model of that name (or it is private)") from None
+    except RevisionNotFoundError:
+        raise ConfigError(f"{where}, and the hub has no revision {revision!r} of it") from None
     except HfHubHTTPError:
         return  # the hub answered oddly (rate limit, outage): let the download try
     except Exception as err:  # no network: DNS, connection, timeout
         raise ConfigError(
             f"{where}, and the hub cannot be reached ({type(err).__name__}: {err}). Download it where "
-            f"there is network (`hf download {name}`), point HF_HUB_CACHE at a cache that has it, or "
-            "give a local folder"
+            f"there is network (`{download or 'hf download ' + name}`), point HF_HUB_CACHE at a cache "
+            "that has it, or give a local folder"
         ) from None

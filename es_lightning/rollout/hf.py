@@ -10,6 +10,7 @@ from typing_extensions import override
 from es_lightning.checkpoint import weight_files as default_weight_files
 from es_lightning.errors import ConfigError
 from es_lightning.es.weights import ESWeights, OptimizerName, es_weights_from_files
+from es_lightning.models.loading import ModelLoading
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig, weights_digest
 from es_lightning.rollout.es_engine import ESEngine
 
@@ -27,17 +28,28 @@ class HFRollout(Rollout, ESEngine):
         self.batch_size = batch_size
         self.model: torch.nn.Module | None = None
         self.tokenizer = None
+        self.loading = ModelLoading()
         self.device = torch.device("cpu")
 
     @override
-    def setup(self, model_path: str, device: torch.device, dtype: torch.dtype) -> None:
+    def setup(
+        self,
+        model_path: str,
+        device: torch.device,
+        dtype: torch.dtype,
+        loading: ModelLoading | None = None,
+    ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        self.loading = loading = loading or ModelLoading()
         self.device = torch.device(device)
         self.model_path = str(model_path)
         self.dtype = dtype
-        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
-        self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).to(self.device).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path, **loading.hub_kwargs(model_path))
+        model = AutoModelForCausalLM.from_pretrained(
+            model_path, dtype=dtype, **loading.model_kwargs_for(model_path)
+        )
+        self.model = model.to(self.device).eval()
 
     @property
     def _model(self) -> torch.nn.Module:
@@ -166,7 +178,11 @@ class HFRollout(Rollout, ESEngine):
         optimizer_state: str | None = None,
     ) -> None:
         params = dict(self._model.named_parameters())  # tied weights appear once
-        files = list(weight_files) if weight_files else default_weight_files(self.model_path)
+        files = (
+            list(weight_files)
+            if weight_files
+            else default_weight_files(self.model_path, revision=self.loading.revision)
+        )
         dtype = next(iter(params.values())).dtype
         self._es = es_weights_from_files(
             files, self._write, dtype, self.device, optimizer, optimizer_state, names=set(params)

