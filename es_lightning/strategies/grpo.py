@@ -24,7 +24,8 @@ weights (identical to the engine's policy up to kernel numerics), so with μ = 1
 (no reference model is kept), as is common now.
 
 Parallelism comes from Fabric: this class is a DDP strategy (``grpo``); the model is wrapped in
-DistributedDataParallel and gradients are averaged across ranks.
+DistributedDataParallel and gradients are averaged across ranks. With ``lora`` only low-rank
+adapters train and weights leave merged (:mod:`es_lightning.grpo.lora`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,15 @@ from es_lightning.checkpoint import load_weights, master_files
 from es_lightning.errors import ConfigError, MissingPathError
 from es_lightning.es.noise import seed_schedule
 from es_lightning.grpo import compute_advantages, grpo_loss, pack_sequences, token_logprobs_and_entropy
+from es_lightning.grpo.lora import (
+    AdaptersOff,
+    LoRASettings,
+    merged_weights,
+    require_peft,
+    save_adapter,
+    seed_dropout,
+    wrap_with_lora,
+)
 from es_lightning.grpo.schedule import Schedule, lr_multiplier, resolve_warmup
 from es_lightning.grpo.settings import check_grpo_settings
 from es_lightning.rollout.base import Rollout
@@ -89,6 +99,9 @@ class _GRPO(ReasoningStrategy):
         micro_batch_size: sequences per forward/backward (gradients accumulate over the batch).
         max_grad_norm: gradient clipping norm (``None``: no clipping).
         gradient_checkpointing: trade compute for memory in the trainer model.
+        lora: train low-rank adapters only (``LoRASettings``; ``pip install "es-lightning[lora]"``;
+            DDP only); engine, checkpoints and callbacks get the merged W + (α/r)·B·A, the state
+            folder also the adapter in PEFT's format (:mod:`es_lightning.grpo.lora`).
         process_group_backend: ``gloo``/``nccl``; default: NCCL on GPU, gloo on CPU.
         kwargs: further arguments of the Fabric strategy underneath (DDP or FSDP).
     """
@@ -113,6 +126,7 @@ class _GRPO(ReasoningStrategy):
         micro_batch_size: int = 8,
         max_grad_norm: float | None = 1.0,
         gradient_checkpointing: bool = False,
+        lora: LoRASettings | None = None,
         process_group_backend: str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -133,6 +147,10 @@ class _GRPO(ReasoningStrategy):
             micro_batch_size=micro_batch_size,
             max_grad_norm=max_grad_norm,
         )
+        if lora is not None and isinstance(self, FSDPStrategy):
+            raise ConfigError("GRPOFSDPStrategy: lora is not supported under FSDP; use GRPOStrategy (DDP)")
+        if lora is not None:
+            require_peft()
         super().__init__(process_group_backend=process_group_backend, **kwargs)
         self.group_size = group_size
         self.learning_rate = learning_rate
@@ -148,6 +166,7 @@ class _GRPO(ReasoningStrategy):
         self.micro_batch_size = micro_batch_size
         self.max_grad_norm = max_grad_norm
         self.gradient_checkpointing = gradient_checkpointing
+        self.lora = lora
         self.model: torch.nn.Module | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         self.reference: torch.nn.Module | None = None
@@ -161,19 +180,29 @@ class _GRPO(ReasoningStrategy):
         checkpoint's Fabric state; a pipeline stage starts from the previous stage's fp32 master."""
         from transformers import AutoModelForCausalLM
 
-        model = AutoModelForCausalLM.from_pretrained(module.model, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(
+            module.model, dtype=torch.float32, **module.loading.model_kwargs_for(module.model)
+        )
         start = master_files(module.model)  # a previous stage's fp32 weights
         if start:
             missing, unexpected = model.load_state_dict(load_weights(start), strict=False)
             if unexpected or [m for m in missing if not m.endswith("lm_head.weight")]:
                 raise KeyError(f"GRPO: {start} does not match the model ({missing[:3]}, {unexpected[:3]})")
-        if self.beta > 0:
+        if self.beta > 0 and self.lora is None:
             self.reference = copy.deepcopy(model).eval().requires_grad_(False).to(fabric.device)
         if self.gradient_checkpointing:
             model.gradient_checkpointing_enable()
+            if self.lora is not None:  # frozen embeddings: checkpointed blocks must still pass gradients
+                model.enable_input_require_grads()
         model.config.use_cache = False
+        if self.lora is not None:  # only the adapters train; the frozen base is the β reference
+            model = wrap_with_lora(model, self.lora)
+            self.reference = AdaptersOff(model) if self.beta > 0 else None
         optimizer = torch.optim.AdamW(
-            model.parameters(), lr=self.learning_rate, betas=self.adam_betas, weight_decay=self.weight_decay
+            [p for p in model.parameters() if p.requires_grad],
+            lr=self.learning_rate,
+            betas=self.adam_betas,
+            weight_decay=self.weight_decay,
         )
         self.model, self.optimizer = fabric.setup(model, optimizer)
         if resume is not None:
@@ -207,7 +236,11 @@ class _GRPO(ReasoningStrategy):
 
     @override
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
-        """Every trainable weight under its HF name, fp32, on the model's device (every rank)."""
+        """Every weight under its HF name, fp32, on the model's device (every rank); with LoRA the
+        merged W + (α/r)·B·A, never the adapters themselves."""
+        if self.lora is not None:
+            yield from merged_weights(self._unwrapped())
+            return
         for name, p in self._unwrapped().named_parameters():
             yield name, p.detach()
 
@@ -217,8 +250,11 @@ class _GRPO(ReasoningStrategy):
 
     @override
     def save_state(self, fabric: Fabric, rollout: Rollout, folder: Path) -> None:
-        """The trainer model and AdamW state through ``fabric.save`` (every rank takes part)."""
+        """The trainer model and AdamW state through ``fabric.save`` (every rank takes part); with
+        LoRA also the adapter in PEFT's format (``PeftModel.from_pretrained(base, folder)``)."""
         fabric.save(folder / FABRIC_STATE, {"model": self.model, "optimizer": self.optimizer})
+        if self.lora is not None and fabric.is_global_zero:
+            save_adapter(self._unwrapped(), folder)
 
     @override
     def training_step(
@@ -301,6 +337,8 @@ class _GRPO(ReasoningStrategy):
         step: int,
     ) -> dict[str, float]:
         device = fabric.device
+        if self.lora is not None:
+            seed_dropout(self.lora, step, self.global_rank)
         total_tokens = float(response_mask.sum())
         n_seq = input_ids.shape[0]
         chunks = [slice(i, i + self.micro_batch_size) for i in range(0, n_seq, self.micro_batch_size)]

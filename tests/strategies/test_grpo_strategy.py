@@ -160,3 +160,26 @@ def test_step_metrics_equal_a_reference_over_the_same_rollouts(tiny_model_path, 
     assert m["grpo/zero_std_frac"] == pytest.approx(np.mean(r.max(1) == r.min(1)))
     assert [s.completion for s in result.samples] == [out.completions[0].text for out in outputs]
     assert [s.reward for s in result.samples] == list(r[:, 0]) and result.samples[0].member is None
+
+
+def test_bf16_mixed_precision_runs_the_model_under_fabric_autocast(tiny_model_path, hf_rollout):
+    """Fabric's ``bf16-mixed``: the forward passes run in bf16, weights and AdamW stay fp32."""
+    fabric = Fabric(accelerator="cpu", devices=1, strategy=GRPOStrategy(group_size=2), precision="bf16-mixed")
+    fabric.launch()
+    module = ReasoningModule(
+        model=str(tiny_model_path),
+        task=Echo(length=4, n_train=8, n_test=4),
+        train_sampling=SamplingConfig(temperature=1.0, max_tokens=4),
+    )
+    strategy = fabric.strategy
+    strategy.prepare(fabric, module, hf_rollout, None)
+    model = strategy._unwrapped()
+    seen = []
+    model.lm_head.register_forward_hook(lambda mod, args, out: seen.append(out.dtype))
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    strategy.training_step(fabric, module, hf_rollout, module.task.load("train")[:4], 0, run_seed=0)
+    assert seen and set(seen) == {torch.bfloat16}
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert any(not torch.equal(before[n], p.detach()) for n, p in model.named_parameters())
+    moments = [s["exp_avg"] for s in strategy.optimizer.optimizer.state.values()]
+    assert moments and all(m.dtype == torch.float32 for m in moments)

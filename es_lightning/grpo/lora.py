@@ -1,0 +1,155 @@
+"""LoRA for GRPO: low-rank adapters are trained, the engine and checkpoints get merged weights.
+
+Each targeted linear layer ``W`` (d_out × d_in) keeps its weight frozen and gains two trainable
+factors A (r × d_in, random) and B (d_out × r, zero at the start, so the first policy is the base
+model); the layer computes ``y = W x + (α/r) · B A x`` (LoRA, Hu et al. 2021), i.e. it serves
+
+    W' = W + (α/r) · B · A
+
+Only A and B get gradients and AdamW moments. Weights leave the strategy *merged*: every consumer
+of :meth:`~es_lightning.strategies.base.ReasoningStrategy.named_weights` (the rollout engine's
+sync, checkpoints, the drift/attribution callbacks) sees plain HF names (``base_model.model.``
+and ``.base_layer`` stripped, A and B dropped) with W' computed in fp32, without merging into the
+trainer model. A checkpoint is therefore a normal HF model for transformers and vLLM; its state
+folder also holds the adapter in PEFT's format (``PeftModel.from_pretrained(base, folder)``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from es_lightning.errors import ConfigError
+
+DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+"""The attention and MLP projections of Qwen2 / Llama-style models."""
+
+
+@dataclass
+class LoRASettings:
+    """Low-rank adapters for GRPO (``strategy.init_args.lora``)."""
+
+    rank: int = 8
+    """r, the rank of each adapter (B·A has rank <= r)."""
+    alpha: float = 16.0
+    """α; the adapter's update is scaled by α/r."""
+    dropout: float = 0.0
+    """Dropout on the adapters' input during the trainer's forward passes (seeded per update, so a
+    resume stays exact); 0 disables it."""
+    target_modules: tuple[str, ...] = DEFAULT_TARGETS
+    """Names of the linear layers that get adapters (a name matches a module whose full name is it
+    or ends with ``.name``); each must match at least one linear layer of the model."""
+    seed: int = 0
+    """Seed of A's random initialisation (B starts at zero)."""
+
+    def __post_init__(self) -> None:
+        self.target_modules = tuple(self.target_modules)
+        checks = {
+            "rank": (self.rank, isinstance(self.rank, int) and self.rank >= 1, "an integer >= 1"),
+            "alpha": (self.alpha, math.isfinite(self.alpha) and self.alpha > 0, "> 0"),
+            "dropout": (self.dropout, 0 <= self.dropout < 1, "in [0, 1)"),
+            "target_modules": (
+                list(self.target_modules),
+                bool(self.target_modules)
+                and all(isinstance(t, str) and t.strip() for t in self.target_modules),
+                "a non-empty list of module names",
+            ),
+        }
+        bad = [f"{name}={value!r} (must be {rule})" for name, (value, ok, rule) in checks.items() if not ok]
+        if bad:
+            raise ConfigError(f"LoRASettings: invalid {'; '.join(bad)}")
+
+    @property
+    def scaling(self) -> float:
+        """α/r."""
+        return self.alpha / self.rank
+
+
+def require_peft() -> None:
+    """A clear error when LoRA is asked for and peft is not installed."""
+    try:
+        import peft  # noqa: F401
+    except ImportError as error:
+        raise ConfigError(
+            'GRPOStrategy: lora needs the peft package; install it with pip install "es-lightning[lora]"'
+        ) from error
+
+
+def wrap_with_lora(model: torch.nn.Module, settings: LoRASettings) -> Any:
+    """``model`` (an HF causal LM) wrapped in a ``PeftModel`` with fresh adapters; only the
+    adapters' parameters require gradients. Raises ConfigError when a target matches no linear layer."""
+    require_peft()
+    from peft import LoraConfig, TaskType, get_peft_model
+
+    linear = [name for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    missing = [t for t in settings.target_modules if not any(n == t or n.endswith(f".{t}") for n in linear)]
+    if missing:
+        leaves = sorted({n.rsplit(".", 1)[-1] for n in linear})
+        raise ConfigError(
+            f"LoRASettings: target_modules {missing} match no linear layer of the model; its linear "
+            f"layers are named {leaves}"
+        )
+    config = LoraConfig(
+        task_type=TaskType.CAUSAL_LM,
+        r=settings.rank,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=list(settings.target_modules),
+    )
+    with torch.random.fork_rng(devices=[]):  # A's initialisation: reproducible, global RNG untouched
+        torch.manual_seed(settings.seed)
+        return get_peft_model(model, config)
+
+
+def hf_name(peft_name: str) -> str:
+    """The plain HF name of a PeftModel parameter (``base_model.model.x.q_proj.base_layer.weight``
+    → ``x.q_proj.weight``)."""
+    return peft_name.removeprefix("base_model.model.").replace(".base_layer.", ".")
+
+
+@torch.no_grad()
+def merged_weights(model: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    """Every parameter of the PeftModel ``model`` under its HF name, fp32, adapters merged
+    (W + (α/r)·B·A for each targeted layer; the model itself is not changed)."""
+    from peft.tuners.lora import LoraLayer
+
+    layers = {f"{name}.base_layer.weight": m for name, m in model.named_modules() if isinstance(m, LoraLayer)}
+    for name, p in model.named_parameters():
+        if ".lora_" in name:
+            continue
+        weight = p.detach()
+        layer = layers.get(name)
+        if layer is not None:
+            weight = weight.float()
+            for adapter in layer.active_adapters:
+                weight = weight + layer.get_delta_weight(adapter).float()
+        yield hf_name(name), weight
+
+
+def save_adapter(model: Any, folder: Path) -> None:
+    """The adapters in PEFT's format (``adapter_model.safetensors``, ``adapter_config.json``)."""
+    model.save_pretrained(str(folder), save_embedding_layers=False)
+
+
+def seed_dropout(settings: LoRASettings, step: int, rank: int) -> None:
+    """Seed the adapters' dropout for update ``step`` on ``rank`` (exact resume); no-op without dropout."""
+    if settings.dropout > 0:
+        torch.manual_seed((settings.seed * 1_000_003 + step) * 4099 + rank)
+
+
+class AdaptersOff(torch.nn.Module):
+    """The base model inside a PeftModel, adapters disabled: GRPO's frozen reference (β > 0)
+    without a second copy of the weights."""
+
+    def __init__(self, peft_model: Any) -> None:
+        super().__init__()
+        self.__dict__["peft_model"] = peft_model  # not a submodule: its parameters are the policy's
+
+    def forward(self, **kwargs: Any) -> Any:
+        with self.peft_model.disable_adapter():
+            return self.peft_model(**kwargs)
