@@ -84,4 +84,4 @@ def _log_text(trainer: Trainer, step: int, text: str) -> None:
 
     for logger in trainer.fabric.loggers:
         if isinstance(logger, TensorBoardLogger):
-            logger.experiment.add_text("attribution/top_k", text, global_step=step)
+            logger.experiment.add_text("attribution/top_k", text, global_step=trainer.global_step(step))

@@ -1,19 +1,36 @@
 """Generation-mode evaluation: M samples per prompt at temperature T (+ greedy), scored by the task.
 
 The paper's protocol is M = 32 samples at T = 0.6, reporting the unbiased Pass@K for K in 1..M
-(see :mod:`es_lightning.evaluation.pass_at_k`), Maj@K and greedy accuracy.
+(see :mod:`es_lightning.evaluation.pass_at_k`), Maj@K and greedy accuracy, plus the samples' mean
+length in tokens (``response_len``) and the fraction that hit ``max_tokens`` (``truncated_frac``).
+
+The prompts are generated in chunks (about :data:`PROGRESS_CHUNKS` of them) so that a progress bar
+can advance, with the same samples as one ``generate`` call over all prompts: the built-in
+backends seed by prompt index (vLLM seeds prompt i with ``seed + i``, transformers a batch that
+starts at prompt i with ``seed + i``), so chunk c is generated with ``seed + its first index``,
+and its boundaries fall on the transformers backend's own batches.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from tqdm.auto import tqdm
 
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.offline import write_completions_file
 from es_lightning.evaluation.summary import summarize
-from es_lightning.rollout.base import Rollout, SamplingConfig
+from es_lightning.rollout.base import Rollout, RolloutOutput, SamplingConfig
+
+PROGRESS_CHUNKS = 10
+"""About how many ``generate`` calls an evaluation's sampling is split into (the bar's steps)."""
+MIN_CHUNK_SEQUENCES = 1024
+"""The fewest sequences (prompts × M) per call to an engine that schedules its own batches (vLLM),
+so that it keeps full batches."""
 
 
 @dataclass
@@ -90,24 +107,96 @@ class EvalResult:
 
 
 def evaluate_rows(
-    module: Any, rollout: Rollout, rows: list[dict[str, Any]], config: EvalConfig
+    module: Any,
+    rollout: Rollout,
+    rows: list[dict[str, Any]],
+    config: EvalConfig,
+    progress: bool = False,
+    desc: str | None = None,
 ) -> EvalResult:
-    """Sample, verify and summarise ``rows`` with ``module``'s prompt format and task."""
+    """Sample, verify and summarise ``rows`` with ``module``'s prompt format and task.
+
+    Args:
+        module: the prompt format and task (a :class:`~es_lightning.module.ReasoningModule`).
+        rollout: the engine that generates.
+        rows: the task's test rows (the first ``config.limit`` are evaluated).
+        config: M, temperature, K values, greedy pass.
+        progress: show a progress bar over the sequences generated (the samples are the same
+            either way).
+        desc: the bar's label (default: the task's name).
+    """
     if config.limit is not None:
         rows = rows[: config.limit]
     if not rows:
         raise ConfigError(f"evaluate: task {module.task.name!r} has no rows to evaluate")
     prompts = module.encode(rows)
-    outputs = rollout.generate(prompts, config.sampling())
+    bar = tqdm(
+        total=len(prompts) * (config.num_samples + int(config.greedy)),
+        desc=f"eval {desc or module.task.name}",
+        unit="seq",
+        disable=not progress,
+        dynamic_ncols=True,
+        leave=False,
+    )
+    with bar:
+        outputs = generate_in_chunks(rollout, prompts, config.sampling(), on_chunk=bar.update)
+        greedy_sampling = SamplingConfig(n=1, temperature=0.0, max_tokens=config.max_tokens, stop=config.stop)
+        greedy_out = (
+            generate_in_chunks(rollout, prompts, greedy_sampling, on_chunk=bar.update)
+            if config.greedy
+            else []
+        )
     scores = module.score(rows, outputs)
     completions = [[c.text for c in out.completions] for out in outputs]
     greedy_scores = greedy_texts = None
     if config.greedy:
-        greedy_sampling = SamplingConfig(n=1, temperature=0.0, max_tokens=config.max_tokens, stop=config.stop)
-        greedy_out = rollout.generate(prompts, greedy_sampling)
         greedy_scores = [s[0] for s in module.score(rows, greedy_out)]
         greedy_texts = [out.completions[0].text for out in greedy_out]
     summary = summarize(scores, ks=config.ks, greedy=greedy_scores)
+    sampled = [c for out in outputs for c in out.completions]  # the M samples (greedy excluded)
+    summary["response_len"] = sum(len(c.token_ids) for c in sampled) / len(sampled)
+    summary["truncated_frac"] = sum(c.finish_reason == "length" for c in sampled) / len(sampled)
     rewards = [[s.reward for s in per] for per in scores]
     greedy_rewards = None if greedy_scores is None else [s.reward for s in greedy_scores]
     return EvalResult(summary, rows, completions, greedy_texts, rewards, greedy_rewards)
+
+
+def chunk_size(n_prompts: int, n: int, rollout: Rollout) -> int:
+    """Prompts per ``generate`` call: about ``n_prompts / PROGRESS_CHUNKS``. A rollout that
+    batches by ``batch_size`` sequences (transformers: ``batch_size // n`` prompts per batch) gets a
+    multiple of its batch, so its batches are those of one call over all prompts; any other (vLLM)
+    at least :data:`MIN_CHUNK_SEQUENCES` sequences.
+
+    >>> from es_lightning.rollout.hf import HFRollout
+    >>> chunk_size(500, 32, HFRollout(batch_size=64))  # 50 prompts: 25 batches of 64 // 32 = 2
+    50
+    >>> chunk_size(500, 4, HFRollout(batch_size=64))  # 64 prompts: 4 batches of 16
+    64
+    """
+    target = math.ceil(n_prompts / PROGRESS_CHUNKS)
+    batch = getattr(rollout, "batch_size", None)
+    if isinstance(batch, int) and batch > 0:
+        per_call = max(1, batch // n)
+        return max(1, math.ceil(target / per_call)) * per_call
+    return max(1, target, math.ceil(MIN_CHUNK_SEQUENCES / n))
+
+
+def generate_in_chunks(
+    rollout: Rollout,
+    prompts: Sequence[Sequence[int]],
+    sampling: SamplingConfig,
+    chunk: int | None = None,
+    on_chunk: Any = None,
+) -> list[RolloutOutput]:
+    """``rollout.generate(prompts, sampling)`` in calls of ``chunk`` prompts (default
+    :func:`chunk_size`), each seeded with ``sampling.seed`` + its first prompt's index (see the
+    module docstring); ``on_chunk(sequences)`` is called after each."""
+    chunk = chunk or chunk_size(len(prompts), sampling.n, rollout)
+    outputs: list[RolloutOutput] = []
+    for start in range(0, len(prompts), chunk):
+        seed = None if sampling.seed is None else sampling.seed + start
+        part = prompts[start : start + chunk]
+        outputs += rollout.generate(part, replace(sampling, seed=seed))
+        if on_chunk is not None:
+            on_chunk(len(part) * sampling.n)
+    return outputs

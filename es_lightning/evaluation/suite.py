@@ -16,7 +16,8 @@ import torch
 from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
 from es_lightning.evaluation.summary import average_over_tasks
 from es_lightning.evaluation.table import print_table
-from es_lightning.rollout.base import Rollout
+from es_lightning.models.loading import ModelLoading
+from es_lightning.rollout.base import Rollout, setup_rollout
 from es_lightning.tasks.base import Task
 
 
@@ -28,24 +29,35 @@ def evaluate_model(
     output: Path,
     device: torch.device,
     dtype: str = "auto",
+    loading: ModelLoading | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Sample, score and summarise ``model`` on every task; returns what ``output`` holds."""
+    """Sample, score and summarise ``model`` on every task; returns what ``output`` holds.
+
+    ``loading`` (revision, trust_remote_code, model_kwargs) says how the model is loaded."""
     from es_lightning.evaluation.plots import plot_pass_at_k
     from es_lightning.module import ReasoningModule
 
     rows = {
         name: task.load("test") for name, task in tasks.items()
     }  # fail on bad data before the engine starts
-    first = ReasoningModule(model=model, task=next(iter(tasks.values())), dtype=dtype)
+    loading = loading or ModelLoading()
+    first = ReasoningModule(
+        model=model,
+        task=next(iter(tasks.values())),
+        dtype=dtype,
+        revision=loading.revision,
+        trust_remote_code=loading.trust_remote_code,
+        model_kwargs=loading.model_kwargs,
+    )
     first.check_model_source()
-    rollout.setup(first.model, device, first.torch_dtype(device))
+    setup_rollout(rollout, first.model, device, first.torch_dtype(device), first.loading)
     if hasattr(rollout, "start"):
         rollout.start()
     summaries: dict[str, dict[str, float]] = {}
     stem = Path(output).with_suffix("")
     try:
         for name, task in tasks.items():
-            result = evaluate_rows(first.with_task(task), rollout, rows[name], evaluation)
+            result = evaluate_rows(first.with_task(task), rollout, rows[name], evaluation, progress=True)
             summaries[name] = result.summary
             suffix = "" if len(tasks) == 1 else f"_{name}"
             result.write_completions(f"{stem}{suffix}_completions.jsonl")

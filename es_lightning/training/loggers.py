@@ -1,4 +1,10 @@
-"""``metrics.jsonl``: one JSON object per logged step, appended and flushed as it is written."""
+"""The run's own loggers: ``metrics.jsonl`` (one JSON object per logged step, appended and flushed
+as it is written) and the TensorBoard run; the hyperparameters given to every logger.
+
+A pipeline stage's loggers get steps on the pipeline's axis (its updates follow the earlier
+stages'); its ``metrics.jsonl`` keeps the stage's own update number as ``step`` (what resume and
+the report readers use) and records the pipeline's as ``global_step``.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +13,30 @@ import math
 from pathlib import Path
 from typing import Any
 
-from lightning.fabric.loggers import Logger
+import yaml
+from lightning.fabric.loggers import CSVLogger, Logger, TensorBoardLogger
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 from typing_extensions import override
 
 
 class JSONLLogger(Logger):
-    """Appends ``{"step": t, **metrics}`` lines to ``{root_dir}/metrics.jsonl``."""
+    """Appends ``{"step": t, **metrics}`` lines to ``{root_dir}/metrics.jsonl``.
 
-    def __init__(self, root_dir: str | Path, filename: str = "metrics.jsonl") -> None:
+    Args:
+        root_dir: the run folder.
+        filename: the file in it.
+        step_offset: a pipeline stage's: the updates of the stages before it. Steps arrive on the
+            pipeline's axis and are written as ``{"step": step - step_offset, "global_step": step}``;
+            ``None``: written as they arrive.
+    """
+
+    def __init__(
+        self, root_dir: str | Path, filename: str = "metrics.jsonl", step_offset: int | None = None
+    ) -> None:
         super().__init__()
         self._root_dir = Path(root_dir)
         self.path = self._root_dir / filename
+        self.step_offset = step_offset
 
     @property
     @override
@@ -40,6 +58,8 @@ class JSONLLogger(Logger):
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         self._root_dir.mkdir(parents=True, exist_ok=True)
         record: dict[str, Any] = {"step": step}
+        if step is not None and self.step_offset is not None:
+            record = {"step": step - self.step_offset, "global_step": step}
         for key, value in metrics.items():
             value = float(value)
             record[key] = value if math.isfinite(value) else None
@@ -52,14 +72,30 @@ class JSONLLogger(Logger):
         pass  # the resolved config is saved as config.yaml by the CLI
 
 
+def tensorboard_logger(folder: str | Path, purge_step: int = 0) -> TensorBoardLogger:
+    """The run's TensorBoard files in ``{folder}/tensorboard/`` (one run, no version folders).
+
+    Each process's event file starts with a restart marker at ``purge_step``: TensorBoard reads a
+    run's first marker as its start and each later one as a restart, dropping what the earlier
+    files hold at that step and after (a resumed run logs the steps after its checkpoint again)."""
+    return TensorBoardLogger(
+        folder, name="tensorboard", version="", default_hp_metric=False, purge_step=purge_step
+    )
+
+
 def log_hyperparams(loggers: list[Logger], hparams: dict[str, Any]) -> None:
-    """Give every logger the run's resolved configuration once (loggers that cannot take
-    hyperparameters, such as Fabric's own CSVLogger, are skipped)."""
+    """Give every logger the run's resolved configuration once. Fabric's own ``CSVLogger`` takes
+    none: it gets an ``hparams.yaml`` next to its ``metrics.csv``, as Lightning's writes; other
+    loggers that cannot take hyperparameters are skipped."""
     for logger in loggers:
         try:
             logger.log_hyperparams(hparams)
         except NotImplementedError:
-            pass
+            if isinstance(logger, CSVLogger):
+                folder = Path(logger.log_dir)
+                folder.mkdir(parents=True, exist_ok=True)
+                plain = json.loads(json.dumps(hparams, default=str))  # paths, enums, ... as text
+                (folder / "hparams.yaml").write_text(yaml.safe_dump(plain, sort_keys=False))
 
 
 def truncate_metrics(path: str | Path, after_step: int) -> int:

@@ -8,6 +8,12 @@ metrics, evaluation after the stage) and the first stage also evaluates the star
 ``{output_dir}/pipeline.json`` names the pipeline (``es_then_grpo``) and each stage's budget.
 ``trainer.resume: true`` skips finished stages and resumes the unfinished one.
 
+One step axis: stage i's loggers get its update t at ``t + the updates of the stages before it``
+(TensorBoard, your ``loggers:``, evaluations), and ``{output_dir}/tensorboard/`` holds every
+stage's curves as one run (``tensorboard --logdir {output_dir}/tensorboard``). Each stage's
+``metrics.jsonl`` keeps the stage's own update as ``step`` (resume reads it) and the pipeline's
+as ``global_step``.
+
 Several devices: each stage builds its own Fabric (its strategy differs), but processes are
 launched once. The first stage's ``fabric.launch()`` starts ranks 1..n−1 as copies of the whole
 command, each of which runs every stage itself; it also sets ``LOCAL_RANK`` in every process, so
@@ -29,6 +35,7 @@ from es_lightning.errors import ConfigError
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.strategies.base import ReasoningStrategy
 from es_lightning.training.batches import steps_for_epochs
+from es_lightning.training.loggers import tensorboard_logger
 from es_lightning.training.run_dir import prepare_run_dir
 
 
@@ -95,7 +102,7 @@ def run_pipeline(
     loggers: list[Any] | None = None,
 ) -> dict[str, Any]:
     """Run the stages one after another; returns ``{stage_name: trainer results}`` (``loggers``, the
-    user's further loggers, receive every stage's metrics at each stage's own update numbers)."""
+    user's further loggers, receive every stage's metrics on the pipeline's step axis)."""
     from es_lightning.training.trainer import Trainer
 
     names = stage_names(stages)
@@ -116,6 +123,8 @@ def run_pipeline(
         if done is not None and Checkpoint(done).step >= steps:
             model, offset = str(done), offset + steps
             continue
+        earlier = sum(budgets[:i])  # the stage's updates follow these on the pipeline's axis
+        resumed_at = Checkpoint(done).step if done is not None else None
         stage_cfg = replace(
             config,
             output_dir=str(out),
@@ -137,12 +146,25 @@ def run_pipeline(
             eval_tasks,
             callbacks,
             hparams={**(hparams or {}), "stage": {"index": i + 1, "name": name, "updates": steps}},
-            loggers=loggers,
+            loggers=[
+                *(loggers or []),
+                tensorboard_logger(config.output_dir, _purge_step(i, earlier, resumed_at)),
+            ],
+            step_offset=earlier,
         )
         results[name] = trainer.fit()
         model, offset = str(latest_checkpoint(out)), offset + steps
     _print_pipeline_table(Path(config.output_dir), names)
     return results
+
+
+def _purge_step(index: int, earlier: int, resumed_at: int | None) -> int:
+    """Where the pipeline's TensorBoard run continues for a stage: after its checkpoint when it is
+    resumed, after the stage before it when it starts (an earlier attempt's steps are dropped), at
+    0 for a first stage that starts (its evaluation of the starting model is logged again)."""
+    if resumed_at is not None:
+        return earlier + resumed_at + 1
+    return earlier + 1 if index > 0 else 0
 
 
 @rank_zero_only

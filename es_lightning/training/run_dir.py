@@ -1,8 +1,8 @@
 """A run folder holds one run: a new run never mixes its logs and checkpoints into an old one's.
 
 Before a fit starts, :func:`prepare_run_dir` looks for what a run writes into ``output_dir``
-(:data:`RUN_ARTIFACTS`: ``metrics.jsonl``, TensorBoard files, ``checkpoints/``, ``eval/``, a
-pipeline's ``pipeline.json`` and ``stage*_*/`` folders):
+(:data:`RUN_ARTIFACTS`: ``metrics.jsonl``, ``samples.jsonl``, TensorBoard files, ``checkpoints/``,
+``eval/``, a pipeline's ``pipeline.json`` and ``stage*_*/`` folders):
 
 * none there: a fresh run;
 * ``resume: true`` or a checkpoint path: the run continues (its logs after the checkpoint are
@@ -25,7 +25,15 @@ from pathlib import Path
 from es_lightning.checkpoint import checkpoints_root, latest_checkpoint
 from es_lightning.errors import ConfigError
 
-RUN_ARTIFACTS = ("metrics.jsonl", "tensorboard", "checkpoints", "eval", "pipeline.json", ".model_meta")
+RUN_ARTIFACTS = (
+    "metrics.jsonl",
+    "samples.jsonl",
+    "tensorboard",
+    "checkpoints",
+    "eval",
+    "pipeline.json",
+    ".model_meta",
+)
 """What a run writes into its folder (besides ``config.yaml``), and what ``overwrite`` deletes."""
 
 

@@ -9,7 +9,7 @@ Reads top to bottom::
     for step in range(start, max_steps):
         batch = batch_rows(rows, B, seed, step)         # pure function of (seed, step)
         result = strategy.training_step(fabric, module, rollout, batch, step, seed)
-        log (TensorBoard + metrics.jsonl), callbacks, checkpoint, periodic evaluation
+        log (TensorBoard + metrics.jsonl + yours), text samples, callbacks, checkpoint, evaluation
     checkpoint, evaluate after, print the before/after table
 
 What a strategy must do is declared in :mod:`es_lightning.strategies.base`; where weights are
@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 from lightning.fabric import Fabric
-from lightning.fabric.loggers import Logger, TensorBoardLogger
+from lightning.fabric.loggers import Logger
 from lightning.fabric.strategies import Strategy
 from lightning.fabric.utilities.rank_zero import rank_zero_info
 from tqdm.auto import tqdm
@@ -47,15 +47,16 @@ from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
 from es_lightning.evaluation.suites import HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY, average_groups
 from es_lightning.evaluation.summary import AVERAGE_KEY, average_over_tasks, metric_names
 from es_lightning.module import ReasoningModule
-from es_lightning.rollout.base import Rollout
+from es_lightning.rollout.base import Rollout, check_takes_loading, setup_rollout
 from es_lightning.strategies.base import ReasoningStrategy, require_strategy
 from es_lightning.tasks.base import Task
 from es_lightning.training.batches import batch_rows, steps_for_epochs
 from es_lightning.training.config import TrainerConfig
-from es_lightning.training.loggers import JSONLLogger, log_hyperparams, truncate_metrics
+from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorboard_logger, truncate_metrics
 from es_lightning.training.report import print_before_after, write_eval_outputs
 from es_lightning.training.resume import check_resume_compatible
 from es_lightning.training.run_dir import prepare_run_dir, prune_checkpoints
+from es_lightning.training.samples import log_samples, truncate_samples
 from es_lightning.training.signals import RunInterrupted, StopSignals
 
 EvalSet = tuple[str, Task, list[dict[str, Any]]]
@@ -63,7 +64,12 @@ GROUP_NAMES = (HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY)
 
 
 class Trainer:
-    """Fit a :class:`ReasoningModule` with an ES or GRPO Fabric strategy."""
+    """Fit a :class:`ReasoningModule` with an ES or GRPO Fabric strategy.
+
+    ``step_offset`` is set by a pipeline (:mod:`es_lightning.training.pipeline`) for its stages:
+    the updates of the stages before this one. The loggers then get every step on the pipeline's
+    axis (``step_offset + step``); ``metrics.jsonl``, checkpoints and callbacks keep the stage's own.
+    """
 
     def __init__(
         self,
@@ -76,8 +82,10 @@ class Trainer:
         callbacks: list[Any] | None = None,
         hparams: dict[str, Any] | None = None,
         loggers: list[Logger] | None = None,
+        step_offset: int | None = None,
     ) -> None:
         self.module = module
+        self.step_offset = step_offset
         self.loggers = list(loggers or [])
         self.strategy = strategy
         self.rollout = rollout
@@ -95,6 +103,7 @@ class Trainer:
         cfg = self.config
         prepare_run_dir(self.output_dir, cfg.resume, cfg.overwrite)  # one run per folder
         self.module.check_model_source()
+        check_takes_loading(self.rollout, self.module.loading)
         rows = self.module.task.load("train")[: cfg.train_limit]
         if not rows:
             raise ConfigError(f"{self.module.task.name}: the training split is empty")
@@ -118,14 +127,8 @@ class Trainer:
             strategy=self.strategy,
             precision=cfg.resolved_precision(),
             loggers=[
-                TensorBoardLogger(
-                    self.output_dir,
-                    name="tensorboard",
-                    version="",
-                    default_hp_metric=False,
-                    **({"purge_step": resume.step + 1} if resume is not None else {}),
-                ),
-                JSONLLogger(self.output_dir),
+                tensorboard_logger(self.output_dir, self.global_step(resume.step + 1 if resume else 0)),
+                JSONLLogger(self.output_dir, step_offset=self.step_offset),
                 *self.loggers,
             ],
             callbacks=self.callbacks,
@@ -135,6 +138,7 @@ class Trainer:
             log_hyperparams(fabric.loggers, self.hparams)
         if resume is not None and fabric.is_global_zero:  # logs continue after the checkpoint, no repeats
             truncate_metrics(self.output_dir / "metrics.jsonl", after_step=resume.step)
+            truncate_samples(self.output_dir, fabric.loggers, resume.step, self.step_offset)
         stop = StopSignals()
         with stop, stop.deferred() if fabric.world_size > 1 else nullcontext():
             try:
@@ -157,7 +161,8 @@ class Trainer:
         cfg, fabric = self.config, self.fabric
         strategy = require_strategy(fabric.strategy)
         dtype = self.module.torch_dtype(fabric.device)
-        self.rollout.setup(str(resume.path if resume else self.module.model), fabric.device, dtype)
+        model_path = str(resume.path if resume else self.module.model)
+        setup_rollout(self.rollout, model_path, fabric.device, dtype, self.module.loading)
         self.rollout.start()  # engines start before any torch work in this process
         strategy.prepare(fabric, self.module, self.rollout, resume)
         self.step = resume.step if resume is not None else 0
@@ -165,7 +170,7 @@ class Trainer:
             self._load_callbacks_state(resume.callbacks_state())
         self._meta_dir = meta_dir = self.output_dir / ".model_meta"
         if fabric.is_global_zero:
-            write_model_meta(self.module.model, self.module.tokenizer, dtype, meta_dir)
+            write_model_meta(self.module.model, self.module.tokenizer, dtype, meta_dir, self.module.loading)
         fabric.barrier()
         self._saved_at = self.step if resume is not None else -1  # -1: the end saves even at 0 updates
 
@@ -187,7 +192,10 @@ class Trainer:
                 result = strategy.training_step(fabric, self.module, self.rollout, batch, self.step, cfg.seed)
                 self.step += 1
                 metrics = {**result.metrics, "time/step": time.perf_counter() - t0}
-                fabric.log_dict(metrics, step=self.step)
+                self.log(metrics)
+                if cfg.log_samples_every and self.step % cfg.log_samples_every == 0 and fabric.is_global_zero:
+                    samples = result.samples[: cfg.log_samples]
+                    log_samples(self.output_dir, fabric.loggers, samples, self.step, self.step_offset)
                 if result.population is not None:
                     fabric.call(
                         "on_population_end", trainer=self, step=self.step, population=result.population
@@ -261,9 +269,14 @@ class Trainer:
         strategies gather collectively; ranks other than 0 may receive nothing)."""
         return self.reasoning_strategy.named_weights(self.rollout)
 
+    def global_step(self, step: int | None = None) -> int:
+        """``step`` (default: the current update) on the loggers' axis: a pipeline's, see ``step_offset``."""
+        return (self.step if step is None else step) + (self.step_offset or 0)
+
     def log(self, metrics: dict[str, float], step: int | None = None) -> None:
-        """Log ``metrics`` to every logger at ``step`` (default: the current update)."""
-        self.fabric.log_dict(metrics, step=self.step if step is None else step)
+        """Log ``metrics`` to every logger at update ``step`` (default: the current update; in a
+        pipeline stage the loggers get it on the pipeline's axis, :meth:`global_step`)."""
+        self.fabric.log_dict(metrics, step=self.global_step(step))
 
     # -- checkpoints and evaluation -------------------------------------------------------------
     def _eval_sets(self) -> list[EvalSet]:
@@ -297,6 +310,7 @@ class Trainer:
             "strategy": {"name": strategy.strategy_name, **strategy.hparams()},
             "trainer": asdict(self.config),
             "model": self.module.model,
+            "model_loading": self.module.loading.hparams(),
             "task": self.module.task.name,
             **({"run_config": self.hparams} if self.hparams else {}),
         }
@@ -348,7 +362,10 @@ class Trainer:
                 f"evaluating {name} ({tag}): {shown} prompts x {config.num_samples} samples at "
                 f"T={config.temperature:g}{greedy}"
             )
-            result = evaluate_rows(self.module.with_task(task), self.rollout, rows, config)
+            progress = self.config.progress_bar and self.fabric.is_global_zero
+            result = evaluate_rows(
+                self.module.with_task(task), self.rollout, rows, config, progress=progress, desc=name
+            )
             summaries[name] = result.summary
             write_eval_outputs(self.output_dir / prefix, tag, name, result)
             self.log(metric_names(name, result.summary, prefix=prefix))

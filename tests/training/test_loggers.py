@@ -72,3 +72,29 @@ def test_truncate_metrics_drops_rows_after_the_checkpoint(tmp_path):
     assert [r["step"] for r in read_metrics(logger.path)] == [0, 1, 2]
     assert truncate_metrics(logger.path, after_step=2) == 0  # nothing more to drop
     assert truncate_metrics(tmp_path / "absent.jsonl", after_step=0) == 0
+
+
+def test_a_pipeline_stage_writes_its_own_step_and_the_global_one(tmp_path):
+    logger = JSONLLogger(tmp_path, step_offset=10)
+    logger.log_metrics({"x": 1.0}, step=13)  # the loggers' axis: 10 updates before this stage
+    logger.log_metrics({"x": 2.0}, step=None)
+    assert read_metrics(logger.path) == [{"step": 3, "global_step": 13, "x": 1.0}, {"step": None, "x": 2.0}]
+    JSONLLogger(tmp_path / "first", step_offset=0).log_metrics({"x": 0.0}, step=1)
+    assert read_metrics(tmp_path / "first" / "metrics.jsonl") == [{"step": 1, "global_step": 1, "x": 0.0}]
+
+
+def test_hyperparameters_reach_fabric_and_lightning_csv_loggers(tmp_path):
+    import yaml
+    from lightning.fabric.loggers import CSVLogger as FabricCSVLogger
+    from lightning.pytorch.loggers import CSVLogger as LightningCSVLogger
+
+    from es_lightning.training.loggers import log_hyperparams
+
+    hparams = {"strategy": {"init_args": {"sigma": 0.05}}, "trainer": {"output_dir": tmp_path}}
+    fabric_csv = FabricCSVLogger(tmp_path, name="fabric", version="")  # takes no hyperparameters itself
+    lightning_csv = LightningCSVLogger(tmp_path, name="lightning", version="")
+    log_hyperparams([JSONLLogger(tmp_path), fabric_csv, lightning_csv], hparams)
+    fabric = yaml.safe_load((tmp_path / "fabric" / "hparams.yaml").read_text())
+    assert fabric == {"strategy": {"init_args": {"sigma": 0.05}}, "trainer": {"output_dir": str(tmp_path)}}
+    lightning = yaml.unsafe_load((tmp_path / "lightning" / "hparams.yaml").read_text())
+    assert lightning["strategy"] == {"init_args": {"sigma": 0.05}}

@@ -1,0 +1,153 @@
+"""Text samples: every ``trainer.log_samples_every`` updates, a few prompts with a response and its reward.
+
+The strategy returns them with each update (:attr:`~es_lightning.strategies.base.StepResult.samples`);
+rank 0 writes them to ``{output_dir}/samples.jsonl``, one JSON object per sample::
+
+    {"step": 10, "member": 3, "reward": 1.0, "prompt": "...", "completion": "..."}
+
+(a pipeline stage adds ``"global_step"``, its update on the pipeline's axis), and to every logger
+in the way it takes text, at the step its metrics are logged at:
+
+* TensorBoard (Fabric's or Lightning's ``TensorBoardLogger``): a markdown table under the Text tab;
+* CSV (Fabric's or Lightning's ``CSVLogger``): rows of ``samples.csv`` next to its ``metrics.csv``;
+* MLflow (``MLFlowLogger``): an artifact ``samples/step-000010.md`` of the run;
+* W&B (``WandbLogger``) and any logger with ``log_text(key, columns, data, step)``: a table;
+* any other logger: nothing.
+
+A resumed run first drops what was written after its checkpoint (:func:`truncate_samples`), as it
+does for ``metrics.jsonl``, so no update's samples appear twice.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lightning.fabric.loggers import CSVLogger, Logger, TensorBoardLogger
+from lightning.fabric.utilities.rank_zero import rank_zero_warn
+
+from es_lightning.checkpoint import atomic_write_text
+from es_lightning.strategies.base import Sample
+from es_lightning.training.loggers import truncate_metrics
+
+SAMPLES_FILE = "samples.jsonl"
+CSV_FILE = "samples.csv"
+TAG = "samples"
+COLUMNS = ["step", "member", "reward", "prompt", "completion"]
+
+
+def log_samples(
+    output_dir: str | Path,
+    loggers: Sequence[Logger],
+    samples: Sequence[Sample],
+    step: int,
+    step_offset: int | None = None,
+) -> None:
+    """Write ``samples`` of update ``step`` to ``samples.jsonl`` and to each logger (call on rank 0).
+
+    Args:
+        output_dir: the run folder that holds ``samples.jsonl``.
+        loggers: the run's loggers (the ones that take no text are skipped).
+        samples: the update's samples; nothing is written when it is empty.
+        step: the run's update number (``samples.jsonl``'s ``step``).
+        step_offset: a pipeline stage's: the updates of the stages before it; the loggers get
+            ``step + step_offset`` (the ``global_step`` of ``samples.jsonl``).
+    """
+    if not samples:
+        return
+    global_step = None if step_offset is None else step + step_offset
+    logged_at = step if global_step is None else global_step
+    path = Path(output_dir) / SAMPLES_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        for sample in samples:
+            record = {"step": step, **({"global_step": global_step} if global_step is not None else {})}
+            record.update(member=sample.member, reward=sample.reward)
+            record.update(prompt=sample.prompt, completion=sample.completion)
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    rows = [[logged_at, s.member, s.reward, s.prompt, s.completion] for s in samples]
+    for logger in loggers:
+        _to_logger(logger, rows, logged_at)
+
+
+def truncate_samples(
+    output_dir: str | Path, loggers: Sequence[Logger], after_step: int, step_offset: int | None = None
+) -> None:
+    """Drop the samples written after update ``after_step`` (a resume from that checkpoint):
+    from ``samples.jsonl`` and from the ``samples.csv`` of every CSV logger (whose steps are the
+    loggers': ``after_step + step_offset`` in a pipeline stage)."""
+    truncate_metrics(Path(output_dir) / SAMPLES_FILE, after_step)
+    logged_at = after_step + (step_offset or 0)
+    for logger in loggers:
+        if isinstance(logger, CSVLogger):
+            path = Path(logger.log_dir) / CSV_FILE
+            if not path.is_file():
+                continue
+            with path.open(newline="", encoding="utf-8") as f:
+                rows = list(csv.DictReader(f))
+            kept = [[row[c] for c in COLUMNS] for row in rows if int(row["step"]) <= logged_at]
+            if len(kept) != len(rows):
+                atomic_write_text(path, _csv_text(kept, header=True))
+
+
+def markdown_table(rows: Sequence[Sequence[Any]]) -> str:
+    """``rows`` (as :data:`COLUMNS`) as a markdown table: ``|`` escaped, line breaks as ``<br>``.
+
+    >>> print(markdown_table([[1, 0, 1.0, "2+2?", "4 | four\\nok"]]))
+    | step | member | reward | prompt | completion |
+    |---|---|---|---|---|
+    | 1 | 0 | 1.000 | 2+2? | 4 \\| four<br>ok |
+    """
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.3f}"
+        text = "" if value is None else str(value)
+        return text.replace("|", "\\|").replace("\r\n", "\n").replace("\n", "<br>")
+
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _to_logger(logger: Logger, rows: list[list[Any]], step: int) -> None:
+    if isinstance(logger, TensorBoardLogger):  # Lightning's TensorBoardLogger subclasses Fabric's
+        logger.experiment.add_text(TAG, markdown_table(rows), global_step=step)
+    elif isinstance(logger, CSVLogger):  # so does Lightning's CSVLogger: both have `log_dir`
+        _write_csv(Path(logger.log_dir) / CSV_FILE, rows)
+    elif _is_mlflow(logger):
+        run_id = logger.run_id  # starts the run when it has not started yet
+        logger.experiment.log_text(run_id, markdown_table(rows), f"{TAG}/step-{step:06d}.md")
+    elif callable(getattr(logger, "log_text", None)):  # W&B: a wandb.Table per step
+        try:
+            logger.log_text(key=TAG, columns=COLUMNS, data=rows, step=step)
+        except TypeError as e:  # a log_text of another signature: skip it, with a warning
+            rank_zero_warn(f"{type(logger).__name__}.log_text does not take a table ({e}); no samples logged")
+
+
+def _is_mlflow(logger: Logger) -> bool:
+    try:
+        from lightning.pytorch.loggers import MLFlowLogger
+    except ImportError:  # pragma: no cover  (lightning.pytorch ships with lightning)
+        return False
+    return isinstance(logger, MLFlowLogger)
+
+
+def _write_csv(path: Path, rows: Sequence[Sequence[Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = _csv_text(rows, header=not path.is_file())
+    with path.open("a", newline="", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _csv_text(rows: Sequence[Sequence[Any]], header: bool) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    if header:
+        writer.writerow(COLUMNS)
+    writer.writerows(rows)
+    return buffer.getvalue()
