@@ -71,11 +71,17 @@ def run_fit(
 
     Args:
         module: the model, its prompt format and the task it is trained on.
-        strategy: the optimizer as a Fabric strategy, e.g. ``class_path: es_lightning.strategies.ESStrategy``
-            with its ``init_args`` (population_size, sigma, learning_rate, ...), or ``GRPOStrategy``.
+        strategy: the optimizer as a Fabric strategy: ``es``, ``grpo`` or ``grpo_fsdp`` on the
+            command line (``--strategy es --strategy.sigma 1e-3``), or ``class_path:
+            es_lightning.strategies.ESStrategy`` (``GRPOStrategy``, ``GRPOFSDPStrategy``) with its
+            ``init_args`` (population_size, sigma, learning_rate, ...); ``--strategy.help ESStrategy``
+            lists a strategy's options.
         stages: instead of ``strategy``: optimizers run in order on one model, each with a
             ``fraction`` of the update budget (e.g. ES then GRPO, half each).
-        rollout: the generation backend; default: vLLM when installed, else transformers.
+        rollout: the generation backend: ``vllm`` (``es_lightning.rollout.vllm.VLLMRollout``, one
+            vLLM engine per device) or ``hf`` (``es_lightning.rollout.hf.HFRollout``, transformers
+            ``generate``); default: vLLM when installed, else transformers; ``--rollout.help
+            VLLMRollout`` lists a backend's options.
         trainer: run length, batch size, output directory, devices, checkpoints, resume.
         evaluation: Pass@K evaluation settings (``null`` skips evaluation).
         eval_tasks: tasks evaluated before/after training, by the name used in metric keys
@@ -132,6 +138,9 @@ def run_evaluate(
     rollout: Rollout | None = None,
     device: str = "auto",
     dtype: str = "auto",
+    revision: str | None = None,
+    trust_remote_code: bool = False,
+    model_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Score saved completions (``--completions``) or generate and score (``--model``).
 
@@ -146,6 +155,10 @@ def run_evaluate(
         rollout: generation backend (generation mode); default vLLM when installed, else transformers.
         device: ``cpu``, ``cuda``, ``cuda:1`` or ``auto``.
         dtype: weights' dtype in generation mode (``auto``: bf16 on CUDA, fp32 on CPU).
+        revision: branch, tag or commit of a hub ``--model`` (not applied to local folders).
+        trust_remote_code: allow a model that ships its own code (``auto_map``) to run it.
+        model_kwargs: further ``AutoModelForCausalLM.from_pretrained`` options for the HF rollout
+            (e.g. ``{attn_implementation: sdpa}``).
     """
     import torch
 
@@ -170,22 +183,36 @@ def run_evaluate(
         summaries = {names[0]: score_completions_file(tasks[0], completions, ks=evaluation.ks)}
         write_summary(output, summaries)
         return summaries
+    from es_lightning.models.loading import ModelLoading
     from es_lightning.models.registry import resolve_model
     from es_lightning.models.source import check_model_source
 
-    check_model_source(resolve_model(model), "--model")
+    loading = ModelLoading(revision, trust_remote_code, dict(model_kwargs or {}))
+    check_model_source(resolve_model(model), "--model", loading)
     cuda = torch.cuda.is_available()
     target = torch.device("cuda" if cuda else "cpu") if device == "auto" else torch.device(device)
     return evaluate_model(
-        model, dict(zip(names, tasks)), evaluation, rollout or _default_rollout(), output, target, dtype
+        model,
+        dict(zip(names, tasks)),
+        evaluation,
+        rollout or _default_rollout(),
+        output,
+        target,
+        dtype,
+        loading,
     )
 
 
 def build_parser():
-    from jsonargparse import ActionConfigFile, ArgumentParser, set_parsing_settings
+    from jsonargparse import ActionConfigFile, set_parsing_settings
 
     set_parsing_settings(docstring_parse_attribute_docstrings=True)  # dataclass field docstrings -> --help
 
+    import es_lightning.rollout.hf  # noqa: F401  (short class names: --rollout HFRollout)
+    import es_lightning.rollout.vllm  # noqa: F401  (vllm itself is imported when an engine starts)
+    from es_lightning.cli_hints import hinting_parser_class
+
+    ArgumentParser = hinting_parser_class()  # noqa: N806  (parse errors name the values that parse)
     parser = ArgumentParser(
         prog="es-lightning", description="Post-train LLMs with Evolution Strategies and GRPO."
     )
@@ -234,8 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; a :class:`~es_lightning.errors.ConfigError` (also one raised while a class
     of the config is built) prints ``es-lightning: error: <message>`` and returns 2."""
     import es_lightning.strategies  # noqa: F401  (registers `es` with Fabric)
+    from es_lightning.cli_hints import expand_aliases
 
-    args = list(argv if argv is not None else sys.argv[1:])
+    args = expand_aliases(argv if argv is not None else sys.argv[1:])  # --strategy es, --rollout hf
     if "" not in sys.path and os.getcwd() not in sys.path:  # recipes may name your own modules
         sys.path.insert(0, os.getcwd())  # (reward functions, tasks, callbacks), as `python -m` would
     debug = debug_requested(args)

@@ -108,7 +108,6 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         optimizer: Literal["sgd", "adam"] = "sgd",
         checksum_tolerance: float = 0.0,
         process_group_backend: str | None = None,
-        **kwargs: Any,
     ) -> None:
         _check_es_settings(
             population_size=population_size,
@@ -122,7 +121,8 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             optimizer=optimizer,
             checksum_tolerance=checksum_tolerance,
         )
-        super().__init__(process_group_backend=process_group_backend, **kwargs)
+        # no DDP options: the model is never wrapped, the process group only carries seeds and rewards
+        super().__init__(process_group_backend=process_group_backend)
         self.population_size = population_size
         self.sigma = sigma
         self.learning_rate = learning_rate
@@ -154,7 +154,11 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
                 f"ESStrategy: rollout {type(rollout).__name__} cannot run ES; it generates only. Use a "
                 "rollout that implements es_lightning.rollout.es_engine.ESEngine (VLLMRollout, HFRollout)"
             )
-        files = resume.weight_files("stored") if resume is not None else weight_files(module.model)
+        files = (
+            resume.weight_files("stored")
+            if resume is not None
+            else weight_files(module.model, revision=module.loading.revision)
+        )
         state = resume.state_dir(self.strategy_name) / OPTIMIZER_FILE if resume is not None else None
         rollout.es_init(files, self.optimizer, str(state) if state and state.is_file() else None)
 

@@ -5,10 +5,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
 import torch
 
 from es_lightning.errors import ConfigError
+
+Precision = Literal[
+    "32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "64-true", "transformer-engine"
+]
+"""Fabric's precision settings (``Fabric(precision=...)``)."""
 
 
 @dataclass
@@ -63,12 +69,19 @@ class TrainerConfig:
     names them (``[strategy.learning_rate, trainer.batch_size]``). Run length, evaluation,
     checkpointing, devices and logging settings may always change."""
     progress_bar: bool = True
-    """Show a progress bar with ETA."""
+    """Show progress bars with ETA: over the updates, and over each evaluation's generations."""
+    log_samples_every: int = 0
+    """Every this many updates, write a few of the update's prompts with a response and its reward
+    to ``samples.jsonl`` and, as text, to each logger that takes text (TensorBoard, CSV, W&B,
+    MLflow); 0: never."""
+    log_samples: int = 4
+    """How many samples of an update are written (at most as many as the strategy returns)."""
     data_offset: int = 0
     """Index of the first batch in the seeded data order (pipeline stages continue through the data)."""
-    precision: str | None = None
-    """Fabric precision of the trainer's own model (GRPO): ``None`` picks ``bf16-mixed`` on CUDA
-    (fp32 weights and optimizer, bf16 autocast) and ``32-true`` elsewhere. ES trains no torch model."""
+    precision: Precision | None = None
+    """Fabric precision of the trainer's own model (GRPO), applied through ``fabric.autocast()``:
+    ``None`` picks ``bf16-mixed`` on CUDA (fp32 weights and optimizer, bf16 autocast) and
+    ``32-true`` elsewhere. ES trains no torch model (its serving dtype is ``module.dtype``)."""
 
     def __post_init__(self) -> None:
         """Refuse nonsensical settings, naming each (:class:`~es_lightning.errors.ConfigError`)."""
@@ -84,15 +97,22 @@ class TrainerConfig:
             raise ConfigError(
                 f"trainer.overwrite deletes the run that trainer.resume={self.resume!r} would continue; give one"
             )
-        for name in ("checkpoint_every", "eval_every", "data_offset"):
+        for name in ("checkpoint_every", "eval_every", "data_offset", "log_samples_every"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"trainer.{name} must be >= 0, got {getattr(self, name)}")
+        if self.log_samples < 1:
+            raise ConfigError(f"trainer.log_samples must be >= 1, got {self.log_samples}")
         if self.train_limit is not None and self.train_limit < 1:
             raise ConfigError(f"trainer.train_limit must be >= 1, got {self.train_limit}")
         if self.num_nodes < 1:
             raise ConfigError(f"trainer.num_nodes must be >= 1, got {self.num_nodes}")
         if isinstance(self.devices, int) and not isinstance(self.devices, bool) and self.devices < 1:
             raise ConfigError(f"trainer.devices must be >= 1 (or e.g. 'auto'), got {self.devices}")
+        if self.precision is not None and self.precision not in get_args(Precision):
+            raise ConfigError(
+                f"trainer.precision {self.precision!r} is not a Fabric precision; use one of "
+                f"{', '.join(get_args(Precision))} or null"
+            )
         if not str(self.output_dir).strip():
             raise ConfigError("trainer.output_dir is empty; give a run directory")
         if Path(self.output_dir).is_file():

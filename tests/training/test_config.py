@@ -44,6 +44,10 @@ def test_boundary_values_are_accepted(kwargs):
         ({"devices": 0}, "trainer.devices must be >= 1"),
         ({"epochs": float("nan")}, "trainer.epochs must be > 0, got nan"),
         ({"output_dir": ""}, "trainer.output_dir is empty"),
+        (
+            {"precision": "bf16"},
+            "trainer.precision 'bf16' is not a Fabric precision; use one of 32-true, bf16-mixed",
+        ),
     ],
 )
 def test_each_validation_error_names_its_field(kwargs, message):

@@ -1,0 +1,102 @@
+"""Short names on the command line, and parse errors that say which values would parse.
+
+``--strategy es`` (``grpo``, ``grpo_fsdp``) and ``--rollout vllm`` (``hf``) stand for the class paths
+in :data:`ALIASES`, as Fabric's own strategy names do. When a value does not parse, jsonargparse's
+message lists the types it tried; :func:`hint` adds one line naming the values that do::
+
+    error: Parser key "strategy": ... Expected a dot import path string: foo
+    use: --strategy es | grpo | grpo_fsdp, or class_path: es_lightning.strategies.ESStrategy | ...
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from inspect import isabstract
+
+ALIASES: dict[str, dict[str, str]] = {
+    "strategy": {
+        "es": "es_lightning.strategies.ESStrategy",
+        "grpo": "es_lightning.strategies.GRPOStrategy",
+        "grpo_fsdp": "es_lightning.strategies.GRPOFSDPStrategy",
+    },
+    "rollout": {
+        "vllm": "es_lightning.rollout.vllm.VLLMRollout",
+        "hf": "es_lightning.rollout.hf.HFRollout",
+    },
+}
+"""``{option: {short name: class path}}`` accepted on the command line."""
+
+_CLASS_PATHS: dict[str, list[str]] = {
+    "loggers": [
+        "lightning.pytorch.loggers.CSVLogger",
+        "lightning.pytorch.loggers.WandbLogger",
+        "lightning.pytorch.loggers.MLFlowLogger",
+        "lightning.fabric.loggers.TensorBoardLogger",
+    ],
+    "callbacks": [
+        "es_lightning.callbacks.TokenEntropy",
+        "es_lightning.callbacks.ParameterDrift",
+        "es_lightning.callbacks.LayerAttribution",
+        "es_lightning.callbacks.HeldOutPassAtK",
+        "es_lightning.callbacks.PopulationDiversity",
+    ],
+}
+
+
+def expand_aliases(args: Sequence[str]) -> list[str]:
+    """``args`` with ``--strategy es`` / ``--strategy=es`` (and the other short names) replaced by
+    their class paths; every other argument is left as it is."""
+    out = list(args)
+    for i, arg in enumerate(out):
+        for option, names in ALIASES.items():
+            flag = f"--{option}"
+            if arg == flag and i + 1 < len(out) and out[i + 1] in names:
+                out[i + 1] = names[out[i + 1]]
+            elif arg.startswith(f"{flag}=") and arg[len(flag) + 1 :] in names:
+                out[i] = f"{flag}={names[arg[len(flag) + 1 :]]}"
+    return out
+
+
+def _task_class_paths() -> list[str]:
+    import es_lightning.tasks as tasks
+    from es_lightning.tasks.base import Task
+
+    names = getattr(tasks, "__all__", dir(tasks))
+    found = [n for n in names if isinstance(getattr(tasks, n, None), type)]
+    concrete = [n for n in found if issubclass(getattr(tasks, n), Task) and not isabstract(getattr(tasks, n))]
+    return [f"es_lightning.tasks.{n}" for n in concrete]
+
+
+def hint(message: str) -> str | None:
+    """One line of values that would parse for the key ``message`` complains about, or ``None``."""
+    keys = re.findall(r'Parser key "([^"]+)"', message)
+    if not keys:
+        return None
+    key = keys[-1] if keys[-1] in ALIASES or keys[-1] in _CLASS_PATHS or keys[-1] == "task" else keys[0]
+    leaf = key.split(".")[-1]
+    if leaf in ALIASES:
+        names = ALIASES[leaf]
+        return (
+            f"use: --{leaf} {' | '.join(names)}, or class_path: {' | '.join(names.values())} "
+            f"(see --{leaf}.help CLASS)"
+        )
+    if leaf == "task":
+        return f"use: class_path: one of {', '.join(_task_class_paths())} (or your own Task subclass)"
+    if leaf in _CLASS_PATHS:
+        return f"use: a list of class_path entries, e.g. {', '.join(_CLASS_PATHS[leaf])}"
+    return None
+
+
+def hinting_parser_class() -> type:
+    """A jsonargparse ``ArgumentParser`` whose parse errors end with :func:`hint`'s line."""
+    from jsonargparse import ArgumentParser
+
+    class HintingArgumentParser(ArgumentParser):
+        def error(self, message: str, ex: Exception | None = None):  # type: ignore[override]
+            extra = hint(message)
+            if extra and extra not in message:  # nested parsers raise through the outer one
+                message = f"{message}\n{extra}"
+            super().error(message, ex)
+
+    return HintingArgumentParser

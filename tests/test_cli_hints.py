@@ -1,0 +1,89 @@
+"""Short names on the command line and parse errors that name the values that parse (real CLI)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import yaml
+
+from es_lightning.cli_hints import ALIASES, expand_aliases, hint
+from tests.helpers import CLI, REPO, subprocess_env
+
+
+def test_expand_aliases_replaces_only_the_short_names_of_their_options():
+    args = ["fit", "--strategy", "es", "--rollout=hf", "--trainer.seed", "es", "--strategy.sigma", "0.1"]
+    assert expand_aliases(args) == [
+        "fit",
+        "--strategy",
+        ALIASES["strategy"]["es"],
+        f"--rollout={ALIASES['rollout']['hf']}",
+        "--trainer.seed",
+        "es",
+        "--strategy.sigma",
+        "0.1",
+    ]
+    assert expand_aliases(["--strategy", "my.pkg.MyStrategy"]) == ["--strategy", "my.pkg.MyStrategy"]
+
+
+def test_hint_names_the_key_jsonargparse_complains_about():
+    assert "grpo_fsdp" in hint('Parser key "strategy":\n  Expected a dot import path string: foo')
+    assert "--rollout vllm | hf" in hint('Parser key "rollout": bad')
+    assert "es_lightning.tasks.GSM8K" in hint('Parser key "module":\n  Parser key "task": bad')
+    assert "CSVLogger" in hint('Parser key "loggers": bad')
+    assert hint('Parser key "trainer": something else') is None and hint("no key") is None
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*CLI, "fit", "--config", str(REPO / "recipes" / "smoke_cpu.yaml"), *args, "--print_config"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "key", "class_path"),
+    [
+        (["--strategy", "grpo"], "strategy", "es_lightning.strategies.GRPOStrategy"),
+        (["--strategy=grpo_fsdp"], "strategy", "es_lightning.strategies.GRPOFSDPStrategy"),
+        (["--rollout", "hf"], "rollout", "es_lightning.rollout.hf.HFRollout"),
+        (["--rollout", "HFRollout"], "rollout", "es_lightning.rollout.hf.HFRollout"),
+    ],
+)
+def test_short_names_parse_to_their_classes(args, key, class_path):
+    proc = _cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    got = yaml.safe_load(proc.stdout)[key]["class_path"]  # jsonargparse may print a shorter path
+    assert _resolve(got) is _resolve(class_path)
+
+
+def _resolve(path: str) -> type:
+    import importlib
+
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def test_a_bad_strategy_or_rollout_error_lists_values_that_parse():
+    proc = _cli("--strategy", "foo")
+    assert proc.returncode == 2
+    assert "use: --strategy es | grpo | grpo_fsdp" in proc.stderr
+    proc = _cli("--rollout", "vlm")
+    assert proc.returncode == 2 and "use: --rollout vllm | hf" in proc.stderr
+
+
+def test_es_help_lists_no_ddp_options():
+    proc = subprocess.run(
+        [*CLI, "fit", "--strategy.help", "ESStrategy"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "--strategy.population_size" in proc.stdout and "--strategy.sigma" in proc.stdout
+    for ddp_option in ("find_unused_parameters", "bucket_cap_mb", "gradient_as_bucket_view", "static_graph"):
+        assert ddp_option not in proc.stdout
