@@ -242,6 +242,16 @@ class VLLMRollout(Rollout, ESEngine):
             outputs.append(RolloutOutput(prompt_token_ids=list(prompt), completions=completions))
         return outputs
 
+    def _weights_changed(self) -> None:
+        """Drop the prefix cache: vLLM keys cached prompt KV by token ids only, so after a weight
+        change a prompt would reuse KV computed under the old weights (every ES member would see
+        the prompt as the first member to process it did; GRPO and evaluations the previous
+        weights'). Prompts are prefilled again under the weights being served."""
+        with self._call("reset_prefix_cache"):
+            reset = self.llm.reset_prefix_cache()
+        if reset is False:
+            raise RuntimeError("vLLM refused to reset its prefix cache after a weight change")
+
     def rpc(self, method: str, *args: Any) -> list[Any]:
         """Run ``WorkerExtension.method(*args)`` in every worker of the engine."""
         with self._call(method):
@@ -276,6 +286,7 @@ class VLLMRollout(Rollout, ESEngine):
         save_file({n: t.detach().to("cpu").contiguous() for n, t in named_tensors}, str(path))
         self.rpc("load_weights_from_file", str(path))
         path.unlink()
+        self._weights_changed()
 
     @override
     def checksum(self) -> float:
@@ -299,18 +310,23 @@ class VLLMRollout(Rollout, ESEngine):
             else default_weight_files(self.model_path, revision=self.loading.revision)
         )
         self.rpc("es_init", files, optimizer, optimizer_state)
+        self._weights_changed()
 
     @override
     def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
         self.rpc("es_perturb", seed, sign, sigma)
+        self._weights_changed()
 
     @override
     def es_restore(self) -> None:
         self.rpc("es_restore")
+        self._weights_changed()
 
     @override
     def es_update(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:
-        return self.rpc("es_update", dict(coeffs), lr, population_size)[0]
+        norm = self.rpc("es_update", dict(coeffs), lr, population_size)[0]
+        self._weights_changed()
+        return norm
 
     @override
     def es_checksum(self) -> float:

@@ -115,3 +115,22 @@ def test_es_operations_need_init(hf_rollout):
 def test_resume_from_missing_weights_names_the_file(hf_rollout, tmp_path):
     with pytest.raises(FileNotFoundError, match="master.safetensors"):
         hf_rollout.es_init([str(tmp_path / "es_state" / "master.safetensors")])
+
+
+@pytest.mark.vllm
+def test_vllm_members_prefill_long_prompts_under_their_own_weights(vllm_rollout, hf_rollout, tiny_model_path):
+    """Prompts longer than a KV block (128 tokens on CPU) would be served from vLLM's prefix cache,
+    computed under the weights that first saw them; every weight change drops that cache."""
+    tok = AutoTokenizer.from_pretrained(tiny_model_path)
+    long_prompts = [tok(f"Repeat: {'31415926' * 18}{i}\n").input_ids for i in range(4)]
+    assert min(len(p) for p in long_prompts) > 140
+    hf_rollout.es_init()
+    vllm_rollout.generate(long_prompts, GREEDY)  # the centre's prompt KV is now cached
+    for seed in (5, 6):
+        vllm_rollout.es_perturb(seed, 1.0, 0.05)
+        hf_rollout.es_perturb(seed, 1.0, 0.05)
+        v = [o.completions[0].token_ids for o in vllm_rollout.generate(long_prompts, GREEDY)]
+        h = [o.completions[0].token_ids for o in hf_rollout.generate(long_prompts, GREEDY)]
+        assert v == h, f"member {seed} served stale prompt KV"
+        vllm_rollout.es_restore()
+        hf_rollout.es_restore()
