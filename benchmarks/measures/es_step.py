@@ -1,0 +1,190 @@
+"""ES updates against plain generation of the same rollouts, on the same engine(s), 1 or 2 ranks.
+
+    python -m benchmarks.measures.es_step --model PATH --population 32 --batch 16 --devices 1 \
+        --binds 0-1 --repeats 3 --out es.json
+
+Fabric launches the ranks (as ``es-lightning fit`` does); each rank starts its vLLM engine bound
+to its cores (``--binds``: one entry per rank, ``;``-separated), then ``ESStrategy.prepare`` puts
+the fp32 centre in it. After a warm-up, each repeat times, between barriers:
+
+* ``generate``: this rank's members' rollouts with the centre's weights, nothing else — the same
+  prompts, ``max_tokens`` and sampling seeds the ES update uses;
+* ``es``: ``ESStrategy.training_step`` itself (perturb, generate, score, restore, all-reduce,
+  update, checksum agreement), with its own ``time/*`` breakdown.
+
+Rank 0 also times the parts of one perturbation inside its worker (``ProfilingWorker``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import replace
+
+from benchmarks.measures.common import resolve, summary, task_for, write_json
+from benchmarks.measures.profiling_worker import PROFILING_WORKER
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--population", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--sigma", type=float, default=1e-3)
+    parser.add_argument("--devices", type=int, default=1)
+    parser.add_argument("--binds", default="0-1", help="cores per rank, ';'-separated")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+
+    from lightning.fabric import Fabric
+
+    from es_lightning.es.noise import seed_schedule
+    from es_lightning.module import ReasoningModule
+    from es_lightning.rollout.base import SamplingConfig, setup_rollout
+    from es_lightning.rollout.vllm import VLLMRollout
+    from es_lightning.strategies import ESStrategy
+
+    strategy = ESStrategy(population_size=args.population, sigma=args.sigma, learning_rate=args.sigma)
+    fabric = Fabric(accelerator="cpu", devices=args.devices, strategy=strategy)
+    fabric.launch()
+    binds = args.binds.split(";")
+    model = resolve(args.model)
+    module = ReasoningModule(
+        model=model,
+        task=task_for(args.model),
+        dtype="float32",
+        train_sampling=SamplingConfig(temperature=args.temperature, max_tokens=args.max_tokens),
+    )
+    rollout = VLLMRollout(
+        gpu_memory_utilization=0.1,
+        max_model_len=2048 if args.model != "es-lightning/tiny-arithmetic" else 512,
+        cpu_threads_bind=binds[fabric.local_rank % len(binds)],
+        engine_kwargs={"worker_extension_cls": PROFILING_WORKER},
+    )
+    setup_rollout(rollout, model, fabric.device, module.torch_dtype(fabric.device), module.loading)
+    t0 = time.perf_counter()
+    rollout.start()  # before any torch work in this process, as the trainer does
+    start_s = time.perf_counter() - t0
+    strategy = fabric.strategy
+    strategy.prepare(fabric, module, rollout, None)
+    rows = module.task.load("test")[: args.batch]
+    prompt_ids = module.encode(rows)
+    sampling = replace(module.train_sampling, n=1)
+    members = list(range(fabric.global_rank, args.population, fabric.world_size))
+
+    # warm-up: generation and one perturb/restore
+    rollout.generate(prompt_ids, replace(sampling, seed=1))
+    rollout.es_perturb(12345, 1.0, args.sigma)
+    rollout.es_restore()
+
+    records = []
+    for step in range(args.repeats):
+        seeds = seed_schedule(0 ^ 0x5A5A, step, args.population)  # ESStrategy's common sampling seed
+        tokens = 0
+        fabric.barrier()
+        t0 = time.perf_counter()
+        for _ in members:
+            outputs = rollout.generate(prompt_ids, replace(sampling, seed=seeds[0] % (2**31)))
+            tokens += sum(len(c.token_ids) for out in outputs for c in out.completions)
+        fabric.barrier()
+        generate_s = time.perf_counter() - t0
+        fabric.barrier()
+        t0 = time.perf_counter()
+        result = strategy.training_step(fabric, module, rollout, rows, step, 0)
+        fabric.barrier()
+        es_s = time.perf_counter() - t0
+        forced = result.metrics["es/skipped"] == 1.0
+        if forced:  # all rewards equal (random weights score 0): time the update the step skipped
+            result.metrics["time/update"] = update_s = _forced_update(fabric, strategy, rollout, step)
+            es_s += update_s
+        records.append(
+            {
+                "generate_s": generate_s,
+                "es_s": es_s,
+                "generate_tokens_rank0": tokens,
+                "update_forced": forced,
+                **{k: v for k, v in result.metrics.items() if k.startswith("time/")},
+            }
+        )
+        if fabric.is_global_zero:
+            print(f"repeat {step}: generate {generate_s:.2f} s, ES update {es_s:.2f} s", flush=True)
+
+    profile = stale = None
+    if fabric.is_global_zero:
+        stale = prefix_cache_check(rollout, prompt_ids, sampling)
+        profile = rollout.rpc("es_profile", 777, args.sigma, 3)[0]
+        t0 = time.perf_counter()
+        for _ in range(10):
+            rollout.rpc("noop")
+        profile["rpc_roundtrip"] = (time.perf_counter() - t0) / 10
+    fabric.barrier()
+    rollout.close()
+    if fabric.is_global_zero:
+        write_json(
+            args.out,
+            {
+                "devices": fabric.world_size,
+                "binds": binds,
+                "population": args.population,
+                "batch": args.batch,
+                "max_tokens": args.max_tokens,
+                "engine_start_s": start_s,
+                "records": records,
+                "generate": summary([r["generate_s"] for r in records]),
+                "es": summary([r["es_s"] for r in records]),
+                "profile": profile,
+                "prefix_cache": stale,
+                "prompt_tokens": [len(p) for p in prompt_ids],
+            },
+        )
+
+
+def _forced_update(fabric, strategy, rollout, step: int) -> float:
+    """Seconds of the ``es_update`` call ``training_step`` makes, with the coefficients of
+    z-scored random rewards (the same on every rank), between barriers."""
+    import numpy as np
+
+    from es_lightning.es.update import Population, member_coefficients
+
+    population = Population.sample(0, step, strategy.population_size, strategy.estimator == "antithetic")
+    rewards = np.random.default_rng(step).normal(size=strategy.population_size)
+    coeffs = member_coefficients(population, rewards, strategy.normalization)
+    fabric.barrier()
+    t0 = time.perf_counter()
+    rollout.es_update(coeffs, strategy.learning_rate, strategy.population_size)
+    fabric.barrier()
+    return time.perf_counter() - t0
+
+
+def prefix_cache_check(rollout, prompt_ids, sampling, sigma: float = 1e-2) -> dict:
+    """Does a member reuse prompt KV computed under other weights? Greedy completions of a
+    perturbed member right after the centre generated the same prompts (prefix cache warm) vs after
+    ``reset_prefix_cache`` (prompt KV recomputed under the member's weights)."""
+    greedy = replace(sampling, temperature=0.0, seed=None)
+    rollout.llm.reset_prefix_cache()
+    centre_fresh = rollout.generate(prompt_ids, greedy)  # the centre fills the cache
+    centre_warm = rollout.generate(prompt_ids, greedy)  # control: same weights, cache warm
+    rollout.es_perturb(4242, 1.0, sigma)
+    warm = rollout.generate(prompt_ids, greedy)
+    rollout.llm.reset_prefix_cache()
+    fresh = rollout.generate(prompt_ids, greedy)
+    rollout.es_restore()
+    rollout.llm.reset_prefix_cache()
+
+    def differ(xs, ys) -> float:
+        return sum(a.completions[0].token_ids != b.completions[0].token_ids for a, b in zip(xs, ys)) / len(xs)
+
+    return {
+        "sigma": sigma,
+        "prompts": len(prompt_ids),
+        "stale_fraction": differ(warm, fresh),
+        "control_centre_fraction": differ(centre_warm, centre_fresh),
+        "member_vs_centre_fraction": differ(fresh, centre_fresh),
+    }
+
+
+if __name__ == "__main__":
+    main()

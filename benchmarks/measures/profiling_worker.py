@@ -1,0 +1,50 @@
+"""The project's vLLM worker extension plus one method that times a perturbation's parts in the worker.
+
+Served with ``VLLMRollout(engine_kwargs={"worker_extension_cls": PROFILING_WORKER})``; everything
+else is :class:`es_lightning.rollout.worker.WorkerExtension` unchanged.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from es_lightning.es.noise import noise_like
+from es_lightning.rollout.worker import WorkerExtension
+
+PROFILING_WORKER = "benchmarks.measures.profiling_worker.ProfilingWorker"
+
+
+class ProfilingWorker(WorkerExtension):
+    def noop(self) -> int:
+        return 0
+
+    @torch.no_grad()
+    def es_profile(self, seed: int, sigma: float, repeats: int) -> dict[str, float]:
+        """Median seconds of each part of ``es_perturb`` + ``es_restore`` over ``repeats``:
+        noise (ε for every tensor), add (θ + σε, cast), load (the model's ``load_weights``),
+        repack (the CPU kernels' weight refresh), restore (the whole ``es_restore``)."""
+        es = self._es
+        parts: dict[str, list[float]] = {k: [] for k in ("noise", "add", "load", "repack", "restore")}
+        for r in range(repeats):
+            t0 = time.perf_counter()
+            eps = {n: noise_like(seed + r, n, m.shape, m.device) for n, m in es.master.items()}
+            t1 = time.perf_counter()
+            perturbed = [
+                (n, torch.add(m, eps[n], alpha=sigma).to(es.serving_dtype)) for n, m in es.master.items()
+            ]
+            t2 = time.perf_counter()
+            self._served_model().load_weights(weights=iter(perturbed))
+            t3 = time.perf_counter()
+            self._refresh_cpu_kernels()
+            t4 = time.perf_counter()
+            es.restore()
+            t5 = time.perf_counter()
+            for key, value in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+                parts[key].append(value)
+        out = {k: statistics.median(v) for k, v in parts.items()}
+        out["torch_threads"] = float(torch.get_num_threads())
+        out["parameters"] = float(sum(m.numel() for m in es.master.values()))
+        return out

@@ -1,0 +1,385 @@
+"""The benchmark suite of issue #12: ratios of what ES and GRPO cost around their rollouts.
+
+    python benchmarks/run.py --quick --json b.json      # ~10-12 min on 2 CPU cores
+    python benchmarks/run.py                             # the full run; writes BENCHMARKS.md
+    python benchmarks/run.py --only vllm_over_hf scoring_share --json b.json
+
+Everything runs in one go on one machine, so the ratios compare like with like; absolute times are
+context. Each measure is a function below that starts fresh subprocesses (engine start order,
+process-tree memory and two ranks are process state) through the real code paths —
+``ESStrategy.training_step`` on Fabric-launched ranks, ``VLLMRollout`` / ``HFRollout``,
+``es-lightning fit`` — and returns ``(ratio, context)``. Repeats give a median and a min–max
+spread; a warm-up comes first. A measure that cannot run here still reports its key, with
+``value: null`` and the reason. Models: the bench model (random-initialised Qwen2, ≈30M
+parameters, head size 64, GSM8K prompts; see ``benchmarks/measures/common.py``) and the demo model
+(``es-lightning/tiny-arithmetic``, 0.8M, its arithmetic task).
+
+Before each measure the machine's CPU use by other processes is sampled for a second and kept
+with the result (``foreign_cpu_percent``); ``--pause-file F`` waits while ``F`` exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.measures.common import DEMO_MODEL, REPO, ratio_summary, run_script, summary, write_json  # noqa: E402
+from benchmarks.measures.memory import fit_run  # noqa: E402
+from benchmarks.measures.report import GOALS, machine_info, print_table, write_markdown  # noqa: E402
+
+QUICK = dict(
+    batch=4, max_tokens=32, repeats=2, demo_batch=32, demo_repeats=2, prompts=32, engine_repeats=2,
+    lora_adapters=8, fit_batch=4, fit_steps=2, fit_population=8, group=4, scoring_repeats=2,
+    long_prompts=8, long_tokens=128, torch_work_s=4,
+)  # fmt: skip
+FULL = dict(
+    batch=16, max_tokens=64, repeats=4, demo_batch=64, demo_repeats=4, prompts=64, engine_repeats=4,
+    lora_adapters=32, fit_batch=8, fit_steps=3, fit_population=16, group=4, scoring_repeats=5,
+    long_prompts=16, long_tokens=256, torch_work_s=8,
+)  # fmt: skip
+POPULATION = 32  # N of every ES update measured here (update_share is defined at N = 32)
+
+
+class Bench:
+    """Runs the measures in order, each in its own subprocesses, and keeps their raw results."""
+
+    def __init__(
+        self, settings: dict[str, int], work: Path, pause_file: Path | None, reuse: bool = False
+    ) -> None:
+        self.s, self.work, self.pause_file, self.reuse = settings, work, pause_file, reuse
+        self.raw: dict[str, Any] = {}
+        self._foreign_cpu: float | None = None
+
+    def _reused(self, name: str, *files: Path) -> bool:
+        """With ``--reuse``: take a measure's results from an earlier run's work folder."""
+        if not (self.reuse and files and all(f.is_file() for f in files)):
+            return False
+        import json
+
+        loaded = [json.loads(f.read_text()) for f in files]
+        self.raw[name] = loaded[0] if len(loaded) == 1 else {"parts": loaded, "codes": [0] * len(loaded)}
+        self.raw[name]["reused"] = True
+        print(f"  [{name}: reused from {files[0].parent}]", flush=True)
+        return True
+
+    def script(self, name: str, module: str, args: list[str], timeout_s: float = 900) -> dict[str, Any]:
+        """A measure script's JSON (cached per name within the run: several keys share one)."""
+        if name not in self.raw and not self._reused(name, self.work / f"{name}.json"):
+            self._wait_and_check_load(name)
+            t0 = time.perf_counter()
+            out = run_script(module, args, self.work / f"{name}.json", self.work / f"{name}.log", timeout_s)
+            print(f"  [{name}: {time.perf_counter() - t0:.0f} s]", flush=True)
+            out["foreign_cpu_percent"] = self._foreign_cpu
+            self.raw[name] = out
+        if "error" in self.raw[name]:
+            raise RuntimeError(f"{name}: {self.raw[name]['error']}")
+        return self.raw[name]
+
+    def _wait_and_check_load(self, name: str) -> None:
+        import psutil
+
+        while self.pause_file is not None and self.pause_file.exists():
+            print(f"  [{self.pause_file} exists: waiting before {name}]", flush=True)
+            time.sleep(20)
+        self._foreign_cpu = psutil.cpu_percent(interval=1.0)  # nothing of ours runs now
+        if self._foreign_cpu > 30:
+            print(
+                f"  [warning: {self._foreign_cpu:.0f}% CPU used by other processes before {name}]", flush=True
+            )
+
+    # -- the scripts ----------------------------------------------------------------------------
+    def prepared(self) -> dict[str, Any]:
+        return self.script("prepare", "prepare", ["--adapters", str(self.s["lora_adapters"])])
+
+    def es_step(self, model: str, devices: int) -> dict[str, Any]:
+        demo = model == DEMO_MODEL
+        batch = self.s["demo_batch"] if demo else self.s["batch"]
+        repeats = self.s["demo_repeats"] if demo else self.s["repeats"]
+        args = ["--model", model, "--population", str(POPULATION), "--batch", str(batch)]
+        args += ["--max-tokens", str(self.s["max_tokens"]), "--repeats", str(repeats)]
+        args += ["--devices", str(devices), "--binds", "0-1" if devices == 1 else "0;1"]
+        if demo:
+            args += ["--temperature", "0.6"]
+        name = f"es_step_{'demo' if demo else 'bench'}_{devices}rank"
+        return self.script(name, "es_step", args)
+
+    def engine(self, role: str, **extra: str) -> dict[str, Any]:
+        args = [
+            "--role",
+            role,
+            "--model",
+            self.prepared()["bench_model"],
+            "--prompts",
+            str(self.s["prompts"]),
+        ]
+        args += ["--max-tokens", str(self.s["max_tokens"]), "--repeats", str(self.s["engine_repeats"])]
+        if role == "single":  # also GSM8K-shaped sampling, for scoring_share's generation time
+            extra |= {"long_prompts": str(self.s["long_prompts"]), "long_tokens": str(self.s["long_tokens"])}
+            extra |= {"torch_work_s": str(self.s["torch_work_s"])}
+        for k, v in extra.items():
+            args += [f"--{k.replace('_', '-')}", v]
+        return self.script(f"engine_{role}", "engine", args)
+
+    def two_parts(self) -> dict[str, Any]:
+        """Two ``part`` engines side by side (cores 0 and 1), released together by a go file."""
+        import subprocess
+
+        from benchmarks.measures.common import subprocess_env
+
+        parts_files = [self.work / f"engine_part{i}.json" for i in range(2)]
+        if "engine_parts" not in self.raw and not self._reused("engine_parts", *parts_files):
+            self._wait_and_check_load("engine_parts")
+            go = self.work / "parts.go"
+            go.unlink(missing_ok=True)
+            procs, outs = [], []
+            for i in range(2):
+                out = self.work / f"engine_part{i}.json"
+                out.unlink(missing_ok=True)
+                Path(str(out) + ".ready").unlink(missing_ok=True)
+                cmd = [sys.executable, "-m", "benchmarks.measures.engine", "--role", "part"]
+                cmd += ["--model", self.prepared()["bench_model"], "--prompts", str(self.s["prompts"])]
+                cmd += ["--max-tokens", str(self.s["max_tokens"]), "--repeats", str(self.s["engine_repeats"])]
+                cmd += ["--bind", str(i), "--part", f"{i}/2", "--go", str(go), "--out", str(out)]
+                log = (self.work / f"engine_part{i}.log").open("w")
+                procs.append(
+                    subprocess.Popen(
+                        cmd, cwd=REPO, env=subprocess_env(), stdout=log, stderr=subprocess.STDOUT
+                    )
+                )
+                outs.append(out)
+            deadline = time.time() + 600
+            while not all(Path(str(o) + ".ready").exists() for o in outs):
+                if time.time() > deadline or any(p.poll() not in (None, 0) for p in procs):
+                    for p in procs:
+                        p.kill()
+                    self.raw["engine_parts"] = {
+                        "error": f"a part engine failed; logs {self.work}/engine_part*.log"
+                    }
+                    break
+                time.sleep(0.2)
+            else:
+                go.touch()
+                codes = [p.wait(timeout=600) for p in procs]
+                import json
+
+                parts = [json.loads(o.read_text()) for o in outs if o.is_file()]
+                self.raw["engine_parts"] = {
+                    "parts": parts,
+                    "codes": codes,
+                    "foreign_cpu_percent": self._foreign_cpu,
+                }
+                if len(parts) != 2:
+                    self.raw["engine_parts"]["error"] = f"part engines exited {codes}"
+        if "error" in self.raw["engine_parts"]:
+            raise RuntimeError(self.raw["engine_parts"]["error"])
+        return self.raw["engine_parts"]
+
+    def fit(self, kind: str) -> dict[str, Any]:
+        name = f"fit_{kind}"
+        if name not in self.raw and not self._reused(name, self.work / f"{name}.result.json"):
+            self._wait_and_check_load(name)
+            s = self.s
+            self.raw[name] = fit_run(
+                kind, self.prepared()["bench_model"], self.work, batch=s["fit_batch"], steps=s["fit_steps"],
+                max_tokens=s["max_tokens"], population=s["fit_population"], group=s["group"],
+            )  # fmt: skip
+            self.raw[name]["foreign_cpu_percent"] = self._foreign_cpu
+            write_json(self.work / f"{name}.result.json", self.raw[name])
+            print(f"  [{name}: {self.raw[name]['wall_s']:.0f} s]", flush=True)
+        if "error" in self.raw[name]:
+            raise RuntimeError(self.raw[name]["error"])
+        return self.raw[name]
+
+
+# -- the measures: each returns (ratio summary, context) -----------------------------------------
+def es_over_generation(b: Bench, model: str | None = None):
+    r = b.es_step(model or b.prepared()["bench_model"], 1)["records"]
+    ctx = {
+        "es_update_s": summary([x["es_s"] for x in r]),
+        "generate_s": summary([x["generate_s"] for x in r]),
+    }
+    return ratio_summary([x["es_s"] for x in r], [x["generate_s"] for x in r]), ctx
+
+
+def update_share(b: Bench, model: str | None = None):
+    step = b.es_step(model or b.prepared()["bench_model"], 1)
+    r = step["records"]
+    parts = {
+        k: summary([x[f"time/{k}"] for x in r]) for k in ("generate", "perturb_restore", "score", "update")
+    }
+    return ratio_summary([x["time/update"] for x in r], [x["es_s"] for x in r]), {
+        "population": step["population"], "parts_s": parts, "worker_profile_s": step["profile"],
+    }  # fmt: skip
+
+
+def two_engine_speedup(b: Bench):
+    one, two = b.es_step(b.prepared()["bench_model"], 1), b.es_step(b.prepared()["bench_model"], 2)
+    value = ratio_summary([x["es_s"] for x in one["records"]], [x["es_s"] for x in two["records"]])
+    raw, _ = two_engine_speedup_raw_vllm(b)
+    ctx = {"one_rank_s": one["es"], "two_ranks_s": two["es"], "raw_vllm_speedup": raw["median"]}
+    if raw["median"] and value["median"]:
+        ctx["es_over_raw"] = value["median"] / raw["median"]
+    return value, ctx
+
+
+def two_engine_speedup_raw_vllm(b: Bench):
+    single, parts = b.engine("single"), b.two_parts()["parts"]
+    one = single["alone"]["seconds"]["median"]
+    per_repeat = max(p["total_s"] for p in parts) / b.s["engine_repeats"]
+    return summary([one / per_repeat]), {
+        "one_engine_both_cores_s": one,
+        "two_engines_one_core_each_s": per_repeat,
+        "prompts": single["prompts"],
+        "engine_start_s": [p["engine_start_s"] for p in parts],
+    }
+
+
+def rss_es_over_grpo(b: Bench):
+    es, grpo = b.fit("es"), b.fit("grpo")
+    ctx = {
+        "es_peak_rss_gib": es["peak_rss_bytes"] / 2**30, "grpo_peak_rss_gib": grpo["peak_rss_bytes"] / 2**30,
+        "es_peak_pss_gib": es["peak_pss_bytes"] / 2**30, "grpo_peak_pss_gib": grpo["peak_pss_bytes"] / 2**30,
+        "pss_ratio": es["peak_pss_bytes"] / max(grpo["peak_pss_bytes"], 1),
+        "processes": [es["peak_processes"], grpo["peak_processes"]], "batch": b.s["fit_batch"],
+    }  # fmt: skip
+    return summary([es["peak_rss_bytes"] / grpo["peak_rss_bytes"]]), ctx
+
+
+def vllm_over_hf(b: Bench):
+    v, h = b.engine("single")["alone"], b.engine("hf")["hf"]
+    ctx = {"vllm_tokens_per_s": v["tokens_per_s"], "hf_tokens_per_s": h["tokens_per_s"]}
+    return summary([v["tokens_per_s"]["median"] / h["tokens_per_s"]["median"]]), ctx
+
+
+def engine_with_trainer_over_alone(b: Bench):
+    s = b.engine("single")
+    ctx = {
+        "alone_tokens_per_s": s["alone"]["tokens_per_s"],
+        "with_trainer_tokens_per_s": s["with_trainer"]["tokens_per_s"],
+    }
+    return summary([s["with_trainer"]["tokens_per_s"]["median"] / s["alone"]["tokens_per_s"]["median"]]), ctx
+
+
+def scoring_share(b: Bench):
+    args = [
+        "--samples",
+        "32",
+        "--repeats",
+        str(b.s["scoring_repeats"]),
+        "--model",
+        b.prepared()["bench_model"],
+    ]
+    sc = b.script("scoring", "scoring", args)
+    tps = b.engine("single")["long"]["tokens_per_s"]["median"]  # n=8 samples of long completions
+    generate_s = sc["completion_tokens"] / tps
+    ctx = {**{k: sc[k] for k in ("prompts", "completions", "completion_tokens", "mean_reward")}}
+    ctx |= {"score_s": sc["score_s"], "generate_s_estimated": generate_s, "vllm_tokens_per_s": tps}
+    return summary(
+        [s / generate_s for s in (sc["score_s"]["median"], sc["score_s"]["min"], sc["score_s"]["max"])]
+    ), ctx
+
+
+def grpo_sync_share(b: Bench):
+    g = b.fit("grpo")
+    ctx = {k: g[k] for k in ("time/sync", "time/step", "time/train", "time/generate") if k in g}
+    return summary([g["time/sync"]["median"] / g["time/step"]["median"]]), ctx
+
+
+def lora_population_over_sequential(b: Bench):
+    n = b.s["lora_adapters"]
+    lora = b.script(
+        "engine_lora", "engine",
+        ["--role", "lora", "--model", b.prepared()["bench_model"], "--prompts", str(b.s["batch"]),
+         "--max-tokens", str(b.s["max_tokens"]), "--repeats", str(b.s["engine_repeats"]),
+         "--adapters", b.prepared()["adapters"]],
+    )  # fmt: skip
+    r = b.es_step(b.prepared()["bench_model"], 1)["records"]
+    per_member = [(x["time/generate"] + x["time/perturb_restore"]) / POPULATION for x in r]
+    sequential = summary(per_member)["median"] * n
+    batch = lora["lora_batch"]["seconds"]
+    return summary([batch["median"] / sequential]), {
+        "adapters": n, "prompts": b.s["batch"], "lora_batch_s": batch, "sequential_full_weight_s": sequential,
+        "no_lora_batch_s": lora["no_lora_batch"]["seconds"], "lora_tokens": lora["lora_batch"]["tokens"],
+    }  # fmt: skip
+
+
+def prefix_cache_stale_fraction(b: Bench):
+    """Not in the issue: the fraction of prompts whose greedy completion under a perturbation
+    differs between a warm prefix cache (prompt KV from the centre) and a fresh one."""
+    step = b.es_step(b.prepared()["bench_model"], 1)
+    check = step["prefix_cache"]
+    ctx = {**check, "prompt_tokens": summary(step["prompt_tokens"]), "block_size": 128}
+    return summary([check["stale_fraction"]]), ctx
+
+
+MEASURES = {
+    "es_over_generation": es_over_generation,
+    "update_share": update_share,
+    "es_over_generation_demo": lambda b: es_over_generation(b, DEMO_MODEL),
+    "update_share_demo": lambda b: update_share(b, DEMO_MODEL),
+    "two_engine_speedup": two_engine_speedup,
+    "two_engine_speedup_raw_vllm": two_engine_speedup_raw_vllm,
+    "rss_es_over_grpo": rss_es_over_grpo,
+    "vllm_over_hf": vllm_over_hf,
+    "engine_with_trainer_over_alone": engine_with_trainer_over_alone,
+    "scoring_share": scoring_share,
+    "grpo_sync_share": grpo_sync_share,
+    "lora_population_over_sequential": lora_population_over_sequential,
+    "prefix_cache_stale_fraction": prefix_cache_stale_fraction,
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller batches (~10-12 min)")
+    parser.add_argument("--json", type=Path, help="write every key, its context and the raw results here")
+    parser.add_argument("--markdown", type=Path, help="where to write BENCHMARKS.md (default: the "
+                        "repository's, on full runs only)")  # fmt: skip
+    parser.add_argument(
+        "--only", nargs="+", choices=list(MEASURES), metavar="KEY", help="run only these keys"
+    )
+    parser.add_argument(
+        "--work", type=Path, default=Path("/tmp/es_lightning_bench"), help="logs and run folders"
+    )
+    parser.add_argument("--pause-file", type=Path, help="wait before each measure while this file exists")
+    parser.add_argument("--reuse", action="store_true", help="take results already in --work (after a crash)")
+    args = parser.parse_args(argv)
+    settings = QUICK if args.quick else FULL
+    args.work.mkdir(parents=True, exist_ok=True)
+    bench = Bench(settings, args.work, args.pause_file, args.reuse)
+    started = time.time()
+    results: dict[str, Any] = {}
+    for key in args.only or list(MEASURES):
+        print(f"{key} ...", flush=True)
+        try:
+            value, context = MEASURES[key](bench)
+            results[key] = {
+                "value": value["median"],
+                "spread": [value["min"], value["max"]],
+                "context": context,
+            }
+        except Exception as error:  # the key is still written, with the reason
+            traceback.print_exc()
+            results[key] = {"value": None, "reason": f"{type(error).__name__}: {error}"[:1500]}
+        check, goal = GOALS.get(key, (None, None))
+        value = results[key]["value"]
+        results[key]["goal"] = goal
+        results[key]["met"] = None if check is None or value is None else bool(check(value))
+    info = machine_info(bench, settings, args.quick, time.time() - started)
+    print_table(results)
+    if args.json:
+        write_json(args.json, {"machine": info, "results": results, "raw": bench.raw})
+    markdown = args.markdown or (None if args.quick or args.only else REPO / "BENCHMARKS.md")
+    if markdown:
+        write_markdown(markdown, info, results)
+        print(f"wrote {markdown}")
+
+
+if __name__ == "__main__":
+    main()
