@@ -68,15 +68,25 @@ def noise_like(
     name: str,
     shape: Sequence[int] | torch.Size,
     device: torch.device | str | None = None,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Standard-normal float32 noise ε for parameter ``name`` under member seed ``seed``.
 
     Deterministic per (seed, name, shape, device *type*); CPU and CUDA give different (each
-    reproducible) numbers. ``device=None`` means CPU.
+    reproducible) numbers. ``device=None`` means CPU. ``out``: a float32 tensor of that shape on
+    that device to fill instead of allocating one (the same numbers; loops that draw many ε of one
+    shape reuse one buffer rather than fault in fresh memory for each).
     """
     device = torch.device("cpu") if device is None else torch.device(device)
     gen = torch.Generator(device=device)
     gen.manual_seed(param_seed(seed, name))
+    if out is not None:
+        if out.dtype != torch.float32 or tuple(out.shape) != tuple(shape) or out.device.type != device.type:
+            raise ValueError(
+                f"noise_like: out is {out.dtype} {tuple(out.shape)} on {out.device}, "
+                f"expected float32 {tuple(shape)} on {device}"
+            )
+        return torch.randn(tuple(shape), generator=gen, out=out)
     return torch.randn(tuple(shape), generator=gen, device=device, dtype=torch.float32)
 
 

@@ -46,6 +46,7 @@ import torch
 
 from es_lightning.es.noise import noise_like, seed_schedule
 from es_lightning.es.normalize import Normalization, is_degenerate, normalize_rewards
+from es_lightning.es.parallel import map_tensors
 
 __all__ = [
     "Population",
@@ -145,10 +146,11 @@ def _check_master(name: str, t: torch.Tensor) -> None:
 def _direction_sum(name: str, ref: torch.Tensor, coeffs: Mapping[int, float]) -> torch.Tensor:
     """Σ_s c_s·ε_s for one tensor, in float32 on ``ref``'s device (ε regenerated one at a time)."""
     acc = torch.zeros(ref.shape, dtype=torch.float32, device=ref.device)
+    eps = torch.empty_like(acc)  # one buffer for every ε_s of this tensor
     for seed, c in coeffs.items():
         if c == 0.0:  # e.g. an antithetic pair with equal rewards
             continue
-        acc.add_(noise_like(seed, name, ref.shape, ref.device), alpha=float(c))
+        acc.add_(noise_like(seed, name, ref.shape, ref.device, out=eps), alpha=float(c))
     return acc
 
 
@@ -161,18 +163,23 @@ def apply_es_update(
 ) -> float:
     """θ ← θ + (α/N)·Σ_s c_s·ε_s in place on the fp32 master tensors; returns ‖Δ‖₂ (global).
 
-    Works one tensor at a time (peak extra memory: two fp32 copies of the largest tensor). The
-    noise is regenerated on each tensor's own device.
+    Works tensor by tensor, several CPU tensors at once on threads (:mod:`es_lightning.es.parallel`;
+    peak extra memory: a few fp32 tensors), bit-identical to one at a time. The noise is
+    regenerated on each tensor's own device.
     """
     if population_size < 1:
         raise ValueError(f"population_size must be >= 1, got {population_size}")
     scale = float(lr) / population_size
-    sq_norms: dict[torch.device, torch.Tensor] = {}
     for name, p in params.items():
         _check_master(name, p)
+
+    def step(name: str, p: torch.Tensor) -> torch.Tensor:
         delta = _direction_sum(name, p, coeffs).mul_(scale)
         p.add_(delta.to(p.dtype))
-        sq = torch.linalg.vector_norm(delta, dtype=torch.float64).square()
+        return torch.linalg.vector_norm(delta, dtype=torch.float64).square()
+
+    sq_norms: dict[torch.device, torch.Tensor] = {}
+    for (_, p), sq in zip(params.items(), map_tensors(step, params.items()), strict=True):
         sq_norms[p.device] = sq_norms[p.device] + sq if p.device in sq_norms else sq
     return math.sqrt(sum(float(v.item()) for v in sq_norms.values()))
 
@@ -191,7 +198,12 @@ def assign_es_grad_(
         raise ValueError(f"population_size must be >= 1, got {population_size}")
     for name, p in params.items():
         _check_master(name, p)
-        p.grad = _direction_sum(name, p, coeffs).mul_(-1.0 / population_size).to(p.dtype)
+
+    def direction(name: str, p: torch.Tensor) -> torch.Tensor:
+        return _direction_sum(name, p, coeffs).mul_(-1.0 / population_size).to(p.dtype)
+
+    for (_, p), grad in zip(params.items(), map_tensors(direction, params.items()), strict=True):
+        p.grad = grad
 
 
 def kappa_pair(rewards: Sequence[float] | np.ndarray, population: Population) -> float:

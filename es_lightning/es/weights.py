@@ -14,6 +14,7 @@ from typing import Literal
 import torch
 
 from es_lightning.es.noise import noise_like
+from es_lightning.es.parallel import map_tensors
 from es_lightning.es.update import apply_es_update, assign_es_grad_
 
 Writer = Callable[[Iterable[tuple[str, torch.Tensor]]], None]
@@ -50,10 +51,15 @@ class ESWeights:
         self._adam_args = dict(betas=adam_betas, eps=adam_eps)
 
     def perturbed(self, seed: int, sign: float, sigma: float) -> Iterator[tuple[str, torch.Tensor]]:
-        """θ + sign·σ·ε_seed per tensor, computed in fp32 and cast once to the serving dtype."""
-        for name, m in self.master.items():
+        """θ + sign·σ·ε_seed per tensor, computed in fp32 and cast once to the serving dtype
+        (tensors drawn on several CPU threads, yielded in order: :mod:`es_lightning.es.parallel`)."""
+        scale, dtype = float(sign) * float(sigma), self.serving_dtype
+
+        def member(name: str, m: torch.Tensor) -> tuple[str, torch.Tensor]:
             eps = noise_like(seed, name, m.shape, m.device)
-            yield name, torch.add(m, eps, alpha=float(sign) * float(sigma)).to(self.serving_dtype)
+            return name, torch.add(m, eps, alpha=scale, out=eps).to(dtype)  # θ + sign·σ·ε in ε's memory
+
+        yield from map_tensors(member, self.master.items())
 
     @torch.no_grad()
     def perturb(self, seed: int, sign: float, sigma: float) -> None:

@@ -99,3 +99,12 @@ def test_cuda_noise_deterministic_and_independent():
     assert torch.equal(a, noise_like(5, "w", (100, 100), torch.device("cuda")))
     b = noise_like(5, "v", (100, 100), "cuda")
     assert abs(_corr(a.cpu(), b.cpu())) < 0.05
+
+
+def test_noise_into_a_buffer_is_the_same_noise():
+    buf = torch.full((37, 5), 7.0)
+    got = noise_like(11, "layers.0.weight", (37, 5), out=buf)
+    assert got.data_ptr() == buf.data_ptr()
+    assert torch.equal(buf, noise_like(11, "layers.0.weight", (37, 5)))
+    with pytest.raises(ValueError, match=r"expected float32 \(37, 5\)"):
+        noise_like(11, "layers.0.weight", (37, 5), out=torch.zeros(5, 37))

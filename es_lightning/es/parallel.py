@@ -1,0 +1,99 @@
+"""Per-tensor ES work (noise, perturbation, update) spread over CPU threads, results in order.
+
+Drawing ε on CPU is the cost of an ES perturbation and of its update: one ``torch.Generator`` fills
+a tensor on one core (about 6 ns per number), however many cores torch may use. Every tensor has
+its own generator (:func:`~es_lightning.es.noise.noise_like` seeds it from the tensor's name), and
+torch releases the GIL while it fills, so different tensors can be drawn on different threads with
+the same numbers as one after the other. :func:`map_tensors` does that: it applies a function to
+each ``(name, tensor)`` on up to ``torch.get_num_threads()`` threads, keeps at most twice that many
+results in flight (memory stays a few tensors, not a model) and yields the results in input
+order, so whatever folds them (a sum, a write into the served model) does so in the same order as
+a serial loop: results are bit-identical to the serial ones. The threads may run on every core any
+thread of the process may use (in a vLLM CPU worker, the cores its compute threads are bound to).
+
+CUDA tensors are mapped serially: the device draws ε far faster than a thread could hand it work.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+import torch
+
+__all__ = ["map_tensors", "tensor_threads"]
+
+R = TypeVar("R")
+
+_pools: dict[int, ThreadPoolExecutor] = {}
+
+
+def tensor_threads() -> int:
+    """Threads :func:`map_tensors` uses for CPU tensors (torch's intra-op thread count)."""
+    return max(1, torch.get_num_threads())
+
+
+def _process_cores() -> set[int]:
+    """Every core some thread of this process may run on. A thread starts with its creator's
+    affinity, and a pinned OpenMP runtime (a vLLM CPU worker binds its compute threads one core
+    each, the main thread included) would otherwise put every new thread on the main thread's
+    single core."""
+    cores: set[int] = set()
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                cores |= os.sched_getaffinity(int(tid))
+            except OSError:  # the thread ended
+                pass
+    except (OSError, AttributeError):  # not Linux
+        return set()
+    return cores
+
+
+def _spread(cores: set[int]) -> None:
+    """Set up a pool thread: its torch ops run on itself alone (the pool is the parallelism; an
+    OpenMP team per pool thread would put twice as many threads as cores), on any of ``cores``."""
+    torch.set_num_threads(1)  # per thread: OpenMP's thread count is the calling thread's setting
+    if cores:
+        try:
+            os.sched_setaffinity(0, cores)  # 0: the calling thread
+        except OSError:
+            pass
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    pool = _pools.get(threads)
+    if pool is None:
+        pool = _pools[threads] = ThreadPoolExecutor(
+            threads, thread_name_prefix="es-tensors", initializer=_spread, initargs=(_process_cores(),)
+        )
+    return pool
+
+
+def map_tensors(
+    fn: Callable[[str, torch.Tensor], R],
+    items: Iterable[tuple[str, torch.Tensor]],
+    threads: int | None = None,
+) -> Iterator[R]:
+    """``fn(name, tensor)`` for every item, yielded in input order.
+
+    CPU tensors run on ``threads`` threads (default :func:`tensor_threads`) with at most
+    ``2 × threads`` results pending; CUDA tensors, and ``threads=1``, run in the calling thread.
+    An exception in ``fn`` is raised here, at its item's turn.
+    """
+    threads = tensor_threads() if threads is None else max(1, int(threads))
+    pending: deque = deque()
+    for name, tensor in items:
+        if threads == 1 or tensor.device.type != "cpu":
+            while pending:  # keep the order: results of earlier items first
+                yield pending.popleft().result()
+            yield fn(name, tensor)
+            continue
+        pending.append(_pool(threads).submit(torch.no_grad()(fn), name, tensor))
+        if len(pending) >= 2 * threads:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
