@@ -10,7 +10,7 @@ Per update, for each member ``i`` a rank evaluates (the strategy drives this)::
 
     engine.es_perturb(seed_i, sign_i, σ)      # serve θ + sign_i·σ·ε_i
     outputs = engine.generate(prompts, sampling)
-    engine.es_restore()                       # serve θ again, bit-exactly
+    engine.es_restore()                       # serve θ again, bit-exactly (written lazily)
     ...
     engine.es_update({seed: c}, α, N)         # θ ← θ + (α/N)·Σ_s c_s ε_s
 
@@ -47,7 +47,10 @@ class ESEngine(ABC):
 
     @abstractmethod
     def es_restore(self) -> None:
-        """Serve the centre θ again, bit-exactly."""
+        """Serve the centre θ again, bit-exactly. A backend may defer the write until the served
+        weights are next read (both built-in ones do: the next member's :meth:`es_perturb` and
+        :meth:`es_update` overwrite every served tensor, so a population never writes θ between
+        members)."""
 
     @abstractmethod
     def es_update(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:

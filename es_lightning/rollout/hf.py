@@ -30,6 +30,7 @@ class HFRollout(Rollout, ESEngine):
         self.tokenizer = None
         self.loading = ModelLoading()
         self.device = torch.device("cpu")
+        self._restore_pending = False  # es_restore's write, deferred to the next read
 
     @override
     def setup(
@@ -60,6 +61,7 @@ class HFRollout(Rollout, ESEngine):
     @override
     @torch.inference_mode()
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[RolloutOutput]:
+        self._serve_centre()
         model, tok = self._model, self.tokenizer
         eos = {tok.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
         eos.discard(None)
@@ -141,6 +143,7 @@ class HFRollout(Rollout, ESEngine):
 
         if len(prompts) != len(responses):
             raise ValueError(f"score_logprobs: {len(prompts)} prompts but {len(responses)} responses")
+        self._serve_centre()
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         out: list[list[float]] = []
         for start in range(0, len(prompts), self.batch_size):
@@ -155,6 +158,7 @@ class HFRollout(Rollout, ESEngine):
     @override
     @torch.no_grad()
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
+        self._serve_centre()  # the tensors may cover only part of the model
         params = dict(self._model.named_parameters())
         for name, tensor in named_tensors:
             if name not in params:
@@ -163,10 +167,12 @@ class HFRollout(Rollout, ESEngine):
 
     @override
     def checksum(self) -> float:
+        self._serve_centre()
         return float(sum(p.detach().double().sum().item() for p in self._model.parameters()))
 
     @override
     def digest(self) -> str:
+        self._serve_centre()
         return weights_digest(self._model)
 
     # -- ES: the fp32 master lives beside the HF model in this process ---------------------------
@@ -190,6 +196,7 @@ class HFRollout(Rollout, ESEngine):
         for name in set(params) - set(self._es.master):  # e.g. weights the files name differently
             self._es.master[name] = params[name].detach().to(torch.float32, copy=True)
         self._es.restore()
+        self._restore_pending = False
 
     @torch.no_grad()
     def _write(self, named: Iterable[tuple[str, torch.Tensor]]) -> None:
@@ -205,14 +212,24 @@ class HFRollout(Rollout, ESEngine):
 
     @override
     def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
+        """Serve θ + sign·σ·ε_seed (every tensor written from the fp32 master)."""
         self.es.perturb(seed, sign, sigma)
+        self._restore_pending = False
 
     @override
     def es_restore(self) -> None:
-        self.es.restore()
+        """Serve the centre again, bit-exactly; written when the served weights are next read (the
+        next member's perturbation or the update overwrites them all anyway)."""
+        self._restore_pending = True
+
+    def _serve_centre(self) -> None:
+        if self._restore_pending:
+            self.es.restore()
+            self._restore_pending = False
 
     @override
     def es_update(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:
+        self._restore_pending = False  # the update writes the new centre
         return self.es.update(coeffs, lr, population_size)
 
     @override
@@ -230,7 +247,10 @@ class HFRollout(Rollout, ESEngine):
 
     @override
     def close(self) -> None:
+        """Release the served model and the ES centre (its fp32 master and optimizer state)."""
         self.model = None
+        self._es = None
+        self._restore_pending = False
 
 
 def _as_list(x: int | list[int] | None) -> list[int]:

@@ -2,7 +2,8 @@
 
 vLLM mixes this class into its worker; ``self.model_runner.model`` is the served torch model.
 The trainer reaches these methods with ``llm.collective_rpc(name, args=...)``. Only small things
-cross the process boundary (paths, seeds, scalars); weights travel through safetensors files.
+cross the process boundary (paths, seeds, scalars); weights travel through safetensors files, one
+per bounded chunk of a load (:meth:`WorkerExtension.load_weights_from_file`).
 """
 
 from __future__ import annotations
@@ -93,18 +94,26 @@ class WorkerExtension:
     def _served_model(self) -> torch.nn.Module:
         return self.model_runner.model  # type: ignore[attr-defined]
 
-    def load_weights_from_file(self, path: str) -> int:
+    def load_weights_from_file(self, path: str, refresh: bool = True) -> int:
         """Load HF-named tensors from a safetensors file with the model's own weight loader
-        (which fuses q/k/v and gate/up and shards for tensor parallelism)."""
+        (which fuses q/k/v and gate/up, shards for tensor parallelism and casts to the serving
+        dtype). ``refresh=False`` for all but the last file of a load: the CPU kernels are then
+        repacked once, by :meth:`refresh_cpu_kernels`."""
         from safetensors.torch import load_file
 
         tensors = load_file(path, device="cpu")
-        self._write(tensors.items())
+        self._write(tensors.items(), refresh=refresh)
         return len(tensors)
 
-    def _write(self, named) -> None:
-        """Load HF-named tensors with the model's own loader, then refresh CPU kernels."""
+    def _write(self, named, refresh: bool = True) -> None:
+        """Load HF-named tensors with the model's own loader, then (``refresh``) the CPU kernels."""
         self._served_model().load_weights(weights=named)
+        if refresh:
+            self.refresh_cpu_kernels()
+
+    def refresh_cpu_kernels(self) -> None:
+        """Repack every linear weight for the CPU kernels (they read a packed copy; ~50 ms on a
+        30M-parameter model, so once per weight change, not once per chunk). Nothing off CPU."""
         self._refresh_cpu_kernels()
 
     def _refresh_cpu_kernels(self) -> None:

@@ -134,3 +134,60 @@ def test_vllm_members_prefill_long_prompts_under_their_own_weights(vllm_rollout,
         assert v == h, f"member {seed} served stale prompt KV"
         vllm_rollout.es_restore()
         hf_rollout.es_restore()
+
+
+def _served_calls(rollout, backend: str, monkeypatch) -> list[str]:
+    """Record the weight writes a backend makes: RPCs into vLLM's workers, ``_write`` calls in HF."""
+    calls: list[str] = []
+    if backend == "vllm_rollout":
+        rpc = rollout.rpc
+        monkeypatch.setattr(rollout, "rpc", lambda method, *a: (calls.append(method), rpc(method, *a))[1])
+    else:
+        write = rollout.es.write
+        monkeypatch.setattr(rollout.es, "write", lambda named: (calls.append("write"), write(named))[1])
+    return calls
+
+
+@pytest.mark.parametrize("backend", ["hf_rollout", pytest.param("vllm_rollout", marks=pytest.mark.vllm)])
+def test_restore_between_members_is_never_written_and_reads_serve_the_centre(
+    backend, request, prompts, monkeypatch
+):
+    """es_restore defers its write: the next member's perturbation overwrites every served tensor,
+    so a population writes N perturbations and one update; a generation (or a digest) after a
+    restore first writes the centre back, bit-exactly."""
+    rollout = request.getfixturevalue(backend)
+    if backend == "hf_rollout":
+        rollout.es_init()
+    centre = rollout.digest()
+    base = [o.completions[0].token_ids for o in rollout.generate(prompts, GREEDY)]
+    calls = _served_calls(rollout, backend, monkeypatch)
+    members = [(seed, 0.05) for seed in (7, 8, 9)]
+    for seed, sigma in members:
+        rollout.es_perturb(seed, 1.0, sigma)
+        rollout.es_restore()
+    writes = [c for c in calls if c != "reset_prefix_cache"]
+    assert writes == (["es_perturb"] * 3 if backend == "vllm_rollout" else ["write"] * 3)
+    again = [o.completions[0].token_ids for o in rollout.generate(prompts, GREEDY)]
+    assert again == base  # the centre is served again, not member 9
+    assert rollout.digest() == centre
+    calls.clear()
+    rollout.es_perturb(10, -1.0, 0.05)
+    rollout.es_restore()
+    rollout.es_update({10: 1.0, 11: -0.5}, lr=0.01, population_size=2)
+    writes = [c for c in calls if c != "reset_prefix_cache"]
+    assert writes == (["es_perturb", "es_update"] if backend == "vllm_rollout" else ["write"] * 2)
+    assert rollout.digest() != centre
+
+
+def test_hf_close_releases_the_es_centre(tiny_model_path):
+    from es_lightning.rollout.hf import HFRollout
+
+    rollout = HFRollout()
+    rollout.setup(str(tiny_model_path), torch.device("cpu"), torch.float32)
+    rollout.es_init()
+    rollout.es_perturb(1, 1.0, 0.01)
+    rollout.es_restore()
+    rollout.close()
+    assert rollout.model is None
+    with pytest.raises(RuntimeError, match="es_init"):
+        rollout.es_checksum()

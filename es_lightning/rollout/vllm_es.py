@@ -1,0 +1,100 @@
+"""The ES centre inside a vLLM engine's workers: every ES operation is one call into them.
+
+:class:`VLLMES` is the :class:`~es_lightning.rollout.es_engine.ESEngine` half of
+:class:`~es_lightning.rollout.vllm.VLLMRollout`; the fp32 master and the noise live in each worker
+(:class:`es_lightning.rollout.worker.WorkerExtension`), and only seeds, scalars and file names
+cross the process boundary. After every weight change the engine's prefix cache is dropped
+(``_weights_changed``). ``es_restore`` is deferred: the served weights are written back to the
+centre only when something next reads them (``_serve_centre``, called by generation, scoring,
+checksums and weight loads), since the next member's perturbation and the update overwrite every
+served tensor anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import torch
+from typing_extensions import override
+
+from es_lightning.checkpoint import weight_files as default_weight_files
+from es_lightning.es.weights import OptimizerName
+from es_lightning.models.loading import ModelLoading
+from es_lightning.rollout.es_engine import ESEngine
+
+
+class VLLMES(ESEngine):
+    """ES operations through ``rpc`` into the engine's workers (mixed into ``VLLMRollout``)."""
+
+    model_path: str | None
+    loading: ModelLoading
+    stream_chunk_bytes: int
+    _restore_pending: bool
+
+    def rpc(self, method: str, *args: Any) -> list[Any]:  # provided by VLLMRollout
+        raise NotImplementedError
+
+    def _weights_changed(self) -> None:  # provided by VLLMRollout
+        raise NotImplementedError
+
+    @override
+    def es_init(
+        self,
+        weight_files: Sequence[str] | None = None,
+        optimizer: OptimizerName = "sgd",
+        optimizer_state: str | None = None,
+    ) -> None:
+        files = (
+            list(weight_files)
+            if weight_files
+            else default_weight_files(self.model_path, revision=self.loading.revision)
+        )
+        self.rpc("es_init", files, optimizer, optimizer_state)
+        self._restore_pending = False
+        self._weights_changed()
+
+    @override
+    def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
+        """Serve θ + sign·σ·ε_seed: every served tensor is written from the fp32 master, so a
+        restore still pending from the previous member is not needed."""
+        self.rpc("es_perturb", seed, sign, sigma)
+        self._restore_pending = False
+        self._weights_changed()
+
+    @override
+    def es_restore(self) -> None:
+        """Serve the centre again, bit-exactly. The write waits for the next call that reads the
+        served weights (generation, scoring, a checksum, a partial load); the next member's
+        perturbation or the update overwrites every served tensor anyway, so between members of
+        a population nothing is written."""
+        self._restore_pending = True
+
+    def _serve_centre(self) -> None:
+        if self._restore_pending:
+            self.rpc("es_restore")
+            self._restore_pending = False
+            self._weights_changed()
+
+    @override
+    def es_update(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:
+        norm = self.rpc("es_update", dict(coeffs), lr, population_size)[0]  # writes the new centre
+        self._restore_pending = False
+        self._weights_changed()
+        return norm
+
+    @override
+    def es_checksum(self) -> float:
+        return self.rpc("es_checksum")[0]
+
+    @override
+    def es_named_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
+        for names in self.rpc("es_weight_chunks", self.stream_chunk_bytes)[0]:
+            chunk = self.rpc("es_weight_chunk", names)[0]
+            for name in names:
+                shape, data = chunk.pop(name)
+                yield name, torch.frombuffer(bytearray(data), dtype=torch.float32).reshape(shape)
+
+    @override
+    def es_save_optimizer(self, path: str) -> None:
+        self.rpc("es_save_optimizer", str(path))
