@@ -16,6 +16,7 @@ folder also holds the adapter in PEFT's format (``PeftModel.from_pretrained(base
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -113,22 +114,43 @@ def hf_name(peft_name: str) -> str:
 
 
 @torch.no_grad()
-def merged_weights(model: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+def merged_weights(model: torch.nn.Module, adapted_only: bool = False) -> Iterator[tuple[str, torch.Tensor]]:
     """Every parameter of the PeftModel ``model`` under its HF name, fp32, adapters merged
-    (W + (α/r)·B·A for each targeted layer; the model itself is not changed)."""
+    (W + (α/r)·B·A for each targeted layer; the model itself is not changed). ``adapted_only``:
+    only the targeted layers' merged weights, all that differs from the base model (the frozen
+    rest, biases of targeted layers included, is the base's bit for bit)."""
     from peft.tuners.lora import LoraLayer
 
     layers = {f"{name}.base_layer.weight": m for name, m in model.named_modules() if isinstance(m, LoraLayer)}
     for name, p in model.named_parameters():
-        if ".lora_" in name:
+        layer = layers.get(name)
+        if ".lora_" in name or (adapted_only and layer is None):
             continue
         weight = p.detach()
-        layer = layers.get(name)
         if layer is not None:
             weight = weight.float()
             for adapter in layer.active_adapters:
                 weight = weight + layer.get_delta_weight(adapter).float()
         yield hf_name(name), weight
+
+
+def engine_holds_frozen_weights(engine_model: str | Path, serving_dtype: torch.dtype) -> bool:
+    """Whether an engine started from ``engine_model`` in ``serving_dtype`` already serves the
+    frozen (non-adapted) weights exactly as a sync of the trainer's would write them, so that a
+    sync of the adapted layers alone (``merged_weights(model, adapted_only=True)``) is complete.
+
+    True for a plain model (the trainer loaded the same files) and for an es-lightning checkpoint
+    (a resume, a pipeline stage's start) whose served file is fp32 or ``serving_dtype``; False when
+    that file was written in another dtype (e.g. a bf16 run resumed in fp32: the engine would hold
+    bf16-rounded copies of the fp32 weights the trainer holds) or records none."""
+    from es_lightning.checkpoint import STATE_FILE, master_files
+
+    folder = Path(engine_model)
+    if not master_files(folder):
+        return True
+    state = folder / STATE_FILE
+    written = json.loads(state.read_text()).get("serving_dtype") if state.is_file() else None
+    return written in (str(torch.float32), str(serving_dtype))
 
 
 def save_adapter(model: Any, folder: Path) -> None:

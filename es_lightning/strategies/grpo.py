@@ -45,16 +45,17 @@ from typing_extensions import override
 from es_lightning.checkpoint import load_weights, master_files
 from es_lightning.errors import ConfigError, MissingPathError
 from es_lightning.es.noise import seed_schedule
-from es_lightning.grpo import compute_advantages, grpo_loss, pack_sequences, token_logprobs_and_entropy
+from es_lightning.grpo import compute_advantages, pack_sequences
 from es_lightning.grpo.lora import (
     AdaptersOff,
     LoRASettings,
+    engine_holds_frozen_weights,
     merged_weights,
     require_peft,
     save_adapter,
-    seed_dropout,
     wrap_with_lora,
 )
+from es_lightning.grpo.optimize import optimize_policy
 from es_lightning.grpo.schedule import Schedule, lr_multiplier, resolve_warmup
 from es_lightning.grpo.settings import check_grpo_settings
 from es_lightning.rollout.base import Rollout
@@ -213,7 +214,9 @@ class _GRPO(ReasoningStrategy):
                     "written by another strategy?)"
                 )
             fabric.load(state, {"model": self.model, "optimizer": self.optimizer})
-        self.sync_weights(rollout)
+        engine_start = resume.path if resume is not None else module.model  # what the engine loaded
+        exact = engine_holds_frozen_weights(engine_start, module.torch_dtype(fabric.device))
+        self.sync_weights(rollout, everything=not exact)
 
     def lr_at(self, optimizer_step: int) -> float:
         """η at optimizer step ``optimizer_step`` (0-based) of the run's ``total_updates`` × μ."""
@@ -244,9 +247,17 @@ class _GRPO(ReasoningStrategy):
         for name, p in self._unwrapped().named_parameters():
             yield name, p.detach()
 
-    def sync_weights(self, rollout: Rollout) -> None:
-        """Give the rollout engine the trainer's current weights (serving dtype cast once)."""
-        rollout.load_weights(self.named_weights(rollout))
+    def sync_weights(self, rollout: Rollout, everything: bool = False) -> None:
+        """Give the rollout engine what changed of the trainer's weights (fp32; the engine casts to
+        its serving dtype). Without LoRA that is every weight: each AdamW step moves all of them.
+        With LoRA only the adapted layers' merged W + (α/r)·B·A: the rest is frozen, and the engine
+        already serves it from its start (the base model; after a resume the checkpoint's served
+        weights, whose frozen part is the base's). ``everything``: send all weights regardless
+        (prepare does when the engine's start files may not hold the frozen weights exactly)."""
+        if self.lora is not None and not everything:
+            rollout.load_weights(merged_weights(self._unwrapped(), adapted_only=True))
+        else:
+            rollout.load_weights(self.named_weights(rollout))
 
     @override
     def save_state(self, fabric: Fabric, rollout: Rollout, folder: Path) -> None:
@@ -299,7 +310,9 @@ class _GRPO(ReasoningStrategy):
         temperature = sampling.temperature if sampling.temperature > 0 else 1.0
 
         t0 = time.perf_counter()
-        stats = self._optimize(fabric, input_ids, attention, response_mask, advantages, temperature, step)
+        stats = optimize_policy(
+            self, fabric, input_ids, attention, response_mask, advantages, temperature, step
+        )
         timings["train"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         self.sync_weights(rollout)
@@ -325,93 +338,6 @@ class _GRPO(ReasoningStrategy):
         }
         samples = text_samples(module, rows, outputs, scores) if self.global_rank == 0 else []
         return StepResult(metrics=metrics, samples=samples)
-
-    def _optimize(
-        self,
-        fabric: Any,
-        input_ids: torch.Tensor,  # (S, L)
-        attention: torch.Tensor,  # (S, L)
-        response_mask: torch.Tensor,  # (S, L)
-        advantages: torch.Tensor,  # (S,)
-        temperature: float,
-        step: int,
-    ) -> dict[str, float]:
-        device = fabric.device
-        if self.lora is not None:
-            seed_dropout(self.lora, step, self.global_rank)
-        total_tokens = float(response_mask.sum())
-        n_seq = input_ids.shape[0]
-        chunks = [slice(i, i + self.micro_batch_size) for i in range(0, n_seq, self.micro_batch_size)]
-        old_logps: list[torch.Tensor | None] = [None] * len(chunks)
-        ref_logps: list[torch.Tensor | None] = [None] * len(chunks)
-        if self.inner_iterations > 1 or self.beta > 0:
-            with torch.no_grad(), fabric.autocast():
-                for j, sl in enumerate(chunks):
-                    ids, att, mask = (
-                        input_ids[sl].to(device),
-                        attention[sl].to(device),
-                        response_mask[sl].to(device),
-                    )
-                    if self.inner_iterations > 1:
-                        old_logps[j] = token_logprobs_and_entropy(self.model, ids, att, mask, temperature)[0]
-                    if self.reference is not None:
-                        ref_logps[j] = token_logprobs_and_entropy(
-                            self.reference, ids, att, mask, temperature
-                        )[0]
-        sums = dict.fromkeys(("loss", "clip_frac", "kl", "entropy", "grad_norm"), 0.0)
-        for it in range(self.inner_iterations):
-            for j, sl in enumerate(chunks):
-                ids, att, mask = (
-                    input_ids[sl].to(device),
-                    attention[sl].to(device),
-                    response_mask[sl].to(device),
-                )
-                last = j == len(chunks) - 1
-                with fabric.no_backward_sync(self.model, enabled=not last), fabric.autocast():
-                    logp, entropy = token_logprobs_and_entropy(self.model, ids, att, mask, temperature)
-                    old = logp.detach() if old_logps[j] is None else old_logps[j]
-                    loss, st = grpo_loss(
-                        logp,
-                        old,
-                        advantages[sl].to(device),
-                        mask.float(),
-                        clip_eps=self.clip_eps,
-                        clip_eps_high=self.clip_eps_high,
-                        ref_logp=ref_logps[j],
-                        beta=self.beta,
-                        aggregation=self.loss_aggregation,
-                        num_tokens=total_tokens,
-                        num_sequences=float(n_seq),
-                    )
-                    fabric.backward(loss)
-                if it == 0:
-                    tokens = float(mask.sum())
-                    sums["entropy"] += float((entropy * mask).sum())
-                    sums["clip_frac"] += st.clip_frac * tokens
-                    sums["kl"] += st.kl * tokens
-                    sums["loss"] += st.loss
-            if self.max_grad_norm is not None:
-                norm = fabric.clip_gradients(self.model, self.optimizer, max_norm=self.max_grad_norm)
-            else:
-                norm = torch.sqrt(
-                    sum(p.grad.float().square().sum() for p in self.model.parameters() if p.grad is not None)
-                )
-            if it == 0:
-                sums["grad_norm"] = float(norm)
-            lr = self.lr_at(step * self.inner_iterations + it)
-            for group in self.optimizer.param_groups:
-                group["lr"] = lr
-            if it == 0:
-                sums["lr"] = lr
-            self.optimizer.step()
-            self.optimizer.zero_grad(set_to_none=True)
-        denom = max(total_tokens, 1.0)
-        return {
-            **sums,
-            "entropy": sums["entropy"] / denom,
-            "clip_frac": sums["clip_frac"] / denom,
-            "kl": sums["kl"] / denom,
-        }
 
 
 class GRPOStrategy(_GRPO, DDPStrategy):

@@ -4,17 +4,18 @@
 from __future__ import annotations
 
 import copy
+import json
 import sys
 
 import pytest
 import torch
 from lightning.fabric import Fabric
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM
 
 from es_lightning.checkpoint import Checkpoint
 from es_lightning.errors import ConfigError
-from es_lightning.grpo.lora import LoRASettings, merged_weights, wrap_with_lora
+from es_lightning.grpo.lora import LoRASettings, engine_holds_frozen_weights, merged_weights, wrap_with_lora
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.strategies import GRPOFSDPStrategy, GRPOStrategy
@@ -150,6 +151,66 @@ def test_vllm_engine_serves_the_merged_weights(tiny_model_path, vllm_rollout):
     base = sum(p.double().sum().item() for p in _base(tiny_model_path).parameters())
     assert vllm_rollout.checksum() == pytest.approx(expected, rel=1e-9)
     assert expected != pytest.approx(base, rel=1e-9)
+
+
+@pytest.mark.vllm
+@pytest.mark.usefixtures("fresh_process_group")
+def test_vllm_sync_sends_only_the_adapted_layers_and_the_engine_equals_the_merge(
+    tiny_model_path, vllm_rollout, tmp_path, monkeypatch
+):
+    sent: list[list[str]] = []
+    load = vllm_rollout.load_weights
+
+    def recording_load(named):
+        named = list(named)
+        sent.append([n for n, _ in named])
+        load(named)
+
+    monkeypatch.setattr(vllm_rollout, "load_weights", recording_load)
+    fabric, strategy, module = _setup(
+        tiny_model_path, vllm_rollout, group_size=4, learning_rate=1e-2, micro_batch_size=32, lora=SETTINGS
+    )
+    rows = module.task.load("train")[:8]
+    for step in range(2):
+        strategy.training_step(fabric, module, vllm_rollout, rows, step, run_seed=1)
+    adapted = [n for n, _ in strategy.named_weights(vllm_rollout) if _targeted(n)]
+    assert sent == [adapted] * 3  # prepare's first sync and one per step: the merged W' only
+    served = vllm_rollout.digest()
+    merged = dict(strategy.named_weights(vllm_rollout))  # every weight, as the engine must hold them
+    reference = tmp_path / "merged.safetensors"
+    save_file({n: w.contiguous() for n, w in merged.items()}, str(reference))
+    monkeypatch.undo()
+    vllm_rollout.es_init([str(reference)])  # the whole merged model by another route
+    assert vllm_rollout.digest() == served
+    vllm_rollout.es_init()
+    assert vllm_rollout.digest() != served  # the adapters did move the served weights
+
+
+def test_engine_holds_frozen_weights_unless_its_start_files_rounded_them(tmp_path, tiny_model_path):
+    assert engine_holds_frozen_weights(tiny_model_path, torch.float32)  # the trainer read the same files
+    assert engine_holds_frozen_weights("some-org/some-hub-model", torch.bfloat16)
+    checkpoint = tmp_path / "step-000002"
+    (checkpoint / "grpo_state").mkdir(parents=True)
+    (checkpoint / "grpo_state" / "master.safetensors").write_bytes(b"")  # fp32 master beside the served file
+    assert not engine_holds_frozen_weights(checkpoint, torch.float32)  # serving dtype not recorded
+    for written, serving, exact in [
+        (torch.float32, torch.bfloat16, True),  # bf16 engine casts the fp32 file as a sync would
+        (torch.bfloat16, torch.bfloat16, True),
+        (torch.bfloat16, torch.float32, False),  # the engine would hold bf16-rounded frozen weights
+    ]:
+        (checkpoint / "trainer_state.json").write_text(json.dumps({"serving_dtype": str(written)}))
+        assert engine_holds_frozen_weights(checkpoint, serving) is exact
+
+
+@pytest.mark.usefixtures("fresh_process_group")
+def test_sync_sends_everything_when_the_engine_may_hold_other_frozen_weights(tiny_model_path, hf_rollout):
+    fabric, strategy, _ = _setup(tiny_model_path, hf_rollout, group_size=4, lora=SETTINGS)
+    sent: list[list[str]] = []
+    hf_rollout.load_weights = lambda named: sent.append([n for n, _ in named])
+    strategy.sync_weights(hf_rollout)
+    strategy.sync_weights(hf_rollout, everything=True)
+    every = [n for n, _ in strategy.named_weights(hf_rollout)]
+    assert sent == [[n for n in every if _targeted(n)], every]
 
 
 LORA_RECIPE = """
