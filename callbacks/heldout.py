@@ -1,9 +1,10 @@
 """HeldOutPassAtK: Pass@K, Maj@K and greedy accuracy on a held-out suite during training.
 
 Runs the trainer's own evaluation code (:meth:`Trainer.evaluate_sets`, the path of the before/after
-evaluation) on its own suite and settings, before the first update, every ``every_n_updates``
-updates and after the last; logs ``heldout/<task>/pass@k`` (plus ``heldout/average/…`` and the
-held-out average over several tasks) and writes ``{output_dir}/heldout/step-NNNNNN*.json``.
+evaluation, sharded across the ranks) on its own suite and settings, before the first update,
+every ``every_n_updates`` updates and after the last; logs ``heldout/<task>/pass@k`` (plus
+``heldout/average/…`` and the held-out average over several tasks) and writes
+``{output_dir}/heldout/step-NNNNNN*.json``.
 """
 
 from __future__ import annotations
@@ -66,10 +67,10 @@ class HeldOutPassAtK(Callback):
         if trainer.step in self._done:
             return
         self._done.add(trainer.step)
-        if trainer.fabric.is_global_zero:
-            trainer.evaluate_sets(
-                self._sets, f"step-{trainer.step:06d}", prefix="heldout", config=self.evaluation
-            )
+        # every rank generates its share of the prompts; rank 0 gathers, writes and logs
+        trainer.evaluate_sets(
+            self._sets, f"step-{trainer.step:06d}", prefix="heldout", config=self.evaluation
+        )
         trainer.fabric.barrier()
 
     def state_dict(self) -> dict[str, Any]:

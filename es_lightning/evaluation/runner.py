@@ -9,6 +9,10 @@ can advance, with the same samples as one ``generate`` call over all prompts: th
 backends seed by prompt index (vLLM seeds prompt i with ``seed + i``, transformers a batch that
 starts at prompt i with ``seed + i``), so chunk c is generated with ``seed + its first index``,
 and its boundaries fall on the transformers backend's own batches.
+
+On several ranks (:func:`evaluate_rows_sharded`, the trainer's evaluations) each rank generates
+and scores a contiguous share of the prompts, cut where that seeding keeps the samples those of
+one rank (:mod:`es_lightning.evaluation.sharding`), and rank 0 gathers and summarises them.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from tqdm.auto import tqdm
 
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.offline import write_completions_file
+from es_lightning.evaluation.sharding import gather_on_rank_zero, shard_alignment, shard_range
 from es_lightning.evaluation.summary import summarize
 from es_lightning.rollout.base import Rollout, RolloutOutput, SamplingConfig
+from es_lightning.tasks.base import Score
 
 PROGRESS_CHUNKS = 10
 """About how many ``generate`` calls an evaluation's sampling is split into (the bar's steps)."""
@@ -125,13 +131,43 @@ def evaluate_rows(
             either way).
         desc: the bar's label (default: the task's name).
     """
+    result = evaluate_rows_sharded(module, rollout, rows, config, progress, desc)
+    assert result is not None  # one rank: rank 0
+    return result
+
+
+def evaluate_rows_sharded(
+    module: Any,
+    rollout: Rollout,
+    rows: list[dict[str, Any]],
+    config: EvalConfig,
+    progress: bool = False,
+    desc: str | None = None,
+    rank: int = 0,
+    world_size: int = 1,
+) -> EvalResult | None:
+    """:func:`evaluate_rows` split across ``world_size`` ranks; call it on every rank.
+
+    Each rank generates and scores its contiguous share of the prompts (separate shares for the M
+    samples and the greedy pass, see :func:`~es_lightning.evaluation.sharding.shard_range`), rank 0
+    gathers them in prompt order and returns the result a single rank would have (the same samples:
+    :mod:`es_lightning.evaluation.sharding`); the other ranks return ``None``. The bar shows this
+    rank's share.
+    """
     if config.limit is not None:
         rows = rows[: config.limit]
     if not rows:
         raise ConfigError(f"evaluate: task {module.task.name!r} has no rows to evaluate")
     prompts = module.encode(rows)
+    sampling = config.sampling()
+    greedy_sampling = SamplingConfig(n=1, temperature=0.0, max_tokens=config.max_tokens, stop=config.stop)
+    passes = [sampling, greedy_sampling] if config.greedy else [sampling]
+    shares = [
+        shard_range(len(prompts), world_size, rank, shard_alignment(rollout, len(prompts), s.n))
+        for s in passes
+    ]
     bar = tqdm(
-        total=len(prompts) * (config.num_samples + int(config.greedy)),
+        total=sum((stop - start) * s.n for s, (start, stop) in zip(passes, shares)),
         desc=f"eval {desc or module.task.name}",
         unit="seq",
         disable=not progress,
@@ -139,26 +175,64 @@ def evaluate_rows(
         leave=False,
     )
     with bar:
-        outputs = generate_in_chunks(rollout, prompts, config.sampling(), on_chunk=bar.update)
-        greedy_sampling = SamplingConfig(n=1, temperature=0.0, max_tokens=config.max_tokens, stop=config.stop)
-        greedy_out = (
-            generate_in_chunks(rollout, prompts, greedy_sampling, on_chunk=bar.update)
-            if config.greedy
-            else []
-        )
-    scores = module.score(rows, outputs)
-    completions = [[c.text for c in out.completions] for out in outputs]
-    greedy_scores = greedy_texts = None
-    if config.greedy:
-        greedy_scores = [s[0] for s in module.score(rows, greedy_out)]
-        greedy_texts = [out.completions[0].text for out in greedy_out]
-    summary = summarize(scores, ks=config.ks, greedy=greedy_scores)
-    sampled = [c for out in outputs for c in out.completions]  # the M samples (greedy excluded)
-    summary["response_len"] = sum(len(c.token_ids) for c in sampled) / len(sampled)
-    summary["truncated_frac"] = sum(c.finish_reason == "length" for c in sampled) / len(sampled)
-    rewards = [[s.reward for s in per] for per in scores]
+        outputs = [
+            generate_in_chunks(
+                rollout,
+                prompts[start:stop],
+                s,
+                chunk=chunk_size(len(prompts), s.n, rollout),  # the single-rank evaluation's calls
+                on_chunk=bar.update,
+                first_index=start,
+            )
+            for s, (start, stop) in zip(passes, shares)
+        ]
+    mine = [_Scored.of(module, rows[start:stop], out) for (start, stop), out in zip(shares, outputs)]
+    gathered = gather_on_rank_zero(mine, world_size)
+    if gathered is None:
+        return None
+    # every rank's shares in rank order, i.e. prompt order; greedy: [] or [the greedy pass]
+    sampled, *greedy = (_Scored.concat([mine[i] for mine in gathered]) for i in range(len(passes)))
+    greedy_scores = [per[0] for per in greedy[0].scores] if greedy else None
+    summary = summarize(sampled.scores, ks=config.ks, greedy=greedy_scores)
+    lengths = [n for per in sampled.lengths for n in per]  # the M samples (greedy excluded)
+    truncated = [t for per in sampled.truncated for t in per]
+    summary["response_len"] = sum(lengths) / len(lengths)
+    summary["truncated_frac"] = sum(truncated) / len(truncated)
+    rewards = [[s.reward for s in per] for per in sampled.scores]
+    greedy_texts = [per[0] for per in greedy[0].texts] if greedy else None
     greedy_rewards = None if greedy_scores is None else [s.reward for s in greedy_scores]
-    return EvalResult(summary, rows, completions, greedy_texts, rewards, greedy_rewards)
+    return EvalResult(summary, rows, sampled.texts, greedy_texts, rewards, greedy_rewards)
+
+
+@dataclass
+class _Scored:
+    """What one pass (M samples or greedy) gave a run of prompts, per prompt and sample: what a
+    rank sends rank 0 (texts, scores, token counts, whether ``max_tokens`` cut it)."""
+
+    texts: list[list[str]]
+    scores: list[list[Score]]
+    lengths: list[list[int]]
+    truncated: list[list[bool]]
+
+    @classmethod
+    def of(cls, module: Any, rows: list[dict[str, Any]], outputs: list[RolloutOutput]) -> _Scored:
+        scores = module.score(rows, outputs) if outputs else []
+        return cls(
+            texts=[[c.text for c in out.completions] for out in outputs],
+            scores=scores,
+            lengths=[[len(c.token_ids) for c in out.completions] for out in outputs],
+            truncated=[[c.finish_reason == "length" for c in out.completions] for out in outputs],
+        )
+
+    @classmethod
+    def concat(cls, parts: list[_Scored]) -> _Scored:
+        """The parts of consecutive prompt ranges, in order, as one."""
+        return cls(
+            texts=[per for p in parts for per in p.texts],
+            scores=[per for p in parts for per in p.scores],
+            lengths=[per for p in parts for per in p.lengths],
+            truncated=[per for p in parts for per in p.truncated],
+        )
 
 
 def chunk_size(n_prompts: int, n: int, rollout: Rollout) -> int:
@@ -187,14 +261,16 @@ def generate_in_chunks(
     sampling: SamplingConfig,
     chunk: int | None = None,
     on_chunk: Any = None,
+    first_index: int = 0,
 ) -> list[RolloutOutput]:
     """``rollout.generate(prompts, sampling)`` in calls of ``chunk`` prompts (default
     :func:`chunk_size`), each seeded with ``sampling.seed`` + its first prompt's index (see the
-    module docstring); ``on_chunk(sequences)`` is called after each."""
+    module docstring), counted from ``first_index`` (the index of ``prompts[0]`` in the whole
+    evaluation, for a rank's shard); ``on_chunk(sequences)`` is called after each."""
     chunk = chunk or chunk_size(len(prompts), sampling.n, rollout)
     outputs: list[RolloutOutput] = []
     for start in range(0, len(prompts), chunk):
-        seed = None if sampling.seed is None else sampling.seed + start
+        seed = None if sampling.seed is None else sampling.seed + first_index + start
         part = prompts[start : start + chunk]
         outputs += rollout.generate(part, replace(sampling, seed=seed))
         if on_chunk is not None:

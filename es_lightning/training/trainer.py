@@ -43,7 +43,7 @@ from es_lightning.checkpoint import (
     write_model_meta,
 )
 from es_lightning.errors import ConfigError
-from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
+from es_lightning.evaluation.runner import EvalConfig, evaluate_rows_sharded
 from es_lightning.evaluation.suites import HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY, average_groups
 from es_lightning.evaluation.summary import AVERAGE_KEY, average_over_tasks, metric_names
 from es_lightning.module import ReasoningModule
@@ -340,32 +340,48 @@ class Trainer:
         return path
 
     def evaluate(self, eval_sets: list[EvalSet], tag: str) -> dict[str, dict[str, float]]:
-        """Evaluate the current weights on every evaluation task (rank 0), log and write it."""
-        fabric, summaries = self.fabric, {}
-        if fabric.is_global_zero:
-            summaries = self.evaluate_sets(eval_sets, tag, prefix="eval")
-        fabric.barrier()
-        fabric.call("on_evaluate_end", trainer=self, step=self.step, tag=tag, results=summaries)
+        """Evaluate the current weights on every evaluation task (every rank generates its share,
+        rank 0 logs and writes it, :meth:`evaluate_sets`)."""
+        summaries = self.evaluate_sets(eval_sets, tag, prefix="eval")
+        self.fabric.barrier()
+        self.fabric.call("on_evaluate_end", trainer=self, step=self.step, tag=tag, results=summaries)
         return summaries
 
     def evaluate_sets(
         self, eval_sets: list[EvalSet], tag: str, prefix: str = "eval", config: EvalConfig | None = None
     ) -> dict[str, dict[str, float]]:
-        """Evaluate on this rank's engine, write ``{output_dir}/{prefix}/{tag}*`` and log
-        ``{prefix}/{task}/{metric}`` (the one evaluation path: the trainer's and callbacks')."""
+        """Evaluate on the ranks' engines, write ``{output_dir}/{prefix}/{tag}*`` and log
+        ``{prefix}/{task}/{metric}`` (the one evaluation path: the trainer's and callbacks').
+
+        Call it on **every** rank: each generates a contiguous share of the prompts with its own
+        engine (the same weights on every rank; the samples are those of one rank, see
+        :mod:`es_lightning.evaluation.sharding`) and rank 0 gathers them, writes, logs and returns
+        the summaries; the other ranks return ``{}``.
+        """
+        fabric = self.fabric
         summaries: dict[str, dict[str, float]] = {}
         config = config or self.evaluation
         for name, task, rows in eval_sets:
-            shown = len(rows) if config.limit is None else min(len(rows), config.limit)
-            greedy = " + greedy" if config.greedy else ""
-            tqdm.write(
-                f"evaluating {name} ({tag}): {shown} prompts x {config.num_samples} samples at "
-                f"T={config.temperature:g}{greedy}"
+            if fabric.is_global_zero:
+                shown = len(rows) if config.limit is None else min(len(rows), config.limit)
+                greedy = " + greedy" if config.greedy else ""
+                tqdm.write(
+                    f"evaluating {name} ({tag}): {shown} prompts x {config.num_samples} samples at "
+                    f"T={config.temperature:g}{greedy}"
+                )
+            progress = self.config.progress_bar and fabric.is_global_zero
+            result = evaluate_rows_sharded(
+                self.module.with_task(task),
+                self.rollout,
+                rows,
+                config,
+                progress=progress,
+                desc=name,
+                rank=fabric.global_rank,
+                world_size=fabric.world_size,
             )
-            progress = self.config.progress_bar and self.fabric.is_global_zero
-            result = evaluate_rows(
-                self.module.with_task(task), self.rollout, rows, config, progress=progress, desc=name
-            )
+            if result is None:  # not rank 0
+                continue
             summaries[name] = result.summary
             write_eval_outputs(self.output_dir / prefix, tag, name, result)
             self.log(metric_names(name, result.summary, prefix=prefix))

@@ -1,0 +1,74 @@
+"""Evaluation sharded across ranks: each rank generates a contiguous share of the prompts.
+
+Every rank's engine serves the same weights (ES: the centre, whose checksum is compared across
+ranks after each update; GRPO: the policy each rank syncs into its own engine), so the ranks can
+split an evaluation's prompts and rank 0 gather what each generated and scored. The samples are
+those of a single-rank evaluation because a shard starts only where that evaluation's sampling
+already restarts (see :mod:`es_lightning.evaluation.runner`), at a multiple of
+:func:`shard_alignment`:
+
+* a rollout that batches by ``batch_size`` sequences (transformers): on its own batches,
+  ``batch_size // n`` prompts, each seeded with ``seed +`` its first prompt's index;
+* :class:`~es_lightning.rollout.vllm.VLLMRollout`: anywhere (prompt i is seeded with ``seed + i``;
+  as for the runner's chunks, this takes a request's samples not to depend on which other requests
+  share the engine's batch);
+* any other rollout: on the single-rank evaluation's chunks
+  (:func:`~es_lightning.evaluation.runner.chunk_size`), so each rank makes exactly the
+  ``generate`` calls one rank would make.
+
+No setting needs a rank-0-only fallback: when one aligned block holds every prompt (a single batch
+or chunk), rank 0 simply gets them all and the other ranks nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeVar
+
+from es_lightning.rollout.base import Rollout
+
+T = TypeVar("T")
+
+
+def shard_range(n_items: int, world_size: int, rank: int, align: int = 1) -> tuple[int, int]:
+    """``rank``'s contiguous share ``[start, stop)`` of ``n_items``, cut only at multiples of
+    ``align``: the ``ceil(n_items / align)`` blocks are dealt out in order, as evenly as possible
+    (the first ranks get one more), and the last block may be short. Ranks may get nothing.
+
+    >>> [shard_range(9, 2, r, align=2) for r in range(2)]  # 5 blocks: 3 + 2
+    [(0, 6), (6, 9)]
+    >>> [shard_range(1, 2, r) for r in range(2)]  # fewer items than ranks
+    [(0, 1), (1, 1)]
+    """
+    if world_size < 1 or not 0 <= rank < world_size or align < 1 or n_items < 0:
+        raise ValueError(f"shard_range: bad arguments {n_items=}, {world_size=}, {rank=}, {align=}")
+    blocks = math.ceil(n_items / align)
+    per_rank, extra = divmod(blocks, world_size)
+    first = rank * per_rank + min(rank, extra)
+    count = per_rank + int(rank < extra)
+    return min(n_items, first * align), min(n_items, (first + count) * align)
+
+
+def shard_alignment(rollout: Rollout, n_prompts: int, n: int) -> int:
+    """Prompts per aligned block for ``n`` samples per prompt (see the module docstring)."""
+    from es_lightning.evaluation.runner import chunk_size
+    from es_lightning.rollout.vllm import VLLMRollout
+
+    batch = getattr(rollout, "batch_size", None)
+    if isinstance(batch, int) and batch > 0:
+        return max(1, batch // n)
+    if isinstance(rollout, VLLMRollout):
+        return 1
+    return chunk_size(n_prompts, n, rollout)
+
+
+def gather_on_rank_zero(obj: T, world_size: int) -> list[T] | None:
+    """Every rank's ``obj``, in rank order, on rank 0 (``None`` on the others); a collective over
+    the default process group (``torch.distributed.gather_object``) when ``world_size > 1``."""
+    if world_size == 1:
+        return [obj]
+    import torch.distributed as dist
+
+    gathered: list[Any] | None = [None] * world_size if dist.get_rank() == 0 else None
+    dist.gather_object(obj, gathered, dst=0)
+    return gathered
