@@ -36,12 +36,12 @@ from benchmarks.measures.report import GOALS, machine_info, print_table, write_m
 QUICK = dict(
     batch=4, max_tokens=32, repeats=2, demo_batch=32, demo_repeats=2, prompts=32, engine_repeats=2,
     lora_adapters=8, fit_batch=4, fit_steps=2, fit_population=8, group=4, scoring_repeats=2,
-    long_prompts=8, long_tokens=128, torch_work_s=4,
+    long_prompts=8, long_tokens=128, torch_work_s=4, main_job_steps=3,
 )  # fmt: skip
 FULL = dict(
     batch=16, max_tokens=64, repeats=4, demo_batch=64, demo_repeats=4, prompts=64, engine_repeats=4,
     lora_adapters=32, fit_batch=8, fit_steps=3, fit_population=16, group=4, scoring_repeats=5,
-    long_prompts=16, long_tokens=256, torch_work_s=8,
+    long_prompts=16, long_tokens=256, torch_work_s=8, main_job_steps=4,
 )  # fmt: skip
 POPULATION = 32  # N of every ES update measured here (update_share is defined at N = 32)
 
@@ -309,6 +309,18 @@ def lora_population_over_sequential(b: Bench):
     }  # fmt: skip
 
 
+def main_job_hf_over_vllm(b: Bench):
+    """Not in the issue's list: the README's main job (``recipes/demo_cpu.yaml``) per ES update,
+    transformers rollout ÷ vLLM rollout (above 1: vLLM is the faster backend for it)."""
+    job = b.script("main_job", "main_job", ["--steps", str(b.s["main_job_steps"])], timeout_s=3600)
+    fit = job["fit"]
+    ctx = {
+        name: {k: v["median"] if isinstance(v, dict) else v for k, v in r.items()} for name, r in fit.items()
+    }
+    ctx["evaluate_wall_s"] = {k: v["wall_s"] for k, v in job["evaluate"].items()}
+    return summary([fit["hf"]["update_s"]["median"] / fit["vllm"]["update_s"]["median"]]), ctx
+
+
 def prefix_cache_stale_fraction(b: Bench):
     """Not in the issue: the fraction of prompts whose greedy completion under a perturbation
     differs between a warm prefix cache (prompt KV from the centre) and a fresh one."""
@@ -332,6 +344,7 @@ MEASURES = {
     "grpo_sync_share": grpo_sync_share,
     "lora_population_over_sequential": lora_population_over_sequential,
     "prefix_cache_stale_fraction": prefix_cache_stale_fraction,
+    "main_job_hf_over_vllm": main_job_hf_over_vllm,
 }
 
 

@@ -8,7 +8,10 @@ to its cores (``--binds``: one entry per rank, ``;``-separated), then ``ESStrate
 the fp32 centre in it. After a warm-up, each repeat times, between barriers:
 
 * ``generate``: this rank's members' rollouts with the centre's weights, nothing else — the same
-  prompts, ``max_tokens`` and sampling seeds the ES update uses;
+  prompts, ``max_tokens`` and sampling seeds the ES update uses, with vLLM's prefix cache emptied
+  before each member's rollouts as a weight change empties it (N members are N different models:
+  none can reuse another's prompt KV, so prefilling is part of their rollouts);
+  ``generate_cached`` is the same with the cache kept (prompts prefilled once), for context;
 * ``es``: ``ESStrategy.training_step`` itself (perturb, generate, score, restore, all-reduce,
   update, checksum agreement), with its own ``time/*`` breakdown.
 
@@ -87,10 +90,17 @@ def main() -> None:
         fabric.barrier()
         t0 = time.perf_counter()
         for _ in members:
+            rollout.llm.reset_prefix_cache()
             outputs = rollout.generate(prompt_ids, replace(sampling, seed=seeds[0] % (2**31)))
             tokens += sum(len(c.token_ids) for out in outputs for c in out.completions)
         fabric.barrier()
         generate_s = time.perf_counter() - t0
+        fabric.barrier()
+        t0 = time.perf_counter()
+        for _ in members:
+            rollout.generate(prompt_ids, replace(sampling, seed=seeds[0] % (2**31)))
+        fabric.barrier()
+        generate_cached_s = time.perf_counter() - t0
         fabric.barrier()
         t0 = time.perf_counter()
         result = strategy.training_step(fabric, module, rollout, rows, step, 0)
@@ -103,6 +113,7 @@ def main() -> None:
         records.append(
             {
                 "generate_s": generate_s,
+                "generate_cached_s": generate_cached_s,
                 "es_s": es_s,
                 "generate_tokens_rank0": tokens,
                 "update_forced": forced,

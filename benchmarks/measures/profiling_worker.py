@@ -24,11 +24,23 @@ class ProfilingWorker(WorkerExtension):
     @torch.no_grad()
     def es_profile(self, seed: int, sigma: float, repeats: int) -> dict[str, float]:
         """Median seconds of each part of ``es_perturb`` + ``es_restore`` over ``repeats``:
-        noise (ε for every tensor), add (θ + σε, cast), load (the model's ``load_weights``),
-        repack (the CPU kernels' weight refresh), restore (the whole ``es_restore``)."""
+        noise (ε for every tensor, one after another), noise_threaded (the same on the threads
+        ``es_perturb`` uses, :mod:`es_lightning.es.parallel`), perturbed (what ``es_perturb``
+        computes: noise + add + cast on those threads), add (θ + σε, cast), load (the model's
+        ``load_weights``), repack (the CPU kernels' weight refresh), restore (a whole write of the
+        centre, which ``es_restore`` defers and a population never makes between members)."""
+        from es_lightning.es.parallel import map_tensors
+
         es = self._es
-        parts: dict[str, list[float]] = {k: [] for k in ("noise", "add", "load", "repack", "restore")}
+        keys = ("noise", "noise_threaded", "perturbed", "add", "load", "repack", "restore")
+        parts: dict[str, list[float]] = {k: [] for k in keys}
         for r in range(repeats):
+            t = time.perf_counter()
+            list(map_tensors(lambda n, m, s=seed + r: noise_like(s, n, m.shape, m.device), es.master.items()))
+            parts["noise_threaded"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            list(es.perturbed(seed + r, 1.0, sigma))
+            parts["perturbed"].append(time.perf_counter() - t)
             t0 = time.perf_counter()
             eps = {n: noise_like(seed + r, n, m.shape, m.device) for n, m in es.master.items()}
             t1 = time.perf_counter()
@@ -42,7 +54,9 @@ class ProfilingWorker(WorkerExtension):
             t4 = time.perf_counter()
             es.restore()
             t5 = time.perf_counter()
-            for key, value in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+            for key, value in zip(
+                ("noise", "add", "load", "repack", "restore"), (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)
+            ):
                 parts[key].append(value)
         out = {k: statistics.median(v) for k, v in parts.items()}
         out["torch_threads"] = float(torch.get_num_threads())
