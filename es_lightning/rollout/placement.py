@@ -56,13 +56,18 @@ def rank_cores(local_rank: int, local_world_size: int, cores: Sequence[int] | No
 
 
 def local_rank() -> tuple[int, int]:
-    """(local rank, ranks on this machine) of this process; (0, 1) outside a distributed run."""
+    """(local rank, ranks on this machine) of this process; (0, 1) outside a distributed run.
+    Under Fabric's launcher every rank is taken to be on this machine (several CPU nodes: set
+    ``cpu_threads_bind``); under torchrun its ``LOCAL_WORLD_SIZE`` says."""
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()):
         return 0, 1
     world = dist.get_world_size()
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    # torchrun's LOCAL_WORLD_SIZE only: a started vLLM engine leaves LOCAL_WORLD_SIZE=1 in its
+    # trainer's environment (and in every process started after it), whatever the ranks
+    elastic = "TORCHELASTIC_RUN_ID" in os.environ and "LOCAL_WORLD_SIZE" in os.environ
+    local_world = int(os.environ["LOCAL_WORLD_SIZE"]) if elastic else world
     return int(os.environ.get("LOCAL_RANK", dist.get_rank())) % local_world, local_world
 
 

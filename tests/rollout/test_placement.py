@@ -90,6 +90,8 @@ def _rank_share(rank: int, port: int, queue) -> None:  # a spawned process: one 
     from es_lightning.rollout.vllm import VLLMRollout
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), LOCAL_RANK=str(rank))
+    os.environ["LOCAL_WORLD_SIZE"] = "1"  # what a vLLM engine started earlier leaves behind
+    os.environ.pop("TORCHELASTIC_RUN_ID", None)
     os.environ.pop("VLLM_CPU_OMP_THREADS_BIND", None)
     dist.init_process_group("gloo", rank=rank, world_size=2)
     try:
