@@ -78,7 +78,12 @@ def test_reduced_es_demo(tmp_path):
     assert [m["step"] for m in train] == [1, 2]
     # a warm-started model: members earn real, varying rewards (not a random model's zeros)
     assert all(m["train/reward_max"] > 0.2 and m["train/reward_std"] > 0 for m in train)
-    assert all(m["es/skipped"] == 0 and m["es/update_norm"] > 0 for m in train)
+    # an update is skipped exactly when all N member rewards tie (members share a sampling seed
+    # and differ by σ = 1e-3; on 32 prompts that happens), and at least one update moves θ
+    for m in train:
+        assert (m["es/skipped"] == 1) == (m["es/member_reward_std"] == 0), m
+        assert (m["es/update_norm"] > 0) == (m["es/skipped"] == 0), m
+    assert any(m["es/skipped"] == 0 for m in train)
     before, after = _evals(out)
     for m in (before, after):
         assert {f"eval/arithmetic/pass@{k}" for k in KS} | {"eval/arithmetic/greedy"} <= set(m)
