@@ -12,7 +12,7 @@ served tensor anyway.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -32,11 +32,9 @@ class VLLMES(ESEngine):
     stream_chunk_bytes: int
     _restore_pending: bool
 
-    def rpc(self, method: str, *args: Any) -> list[Any]:  # provided by VLLMRollout
-        raise NotImplementedError
-
-    def _weights_changed(self) -> None:  # provided by VLLMRollout
-        raise NotImplementedError
+    # provided by VLLMRollout: a call into every worker, and the prefix-cache reset after a change
+    rpc: Callable[..., list[Any]]
+    _weights_changed: Callable[[], None]
 
     @override
     def es_init(
