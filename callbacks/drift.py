@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from es_lightning.analysis.drift import DriftAccumulator
 from es_lightning.callbacks.base import Callback
-from es_lightning.checkpoint import WeightIndex, weight_files
 from es_lightning.errors import ConfigError
+from es_lightning.weight_files import WeightIndex, weight_files
 
 if TYPE_CHECKING:
     from es_lightning.training.trainer import Trainer

@@ -27,12 +27,12 @@ from es_lightning.analysis.locate import ModelWeights, locate_model
 from es_lightning.analysis.pair import analyze_pair, check_pair
 from es_lightning.analysis.summary import format_curve, format_summary
 from es_lightning.analysis.threshold import export_all
-from es_lightning.checkpoint import WeightIndex, iter_weights
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import DTypeName
 from es_lightning.rollout.base import Rollout
 from es_lightning.tasks.base import Task
+from es_lightning.weight_files import WeightIndex, iter_weights
 
 DEFAULT_TAUS = "1e-4,5e-4,1e-3,1.5e-3,5e-3"
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 
-from es_lightning.checkpoint import iter_weights, served_files
 from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
 from es_lightning.rollout.base import Rollout
 from es_lightning.tasks.base import Task
+from es_lightning.weight_files import iter_weights, served_files
 
 
 def evaluate_points(

@@ -1,6 +1,6 @@
 """Where a model's weights are: a folder, a built-in name or a hub id in the local cache.
 
-``analyze`` reads the *stored* weights (:func:`~es_lightning.checkpoint.weight_files`: an
+``analyze`` reads the *stored* weights (:func:`~es_lightning.weight_files.weight_files`: an
 es-lightning checkpoint's fp32 ``<strategy>_state/master.safetensors`` where it has one, else the
 ``*.safetensors`` the folder serves) and their headers (names, shapes, dtypes) before any tensor,
 so a wrong folder or a mismatched pair is refused at once, naming the option.
@@ -13,8 +13,8 @@ from pathlib import Path
 
 from es_lightning.analysis.pair import TensorSpec, tensor_specs
 from es_lightning.analysis.threshold import served_dtype
-from es_lightning.checkpoint import master_files, served_files, weight_files
 from es_lightning.errors import ConfigError
+from es_lightning.weight_files import master_files, served_files, weight_files
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 The checkpoint's weights arrive as an iterator of ``(name, θ)`` (read from disk, or streamed out of a
 strategy during training); θ_0 is read back by name from the base model's files
-(:class:`~es_lightning.checkpoint.WeightIndex`), one tensor at a time, so a pair of 7B models needs
+(:class:`~es_lightning.weight_files.WeightIndex`), one tensor at a time, so a pair of 7B models needs
 about one model's worth of memory at most::
 
     results = analyze_pair(weight_files(base), iter_weights(weight_files(ckpt)), taus, top_k=100,
@@ -24,8 +24,8 @@ from es_lightning.analysis.delta import View, in_view, weight_delta
 from es_lightning.analysis.drift import DriftAccumulator
 from es_lightning.analysis.sparsity import SparsityAccumulator
 from es_lightning.analysis.topk import TopKAccumulator
-from es_lightning.checkpoint import WeightIndex
 from es_lightning.errors import ConfigError
+from es_lightning.weight_files import WeightIndex
 
 TensorSpec = tuple[tuple[int, ...], str]
 """A tensor's shape and safetensors dtype (``"BF16"``, ``"F32"``), read from the file header."""

@@ -27,15 +27,8 @@ import torch
 
 from es_lightning.analysis.delta import View, in_view, weight_delta
 from es_lightning.analysis.pair import TensorSpec, tensor_specs
-from es_lightning.checkpoint import (
-    CALLBACKS_FILE,
-    HPARAMS_FILE,
-    STATE_FILE,
-    WeightIndex,
-    iter_weights,
-    served_files,
-    write_weights,
-)
+from es_lightning.checkpoint import CALLBACKS_FILE, HPARAMS_FILE, STATE_FILE
+from es_lightning.weight_files import WeightIndex, iter_weights, served_files, write_weights
 
 SAFETENSORS_DTYPES = {
     "BF16": torch.bfloat16,

@@ -124,7 +124,7 @@ def es_weights_from_files(
     """The centre read from safetensors ``files`` in fp32 on ``device`` (keeping only ``names``
     when given), with the optimizer state of a checkpoint when ``optimizer_state`` names its file.
     Nothing is written into the serving model yet (call :meth:`ESWeights.restore`)."""
-    from es_lightning.checkpoint import load_weights
+    from es_lightning.weight_files import load_weights
 
     master = load_weights(files, names=names, device=device)
     weights = ESWeights(master, write, serving_dtype, optimizer=optimizer)

@@ -38,7 +38,7 @@ class ESEngine(ABC):
         optimizer_state: str | None = None,
     ) -> None:
         """Hold an fp32 master of θ read from ``weight_files`` (default: the most precise weights
-        of the model the engine serves, see :func:`es_lightning.checkpoint.weight_files`), with
+        of the model the engine serves, see :func:`es_lightning.weight_files.weight_files`), with
         ``optimizer``'s state from the file ``optimizer_state`` when resuming; serve it."""
 
     @abstractmethod

@@ -7,12 +7,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import torch
 from typing_extensions import override
 
-from es_lightning.checkpoint import weight_files as default_weight_files
 from es_lightning.errors import ConfigError
 from es_lightning.es.weights import ESWeights, OptimizerName, es_weights_from_files
 from es_lightning.models.loading import ModelLoading
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig, weights_digest
 from es_lightning.rollout.es_engine import ESEngine
+from es_lightning.weight_files import weight_files as default_weight_files
 
 
 class HFRollout(Rollout, ESEngine):

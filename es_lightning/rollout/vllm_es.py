@@ -18,10 +18,10 @@ from typing import Any
 import torch
 from typing_extensions import override
 
-from es_lightning.checkpoint import weight_files as default_weight_files
 from es_lightning.es.weights import OptimizerName
 from es_lightning.models.loading import ModelLoading
 from es_lightning.rollout.es_engine import ESEngine
+from es_lightning.weight_files import weight_files as default_weight_files
 
 
 class VLLMES(ESEngine):

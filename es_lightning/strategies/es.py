@@ -43,7 +43,6 @@ from lightning.fabric.strategies import DDPStrategy
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from typing_extensions import override
 
-from es_lightning.checkpoint import weight_files
 from es_lightning.errors import ConfigError
 from es_lightning.es.noise import seed_schedule
 from es_lightning.es.normalize import normalize_rewards
@@ -61,6 +60,7 @@ from es_lightning.strategies.metrics import (
     reward_metrics,
     text_samples,
 )
+from es_lightning.weight_files import weight_files
 
 if TYPE_CHECKING:
     from lightning.fabric import Fabric

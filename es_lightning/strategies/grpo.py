@@ -42,7 +42,6 @@ from lightning.fabric.strategies import DDPStrategy, FSDPStrategy
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from typing_extensions import override
 
-from es_lightning.checkpoint import load_weights, master_files
 from es_lightning.errors import ConfigError, MissingPathError
 from es_lightning.es.noise import seed_schedule
 from es_lightning.grpo import compute_advantages, pack_sequences
@@ -67,6 +66,7 @@ from es_lightning.strategies.metrics import (
     reward_metrics,
     text_samples,
 )
+from es_lightning.weight_files import load_weights, master_files
 
 if TYPE_CHECKING:
     from lightning.fabric import Fabric

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from es_lightning.analysis.threshold import copy_model_meta
-from es_lightning.checkpoint import iter_weights, weight_files, write_weights
+from es_lightning.weight_files import iter_weights, weight_files, write_weights
 
 Perturb = Callable[[str, torch.Tensor, torch.Generator], torch.Tensor]
 

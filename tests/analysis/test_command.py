@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import save_file
 
 from es_lightning.analysis.command import run_analyze
-from es_lightning.checkpoint import master_files, served_files, weight_files
+from es_lightning.weight_files import master_files, served_files, weight_files
 from tests.analysis.conftest import tiny_offset, write_checkpoint
 from tests.analysis.reference import bf16_round, load, reference
 

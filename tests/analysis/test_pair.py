@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from es_lightning.analysis.pair import PairAnalyzer, analyze_pair, check_pair, tensor_specs
-from es_lightning.checkpoint import WeightIndex, iter_weights, master_files, served_files, weight_files
+from es_lightning.weight_files import WeightIndex, iter_weights, master_files, served_files, weight_files
 from tests.analysis.reference import bf16_round, load, reference
 
 TAUS = [1e-4, 1e-3, 5e-3]

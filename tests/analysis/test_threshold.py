@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 
 from es_lightning.analysis.pair import tensor_specs
 from es_lightning.analysis.threshold import export_thresholded, served_dtype
-from es_lightning.checkpoint import WeightIndex, served_files, weight_files
+from es_lightning.weight_files import WeightIndex, served_files, weight_files
 from tests.analysis.reference import bf16_round, load
 
 TAU = 1e-3

@@ -325,8 +325,8 @@ def test_cpu_demo_recipe_runs_unchanged_on_cuda(tmp_path):
 @torch.no_grad()
 def test_streamed_checkpoint_of_a_1p5b_centre(tmp_path):
     """The ES centre of a real-size model streamed out of its engine into a sharded checkpoint."""
-    from es_lightning.checkpoint import iter_weights, master_files, served_files, write_weights
     from es_lightning.es.weights import ESWeights
+    from es_lightning.weight_files import iter_weights, master_files, served_files, write_weights
 
     model = _real_size_model(torch.bfloat16)
     es = ESWeights({n: p.float() for n, p in model.named_parameters()}, _writer(model), torch.bfloat16)

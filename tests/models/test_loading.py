@@ -16,7 +16,7 @@ import torch
 from huggingface_hub import constants
 from lightning.fabric import Fabric
 
-from es_lightning.checkpoint import weight_files, write_model_meta
+from es_lightning.checkpoint import write_model_meta
 from es_lightning.errors import ConfigError
 from es_lightning.models.loading import ModelLoading, copy_model_code
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
@@ -25,6 +25,7 @@ from es_lightning.rollout.base import Rollout, SamplingConfig, check_takes_loadi
 from es_lightning.rollout.hf import HFRollout
 from es_lightning.strategies import GRPOStrategy
 from es_lightning.tasks import Echo
+from es_lightning.weight_files import weight_files
 
 CPU = torch.device("cpu")
 COMMITS = {"main": "a" * 40, "v2": "b" * 40}

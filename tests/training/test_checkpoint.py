@@ -9,15 +9,10 @@ from es_lightning.checkpoint import (
     STATE_FILE,
     Checkpoint,
     checkpoints_root,
-    iter_weights,
     latest_checkpoint,
-    master_files,
     resolve_resume,
     save_checkpoint,
-    served_files,
-    weight_files,
     write_model_meta,
-    write_weights,
 )
 
 
@@ -166,35 +161,6 @@ def test_empty_weight_stream_is_refused(tmp_path, meta_dir):
         )
 
 
-def test_large_weights_are_sharded_with_an_index(tmp_path):
-    weights = {f"layer{i}.weight": torch.randn(16, 16) for i in range(5)}  # 1 KiB each in fp32
-    write_weights(tmp_path, weights.items(), torch.bfloat16, tmp_path / "grpo_state", shard_bytes=2048)
-    index = json.loads((tmp_path / "model.safetensors.index.json").read_text())
-    assert len(set(index["weight_map"].values())) == 2  # bf16: 512 B each, 4 per 2 KiB shard
-    assert sorted(Path(f).name for f in served_files(tmp_path)) == [
-        "model-00001-of-00002.safetensors",
-        "model-00002-of-00002.safetensors",
-    ]
-    assert len(master_files(tmp_path)) == 3  # fp32: 1 KiB each, 2 per shard
-    assert weight_files(tmp_path) == master_files(tmp_path)
-    streamed = dict(iter_weights(master_files(tmp_path)))
-    assert set(streamed) == set(weights) and all(torch.equal(streamed[k], weights[k]) for k in weights)
-    assert not list(tmp_path.rglob(".*part*"))  # no temporary parts left
-
-
-def test_sharded_checkpoint_loads_in_transformers(tiny_model_path, tmp_path):
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(tiny_model_path)
-    weights = {n: p.detach() for n, p in model.named_parameters()}
-    for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
-        (tmp_path / f).write_bytes((tiny_model_path / f).read_bytes())
-    write_weights(tmp_path, weights.items(), torch.float32, None, shard_bytes=64 * 1024)
-    assert (tmp_path / "model.safetensors.index.json").is_file()
-    loaded = AutoModelForCausalLM.from_pretrained(tmp_path)
-    assert all(torch.equal(p, weights[n]) for n, p in loaded.named_parameters())
-
-
 def test_checkpoint_views_stored_fp32_and_served(tmp_path, meta_dir):
     folder = _save(tmp_path / "run", 1, 1.0 + 2**-12, meta_dir)  # not representable in bf16
     ckpt = Checkpoint(folder)
@@ -277,16 +243,3 @@ def test_write_model_meta_with_the_tiny_model(tiny_model_path, tmp_path):
     # the folder is a usable meta_dir for a checkpoint
     folder = _save(tmp_path / "run", 5, 0.0, directory)
     assert (folder / "tokenizer.json").is_file() and (folder / "config.json").is_file()
-
-
-def test_weight_index_reads_one_tensor_by_name_across_shards(tmp_path):
-    from es_lightning.checkpoint import WeightIndex
-
-    weights = {f"layer{i}.weight": torch.randn(16, 16) for i in range(5)}
-    write_weights(tmp_path, weights.items(), torch.float32, None, shard_bytes=2048)
-    index = WeightIndex(served_files(tmp_path))
-    assert sorted(index.keys()) == sorted(weights) and "layer3.weight" in index and "nope" not in index
-    assert torch.equal(index.get("layer3.weight"), weights["layer3.weight"])
-    assert index.get("layer0.weight", dtype=torch.bfloat16).dtype == torch.bfloat16
-    with pytest.raises(KeyError, match="nope"):
-        index.get("nope")

@@ -1,0 +1,197 @@
+"""Weights on disk, by name: which files hold a model's weights, read one tensor at a time, written
+in shards.
+
+A model's *stored* weights are the most precise it has: an es-lightning checkpoint's fp32 master
+(``{strategy}_state/master.safetensors``, see :mod:`es_lightning.checkpoint`), else its
+``*.safetensors`` files, from a local folder or a hub id in the local cache (:func:`weight_files`).
+They are read as an iterator of ``(name, tensor)`` pairs (:func:`iter_weights`) or by name
+(:class:`WeightIndex`), and written the same way (:func:`write_weights`): in ``model.safetensors``
+when it fits in ``shard_bytes``, else as transformers-style shards with an index
+(``model-00001-of-00003.safetensors`` + ``model.safetensors.index.json``), with at most one shard
+in memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from es_lightning.errors import MissingPathError
+
+MASTER_PREFIX = "master"
+SHARD_BYTES = 4 * 2**30
+"""Largest weights file written; bigger models are split into shards of at most this size."""
+
+
+def _safetensors_in(folder: Path, prefix: str) -> list[str]:
+    single = folder / f"{prefix}.safetensors"
+    if single.is_file():
+        return [str(single)]
+    return sorted(str(f) for f in folder.glob(f"{prefix}-*-of-*.safetensors"))
+
+
+def master_files(model: str | Path) -> list[str]:
+    """The fp32 master files of an es-lightning checkpoint folder (empty for any other model)."""
+    folder = Path(model)
+    for sub in sorted(folder.glob("*_state")) if folder.is_dir() else []:
+        files = _safetensors_in(sub, MASTER_PREFIX)
+        if files:
+            return files
+    return []
+
+
+def served_files(model: str | Path, revision: str | None = None) -> list[str]:
+    """The ``*.safetensors`` weights of a local folder or of a hub id in the local cache (at
+    ``revision``, default ``main``; a local folder has no revision)."""
+    folder = Path(model)
+    if not folder.is_dir():
+        from huggingface_hub import snapshot_download
+
+        folder = Path(
+            snapshot_download(
+                str(model), revision=revision, allow_patterns=["*.safetensors"], local_files_only=True
+            )
+        )
+    files = sorted(str(f) for f in folder.glob("*.safetensors"))
+    if not files:
+        raise MissingPathError(f"no *.safetensors weights in {folder}")
+    return files
+
+
+def weight_files(model: str | Path, revision: str | None = None) -> list[str]:
+    """The most precise weights of ``model``: an es-lightning checkpoint's fp32 master when it has
+    one, else its ``*.safetensors`` files (local folder, or hub cache at ``revision``)."""
+    return master_files(model) or served_files(model, revision)
+
+
+def iter_weights(
+    files: Iterable[str],
+    names: set[str] | None = None,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype | None = torch.float32,
+) -> Iterator[tuple[str, torch.Tensor]]:
+    """``(name, tensor)`` from safetensors ``files``, one tensor in memory at a time (keeping only
+    ``names`` when given; cast to ``dtype`` unless it is ``None``)."""
+    from safetensors import safe_open
+
+    for f in files:
+        with safe_open(f, framework="pt", device="cpu") as handle:
+            for key in handle.keys():
+                if names is None or key in names:
+                    t = handle.get_tensor(key)
+                    yield key, t.to(device=device, dtype=dtype or t.dtype)
+
+
+class WeightIndex:
+    """Random access by name to the tensors of several safetensors files, one tensor at a time::
+
+    base = WeightIndex(weight_files("Qwen/Qwen2.5-1.5B-Instruct"))
+    theta_0 = base.get("model.layers.0.self_attn.q_proj.weight")   # fp32, CPU
+    """
+
+    def __init__(self, files: Iterable[str]) -> None:
+        from safetensors import safe_open
+
+        self.files = list(files)
+        self.where: dict[str, str] = {}
+        for f in self.files:
+            with safe_open(f, framework="pt", device="cpu") as handle:
+                self.where.update(dict.fromkeys(handle.keys(), f))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.where
+
+    def keys(self) -> list[str]:
+        return list(self.where)
+
+    def get(self, name: str, dtype: torch.dtype | None = torch.float32) -> torch.Tensor:
+        from safetensors import safe_open
+
+        if name not in self.where:
+            raise KeyError(f"{name!r} is not in {self.files}")
+        with safe_open(self.where[name], framework="pt", device="cpu") as handle:
+            t = handle.get_tensor(name)
+        return t if dtype is None else t.to(dtype)
+
+
+def load_weights(files: Iterable[str], **kwargs: Any) -> dict[str, torch.Tensor]:
+    """All tensors of ``files`` at once (see :func:`iter_weights` for the arguments)."""
+    files = list(files)
+    weights = dict(iter_weights(files, **kwargs))
+    if not weights:
+        raise ValueError(f"no tensors found in {files}")
+    return weights
+
+
+class ShardedWriter:
+    """Writes ``(name, tensor)`` pairs as ``{prefix}.safetensors`` or, past ``shard_bytes``, as
+    transformers-style shards with an index; holds at most one shard in memory."""
+
+    def __init__(self, folder: Path, prefix: str, shard_bytes: int = SHARD_BYTES) -> None:
+        self.folder, self.prefix, self.shard_bytes = Path(folder), prefix, shard_bytes
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.buffer: dict[str, torch.Tensor] = {}
+        self.buffered = 0
+        self.parts: list[tuple[Path, list[str]]] = []
+        self.total = 0
+
+    def add(self, name: str, tensor: torch.Tensor) -> None:
+        tensor = tensor.detach().to("cpu").contiguous()
+        size = tensor.numel() * tensor.element_size()
+        if self.buffer and self.buffered + size > self.shard_bytes:
+            self._flush()
+        self.buffer[name] = tensor
+        self.buffered += size
+        self.total += size
+
+    def _flush(self) -> None:
+        from safetensors.torch import save_file
+
+        part = self.folder / f".{self.prefix}-part{len(self.parts):05d}.safetensors"
+        save_file(self.buffer, str(part), {"format": "pt"})
+        self.parts.append((part, list(self.buffer)))
+        self.buffer, self.buffered = {}, 0
+
+    def close(self) -> list[Path]:
+        if self.buffer or not self.parts:
+            self._flush()
+        if len(self.parts) == 1:
+            final = [self.parts[0][0].rename(self.folder / f"{self.prefix}.safetensors")]
+        else:
+            n, final, weight_map = len(self.parts), [], {}
+            for i, (part, names) in enumerate(self.parts):
+                target = self.folder / f"{self.prefix}-{i + 1:05d}-of-{n:05d}.safetensors"
+                final.append(part.rename(target))
+                weight_map.update(dict.fromkeys(names, target.name))
+            index = {"metadata": {"total_size": self.total}, "weight_map": weight_map}
+            (self.folder / f"{self.prefix}.safetensors.index.json").write_text(json.dumps(index, indent=2))
+        return final
+
+
+def write_weights(
+    folder: Path,
+    weights: Iterable[tuple[str, torch.Tensor]],
+    serving_dtype: torch.dtype,
+    master_folder: Path | None,
+    shard_bytes: int = SHARD_BYTES,
+) -> int:
+    """``model.safetensors`` in ``serving_dtype`` and, when ``master_folder`` is given, the fp32
+    ``master.safetensors`` there, both from one pass over ``weights``; returns the tensor count."""
+    served = ShardedWriter(folder, "model", shard_bytes)
+    master = ShardedWriter(master_folder, MASTER_PREFIX, shard_bytes) if master_folder else None
+    count = 0
+    for name, tensor in weights:
+        served.add(name, tensor.to(serving_dtype))
+        if master is not None:
+            master.add(name, tensor.to(torch.float32))
+        count += 1
+    if count == 0:
+        raise ValueError("checkpoint: the strategy streamed no weights")
+    served.close()
+    if master is not None:
+        master.close()
+    return count
