@@ -193,40 +193,13 @@ def memory(device: torch.device) -> dict[str, float | None]:
 def build_model(shape: ModelShape, device: torch.device) -> Path:
     """The model's folder (bf16 safetensors + the character tokenizer), built once into the bench
     cache; random weights are initialised on ``device`` (seconds on a GPU, minutes on CPU at 1.5B)."""
-    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
-
-    from es_lightning.models.tiny import build_tokenizer
+    from es_lightning.models.tiny import build_tiny_model
 
     path = cache_dir() / shape.name
     if (path / "config.json").is_file():
         return path
-    tokenizer = build_tokenizer()
-    ids = dict(
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    config = Qwen2Config(
-        vocab_size=shape.vocab_size,
-        hidden_size=shape.hidden_size,
-        intermediate_size=shape.intermediate_size,
-        num_hidden_layers=shape.num_hidden_layers,
-        num_attention_heads=shape.num_attention_heads,
-        num_key_value_heads=shape.num_key_value_heads,
-        max_position_embeddings=shape.max_position_embeddings,
-        tie_word_embeddings=True,
-        dtype="bfloat16",
-        **ids,
-    )
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), device:
-        torch.manual_seed(shape.seed)
-        model = Qwen2ForCausalLM(config)
-    model.generation_config = GenerationConfig(**ids)
-    model.to(device="cpu", dtype=torch.bfloat16)
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    model.save_pretrained(tmp, safe_serialization=True)
-    tokenizer.save_pretrained(tmp)
-    del model
+    build_tiny_model(tmp, shape, vocab_size=shape.vocab_size, dtype="bfloat16", init_device=device)
     reset_memory(device)
     tmp.rename(path)
     return path

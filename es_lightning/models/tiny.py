@@ -87,15 +87,37 @@ def _bytes_to_unicode() -> dict[int, str]:
     return dict(zip(keep, map(chr, chars)))
 
 
-def build_tiny_model(path: str | Path, config: TinyConfig | None = None) -> Path:
-    """Write a tiny random-initialised model and its tokenizer to ``path``; returns the path."""
+def build_tiny_model(
+    path: str | Path,
+    config: TinyConfig | None = None,
+    *,
+    vocab_size: int | None = None,
+    dtype: str = "float32",
+    init_device: str | torch.device = "cpu",
+) -> Path:
+    """Write a random-initialised Qwen2 model of ``config``'s shape and its tokenizer to ``path``.
+
+    ``vocab_size``: embedding rows (default: the tokenizer's size); more rows than tokens is how
+    real checkpoints ship (Qwen2.5: 151936 rows, 151665 tokens). ``dtype``: the saved weights'.
+    ``init_device``: where the random initialisation runs (a 1.5B shape takes minutes on CPU,
+    seconds on a GPU; the numbers differ between devices, not between runs). Returns the path.
+    """
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     config = config or TinyConfig()
     path = Path(path)
     tokenizer = build_tokenizer()
+    if vocab_size is not None and vocab_size < len(tokenizer):
+        raise ValueError(
+            f"build_tiny_model: vocab_size {vocab_size} < the tokenizer's {len(tokenizer)} tokens"
+        )
+    ids = dict(
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     model_config = Qwen2Config(
-        vocab_size=len(tokenizer),
+        vocab_size=vocab_size or len(tokenizer),
         hidden_size=config.hidden_size,
         intermediate_size=config.intermediate_size,
         num_hidden_layers=config.num_hidden_layers,
@@ -103,19 +125,15 @@ def build_tiny_model(path: str | Path, config: TinyConfig | None = None) -> Path
         num_key_value_heads=config.num_key_value_heads,
         max_position_embeddings=config.max_position_embeddings,
         tie_word_embeddings=True,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        dtype="float32",
+        dtype=dtype,
+        **ids,
     )
-    with torch.random.fork_rng(devices=[]):
+    device = torch.device(init_device)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), device:
         torch.manual_seed(config.seed)
         model = Qwen2ForCausalLM(model_config)
-    model.generation_config = GenerationConfig(
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
+    model.to(device="cpu", dtype=getattr(torch, dtype))
+    model.generation_config = GenerationConfig(**ids)
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(path, safe_serialization=True)
     tokenizer.save_pretrained(path)

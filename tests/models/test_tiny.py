@@ -152,3 +152,24 @@ def test_resolve_model_passes_other_names_through(name, tmp_path, monkeypatch):
     monkeypatch.setenv("ES_LIGHTNING_CACHE", str(tmp_path / "cache"))
     assert resolve_model(name) == name
     assert not (tmp_path / "cache").exists()  # nothing built
+
+
+def test_extra_vocabulary_rows_and_bf16_weights_load_in_transformers(tmp_path, tokenizer):
+    from transformers import AutoModelForCausalLM
+
+    path = build_tiny_model(tmp_path / "m", _small(0), vocab_size=160, dtype="bfloat16")
+    weights = load_file(path / "model.safetensors")
+    assert all(w.dtype == torch.bfloat16 for w in weights.values())
+    assert weights["model.embed_tokens.weight"].shape == (160, 64)
+    fp32 = load_file(build_tiny_model(tmp_path / "f", _small(0), vocab_size=160) / "model.safetensors")
+    for name, w in weights.items():  # the same draw, rounded
+        assert w.equal(fp32[name].to(torch.bfloat16)), name
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16)
+    logits = model(torch.tensor([tokenizer("12+3=")["input_ids"]])).logits
+    assert logits.shape[-1] == 160 and torch.isfinite(logits.float()).all()
+
+
+def test_a_vocabulary_smaller_than_the_tokenizer_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="vocab_size 50 < the tokenizer's 99 tokens"):
+        build_tiny_model(tmp_path / "m", _small(0), vocab_size=50)
+    assert not (tmp_path / "m").exists()  # refused before anything is written
