@@ -123,3 +123,25 @@ def test_threads_run_on_every_core_of_the_process_when_the_caller_is_pinned():
     proc = subprocess.run([sys.executable, "-c", PINNED], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "True"
+
+
+REPINNED = """
+import os, torch
+from es_lightning.es.parallel import map_tensors
+cores = sorted(os.sched_getaffinity(0))
+
+def pinned_while_running(name, tensor):  # as a worker's OpenMP runtime pins a thread that runs torch work
+    at_start = tuple(sorted(os.sched_getaffinity(0)))
+    os.sched_setaffinity(0, {cores[0]})
+    return at_start
+
+items = [(str(i), torch.zeros(1)) for i in range(16)]
+print(set(map_tensors(pinned_while_running, items, threads=2)) == {tuple(cores)})
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores")
+def test_a_thread_pinned_while_it_ran_gets_every_core_back_for_its_next_tensor():
+    proc = subprocess.run([sys.executable, "-c", REPINNED], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "True"
