@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from es_lightning.checkpoint import master_files, write_weights
 from es_lightning.rollout.base import SamplingConfig
+from es_lightning.weight_files import master_files, write_weights
 
 GREEDY = SamplingConfig(temperature=0.0, max_tokens=12)
 
@@ -92,17 +92,14 @@ def test_streamed_centre_written_then_read_restores_exact_centre(backend, reques
 
 
 @pytest.mark.vllm
-def test_vllm_streams_the_centre_in_bounded_chunks(vllm_rollout, hf_rollout):
+def test_vllm_streams_the_centre_in_bounded_chunks(vllm_rollout, hf_rollout, monkeypatch):
     hf_rollout.es_init()
     expected = dict(hf_rollout.es_named_weights())
     largest = max(t.numel() * 4 for t in expected.values())
-    vllm_rollout.stream_chunk_bytes = largest  # forces one call per tensor or so
-    try:
-        chunks = vllm_rollout.rpc("es_weight_chunks", vllm_rollout.stream_chunk_bytes)[0]
-        assert len(chunks) > 1 and sorted(n for c in chunks for n in c) == sorted(expected)
-        streamed = dict(vllm_rollout.es_named_weights())
-    finally:
-        vllm_rollout.stream_chunk_bytes = 256 * 2**20
+    monkeypatch.setattr(vllm_rollout, "stream_chunk_bytes", largest)  # one call per tensor or so
+    chunks = vllm_rollout.rpc("es_weight_chunks", vllm_rollout.stream_chunk_bytes)[0]
+    assert len(chunks) > 1 and sorted(n for c in chunks for n in c) == sorted(expected)
+    streamed = dict(vllm_rollout.es_named_weights())
     assert set(streamed) == set(expected)
     assert all(torch.equal(streamed[k], expected[k]) for k in expected)
 
