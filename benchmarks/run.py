@@ -1,7 +1,7 @@
 """The benchmark suite of issue #12: ratios of what ES and GRPO cost around their rollouts.
 
-    python benchmarks/run.py --quick --json b.json      # ~10-12 min on 2 CPU cores
-    python benchmarks/run.py                             # the full run; writes BENCHMARKS.md
+    python benchmarks/run.py --quick --json b.json      # ~30 min on 2 CPU cores
+    python benchmarks/run.py                             # the full run (~75 min); writes BENCHMARKS.md
     python benchmarks/run.py --only vllm_over_hf scoring_share --json b.json
 
 Everything runs in one go on one machine, so the ratios compare like with like; absolute times are
@@ -39,8 +39,8 @@ QUICK = dict(
     long_prompts=8, long_tokens=128, torch_work_s=4, main_job_steps=3,
 )  # fmt: skip
 FULL = dict(
-    batch=16, max_tokens=64, repeats=4, demo_batch=64, demo_repeats=4, prompts=64, engine_repeats=4,
-    lora_adapters=32, fit_batch=8, fit_steps=3, fit_population=16, group=4, scoring_repeats=5,
+    batch=16, max_tokens=32, repeats=3, demo_batch=64, demo_repeats=3, prompts=64, engine_repeats=3,
+    lora_adapters=16, fit_batch=8, fit_steps=3, fit_population=16, group=4, scoring_repeats=3,
     long_prompts=16, long_tokens=256, torch_work_s=8, main_job_steps=4,
 )  # fmt: skip
 POPULATION = 32  # N of every ES update measured here (update_share is defined at N = 32)
@@ -107,7 +107,7 @@ class Bench:
         if demo:
             args += ["--temperature", "0.6"]
         name = f"es_step_{'demo' if demo else 'bench'}_{devices}rank"
-        return self.script(name, "es_step", args)
+        return self.script(name, "es_step", args, timeout_s=3600)
 
     def engine(self, role: str, **extra: str) -> dict[str, Any]:
         args = [
@@ -350,7 +350,11 @@ MEASURES = {
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller batches (~10-12 min)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="2 repeats, 4 prompts per member (~30 min on 2 cores; the full run ~75 min)",
+    )
     parser.add_argument("--json", type=Path, help="write every key, its context and the raw results here")
     parser.add_argument("--markdown", type=Path, help="where to write BENCHMARKS.md (default: the "
                         "repository's, on full runs only)")  # fmt: skip
