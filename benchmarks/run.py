@@ -76,6 +76,8 @@ class Bench:
             out = run_script(module, args, self.work / f"{name}.json", self.work / f"{name}.log", timeout_s)
             print(f"  [{name}: {time.perf_counter() - t0:.0f} s]", flush=True)
             out["foreign_cpu_percent"] = self._foreign_cpu
+            if "error" not in out:  # kept with the result, so a --reuse run reports it too
+                write_json(self.work / f"{name}.json", out)
             self.raw[name] = out
         if "error" in self.raw[name]:
             raise RuntimeError(f"{name}: {self.raw[name]['error']}")
