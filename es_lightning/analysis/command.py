@@ -3,11 +3,15 @@
     es-lightning analyze --base Qwen/Qwen2.5-1.5B-Instruct --checkpoint runs/es/checkpoints/step-000300 \\
         [--compare runs/grpo/checkpoints/step-000300] [--taus 1e-4,5e-4,1e-3,1.5e-3,5e-3] [--top_k 100] \\
         [--export_thresholded 1e-3,1.5e-3 [--evaluate arithmetic --evaluation.limit 200]] --output es.json
+    es-lightning analyze --base es-lightning/tiny-countdown --checkpoint some/hf_folder --output x.json \
+        --random_walk.learning_rate 2e-3 --random_walk.population_size 32 --random_walk.applied_updates 27
 
 Steps, cheapest first so bad input fails before any tensor is read: check the settings, find each
 model's weights (an es-lightning checkpoint's fp32 master where it has one), compare the tensor
-names and shapes from the file headers; then stream each pair once for both views (``stored`` and
-``bf16``, :mod:`es_lightning.analysis.delta`), print the summary and write OUT.json; then, if asked,
+names and shapes from the file headers, read the ES settings of the random-walk null from the run
+folders (:mod:`~es_lightning.analysis.walk_inputs`); then stream each pair once for both views (``stored`` and
+``bf16``, :mod:`es_lightning.analysis.delta`), add the null beside each statistic (:mod:`~es_lightning.analysis.null`), print the summary
+and write OUT.json; then, if asked,
 export and evaluate the thresholded checkpoints (:mod:`~es_lightning.analysis.threshold`,
 :mod:`~es_lightning.analysis.curve`) and write OUT.json again with the curve.
 """
@@ -24,9 +28,11 @@ import torch
 from es_lightning.analysis.curve import sparsity_curve
 from es_lightning.analysis.delta import VIEWS, View, parse_taus
 from es_lightning.analysis.locate import ModelWeights, locate_model
+from es_lightning.analysis.null import null_block
 from es_lightning.analysis.pair import analyze_pair, check_pair
 from es_lightning.analysis.summary import format_curve, format_summary
 from es_lightning.analysis.threshold import export_all
+from es_lightning.analysis.walk_inputs import RunWalks, WalkOptions, read_walks
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import DTypeName
@@ -35,6 +41,9 @@ from es_lightning.tasks.base import Task
 from es_lightning.weight_files import WeightIndex, iter_weights
 
 DEFAULT_TAUS = "1e-4,5e-4,1e-3,1.5e-3,5e-3"
+BF16_NOT_MODELLED = (
+    "not modelled: rounding both sides to bfloat16 depends on where each θ_0 lies on the bf16 grid"
+)
 
 
 def run_analyze(
@@ -54,6 +63,7 @@ def run_analyze(
     device: str = "auto",
     dtype: DTypeName = "auto",
     progress: bool = True,
+    random_walk: WalkOptions | None = None,
 ) -> dict[str, Any]:
     """Weight drift, update sparsity and the largest updates of a checkpoint against its base model.
 
@@ -87,6 +97,13 @@ def run_analyze(
         device: the evaluation's device: ``cpu``, ``cuda``, ``cuda:1`` or ``auto``.
         dtype: the evaluation's weights dtype (``auto``: bf16 on CUDA, fp32 on CPU).
         progress: show progress bars over tensors.
+        random_walk: the ES settings (α, N, T_applied, normalisation) of the random-walk null written
+            beside every statistic as ``null`` (:mod:`es_lightning.analysis.null`): what D_rel, s_τ
+            and the top-k by kind would be had the rewards carried no information. Read from the
+            checkpoint's run folder (``hparams.yaml``, ``metrics.jsonl``; pipeline stages included);
+            give them for a bare model folder, or to replace the run's. Non-ES runs get
+            ``{"modelled": false, "reason": "n/a: not an ES run"}``; the ``bf16`` view's null is not
+            modelled.
 
     Returns:
         What ``output`` holds.
@@ -115,6 +132,8 @@ def run_analyze(
     compare_w = locate_model(compare, "compare") if compare is not None else None
     if compare_w is not None:
         check_pair(base_w.specs, compare_w.specs, f"--base {base}", f"--compare {compare}")
+    walks = read_walks(ckpt_w.folder, base, random_walk)
+    compare_walks = read_walks(compare_w.folder, base) if compare_w is not None else None
     output.parent.mkdir(parents=True, exist_ok=True)
 
     index = WeightIndex(base_w.files)
@@ -124,17 +143,24 @@ def run_analyze(
             tqdm, desc=desc, total=len(base_w.specs), unit="tensor", disable=not progress, leave=False
         )
 
-    def analyze(model: ModelWeights, label: str) -> dict[str, Any]:
+    def analyze(model: ModelWeights, label: str, model_walks: RunWalks) -> dict[str, Any]:
         views = analyze_pair(
             index, iter_weights(model.files), tau_list, top_k, VIEWS, bar(f"analyze {label}")
         )
         head = {"checkpoint": model.given, "stored_as": model.stored_as}
-        return {**head, **views["stored"], "bf16": views["bf16"]}
+        stored, bf16 = views["stored"], views["bf16"]
+        if model_walks.reason is not None:
+            stored["null"] = {"modelled": False, "reason": model_walks.reason}
+            bf16["null"] = {"modelled": False, "reason": model_walks.reason}
+        else:
+            stored["null"] = null_block(stored, model_walks.walks, tau_list, model_walks.describe())
+            bf16["null"] = {"modelled": False, "reason": BF16_NOT_MODELLED}
+        return {**head, **stored, "bf16": bf16}
 
     result: dict[str, Any] = {"base": base, "base_stored_as": base_w.stored_as, "taus": tau_list}
-    result.update(analyze(ckpt_w, "checkpoint"))
-    if compare_w is not None:
-        result["compare"] = analyze(compare_w, "compare")
+    result.update(analyze(ckpt_w, "checkpoint", walks))
+    if compare_w is not None and compare_walks is not None:
+        result["compare"] = analyze(compare_w, "compare", compare_walks)
         result["rel_l2_ratio"] = _ratio(result["rel_l2"], result["compare"]["rel_l2"])
         result["bf16"]["rel_l2_ratio"] = _ratio(result["bf16"]["rel_l2"], result["compare"]["bf16"]["rel_l2"])
     output.write_text(json.dumps(result, indent=2))

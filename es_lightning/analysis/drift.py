@@ -53,7 +53,8 @@ class DriftAccumulator:
         return self
 
     def result(self) -> dict[str, Any]:
-        """``{"rel_l2", "rel_l2_by_kind", "delta_l2", "base_l2", "delta_l2_by_kind", "base_l2_by_kind"}``.
+        """``{"rel_l2", "rel_l2_by_kind", "delta_l2", "base_l2", "delta_l2_by_kind", "base_l2_by_kind",
+        "numel_by_kind"}``.
 
         ``rel_l2`` is ``None`` where ‖θ_0‖ = 0 and Δθ ≠ 0 (e.g. a kind whose start is all zeros);
         0.0 where both are zero. Kinds appear in :data:`KINDS` order, only those added.
@@ -67,6 +68,7 @@ class DriftAccumulator:
             "base_l2": math.sqrt(total_base),
             "delta_l2_by_kind": {k: math.sqrt(self.delta_sq[k]) for k in kinds},
             "base_l2_by_kind": {k: math.sqrt(self.base_sq[k]) for k in kinds},
+            "numel_by_kind": {k: self.numel[k] for k in kinds},
         }
 
 

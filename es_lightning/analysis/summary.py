@@ -10,6 +10,16 @@ or ``bf16`` (both sides rounded to bfloat16, the weights as a bf16 engine serves
     compare     bf16                  0.001317  215,452      57.5%    100.0%  norm 5
 
     rel_l2 ratio checkpoint/compare: 40.0x (stored), 23.0x (bf16)
+
+Then, per model, the measured statistics beside the random-walk null's
+(:mod:`es_lightning.analysis.null`; the stored view)::
+
+    checkpoint against the random-walk null: v = 3.375e-06 (closed form: T_applied·α²/N·c)
+      es: α = 0.002, N = 32, T_applied = 27, zscore, one_point
+    statistic         measured     null  measured/null
+    rel_l2             0.02855  0.02857          0.999
+    s(0.0001)             4.3%     4.3%          0.994
+    top-100 mlp             78     73.6  1.06 [0.97, 1.13]
 """
 
 from __future__ import annotations
@@ -93,7 +103,52 @@ def format_summary(result: dict[str, Any]) -> str:
     by_kind = [["rel_l2 by kind", *(f"{model} {view.split(' ')[0]}" for model, view, _ in views)]]
     by_kind += [[k, *(_number(data["rel_l2_by_kind"].get(k)) for _, _, data in views)] for k in kinds]
     out.append(format_table(by_kind))
+    for label, data in (("checkpoint", result), ("compare", result.get("compare"))):
+        if data is not None and "null" in data:
+            out += ["", format_null(data, label)]
     return "\n".join(out)
+
+
+def format_null(data: dict[str, Any], label: str = "checkpoint") -> str:
+    """One model's stored-view statistics beside the random-walk null's (or why there is none)."""
+    null = data["null"]
+    if not null.get("modelled"):
+        return f"{label} against the random-walk null: {null.get('reason')}"
+    head = [f"{label} against the random-walk null: v = {null['variance']:.4g} ({null['variance_source']})"]
+    head += [
+        f"  {w['normalization']}/{w['estimator']}: α = {w['learning_rate']:g}, N = {w['population_size']}, "
+        f"T_applied = {w['applied_updates']}"
+        for w in null.get("inputs", {}).get("walks", [])
+    ]
+    head += [f"  note: {n}" for n in null.get("inputs", {}).get("notes", [])]
+    ratios = null["measured_over_null"]
+    rows = [["statistic", "measured", "null", "measured/null"]]
+    rows.append(
+        ["rel_l2", _number(data["rel_l2"]), _number(null["rel_l2"]), _number(ratios["rel_l2"], ".3f")]
+    )
+    if "rel_l2_from_update_norms" in null:
+        rows.append(["rel_l2 (logged step norms)", "", _number(null["rel_l2_from_update_norms"]), ""])
+    for kind, value in null["rel_l2_by_kind"].items():
+        measured = data["rel_l2_by_kind"].get(kind)
+        rows.append(
+            [
+                f"rel_l2 {kind}",
+                _number(measured),
+                _number(value),
+                _number(ratios["rel_l2_by_kind"][kind], ".3f"),
+            ]
+        )
+    for tau, value in null["sparsity"].items():
+        measured = data["sparsity"].get(tau)
+        rows.append(
+            [f"s({tau})", _percent(measured), _percent(value), _number(ratios["sparsity"][tau], ".3f")]
+        )
+    k = len(data.get("top_k", []))
+    for kind, e in null["top_k_enrichment"].items():
+        ci = e["ratio_ci"]
+        ratio = "n/a" if e["ratio"] is None else f"{e['ratio']:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
+        rows.append([f"top-{k} {kind}", str(e["observed"]), f"{e['expected']:.1f}", ratio])
+    return "\n".join(head) + "\n" + format_table(rows)
 
 
 def format_curve(curve: list[dict[str, Any]]) -> str:

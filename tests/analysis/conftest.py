@@ -1,7 +1,8 @@
-"""Tiny checkpoint pairs on disk: the tiny Qwen2 as θ_0 and seeded perturbations of it as θ."""
+"""Tiny checkpoint pairs on disk: the tiny Qwen2 as θ_0 and seeded perturbations of it as θ; run folders."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,9 +10,21 @@ import pytest
 import torch
 
 from es_lightning.analysis.threshold import copy_model_meta
+from es_lightning.checkpoint import save_checkpoint
 from es_lightning.weight_files import iter_weights, weight_files, write_weights
 
 Perturb = Callable[[str, torch.Tensor, torch.Generator], torch.Tensor]
+ES = {
+    "name": "es",
+    "population_size": 8,
+    "sigma": 1e-3,
+    "learning_rate": 2e-3,
+    "normalization": "zscore",
+    "estimator": "one_point",
+    "optimizer": "sgd",
+}
+"""The ``strategy`` block of an ES checkpoint's hparams.yaml."""
+GRPO = {"name": "grpo", "group_size": 4, "learning_rate": 1e-6}
 
 
 def write_checkpoint(
@@ -67,3 +80,37 @@ def checkpoints(tiny_model_path: Path, tmp_path_factory: pytest.TempPathFactory)
             master=False,
         ),
     }
+
+
+def write_run(
+    run: Path,
+    model: Path,
+    step: int,
+    strategy: dict,
+    skipped: list[int] | None = None,
+    perturb: Perturb | None = None,
+) -> Path:
+    """A run folder as the trainer writes it: checkpoint ``step`` (θ = ``perturb``(θ_0), default θ_0)
+    with ``strategy``'s hparams and, with ``skipped``, a metrics.jsonl in which those updates were
+    skipped, each other update's norm 0.1·t, and a callback's records between."""
+    generator = torch.Generator().manual_seed(step)
+    weights = iter_weights(weight_files(model))
+    folder = save_checkpoint(
+        run,
+        step,
+        ((n, perturb(n, t, generator) if perturb else t) for n, t in weights),
+        serving_dtype=torch.float32,
+        meta_dir=model,
+        strategy_name=strategy["name"],
+        write_state=lambda folder: None,
+        trainer_state={"seed": 0},
+        hparams={"strategy": strategy, "model": str(model)},
+    )
+    if skipped is not None:
+        lines = []
+        for t in range(1, step + 3):  # two records past the checkpoint (not counted)
+            skip = float(t in skipped)
+            lines.append({"step": t, "es/skipped": skip, "es/update_norm": 0.0 if skip else 0.1 * t})
+            lines.append({"step": t, "drift/rel_l2": 0.5})  # a callback's record: no es/skipped
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return folder

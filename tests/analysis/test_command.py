@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import save_file
 
-from es_lightning.analysis.command import run_analyze
+from es_lightning.analysis.command import BF16_NOT_MODELLED, run_analyze
+from es_lightning.analysis.walk_inputs import WalkOptions
+from es_lightning.errors import ConfigError
 from es_lightning.weight_files import master_files, served_files, weight_files
-from tests.analysis.conftest import tiny_offset, write_checkpoint
+from tests.analysis.conftest import ES, GRPO, sparse_noise, tiny_offset, write_checkpoint, write_run
 from tests.analysis.reference import bf16_round, load, reference
 
 TAUS = [1e-4, 5e-4, 1e-3, 1.5e-3, 5e-3]
@@ -202,3 +205,61 @@ def test_the_signature_is_a_documented_cli(checkpoints):
     assert cfg.evaluation.limit == 5 and cfg.top_k == 100 and cfg.threshold_view == "stored"
     assert parser.parse_args(argv + ["--taus", "[0.001, 0.002]"]).taus == [0.001, 0.002]
     assert "thresholds τ of s_τ" in parser.format_help()
+
+
+def test_null_beside_each_statistic(tiny_model_path, tmp_path, capsys):
+    """An ES checkpoint whose update is itself a draw from the null (Δθ ~ N(0, v) everywhere) lies
+    on its null; a GRPO checkpoint compared with it has none; the bf16 view's null is not modelled."""
+    applied = 3  # 4 updates, update 2 skipped
+    sd = math.sqrt(applied * ES["learning_rate"] ** 2 / ES["population_size"])
+
+    def walk(name, theta0, generator):
+        return theta0 + torch.randn(theta0.shape, generator=generator) * sd
+
+    es = write_run(tmp_path / "es", tiny_model_path, 4, ES, skipped=[2], perturb=walk)
+    grpo = write_run(tmp_path / "grpo", tiny_model_path, 4, GRPO, perturb=sparse_noise(5e-5))
+    out = tmp_path / "es.json"
+    result = run_analyze(str(tiny_model_path), str(es), out, compare=str(grpo), taus=TAUS, progress=False)
+    null = result["null"]
+    assert null["modelled"] and null["variance"] == pytest.approx(sd**2, rel=1e-12)
+    assert null["inputs"]["walks"][0]["applied_updates"] == applied
+    assert abs(null["measured_over_null"]["rel_l2"] - 1) < 0.01  # 308,736 coordinates
+    for tau, value in null["sparsity"].items():
+        assert abs(result["sparsity"][tau] - value) < 0.005, tau
+        assert null["measured_over_null"]["sparsity"][tau] == pytest.approx(result["sparsity"][tau] / value)
+    assert sum(null["top_k_by_kind"].values()) == pytest.approx(len(result["top_k"]))
+    assert result["bf16"]["null"] == {"modelled": False, "reason": BF16_NOT_MODELLED}
+    assert result["compare"]["null"] == {"modelled": False, "reason": "n/a: not an ES run"}
+    assert json.loads(out.read_text())["null"]["rel_l2"] == pytest.approx(null["rel_l2"])
+    printed = capsys.readouterr().out
+    assert "checkpoint against the random-walk null: v = " in printed
+    row = next(line for line in printed.splitlines() if line.startswith("rel_l2    "))
+    assert f"{result['rel_l2']:.4g}" in row and f"{null['rel_l2']:.4g}" in row
+    assert "compare against the random-walk null: n/a: not an ES run" in printed
+
+
+def test_null_of_a_bare_folder_from_the_command_line(checkpoints, tmp_path):
+    from jsonargparse import ArgumentParser
+
+    parser = ArgumentParser()
+    parser.add_function_arguments(run_analyze, fail_untyped=False)
+    argv = [
+        "--base",
+        str(checkpoints["base"]),
+        "--checkpoint",
+        str(checkpoints["plain"]),
+        "--output",
+        "x.json",
+    ]
+    argv += ["--random_walk.learning_rate", "2e-3", "--random_walk.population_size", "32"]
+    cfg = parser.instantiate(parser.parse_args([*argv, "--random_walk.applied_updates", "27"]))
+    result = run_analyze(**{**cfg, "output": tmp_path / "plain.json", "progress": False})
+    assert result["null"]["variance"] == pytest.approx(27 * 4e-6 / 32)
+    assert result["null"]["inputs"]["sources"][0].startswith("--random_walk options")
+    bare = run_analyze(
+        str(checkpoints["base"]), str(checkpoints["plain"]), tmp_path / "p.json", progress=False
+    )
+    assert bare["null"]["reason"].startswith("n/a: not a training checkpoint")
+    with pytest.raises(ConfigError, match="random_walk.applied_updates"):
+        run_analyze(**{**cfg, "random_walk": WalkOptions(2e-3, 32), "output": tmp_path / "q.json"})
+    assert not (tmp_path / "q.json").exists()  # refused before any tensor was read
