@@ -21,7 +21,8 @@ or call :func:`train_arithmetic_model`. What it does, top to bottom:
    does not read: like a real base model, the warm-started model then knows the arithmetic but
    not reliably the grader's answer format, and has to learn it from the reward;
 4. minimises next-token cross-entropy on the completion and EOS tokens only (prompt and padding
-   carry no loss) with AdamW, linear warmup then cosine decay to zero, gradient clipping at 1;
+   carry no loss) with AdamW, linear warmup then cosine decay to zero, gradient clipping at 1
+   (:func:`~es_lightning.models.sft_loop.fit_completions`, the loop every warm start shares);
 5. saves an HF folder (float32 ``model.safetensors``, config, tokenizer) that transformers and vLLM
    both load, plus ``training_config.json`` with the settings used.
 
@@ -32,22 +33,17 @@ weights (seeded initialisation and data order, a fixed thread count,
 
 from __future__ import annotations
 
-import argparse
 import json
-import math
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
+from es_lightning.models.sft_loop import IGNORE, Example, epoch_queue, fit_completions, sft_parser
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 from es_lightning.tasks.arithmetic import Arithmetic, worked_solution
-
-IGNORE = -100
-"""Label of positions that carry no loss (``F.cross_entropy``'s ``ignore_index``)."""
 
 ALT_ANSWER_MARK = "Answer:"
 """The other answer style of the warm-start data (``Answer: 14``); the task's verifier reads only
@@ -84,7 +80,7 @@ def solution_text(row: dict[str, Any], alt_answer: bool = False) -> str:
 
 def build_examples(
     module: Any, rows: list[dict[str, Any]], alt_answer: list[bool] | None = None
-) -> list[tuple[list[int], list[int]]]:
+) -> list[Example]:
     """``(input_ids, labels)`` per row: prompt + worked solution + EOS; prompt labels are ``IGNORE``.
 
     Args:
@@ -106,36 +102,6 @@ def build_examples(
         completion = [*target, tokenizer.eos_token_id]
         examples.append(([*prompt, *completion], [IGNORE] * len(prompt) + completion))
     return examples
-
-
-def collate(examples: list[tuple[list[int], list[int]]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad a batch: ``input_ids`` (B, T) padded with ``pad_id``, ``labels`` (B, T) with ``IGNORE``."""
-    width = max(len(ids) for ids, _ in examples)
-    input_ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
-    labels = torch.full((len(examples), width), IGNORE, dtype=torch.long)
-    for i, (ids, lab) in enumerate(examples):
-        input_ids[i, : len(ids)] = torch.tensor(ids)
-        labels[i, : len(lab)] = torch.tensor(lab)
-    return input_ids, labels
-
-
-def completion_loss(model: torch.nn.Module, input_ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean next-token cross-entropy over the positions whose label is not ``IGNORE``.
-
-    No attention mask is needed: padding sits only at the right end, and causal attention never lets
-    a real token see a later one; padded positions carry no loss.
-    """
-    logits = model(input_ids=input_ids).logits  # (B, T, V)
-    # token t is predicted from position t - 1
-    return F.cross_entropy(logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten(), ignore_index=IGNORE)
-
-
-def lr_factor(step: int, steps: int, warmup_steps: int) -> float:
-    """Linear warmup over ``warmup_steps``, then cosine decay to 0 at ``steps``."""
-    if step < warmup_steps:
-        return (step + 1) / warmup_steps
-    progress = (step - warmup_steps) / max(1, steps - warmup_steps)
-    return 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def train_arithmetic_model(
@@ -173,9 +139,6 @@ def train_arithmetic_model(
             the machine's core count; one thread also degrades gracefully on a busy machine).
         progress: show a tqdm progress bar.
     """
-    from tqdm.auto import tqdm
-    from transformers import Qwen2ForCausalLM
-
     from es_lightning.module import ReasoningModule
 
     if steps < 1 or batch_size < 1:
@@ -202,36 +165,19 @@ def train_arithmetic_model(
     examples = build_examples(module, rows, [u < alt_answer_fraction for u in draw])
     pad_id = module.tokenizer.pad_token_id
 
-    deterministic, saved_threads = torch.are_deterministic_algorithms_enabled(), torch.get_num_threads()
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.set_num_threads(threads)
-    try:
-        with torch.random.fork_rng(devices=[]):  # leave the caller's RNG state alone
-            torch.manual_seed(seed)
-            order = torch.Generator().manual_seed(seed)
-            model = Qwen2ForCausalLM.from_pretrained(output, dtype=torch.float32)
-            model.train()
-            optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-            schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, steps, warmup))
-            queue: list[int] = []
-            bar = tqdm(range(steps), desc="sft", disable=not progress)
-            for _ in bar:
-                while len(queue) < batch_size:  # epochs over the problems, reshuffled each time
-                    queue.extend(torch.randperm(len(examples), generator=order).tolist())
-                batch, queue = [examples[i] for i in queue[:batch_size]], queue[batch_size:]
-                input_ids, labels = collate(batch, pad_id)
-                loss = completion_loss(model, input_ids, labels)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
-                schedule.step()
-                bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
-    finally:
-        torch.use_deterministic_algorithms(deterministic)
-        torch.set_num_threads(saved_threads)
-
-    model.save_pretrained(output, safe_serialization=True)
+    take = epoch_queue(len(examples), torch.Generator().manual_seed(seed))
+    fit_completions(
+        output,
+        lambda: [examples[i] for i in take(batch_size)],
+        steps,
+        seed,
+        pad_id=pad_id,
+        lr=lr,
+        warmup_steps=warmup,
+        weight_decay=weight_decay,
+        threads=threads,
+        progress=progress,
+    )
     (output / "training_config.json").write_text(json.dumps(settings, indent=2) + "\n")
     return output
 
@@ -252,24 +198,6 @@ def evaluate_arithmetic_model(
     with HFRollout(batch_size=512) as rollout:
         rollout.setup(module.model, torch.device("cpu"), torch.float32)
         return evaluate_rows(module, rollout, task.load("test"), config).summary
-
-
-def sft_parser(
-    prog: str, description: str, steps: int, threads: int, evaluate: str
-) -> argparse.ArgumentParser:
-    """The options every warm-start script takes (each adds its own)."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--output", type=Path, required=True, help="folder to write the HF model to")
-    parser.add_argument("--steps", type=int, default=steps, help=f"optimizer steps (default: {steps})")
-    parser.add_argument("--seed", type=int, default=0, help="seed of weights and data order (default: 0)")
-    parser.add_argument("--batch-size", type=int, default=128, help="examples per step (default: 128)")
-    parser.add_argument("--lr", type=float, default=3e-3, help="peak AdamW learning rate (default: 3e-3)")
-    parser.add_argument(
-        "--threads", type=int, default=threads, help=f"torch CPU threads for training (default: {threads})"
-    )
-    parser.add_argument("--evaluate", action="store_true", help=evaluate)
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -19,8 +19,8 @@ does, top to bottom:
    search paths, not one path per problem, and has to guess its way through the search at
    sampling time like a base model that was never taught to backtrack;
 4. minimises next-token cross-entropy on the completion and EOS tokens only with AdamW, linear
-   warmup then cosine decay to zero, gradient clipping at 1 (the loss and schedule of
-   :mod:`es_lightning.models.sft`);
+   warmup then cosine decay to zero, gradient clipping at 1 (the loop every warm start shares,
+   :func:`~es_lightning.models.sft_loop.fit_completions`);
 5. saves an HF folder (float32 ``model.safetensors``, config, tokenizer) that transformers and vLLM
    both load, plus ``training_config.json`` with the settings used.
 
@@ -41,7 +41,8 @@ from typing import Any
 
 import torch
 
-from es_lightning.models.sft import IGNORE, arithmetic_config, collate, completion_loss, lr_factor, sft_parser
+from es_lightning.models.sft import arithmetic_config
+from es_lightning.models.sft_loop import IGNORE, Example, epoch_queue, fit_completions, sft_parser
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 from es_lightning.tasks.countdown_tiny import CountdownTiny, Step, classify, solutions, worked_solution
 
@@ -64,9 +65,7 @@ def step_sequences(task: CountdownTiny, row: dict[str, Any]) -> tuple[tuple[Step
     return solutions(nums, task.max_value)[int(row["target"])]
 
 
-def build_examples(
-    module: Any, rows: list[dict[str, Any]], steps: list[tuple[Step, ...]]
-) -> list[tuple[list[int], list[int]]]:
+def build_examples(module: Any, rows: list[dict[str, Any]], steps: list[tuple[Step, ...]]) -> list[Example]:
     """``(input_ids, labels)`` per row: prompt + the worked solution of its ``steps`` + EOS; prompt
     labels are ``IGNORE``. ``module`` is a :class:`~es_lightning.module.ReasoningModule` on a
     ``countdown_tiny`` task: its ``encode`` makes the prompt ids, so training prompts equal rollout
@@ -120,9 +119,6 @@ def train_countdown_model(
         task_settings: generator settings of :class:`CountdownTiny` (``max_number``, ...) other
             than its defaults, which are the packaged model's.
     """
-    from tqdm.auto import tqdm
-    from transformers import Qwen2ForCausalLM
-
     from es_lightning.module import ReasoningModule
 
     if steps < 1 or batch_size < 1 or n_problems < 1:
@@ -147,44 +143,29 @@ def train_countdown_model(
     paths = [step_sequences(task, row) for row in rows]
     pad_id = module.tokenizer.pad_token_id
 
-    def batch_of(indices: list[int], pick: torch.Generator) -> list[tuple[list[int], list[int]]]:
+    take = epoch_queue(len(rows), torch.Generator().manual_seed(seed))
+    pick = torch.Generator().manual_seed(seed + 1)
+
+    def next_batch() -> list[Example]:
+        indices = take(batch_size)
         draws = [int(torch.randint(len(paths[i]), (1,), generator=pick)) for i in indices]
         return build_examples(
             module, [rows[i] for i in indices], [paths[i][d] for i, d in zip(indices, draws)]
         )
 
-    deterministic, saved_threads = torch.are_deterministic_algorithms_enabled(), torch.get_num_threads()
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.set_num_threads(threads)
-    try:
-        cuda = [torch.device(device)] if torch.device(device).type == "cuda" else []
-        with torch.random.fork_rng(devices=cuda):  # leave the caller's RNG state alone
-            torch.manual_seed(seed)
-            order = torch.Generator().manual_seed(seed)
-            pick = torch.Generator().manual_seed(seed + 1)
-            model = Qwen2ForCausalLM.from_pretrained(output, dtype=torch.float32).to(device)
-            model.train()
-            optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-            schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, steps, warmup))
-            queue: list[int] = []
-            bar = tqdm(range(steps), desc="sft", disable=not progress)
-            for _ in bar:
-                while len(queue) < batch_size:  # epochs over the problems, reshuffled each time
-                    queue.extend(torch.randperm(len(rows), generator=order).tolist())
-                batch, queue = batch_of(queue[:batch_size], pick), queue[batch_size:]
-                input_ids, labels = (t.to(device) for t in collate(batch, pad_id))
-                loss = completion_loss(model, input_ids, labels)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
-                schedule.step()
-                bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
-    finally:
-        torch.use_deterministic_algorithms(deterministic)
-        torch.set_num_threads(saved_threads)
-
-    model.cpu().save_pretrained(output, safe_serialization=True)
+    fit_completions(
+        output,
+        next_batch,
+        steps,
+        seed,
+        pad_id=pad_id,
+        lr=lr,
+        warmup_steps=warmup,
+        weight_decay=weight_decay,
+        threads=threads,
+        device=device,
+        progress=progress,
+    )
     (output / "training_config.json").write_text(json.dumps(settings, indent=2) + "\n")
     return output
 

@@ -7,15 +7,8 @@ import torch.nn.functional as F
 
 from es_lightning.models import sft
 from es_lightning.models.registry import PACKAGED_MODELS, resolve_model
-from es_lightning.models.sft import (
-    IGNORE,
-    arithmetic_config,
-    build_examples,
-    collate,
-    completion_loss,
-    lr_factor,
-    train_arithmetic_model,
-)
+from es_lightning.models.sft import arithmetic_config, build_examples, train_arithmetic_model
+from es_lightning.models.sft_loop import IGNORE, collate, completion_loss, lr_factor
 from es_lightning.models.tiny import build_tiny_model
 from es_lightning.module import ReasoningModule
 from es_lightning.tasks import Arithmetic

@@ -7,7 +7,6 @@ import torch
 
 from es_lightning.models import sft_countdown
 from es_lightning.models.registry import PACKAGED_MODELS, resolve_model
-from es_lightning.models.sft import IGNORE
 from es_lightning.models.sft_countdown import (
     build_examples,
     countdown_config,
@@ -15,6 +14,7 @@ from es_lightning.models.sft_countdown import (
     error_profile,
     train_countdown_model,
 )
+from es_lightning.models.sft_loop import IGNORE
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 from es_lightning.module import ReasoningModule
 from es_lightning.tasks import CountdownTiny
