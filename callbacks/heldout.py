@@ -4,11 +4,13 @@ Runs the trainer's own evaluation code (:meth:`Trainer.evaluate_sets`, the path 
 evaluation, sharded across the ranks) on its own suite and settings, before the first update,
 every ``every_n_updates`` updates and after the last; logs ``heldout/<task>/pass@k`` (plus
 ``heldout/average/…`` and the held-out average over several tasks) and writes
-``{output_dir}/heldout/step-NNNNNN*.json``.
+``{output_dir}/heldout/step-NNNNNN*.json``. It reads the tasks' ``test`` split unless told
+``split: validation`` (what a run tuned on the validation split must use).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from es_lightning.callbacks.base import Callback
@@ -28,6 +30,9 @@ class HeldOutPassAtK(Callback):
             see :mod:`es_lightning.evaluation.suites`).
         every_n_updates: evaluate after every this many updates.
         evaluation: samples, temperature, K values, prompt limit (default: ``EvalConfig(limit=100)``).
+        split: the split of the tasks evaluated, ``test`` or ``validation`` (``None``: the
+            evaluation's ``split``, by default ``test``); a run whose settings are being selected
+            evaluates ``validation``.
     """
 
     def __init__(
@@ -35,6 +40,7 @@ class HeldOutPassAtK(Callback):
         tasks: dict[str, Task] | str,
         every_n_updates: int = 10,
         evaluation: EvalConfig | None = None,
+        split: str | None = None,
     ) -> None:
         from es_lightning.evaluation.suites import resolve_eval_tasks
 
@@ -45,6 +51,8 @@ class HeldOutPassAtK(Callback):
             raise ConfigError("HeldOutPassAtK: no tasks given")
         self.every_n_updates = every_n_updates
         self.evaluation = evaluation or EvalConfig(limit=100)
+        if split is not None:
+            self.evaluation = replace(self.evaluation, split=split)  # checked by EvalConfig
         self._sets: list[Any] = []
         self._done: set[int] = set()
 
@@ -53,7 +61,8 @@ class HeldOutPassAtK(Callback):
         if trainer.step == 0:
             self._done = set()
         limit = self.evaluation.limit
-        self._sets = [(name, task, task.load("test")[:limit]) for name, task in self.tasks.items()]
+        split = self.evaluation.split
+        self._sets = [(name, task, task.load(split)[:limit]) for name, task in self.tasks.items()]
         self._evaluate(trainer)
 
     def on_train_batch_end(self, trainer: Trainer, step: int, metrics: dict[str, float]) -> None:

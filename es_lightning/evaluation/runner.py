@@ -34,6 +34,8 @@ from es_lightning.tasks.base import Score
 
 PROGRESS_CHUNKS = 10
 """About how many ``generate`` calls an evaluation's sampling is split into (the bar's steps)."""
+EVAL_SPLITS = ("test", "validation")
+"""The splits an evaluation may read (``evaluation.split``)."""
 MIN_CHUNK_SEQUENCES = 1024
 """The fewest sequences (prompts × M) per call to an engine that schedules its own batches (vLLM),
 so that it keeps full batches."""
@@ -56,7 +58,10 @@ class EvalConfig:
     greedy: bool = True
     """Also decode greedily once per prompt and report its accuracy."""
     limit: int | None = None
-    """Evaluate only the first ``limit`` prompts of the test split (>= 1)."""
+    """Evaluate only the first ``limit`` prompts of the evaluated split (>= 1)."""
+    split: str = "test"
+    """The split of each task that is evaluated: ``test`` (the numbers to report) or ``validation``
+    (the one to select settings on, e.g. ``es-lightning tune``); recorded in the eval JSON."""
     seed: int = 1234
     """Sampling seed (the same seed and weights give the same samples)."""
     stop: list[str] | None = field(default=None)
@@ -76,6 +81,8 @@ class EvalConfig:
             )
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"evaluation.limit must be >= 1, got {self.limit}")
+        if self.split not in EVAL_SPLITS:
+            raise ConfigError(f"evaluation.split must be one of {', '.join(EVAL_SPLITS)}, got {self.split!r}")
         if not self.temperature >= 0:
             raise ConfigError(f"evaluation.temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
@@ -125,7 +132,7 @@ def evaluate_rows(
     Args:
         module: the prompt format and task (a :class:`~es_lightning.module.ReasoningModule`).
         rollout: the engine that generates.
-        rows: the task's test rows (the first ``config.limit`` are evaluated).
+        rows: the task's rows of the evaluated split (the first ``config.limit`` are evaluated).
         config: M, temperature, K values, greedy pass.
         progress: show a progress bar over the sequences generated (the samples are the same
             either way).

@@ -38,7 +38,7 @@ def evaluate_model(
     from es_lightning.module import ReasoningModule
 
     rows = {
-        name: task.load("test") for name, task in tasks.items()
+        name: task.load(evaluation.split) for name, task in tasks.items()
     }  # fail on bad data before the engine starts
     loading = loading or ModelLoading()
     first = ReasoningModule(

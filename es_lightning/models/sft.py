@@ -66,7 +66,9 @@ def arithmetic_config(seed: int = 0) -> TinyConfig:
 def training_task(max_number: int = 30, held_out: int = 1000) -> Arithmetic:
     """The task whose train split is every ``a+b-c`` problem except the first ``held_out`` test
     problems of ``Arithmetic(seed=0)`` (the same numbers, in a seeded order)."""
-    return Arithmetic(max_number=max_number, n_test=held_out, n_train=max_number**3 - held_out, seed=0)
+    return Arithmetic(
+        max_number=max_number, n_test=held_out, n_validation=0, n_train=max_number**3 - held_out, seed=0
+    )
 
 
 def solution_text(row: dict[str, Any], alt_answer: bool = False) -> str:

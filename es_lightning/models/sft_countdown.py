@@ -56,7 +56,7 @@ def countdown_config(seed: int = 0) -> TinyConfig:
 def training_task(n_problems: int = 30000, held_out: int = 1000, **task_settings: Any) -> CountdownTiny:
     """The task whose train split is ``n_problems`` problems after the first ``held_out`` test
     problems of ``CountdownTiny(seed=0)`` (the same stream, so no test problem is trained on)."""
-    return CountdownTiny(n_train=n_problems, n_test=held_out, seed=0, **task_settings)
+    return CountdownTiny(n_train=n_problems, n_test=held_out, n_validation=0, seed=0, **task_settings)
 
 
 def step_sequences(task: CountdownTiny, row: dict[str, Any]) -> tuple[tuple[Step, ...], ...]:

@@ -61,19 +61,27 @@ def extract_answer(completion: str) -> str | None:
 class Arithmetic(GeneratedTask):
     """``a+b-c`` problems, generated from a seed or read from a data source.
 
-    Generation: each split draws ``(a, b, c)`` uniformly from ``[1, max_number]^3`` with its own
-    seeded stream (``"arithmetic-{seed}-test"`` / ``"-train"``), skipping repeats; the train
-    stream also skips every problem of the test split (generated or read from ``test``), so the
-    splits never overlap. The generated test split of ``n_test`` rows is a prefix of the one with
-    more rows (same seed and ``max_number``).
+    Generation: ``(a, b, c)`` uniform in ``[1, max_number]^3``, skipping repeats, from two seeded
+    streams. The test split is the first ``n_test`` problems of the ``"arithmetic-{seed}-test"``
+    stream (a prefix of a larger test split with the same seed and ``max_number``); the validation
+    split is the first ``n_validation`` problems of that stream that are not in the test split
+    (generated, so the ones right after it, or read from ``test``); the train split draws ``n_train`` problems from its own
+    ``"arithmetic-{seed}-train"`` stream, skipping every problem of the test and validation
+    splits, so the three never overlap.
+
+    ``es-lightning/tiny-arithmetic`` was warm-started on every problem with ``max_number=30``
+    except the first 1,000 of the ``seed=0`` test stream: the default test split (problems 1-200
+    of that stream) and validation split (201-400) are problems it never saw.
 
     Args:
         max_number: largest generated number (the smallest is 1).
         n_train: generated training problems.
         n_test: generated test problems.
         seed: generator seed.
-        **kwargs: ``train`` (rows with columns ``a``, ``b``, ``c``), ``test``, ``system_prompt``
-            and ``prompt_template`` of :class:`~es_lightning.tasks.families.GeneratedTask`.
+        n_validation: generated validation problems.
+        **kwargs: ``train`` (rows with columns ``a``, ``b``, ``c``), ``validation``, ``test``,
+            ``system_prompt`` and ``prompt_template`` of
+            :class:`~es_lightning.tasks.families.GeneratedTask`.
     """
 
     name = "arithmetic"
@@ -81,16 +89,25 @@ class Arithmetic(GeneratedTask):
     default_template = "Q: {question}"
 
     def __init__(
-        self, *, max_number: int = 30, n_train: int = 1000, n_test: int = 200, seed: int = 0, **kwargs: Any
+        self,
+        *,
+        max_number: int = 30,
+        n_train: int = 1000,
+        n_test: int = 200,
+        seed: int = 0,
+        n_validation: int = 200,
+        **kwargs: Any,
     ) -> None:
         if max_number < 1:
             raise ConfigError(f"arithmetic: max_number must be at least 1, got {max_number}")
-        super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)
-        generated = (n_train if self.train is None else 0) + (n_test if self.test is None else 0)
-        if generated > max_number**3:
+        super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test, seed=seed, **kwargs)
+        sizes = {"n_train": (n_train, self.train), "n_validation": (n_validation, self.validation)}
+        sizes["n_test"] = (n_test, self.test)
+        generated = {arg: n for arg, (n, source) in sizes.items() if source is None}
+        if sum(generated.values()) > max_number**3:
             raise ConfigError(
-                f"arithmetic: {generated} generated problems (n_train + n_test) exceed the "
-                f"{max_number**3} distinct ones with max_number={max_number}"
+                f"arithmetic: {sum(generated.values())} generated problems ({' + '.join(generated)}) "
+                f"exceed the {max_number**3} distinct ones with max_number={max_number}"
             )
         self.max_number = max_number
 
@@ -98,15 +115,28 @@ class Arithmetic(GeneratedTask):
     def generate_split(self, split: str) -> list[dict[str, Any]]:
         if split == "test":
             return self._draw("test", self.n_test, exclude=set())
-        return self._draw("train", self.n_train, exclude={_key(row) for row in self.load("test")})
+        test = {_key(row) for row in self.split_rows("test")}
+        if split == "validation":  # the test stream: the problems after the (generated) test split
+            return self._draw("test", self.n_validation, exclude=test, split="validation")
+        validation = (
+            {_key(row) for row in self.split_rows("validation")}
+            if self.n_validation or self.validation
+            else set()
+        )
+        return self._draw("train", self.n_train, exclude=test | validation)
 
-    def _draw(self, split: str, n: int, exclude: set[tuple[int, int, int]]) -> list[dict[str, Any]]:
-        rng = random.Random(f"arithmetic-{self.seed}-{split}")
+    def _draw(
+        self, stream: str, n: int, exclude: set[tuple[int, int, int]], split: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The first ``n`` problems of ``stream`` not in ``exclude``, for ``split`` (default: ``stream``)."""
+        split = split or stream
+        rng = random.Random(f"arithmetic-{self.seed}-{stream}")
         seen = {key for key in exclude if all(1 <= x <= self.max_number for x in key)}
         if n > self.max_number**3 - len(seen):
+            others = "the test split" if split != "train" else "the test and validation splits"
             raise ConfigError(
                 f"arithmetic: {n} {split} problems asked for, but only {self.max_number**3 - len(seen)} "
-                f"with max_number={self.max_number} are not in the test split"
+                f"with max_number={self.max_number} are not in {others}"
             )
         rows: list[dict[str, Any]] = []
         while len(rows) < n:  # terminates: enough distinct problems are left (checked above)

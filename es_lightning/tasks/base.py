@@ -19,6 +19,20 @@ from typing import Any, ClassVar
 from es_lightning.errors import ConfigError
 from es_lightning.tasks.data import DataSource
 
+SPLITS = ("train", "validation", "test")
+"""The splits every task knows: train on ``train``, select settings on ``validation``, report
+``test``."""
+
+
+def check_split(task: str, split: str) -> None:
+    """Refuse a split name that is none of :data:`SPLITS`.
+
+    Raises:
+        ConfigError: naming ``task`` and the splits there are.
+    """
+    if split not in SPLITS:
+        raise ConfigError(f"{task}: unknown split {split!r}; use 'train', 'validation' or 'test'")
+
 
 @dataclass(frozen=True)
 class Score:
@@ -36,9 +50,11 @@ class Score:
 class Task(ABC):
     """A verifiable reasoning task.
 
-    Rows come from the ``train``/``test`` data sources; the family bases
-    :class:`~es_lightning.tasks.families.DatasetTask` (default sources per task) and
-    :class:`~es_lightning.tasks.families.GeneratedTask` (a seeded generator) build on this.
+    Rows come from the ``train``/``validation``/``test`` data sources (:data:`SPLITS`); the family
+    bases :class:`~es_lightning.tasks.families.DatasetTask` (default sources per task, or a seeded
+    validation slice held out of train) and :class:`~es_lightning.tasks.families.GeneratedTask` (a
+    seeded generator) build on this. The validation split is the one to tune and select settings
+    on: the test split is for the final numbers only.
 
     Args:
         train: where the training rows come from (``None``: nowhere, unless the task's family
@@ -47,6 +63,8 @@ class Task(ABC):
         system_prompt: optional system message placed before the user message.
         prompt_template: ``str.format`` template for the user message; the fields are the row's
             columns plus ``question`` as built by :meth:`question`.
+        validation: where the validation rows come from (``None`` as for ``train``); a source must
+            hold no row of the train or test split (not checked for a plain task).
     """
 
     name: str = "task"
@@ -59,27 +77,28 @@ class Task(ABC):
         test: DataSource | None = None,
         system_prompt: str | None = None,
         prompt_template: str | None = None,
+        validation: DataSource | None = None,
     ) -> None:
         self.train = train
+        self.validation = validation
         self.test = test
         self.system_prompt = system_prompt
         self.prompt_template = prompt_template or self.default_template
 
     # -- data ---------------------------------------------------------------------------------
     def source(self, split: str) -> DataSource | None:
-        """The data source of ``split`` (``"train"`` or ``"test"``), ``None`` when none is set.
+        """The data source of ``split`` (one of :data:`SPLITS`), ``None`` when none is set.
 
         Raises:
-            ValueError: ``split`` is neither; the message names the task.
+            ConfigError: ``split`` is none of them; the message names the task.
         """
-        if split not in ("train", "test"):
-            raise ValueError(f"{self.name}: unknown split {split!r}; use 'train' or 'test'")
-        return self.train if split == "train" else self.test
+        check_split(self.name, split)
+        return {"train": self.train, "validation": self.validation, "test": self.test}[split]
 
     def load(self, split: str = "train") -> list[dict[str, Any]]:
-        """Rows of ``split`` (``"train"`` or ``"test"``) with the column mapping applied; every row
-        is checked with :meth:`validate_row` (one pass), so a bad row fails here, naming its file
-        and line or row, not in the middle of training.
+        """Rows of ``split`` (``"train"``, ``"validation"`` or ``"test"``) with the column mapping
+        applied; every row is checked with :meth:`validate_row` (one pass), so a bad row fails
+        here, naming its file and line or row, not in the middle of training.
 
         Raises:
             ConfigError: no source is set for ``split``, the source is missing, empty or malformed,

@@ -96,8 +96,9 @@ class Countdown(GeneratedTask):
     random pool entries with a random operation (``-`` only when the result is positive, ``/`` only
     when exact) until one value is left; that value is the target if it lies in
     ``[1, max_target]``, else the draw is retried. Problems are unique by (sorted numbers, target);
-    the first ``n_test`` form the test split and the next ``n_train`` the train split, so the two
-    never overlap.
+    the first ``n_test`` form the test split, the next ``n_validation`` the validation split and
+    the next ``n_train`` the train split, so the three never overlap (a split read from a data
+    source takes its generated problems' place and is not checked against the others).
 
     Args:
         num_numbers: numbers per generated problem.
@@ -106,7 +107,8 @@ class Countdown(GeneratedTask):
         n_train: generated training problems.
         n_test: generated test problems.
         seed: generator seed.
-        **kwargs: ``train`` (rows with columns ``nums`` and ``target``), ``test``,
+        n_validation: generated validation problems.
+        **kwargs: ``train`` (rows with columns ``nums`` and ``target``), ``validation``, ``test``,
             ``system_prompt`` and ``prompt_template`` of
             :class:`~es_lightning.tasks.families.GeneratedTask`.
     """
@@ -124,6 +126,7 @@ class Countdown(GeneratedTask):
         n_train: int = 10000,
         n_test: int = 500,
         seed: int = 0,
+        n_validation: int = 200,
         **kwargs: Any,
     ) -> None:
         sizes = {
@@ -134,13 +137,13 @@ class Countdown(GeneratedTask):
         for arg, (given, low) in sizes.items():
             if given < low:
                 raise ConfigError(f"countdown: {arg} must be at least {low}, got {given}")
-        super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)
+        super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test, seed=seed, **kwargs)
         self.num_numbers, self.max_number, self.max_target = num_numbers, max_number, max_target
 
     # -- data ---------------------------------------------------------------------------------
     def generate_split(self, split: str) -> list[dict[str, Any]]:
-        rows = self.generate(self.n_test + (self.n_train if split == "train" else 0))
-        return rows[self.n_test :] if split == "train" else rows
+        start = {"test": 0, "validation": self.n_test, "train": self.n_test + self.n_validation}[split]
+        return self.generate(start + self.split_size(split))[start:]
 
     def _draw(self, rng: random.Random) -> dict[str, Any] | None:
         nums = [rng.randint(1, self.max_number) for _ in range(self.num_numbers)]

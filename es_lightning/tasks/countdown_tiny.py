@@ -174,11 +174,14 @@ class CountdownTiny(GeneratedTask):
     ``[1, max_target]`` that :func:`solutions` reaches in at least ``min_solutions`` ways (the
     draw is retried when there is none). Problems are unique by (sorted numbers, target). The test
     split is the first ``n_test`` problems of the seeded stream (so a smaller test split is a prefix
-    of a larger one); the train split is the next ``n_train`` problems that are not in the test
-    split (generated or read from ``test``), so the two never overlap.
+    of a larger one); the validation split is the first ``n_validation`` problems of the stream that
+    are not in the test split (generated, so the ones right after it, or read from ``test``); the
+    train split is the first ``n_train`` problems that are in neither, so the three never overlap.
 
     The defaults are the settings ``es-lightning/tiny-countdown`` was warm-started with; with
-    ``seed=0`` its first 1,000 test problems were held out of that training.
+    ``seed=0`` the first 1,000 problems of the stream were held out of that training, so both the
+    default test split (problems 1-200) and the default validation split (201-400) are problems
+    it never saw (while the train split overlaps its training data).
 
     Args:
         max_number: largest given number (the smallest is 1).
@@ -191,7 +194,8 @@ class CountdownTiny(GeneratedTask):
         n_train: generated training problems.
         n_test: generated test problems.
         seed: generator seed.
-        **kwargs: ``train`` (rows with columns ``nums`` and ``target``), ``test``,
+        n_validation: generated validation problems.
+        **kwargs: ``train`` (rows with columns ``nums`` and ``target``), ``validation``, ``test``,
             ``system_prompt`` and ``prompt_template`` of
             :class:`~es_lightning.tasks.families.GeneratedTask`.
     """
@@ -212,6 +216,7 @@ class CountdownTiny(GeneratedTask):
         n_train: int = 2000,
         n_test: int = 200,
         seed: int = 0,
+        n_validation: int = 200,
         **kwargs: Any,
     ) -> None:
         sizes = {
@@ -226,7 +231,7 @@ class CountdownTiny(GeneratedTask):
             raise ConfigError(
                 f"countdown_tiny: four_number_fraction must be in [0, 1], got {four_number_fraction}"
             )
-        super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)
+        super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test, seed=seed, **kwargs)
         self.max_number, self.max_target, self.max_value = max_number, max_target, max_value
         self.four_number_fraction, self.min_solutions = four_number_fraction, min_solutions
 
@@ -234,7 +239,15 @@ class CountdownTiny(GeneratedTask):
     def generate_split(self, split: str) -> list[dict[str, Any]]:
         if split == "test":
             return self.generate(self.n_test)
-        return self.generate(self.n_train, exclude={_key(row) for row in self.load("test")})
+        test = {_key(row) for row in self.split_rows("test")}
+        if split == "validation":  # the problems after the (generated) test split
+            return self.generate(self.n_validation, exclude=test)
+        validation = (
+            {_key(row) for row in self.split_rows("validation")}
+            if self.n_validation or self.validation
+            else set()
+        )
+        return self.generate(self.n_train, exclude=test | validation)
 
     def generate(
         self, n: int, exclude: set[tuple[tuple[int, ...], int]] | None = None

@@ -25,7 +25,9 @@ class Echo(GeneratedTask):
     """Repeat a random digit string.
 
     Generation: each split draws ``length`` uniform digits per row from its own seeded stream
-    (``"echo-{seed}-train"`` / ``"-test"``); the splits may share a string.
+    (``"echo-{seed}-train"`` / ``"-validation"`` / ``"-test"``); the train and test splits may
+    share a string, the validation split shares none with either: its stream skips the test
+    split's strings and the train stream skips the validation split's.
 
     Args:
         length: digits per generated problem.
@@ -33,8 +35,10 @@ class Echo(GeneratedTask):
         n_test: generated test rows.
         seed: generator seed.
         format_weight: w, the share of the reward for answering with digits at all.
-        **kwargs: ``train`` (rows with a ``digits`` column), ``test``, ``system_prompt`` and
-            ``prompt_template`` of :class:`~es_lightning.tasks.families.GeneratedTask`.
+        n_validation: generated validation rows.
+        **kwargs: ``train`` (rows with a ``digits`` column), ``validation``, ``test``,
+            ``system_prompt`` and ``prompt_template`` of
+            :class:`~es_lightning.tasks.families.GeneratedTask`.
     """
 
     name = "echo"
@@ -49,6 +53,7 @@ class Echo(GeneratedTask):
         n_test: int = 64,
         seed: int = 0,
         format_weight: float = 0.5,
+        n_validation: int = 64,
         **kwargs: Any,
     ) -> None:
         if not 0 <= format_weight <= 1:
@@ -58,15 +63,29 @@ class Echo(GeneratedTask):
             raise ConfigError(
                 f"echo: length, n_train and n_test must be >= 1, got {length}, {n_train}, {n_test}"
             )
-        super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)
+        super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test, seed=seed, **kwargs)
         self.length = length
 
     def generate_split(self, split: str) -> list[dict[str, Any]]:
+        skip: set[str] = set()
+        if split == "validation":
+            skip = {str(row["digits"]) for row in self.split_rows("test")}
+        elif split == "train" and (self.n_validation or self.validation):
+            skip = {str(row["digits"]) for row in self.split_rows("validation")}
+        count = self.split_size(split)
+        if count and len({s for s in skip if len(s) == self.length}) >= 10**self.length:
+            others = "test" if split == "validation" else "validation"
+            raise ConfigError(
+                f"echo: the {others} split holds every {self.length}-digit string; no {split} row is "
+                "left (raise length or lower n_test/n_validation)"
+            )
         rng = random.Random(f"echo-{self.seed}-{split}")
-        count = self.n_train if split == "train" else self.n_test
-        return [
-            {"digits": "".join(rng.choice("0123456789") for _ in range(self.length))} for _ in range(count)
-        ]
+        rows: list[dict[str, Any]] = []
+        while len(rows) < count:
+            digits = "".join(rng.choice("0123456789") for _ in range(self.length))
+            if digits not in skip:
+                rows.append({"digits": digits})
+        return rows
 
     def question(self, row: dict[str, Any]) -> str:
         return str(row["digits"])

@@ -2,11 +2,16 @@
 
 * :class:`DatasetTask` reads its rows from data sources (:class:`~es_lightning.tasks.data.DataSource`);
   a task names its usual dataset once, as the class attributes ``default_train``/``default_test``,
-  and a ``train``/``test`` given to the constructor replaces them;
-* :class:`GeneratedTask` makes its rows with a seeded generator (``n_train``, ``n_test``,
-  ``seed``); a split whose ``train``/``test`` source is given is read from it instead.
+  and a ``train``/``test`` given to the constructor replaces them. Its validation split is a
+  ``validation`` source (a named split of the dataset), or, when ``validation_size`` or
+  ``validation_fraction`` is set, a seeded slice held out of the train rows (:func:`held_out`),
+  which the train split then no longer holds;
+* :class:`GeneratedTask` makes its rows with a seeded generator (``n_train``, ``n_validation``,
+  ``n_test``, ``seed``); a split whose ``train``/``validation``/``test`` source is given is read
+  from it instead. The built-in generators draw the validation problems from the test problems'
+  stream, right after them, and keep them out of the train split.
 
-Each family declares ``train``/``test`` with its own meaning of ``None``, and
+Each family declares ``train``/``validation``/``test`` with its own meaning of ``None``, and
 :class:`~es_lightning.tasks.base.Task` declares ``system_prompt``/``prompt_template``. A concrete
 task lists only its own arguments and passes the rest on as ``**kwargs``, which jsonargparse
 follows to build the task's ``--help`` and YAML schema::
@@ -15,33 +20,73 @@ follows to build the task's ``--help`` and YAML schema::
     class Parity(GeneratedTask):
         name = "parity"
 
-        def __init__(self, *, n_train: int = 100, n_test: int = 20, seed: int = 0, **kwargs: Any) -> None:
-            super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)
+        def __init__(self, *, n_train: int = 100, n_validation: int = 20, n_test: int = 20, seed: int = 0,
+                     **kwargs: Any) -> None:
+            super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test, seed=seed, **kwargs)
 
         def generate_split(self, split: str) -> list[dict[str, Any]]:
             rng = random.Random(f"parity-{self.seed}-{split}")
-            return [{"n": rng.randint(0, 99)} for _ in range(self.n_train if split == "train" else self.n_test)]
+            return [{"n": rng.randint(0, 99)} for _ in range(self.split_size(split))]
+
+(this one's splits may share a number; the built-in tasks keep theirs apart.)
 """
 
 from __future__ import annotations
 
 import copy
+import random
 from abc import abstractmethod
 from typing import Any, ClassVar
 
 from es_lightning.errors import ConfigError
-from es_lightning.tasks.base import Task
+from es_lightning.tasks.base import Task, check_split
 from es_lightning.tasks.data import DataSource
+
+
+def held_out(n_rows: int, size: int, seed: int) -> set[int]:
+    """The positions of the ``size`` rows (of ``n_rows``) held out of train as the validation
+    split: the first ``size`` of a ``seed``-shuffled order, so the same rows for the same
+    ``n_rows``, ``size`` and ``seed``, and a smaller slice is part of a larger one.
+
+    Raises:
+        ConfigError: ``size`` is not in ``1..n_rows - 1`` (train would be empty).
+    """
+    if not 1 <= size < n_rows:
+        raise ConfigError(
+            f"a validation slice of {size} rows leaves no training rows of {n_rows}; lower "
+            "validation_size/validation_fraction or give a `validation:` source"
+        )
+    order = list(range(n_rows))
+    random.Random(f"validation-{seed}").shuffle(order)
+    return set(order[:size])
 
 
 class DatasetTask(Task):
     """A task whose rows come from a dataset: a hub dataset by default, or any data source.
 
+    The validation split is, in this order: the ``validation`` source when one is given (a named
+    split, ``{path: ..., split: validation}``, or a file: it must share no row with train or
+    test); else, when ``validation_size`` or ``validation_fraction`` is set, the rows
+    :func:`held_out` picks, with ``validation_seed``, from the rows the train source gives (after
+    its own ``limit``), and the train split is then the other rows, in their order; else none
+    (``load("validation")`` says how to set one). Without these settings the train split is the
+    whole train source, as before.
+
     Args:
         train: training rows; ``None`` uses the task's ``default_train`` (its usual training set,
             named in the task's description; some tasks have none).
         test: evaluation rows; ``None`` uses the task's ``default_test``.
+        validation: validation rows (a named split of the dataset or a file); ``None``: the
+            held-out slice below, or no validation split.
+        validation_size: rows held out of train as the validation split (>= 1).
+        validation_fraction: share of the train rows held out instead, in (0, 1); rounded, at
+            least 1 row.
+        validation_seed: seed of the held-out slice.
         **kwargs: ``system_prompt`` and ``prompt_template`` of :class:`~es_lightning.tasks.base.Task`.
+
+    Raises:
+        ConfigError: more than one of ``validation``, ``validation_size`` and
+            ``validation_fraction`` is given, or a size or fraction is out of range.
     """
 
     default_train: ClassVar[DataSource | None] = None
@@ -50,22 +95,77 @@ class DatasetTask(Task):
     """The evaluation source when none is given (each instance gets its own copy)."""
 
     def __init__(
-        self, train: DataSource | None = None, test: DataSource | None = None, **kwargs: Any
+        self,
+        train: DataSource | None = None,
+        test: DataSource | None = None,
+        validation: DataSource | None = None,
+        validation_size: int | None = None,
+        validation_fraction: float | None = None,
+        validation_seed: int = 0,
+        **kwargs: Any,
     ) -> None:
+        given = [
+            name
+            for name, value in (
+                ("validation", validation),
+                ("validation_size", validation_size),
+                ("validation_fraction", validation_fraction),
+            )
+            if value is not None
+        ]
+        if len(given) > 1:
+            raise ConfigError(
+                f"{self.name}: give one of {' and '.join(given)} (each sets the validation split)"
+            )
+        if validation_size is not None and validation_size < 1:
+            raise ConfigError(f"{self.name}: validation_size must be at least 1, got {validation_size}")
+        if validation_fraction is not None and not 0 < validation_fraction < 1:
+            raise ConfigError(
+                f"{self.name}: validation_fraction must be in (0, 1), got {validation_fraction}"
+            )
         super().__init__(
             train=train if train is not None else copy.deepcopy(self.default_train),
             test=test if test is not None else copy.deepcopy(self.default_test),
+            validation=validation,
             **kwargs,
         )
+        self.validation_size, self.validation_fraction = validation_size, validation_fraction
+        self.validation_seed = validation_seed
+
+    def holds_out_validation(self) -> bool:
+        """Whether the validation split is a slice held out of the train rows."""
+        return self.validation is None and (
+            self.validation_size is not None or self.validation_fraction is not None
+        )
+
+    def load(self, split: str = "train") -> list[dict[str, Any]]:
+        """Rows of ``split``; with a held-out validation slice, ``train`` and ``validation`` split
+        the train source's rows between them (see the class docstring)."""
+        check_split(self.name, split)
+        if split == "test" or not self.holds_out_validation():
+            if split == "validation" and self.validation is None:
+                raise ConfigError(
+                    f"{self.name}: no 'validation' data source configured (set `validation:` in the "
+                    "task, or validation_size / validation_fraction to hold out train rows)"
+                )
+            return super().load(split)
+        rows = super().load("train")
+        size = self.validation_size
+        if size is None:
+            size = max(1, round(self.validation_fraction * len(rows)))  # type: ignore[operator]
+        held = held_out(len(rows), size, self.validation_seed)
+        return [row for i, row in enumerate(rows) if (i in held) == (split == "validation")]
 
 
 class GeneratedTask(Task):
     """A task whose rows a seeded generator makes, split by split.
 
-    :meth:`load` reads a split from its data source when one is set (``train``/``test``, as for any
-    :class:`~es_lightning.tasks.base.Task`) and otherwise returns :meth:`generate_split`, which a
-    concrete task implements: ``n_train`` or ``n_test`` rows, the same for the same settings and
-    ``seed``. Whether the generated splits may share a problem is the task's to say (and document).
+    :meth:`load` reads a split from its data source when one is set (``train``/``validation``/
+    ``test``, as for any :class:`~es_lightning.tasks.base.Task`) and otherwise returns
+    :meth:`generate_split`, which a concrete task implements: ``n_train``, ``n_validation`` or
+    ``n_test`` rows (:meth:`split_size`), the same for the same settings and ``seed``. Whether the
+    generated splits may share a problem is the task's to say (and document); the built-in tasks
+    keep the validation split apart from both others.
 
     Args:
         train: training rows; ``None`` generates ``n_train`` rows.
@@ -73,10 +173,12 @@ class GeneratedTask(Task):
         n_train: generated training rows (at least 0).
         n_test: generated test rows (at least 0).
         seed: generator seed.
+        validation: validation rows; ``None`` generates ``n_validation`` rows.
+        n_validation: generated validation rows (at least 0).
         **kwargs: ``system_prompt`` and ``prompt_template`` of :class:`~es_lightning.tasks.base.Task`.
 
     Raises:
-        ValueError: ``n_train`` or ``n_test`` is negative.
+        ConfigError: ``n_train``, ``n_validation`` or ``n_test`` is negative.
     """
 
     def __init__(
@@ -87,22 +189,36 @@ class GeneratedTask(Task):
         n_train: int,
         n_test: int,
         seed: int = 0,
+        validation: DataSource | None = None,
+        n_validation: int = 0,
         **kwargs: Any,
     ) -> None:
-        for arg, given in (("n_train", n_train), ("n_test", n_test)):
+        for arg, given in (("n_train", n_train), ("n_validation", n_validation), ("n_test", n_test)):
             if given < 0:
                 raise ConfigError(f"{self.name}: {arg} must be at least 0, got {given}")
-        super().__init__(train=train, test=test, **kwargs)
-        self.n_train, self.n_test, self.seed = n_train, n_test, seed
+        super().__init__(train=train, test=test, validation=validation, **kwargs)
+        self.n_train, self.n_validation, self.n_test, self.seed = n_train, n_validation, n_test, seed
+
+    def split_size(self, split: str) -> int:
+        """``n_train``, ``n_validation`` or ``n_test`` for ``split``."""
+        check_split(self.name, split)
+        return {"train": self.n_train, "validation": self.n_validation, "test": self.n_test}[split]
 
     def load(self, split: str = "train") -> list[dict[str, Any]]:
-        """Rows of ``split`` (``"train"`` or ``"test"``): from its data source when one is set,
-        else :meth:`generate_split`."""
+        """Rows of ``split`` (``"train"``, ``"validation"`` or ``"test"``): from its data source
+        when one is set, else :meth:`generate_split` (:meth:`split_rows`)."""
+        return self.split_rows(split)
+
+    def split_rows(self, split: str) -> list[dict[str, Any]]:
+        """What :meth:`load` returns. A generator calls this, not :meth:`load`, for the splits it
+        keeps its split apart from, so that :meth:`load` is called only by the split's readers
+        (a test can then check that tuning never reads the test split)."""
         if self.source(split) is not None:
             return super().load(split)
         return self.generate_split(split)
 
     @abstractmethod
     def generate_split(self, split: str) -> list[dict[str, Any]]:
-        """The generated rows of ``split`` (``"train"`` or ``"test"``): ``n_train`` or ``n_test``
-        rows, the same ones whenever the settings, ``seed`` and data sources are the same."""
+        """The generated rows of ``split`` (``"train"``, ``"validation"`` or ``"test"``):
+        :meth:`split_size` rows, the same ones whenever the settings, ``seed`` and data sources
+        are the same."""

@@ -10,13 +10,16 @@ from es_lightning.evaluation.runner import EvalResult
 from es_lightning.evaluation.table import print_table
 
 
-def write_eval_outputs(eval_dir: Path, tag: str, task: str, result: EvalResult) -> None:
-    """``{tag}.json`` (all tasks' summaries so far), ``{tag}_{task}_completions.jsonl`` and
-    ``pass_at_k_{task}.png`` (every tag evaluated so far, one line each)."""
+def write_eval_outputs(
+    eval_dir: Path, tag: str, task: str, result: EvalResult, split: str | None = None
+) -> None:
+    """``{tag}.json`` (all tasks' summaries so far, each with the ``split`` it evaluated when
+    given), ``{tag}_{task}_completions.jsonl`` and ``pass_at_k_{task}.png`` (every tag evaluated
+    so far, one line each)."""
     eval_dir.mkdir(parents=True, exist_ok=True)
     summary_file = eval_dir / f"{tag}.json"
     summaries = json.loads(summary_file.read_text()) if summary_file.is_file() else {}
-    summaries[task] = result.summary
+    summaries[task] = {**result.summary, **({"split": split} if split is not None else {})}
     summary_file.write_text(json.dumps(summaries, indent=2))
     result.write_completions(eval_dir / f"{tag}_{task}_completions.jsonl")
 

@@ -288,8 +288,9 @@ class Trainer:
             raise ConfigError(
                 f"eval_tasks: names {bad} are not usable in metric keys (no '/', none of {reserved})"
             )
+        split = self.evaluation.split  # test, or validation when settings are being selected
         return [
-            (name, task, task.load("test")[: self.evaluation.limit]) for name, task in self.eval_tasks.items()
+            (name, task, task.load(split)[: self.evaluation.limit]) for name, task in self.eval_tasks.items()
         ]
 
     def _callbacks_state(self) -> dict[str, Any]:
@@ -383,7 +384,7 @@ class Trainer:
             if result is None:  # not rank 0
                 continue
             summaries[name] = result.summary
-            write_eval_outputs(self.output_dir / prefix, tag, name, result)
+            write_eval_outputs(self.output_dir / prefix, tag, name, result, split=config.split)
             self.log(metric_names(name, result.summary, prefix=prefix))
         if len(summaries) > 1:
             groups = average_groups(summaries, training_task=self.module.task.name)

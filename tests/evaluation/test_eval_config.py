@@ -16,6 +16,7 @@ from es_lightning.evaluation.runner import EvalConfig
         ({"temperature": -0.1}, "evaluation.temperature must be >= 0, got -0.1"),
         ({"top_p": 0.0}, "evaluation.top_p must be in (0, 1], got 0.0"),
         ({"max_tokens": 0}, "evaluation.max_tokens must be >= 1, got 0"),
+        ({"split": "train"}, "evaluation.split must be one of test, validation, got 'train'"),
     ],
 )
 def test_bad_settings_are_named(kwargs, message):
@@ -27,3 +28,4 @@ def test_bad_settings_are_named(kwargs, message):
 def test_boundaries_are_accepted():
     config = EvalConfig(num_samples=4, ks=[1, 4], temperature=0.0, top_p=1.0, max_tokens=1, limit=1)
     assert config.ks == [1, 4]
+    assert EvalConfig().split == "test" and EvalConfig(split="validation").split == "validation"

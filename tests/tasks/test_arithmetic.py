@@ -20,7 +20,7 @@ def test_generator_is_deterministic_and_well_formed():
     assert len(set(_keys(train))) == 1000 and len(set(_keys(test))) == 200  # no repeats within a split
     assert _keys(Arithmetic(seed=4).load("test")) != _keys(test)
 
-    small = Arithmetic(max_number=5, n_train=7, n_test=3, seed=3)
+    small = Arithmetic(max_number=5, n_train=7, n_validation=2, n_test=3, seed=3)
     assert len(small.load("train")) == 7 and len(small.load("test")) == 3
     assert all(1 <= row[k] <= 5 for row in small.load("train") + small.load("test") for k in "abc")
 
@@ -28,13 +28,35 @@ def test_generator_is_deterministic_and_well_formed():
 def test_splits_never_overlap_even_when_they_cover_every_problem():
     task = Arithmetic(seed=0)
     assert not set(_keys(task.load("train"))) & set(_keys(task.load("test")))
-    full = Arithmetic(max_number=4, n_train=54, n_test=10, seed=1)  # 4**3 = 64 problems in all
-    train, test = set(_keys(full.load("train"))), set(_keys(full.load("test")))
-    assert len(train) == 54 and len(test) == 10 and not train & test
+    full = Arithmetic(max_number=4, n_train=44, n_validation=10, n_test=10, seed=1)  # 4**3 = 64 in all
+    train, validation, test = (set(_keys(full.load(split))) for split in ("train", "validation", "test"))
+    assert (len(train), len(validation), len(test)) == (44, 10, 10)
+    assert not train & test and not validation & test and not validation & train
 
 
 def test_test_split_is_a_prefix_of_a_larger_one():
     assert Arithmetic(n_test=200).load("test") == Arithmetic(n_test=500).load("test")[:200]
+
+
+def test_validation_split_follows_the_test_problems_in_their_stream():
+    stream = Arithmetic(n_test=600, n_validation=0).load("test")
+    task = Arithmetic(n_test=200, n_validation=300)
+    assert task.load("validation") == stream[200:500]
+    assert not set(_keys(task.load("validation"))) & set(_keys(task.load("train")))
+
+
+def test_default_validation_problems_are_unseen_by_the_warm_start():
+    """es-lightning/tiny-arithmetic trained on every problem but the first 1,000 of the test stream
+    (es_lightning.models.sft.training_task): the default test and validation splits lie in those."""
+    from es_lightning.models.sft import training_task
+
+    task = Arithmetic(seed=0)
+    held = set(_keys(Arithmetic(n_test=1000, n_validation=0).load("test")))
+    warm_start = training_task()  # max_number 30, held_out 1000
+    seen = set(_keys(warm_start.load("train")))
+    assert len(seen) == 30**3 - 1000 and not seen & held
+    for split in ("test", "validation"):
+        assert set(_keys(task.load(split))) <= held and not set(_keys(task.load(split))) & seen
 
 
 @pytest.mark.parametrize(
@@ -44,9 +66,10 @@ def test_test_split_is_a_prefix_of_a_larger_one():
         ({"n_train": -1}, "arithmetic: n_train must be at least 0, got -1"),
         ({"n_test": -2}, "arithmetic: n_test must be at least 0, got -2"),
         (
-            {"max_number": 3, "n_train": 20, "n_test": 8},
-            "28 generated problems .* exceed the 27 distinct ones",
+            {"max_number": 3, "n_train": 20, "n_validation": 0, "n_test": 8},
+            r"28 generated problems \(n_train \+ n_validation \+ n_test\) exceed the 27 distinct ones",
         ),
+        ({"n_validation": -1}, "arithmetic: n_validation must be at least 0, got -1"),
     ],
 )
 def test_bad_sizes_are_refused(kwargs, match):
@@ -61,12 +84,18 @@ def test_unknown_split_and_data_source(tmp_path):
     good.write_text('{"a": 1, "b": 2, "c": 3}\n')
     bad.write_text('{"x": 1}\n')
     assert Arithmetic(test=DataSource(path=str(good))).load("test") == [{"a": 1, "b": 2, "c": 3}]
-    tiny = Arithmetic(test=DataSource(path=str(good)), max_number=3, n_train=26)  # 27 problems in all
+    tiny = Arithmetic(test=DataSource(path=str(good)), max_number=3, n_train=26, n_validation=0)  # 27 in all
     assert {(1, 2, 3)} == {(a, b, c) for a in (1, 2, 3) for b in (1, 2, 3) for c in (1, 2, 3)} - set(
         _keys(tiny.load("train"))
     )  # generated train rows skip the file's test problem
+    with pytest.raises(
+        ValueError, match="only 26 with max_number=3 are not in the test and validation splits"
+    ):
+        Arithmetic(test=DataSource(path=str(good)), max_number=3, n_train=27, n_validation=0).load("train")
     with pytest.raises(ValueError, match="only 26 with max_number=3 are not in the test split"):
-        Arithmetic(test=DataSource(path=str(good)), max_number=3, n_train=27, n_test=0).load("train")
+        Arithmetic(test=DataSource(path=str(good)), max_number=3, n_train=0, n_validation=27).load(
+            "validation"
+        )
     with pytest.raises(ValueError, match="lacks column"):
         Arithmetic(test=DataSource(path=str(bad))).load("test")
 

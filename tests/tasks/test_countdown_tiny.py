@@ -69,6 +69,30 @@ def test_generator_is_seeded_and_splits_are_disjoint():
     assert CountdownTiny(n_test=50, seed=3).load("test") == test[:50]  # a prefix of a larger split
 
 
+def test_validation_split_follows_the_test_problems_and_stays_out_of_train():
+    task = CountdownTiny(n_train=300, n_validation=80, n_test=100, seed=3)
+    stream = CountdownTiny(n_test=480, n_validation=0, seed=3).load("test")  # the stream's first 480
+    assert task.load("test") == stream[:100] and task.load("validation") == stream[100:180]
+    assert task.load("train") == stream[180:480]
+    keys = [{_key(r) for r in task.load(split)} for split in ("train", "validation", "test")]
+    assert not keys[0] & keys[1] and not keys[1] & keys[2] and not keys[0] & keys[2]
+
+
+def test_default_validation_problems_are_unseen_by_the_warm_start():
+    """es-lightning/tiny-countdown trained on CountdownTiny(seed=0, n_test=1000).load("train"): the
+    stream after its first 1,000 problems (es_lightning.models.sft_countdown.training_task); the
+    default test and validation splits must lie within those 1,000."""
+    from es_lightning.models.sft_countdown import training_task
+
+    held = CountdownTiny(n_test=1000, n_validation=0, seed=0).load("test")
+    task = CountdownTiny(seed=0)  # the defaults: n_test 200, n_validation 200
+    assert task.load("test") == held[:200] and task.load("validation") == held[200:400]
+    warm_start = training_task(n_problems=300)  # its data, shortened: the first 300 of 30,000
+    stream = CountdownTiny(n_test=1300, n_validation=0, seed=0).load("test")
+    assert warm_start.load("train") == stream[1000:]  # starts right after the held-out 1,000
+    assert not {_key(r) for r in warm_start.load("train")} & {_key(r) for r in held}
+
+
 def test_every_generated_problem_is_solvable_in_several_ways():
     task = CountdownTiny(n_train=500, n_test=200)
     for row in task.load("train") + task.load("test"):

@@ -32,6 +32,25 @@ def test_splits_and_seeds_use_different_streams():
     assert not set(train) & set(other)
 
 
+def test_validation_shares_no_string_with_train_or_test():
+    task = Echo(length=2, n_train=300, n_validation=40, n_test=64, seed=0)  # 100 strings: splits crowd
+    train, validation, test = ({r["digits"] for r in task.load(s)} for s in ("train", "validation", "test"))
+    assert len(task.load("validation")) == 40 and len(task.load("train")) == 300
+    assert train & test  # train and test may share strings (drawn independently) ...
+    assert not validation & test and not validation & train  # ... the validation split never does
+    assert Echo(length=2, n_train=300, n_validation=0, n_test=64).load("validation") == []
+
+
+def test_a_validation_split_with_no_string_left_is_refused():
+    with pytest.raises(
+        ValueError, match="echo: the test split holds every 1-digit string; no validation row"
+    ):
+        Echo(length=1, n_test=64).load("validation")
+    with pytest.raises(ValueError, match="echo: the test split holds every 1-digit string"):
+        Echo(length=1, n_test=64).load("train")  # train skips the validation strings, so it needs them
+    assert len(Echo(length=1, n_test=64, n_validation=0).load("train")) == 256
+
+
 def test_unknown_split_is_an_error():
     with pytest.raises(ValueError, match="unknown split 'valid'"):
         Echo().load("valid")

@@ -6,6 +6,7 @@ import random
 import pytest
 from jsonargparse import ArgumentParser
 
+from es_lightning.errors import ConfigError
 from es_lightning.tasks import (
     GPQA,
     GSM8K,
@@ -13,6 +14,7 @@ from es_lightning.tasks import (
     Arithmetic,
     CommonsenseQA,
     Countdown,
+    CountdownTiny,
     DatasetTask,
     DataSource,
     Echo,
@@ -23,6 +25,8 @@ from es_lightning.tasks import (
     Score,
     get_task,
 )
+from es_lightning.tasks.families import held_out
+from tests.helpers import ASSETS
 
 
 class Squares(GeneratedTask):
@@ -31,14 +35,12 @@ class Squares(GeneratedTask):
     name = "squares"
     required_columns = ("n",)
 
-    def __init__(self, *, n_train: int = 5, n_test: int = 3, seed: int = 0, **kwargs):
-        super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)
+    def __init__(self, *, n_train: int = 5, n_test: int = 3, seed: int = 0, n_validation: int = 2, **kwargs):
+        super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test, seed=seed, **kwargs)
 
     def generate_split(self, split):
         rng = random.Random(f"squares-{self.seed}-{split}")
-        return [
-            {"n": rng.randint(0, 10**9)} for _ in range(self.n_train if split == "train" else self.n_test)
-        ]
+        return [{"n": rng.randint(0, 10**9)} for _ in range(self.split_size(split))]
 
     def question(self, row):
         return f"{row['n']}^2 = ?"
@@ -61,11 +63,16 @@ def test_generated_splits_come_from_the_generator_unless_a_source_is_set(rows_fi
     task = Squares(n_train=4, n_test=2, seed=1)
     assert task.load("train") == task.generate_split("train") and len(task.load("train")) == 4
     assert task.load("test") == task.generate_split("test") and len(task.load("test")) == 2
+    assert task.load("validation") == task.generate_split("validation") and len(task.load("validation")) == 2
     assert task.load() == task.load("train")
 
     mixed = Squares(n_train=4, n_test=2, seed=1, test=DataSource(path=str(rows_file)))
     assert mixed.load("test") == [{"n": 2}, {"n": 3}]  # read from the file, not generated
     assert mixed.load("train") == task.load("train")  # the other split is still generated
+
+    held = Squares(n_train=4, n_test=2, seed=1, validation=DataSource(path=str(rows_file)))
+    assert held.source("validation") is held.validation and held.load("validation") == [{"n": 2}, {"n": 3}]
+    assert held.load("test") == task.load("test")
     assert mixed.score("9", mixed.load("test")[1]).reward == 1.0
 
     bad = tmp_path / "bad.jsonl"
@@ -84,9 +91,9 @@ def test_generated_splits_come_from_the_generator_unless_a_source_is_set(rows_fi
     ],
     ids=lambda task: task.name,
 )
-@pytest.mark.parametrize("split", ["valid", "validation", "Train", ""])
+@pytest.mark.parametrize("split", ["valid", "val", "Train", "dev", ""])
 def test_an_unknown_split_is_an_error_naming_the_task(task, split):
-    message = rf"^{task.name}: unknown split {split!r}; use 'train' or 'test'$"
+    message = rf"^{task.name}: unknown split {split!r}; use 'train', 'validation' or 'test'$"
     with pytest.raises(ValueError, match=message):
         task.load(split)
     with pytest.raises(ValueError, match=message):
@@ -107,6 +114,7 @@ def test_a_split_without_a_source_is_named():
     [
         (lambda: Squares(n_train=-1), r"^squares: n_train must be at least 0, got -1$"),
         (lambda: Squares(n_test=-3), r"^squares: n_test must be at least 0, got -3$"),
+        (lambda: Squares(n_validation=-2), r"^squares: n_validation must be at least 0, got -2$"),
         (lambda: Countdown(n_test=-1), r"^countdown: n_test must be at least 0, got -1$"),
         (lambda: Arithmetic(n_train=-5), r"^arithmetic: n_train must be at least 0, got -5$"),
     ],
@@ -128,21 +136,31 @@ def _countdown_key(row):
 
 
 GENERATED = [
-    (Arithmetic, {"max_number": 6, "n_train": 150, "n_test": 50}, lambda r: (r["a"], r["b"], r["c"])),
-    (Countdown, {"n_train": 120, "n_test": 40}, _countdown_key),
-    (Echo, {"length": 12, "n_train": 100, "n_test": 30}, lambda r: r["digits"]),
-    (Squares, {"n_train": 50, "n_test": 20}, lambda r: r["n"]),
+    (
+        Arithmetic,
+        {"max_number": 6, "n_train": 130, "n_validation": 30, "n_test": 50},
+        lambda r: (r["a"], r["b"], r["c"]),
+    ),
+    (Countdown, {"n_train": 120, "n_validation": 30, "n_test": 40}, _countdown_key),
+    (CountdownTiny, {"n_train": 120, "n_validation": 30, "n_test": 40}, _countdown_key),
+    (Echo, {"length": 12, "n_train": 100, "n_validation": 30, "n_test": 30}, lambda r: r["digits"]),
+    (Squares, {"n_train": 50, "n_validation": 10, "n_test": 20}, lambda r: r["n"]),
 ]
 
 
 @pytest.mark.parametrize(("cls", "settings", "key"), GENERATED, ids=[cls.__name__ for cls, _, _ in GENERATED])
 def test_generated_splits_are_seeded_sized_and_disjoint(cls, settings, key):
     task, again, other = cls(seed=7, **settings), cls(seed=7, **settings), cls(seed=8, **settings)
-    train, test = task.load("train"), task.load("test")
-    assert (len(train), len(test)) == (settings["n_train"], settings["n_test"])
-    assert train == again.load("train") and test == again.load("test")  # same seed, same rows
-    assert train != other.load("train") and test != other.load("test")  # another seed, other rows
-    assert not {key(r) for r in train} & {key(r) for r in test}
+    train, validation, test = (task.load(split) for split in ("train", "validation", "test"))
+    sizes = (settings["n_train"], settings["n_validation"], settings["n_test"])
+    assert (len(train), len(validation), len(test)) == sizes
+    for split, rows in (("train", train), ("validation", validation), ("test", test)):
+        assert rows == again.load(split)  # same seed, same rows
+        assert rows != other.load(split)  # another seed, other rows
+    keys = [{key(r) for r in rows} for rows in (train, validation, test)]
+    assert not keys[1] & keys[0] and not keys[1] & keys[2]  # validation apart from train and test
+    if cls in (Arithmetic, Countdown, CountdownTiny):  # unique problems, all three splits apart
+        assert not keys[0] & keys[2] and len(keys[1]) == len(validation)
 
 
 PINNED = [
@@ -159,8 +177,17 @@ PINNED = [
         [{"a": 14, "b": 29, "c": 29}, {"a": 24, "b": 4, "c": 8}, {"a": 16, "b": 18, "c": 16}],
     ),
     (
-        Countdown(n_train=5, n_test=3),
+        Countdown(n_train=5, n_test=3, n_validation=0),  # the train split before validation splits
         "train",
+        [
+            {"nums": [94, 42, 91, 9], "target": 54, "solution": "(42 + 9) + (94 - 91)"},
+            {"nums": [41, 66, 63, 14], "target": 775, "solution": "((63 * 14) - 41) - 66"},
+            {"nums": [5, 79, 85, 34], "target": 33, "solution": "(79 + (34 + 5)) - 85"},
+        ],
+    ),
+    (
+        Countdown(n_train=5, n_test=3, n_validation=3),  # the validation split takes those places
+        "validation",
         [
             {"nums": [94, 42, 91, 9], "target": 54, "solution": "(42 + 9) + (94 - 91)"},
             {"nums": [41, 66, 63, 14], "target": 775, "solution": "((63 * 14) - 41) - 66"},
@@ -223,31 +250,34 @@ def test_constructors_take_keywords_only(cls):
 
 
 # -- the schema jsonargparse builds from the constructors ---------------------------------------
-SHARED = {"train", "test", "system_prompt", "prompt_template"}
+SHARED = {"train", "validation", "test", "system_prompt", "prompt_template"}
+HELD_OUT = {"validation_size": None, "validation_fraction": None, "validation_seed": 0}
 OWN = {
-    GSM8K: {},
-    HotpotQA: {},
-    MathTask: {"timeout_s": 5},
+    GSM8K: HELD_OUT,
+    HotpotQA: HELD_OUT,
+    MathTask: {"timeout_s": 5, **HELD_OUT},
     MBPP: {
         "time_limit_s": 5.0,
         "memory_mb": 1024,
         "max_workers": 4,
         "use_challenge_tests": False,
         "isolation": "bwrap",
+        **HELD_OUT,
     },
-    MultipleChoice: {"correct_column": None, "incorrect_columns": None, "shuffle_seed": None},
-    CommonsenseQA: {"shuffle_seed": None},
-    GPQA: {"shuffle_seed": 0},
-    Arithmetic: {"max_number": 30, "n_train": 1000, "n_test": 200, "seed": 0},
+    MultipleChoice: {"correct_column": None, "incorrect_columns": None, "shuffle_seed": None, **HELD_OUT},
+    CommonsenseQA: {"shuffle_seed": None, **HELD_OUT},
+    GPQA: {"shuffle_seed": 0, **HELD_OUT},
+    Arithmetic: {"max_number": 30, "n_train": 1000, "n_validation": 200, "n_test": 200, "seed": 0},
     Countdown: {
         "num_numbers": 4,
         "max_number": 100,
         "max_target": 1000,
         "n_train": 10000,
+        "n_validation": 200,
         "n_test": 500,
         "seed": 0,
     },
-    Echo: {"length": 4, "n_train": 256, "n_test": 64, "seed": 0, "format_weight": 0.5},
+    Echo: {"length": 4, "n_train": 256, "n_validation": 64, "n_test": 64, "seed": 0, "format_weight": 0.5},
 }
 
 
@@ -274,3 +304,74 @@ def test_a_config_builds_the_task_with_shared_and_own_arguments(cls, own, rows_f
     assert isinstance(task, cls)
     assert all(getattr(task, k) == v for k, v in own.items())
     assert task.test == DataSource(path=str(rows_file)) and task.system_prompt == "Be brief."
+
+
+# -- DatasetTask: the validation split ----------------------------------------------------------
+GSM8K_TRAIN = DataSource(path=str(ASSETS / "gsm8k" / "train.jsonl"))  # 22 real rows
+
+
+def test_held_out_positions_are_seeded_nested_and_sized():
+    assert len(held_out(22, 5, seed=0)) == 5
+    assert held_out(22, 5, seed=0) == held_out(22, 5, seed=0)
+    assert held_out(22, 5, seed=0) != held_out(22, 5, seed=1)
+    assert held_out(22, 3, seed=0) < held_out(22, 5, seed=0)  # a smaller slice is part of a larger one
+    # the reference: the first `size` of range(n) shuffled by the seeded generator, by hand
+    order = list(range(22))
+    random.Random("validation-0").shuffle(order)
+    assert held_out(22, 5, seed=0) == set(order[:5])
+    for size in (0, 22, 30):
+        with pytest.raises(
+            ConfigError, match=f"a validation slice of {size} rows leaves no training rows of 22"
+        ):
+            held_out(22, size, seed=0)
+
+
+def test_a_dataset_task_holds_a_seeded_validation_slice_out_of_train():
+    rows = GSM8K(train=GSM8K_TRAIN).load("train")
+    task = GSM8K(train=GSM8K_TRAIN, validation_size=5, validation_seed=3)
+    train, validation = task.load("train"), task.load("validation")
+    assert (len(train), len(validation)) == (17, 5)
+    assert task.source("validation") is None and task.holds_out_validation()
+    questions = [{r["question"] for r in split} for split in (train, validation)]
+    assert not questions[0] & questions[1]  # disjoint
+    assert questions[0] | questions[1] == {r["question"] for r in rows}  # together: the train source
+    assert train == [r for r in rows if r["question"] in questions[0]]  # in the source's order
+    assert validation == [rows[i] for i in sorted(held_out(22, 5, seed=3))]
+    assert GSM8K(train=GSM8K_TRAIN, validation_size=5, validation_seed=4).load("validation") != validation
+
+    by_fraction = GSM8K(train=GSM8K_TRAIN, validation_fraction=0.25, validation_seed=3)
+    assert len(by_fraction.load("validation")) == round(0.25 * 22) == 6  # 5.5 rounds to 6
+    assert len(by_fraction.load("train")) == 16
+    assert GSM8K(train=GSM8K_TRAIN, validation_fraction=0.01).load("validation") != []  # at least one row
+
+
+def test_a_named_validation_source_leaves_train_whole():
+    test_file = DataSource(path=str(ASSETS / "gsm8k" / "test.jsonl"), limit=4)
+    task = GSM8K(train=GSM8K_TRAIN, validation=test_file)
+    assert not task.holds_out_validation() and task.source("validation") is test_file
+    assert len(task.load("train")) == 22 and len(task.load("validation")) == 4
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (
+            {"validation_size": 2, "validation_fraction": 0.1},
+            "give one of validation_size and validation_fraction",
+        ),
+        ({"validation": GSM8K_TRAIN, "validation_size": 2}, "give one of validation and validation_size"),
+        ({"validation_size": 0}, "validation_size must be at least 1, got 0"),
+        ({"validation_fraction": 1.0}, r"validation_fraction must be in \(0, 1\), got 1.0"),
+        ({"validation_fraction": 0.0}, r"validation_fraction must be in \(0, 1\), got 0.0"),
+    ],
+)
+def test_bad_validation_settings_are_named(kwargs, match):
+    with pytest.raises(ConfigError, match=f"^gsm8k: {match}"):
+        GSM8K(train=GSM8K_TRAIN, **kwargs)
+
+
+def test_a_missing_validation_split_says_how_to_set_one():
+    with pytest.raises(ConfigError, match="^gsm8k: no 'validation' data source configured .*validation_size"):
+        GSM8K(train=GSM8K_TRAIN).load("validation")
+    with pytest.raises(ConfigError, match="leaves no training rows of 22"):
+        GSM8K(train=GSM8K_TRAIN, validation_size=22).load("validation")
