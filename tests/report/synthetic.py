@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from es_lightning.evaluation.pass_at_k import pass_at_k_curve
+
 TASK = "arithmetic"
 KS = list(range(1, 33))
 
@@ -27,6 +29,35 @@ def summary(pass1: float, rng: np.random.Generator) -> dict[str, float]:
     return out
 
 
+def counts_summary(counts: np.ndarray, m: int = 32) -> dict[str, float]:
+    """An ``eval/*.json`` task summary computed from per-problem correct counts (as summarize does)."""
+    curve = pass_at_k_curve([int(c) for c in counts], m)
+    out = {"n_prompts": float(len(counts)), "n_samples": float(m), "mean_reward": float(np.mean(counts) / m)}
+    out.update({f"pass@{k}": v for k, v in curve.items()})
+    out["greedy"] = float(np.mean(counts > m / 2))
+    return out
+
+
+def draw_counts(p: np.ndarray, rng: np.random.Generator, m: int = 32) -> np.ndarray:
+    """Correct counts of one evaluation: Binomial(m, p_i) per problem."""
+    return rng.binomial(m, p)
+
+
+def write_outcomes(
+    eval_dir: Path, tag: str, counts: np.ndarray, m: int = 32, order: list[int] | None = None
+) -> Path:
+    """``{tag}_{TASK}_completions.jsonl``: problem ``i`` is ``{"question": "q<i>"}`` with ``counts[i]``
+    rewards of 1 among its ``m`` (in the order ``order``, default 0..P−1)."""
+    rows = []
+    for i in order if order is not None else range(len(counts)):
+        rewards = [1.0] * int(counts[i]) + [0.0] * (m - int(counts[i]))
+        rows.append(json.dumps({"question": f"q{i}", "completions": ["x"] * m, "rewards": rewards}))
+    path = Path(eval_dir) / f"{tag}_{TASK}_completions.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
 def write_single(
     run_dir: Path,
     before: dict | None,
@@ -34,9 +65,15 @@ def write_single(
     metrics: list[dict[str, Any]],
     model: str = "es-lightning/tiny-arithmetic",
     max_steps: int = 10,
+    before_counts: np.ndarray | None = None,
+    after_counts: np.ndarray | None = None,
 ) -> None:
-    """A single run folder: config.yaml, metrics.jsonl, eval/before.json, eval/after.json, a checkpoint."""
+    """A single run folder: config.yaml, metrics.jsonl, eval/before.json, eval/after.json, a checkpoint
+    (and the evaluations' completions with rewards when their counts are given)."""
     (run_dir / "eval").mkdir(parents=True, exist_ok=True)
+    for tag, counts in (("before", before_counts), ("after", after_counts)):
+        if counts is not None:
+            write_outcomes(run_dir / "eval", tag, counts)
     (run_dir / "config.yaml").write_text(f"module:\n  model: {model}\ntrainer:\n  max_steps: {max_steps}\n")
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
     if before is not None:
@@ -79,6 +116,8 @@ def write_pipeline(
     before: dict,
     after: dict,
     stage_metrics: list[list[dict]],
+    before_counts: np.ndarray | None = None,
+    after_counts: np.ndarray | None = None,
 ) -> None:
     """A pipeline folder: pipeline.json and one single-run folder per stage."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -91,13 +130,20 @@ def write_pipeline(
     for i, (stage, metrics) in enumerate(zip(stages, stage_metrics)):
         last = i == len(stages) - 1
         mid = summary(0.5, np.random.default_rng(i))
-        write_single(Path(stage["output_dir"]), before if i == 0 else None, after if last else mid, metrics)
+        write_single(
+            Path(stage["output_dir"]),
+            before if i == 0 else None,
+            after if last else mid,
+            metrics,
+            before_counts=before_counts if i == 0 else None,
+            after_counts=after_counts if last else None,
+        )
 
 
 def write_analysis(
-    path: Path, rng: np.random.Generator, scale: float, top_kind: str, curve: bool = False
+    path: Path, rng: np.random.Generator, scale: float, top_kind: str, curve: bool = False, null: bool = False
 ) -> dict:
-    """An ``es-lightning analyze`` output."""
+    """An ``es-lightning analyze`` output (with the random-walk null block of an ES run when ``null``)."""
     taus = ["0.0001", "0.0005", "0.001", "0.0015", "0.005"]
     data = {
         "rel_l2": scale * (1 + 0.2 * rng.random()),
@@ -108,10 +154,28 @@ def write_analysis(
             {"name": "model.layers.0.input_layernorm.weight", "kind": top_kind, "layer": 0, "abs_delta": 0.1}
         ],
         "top_k_by_kind": {top_kind: 60 + int(10 * rng.random()), "mlp": 30, "attention": 10},
-        "bf16": {"rel_l2": scale},
+        "bf16": {
+            "rel_l2": scale * (1.1 + 0.1 * rng.random()),
+            "sparsity": {t: min(1.0, 0.4 + 0.1 * i + 0.05 * rng.random()) for i, t in enumerate(taus)},
+            "null": {"modelled": False, "reason": "not modelled: bf16"},
+        },
     }
+    if null:  # as es-lightning analyze writes it for an ES run (es_lightning/analysis/null.py)
+        shares = {"attention": 0.3, "mlp": 0.6, "norm": 0.01, "embedding": 0.09}
+        data["null"] = {
+            "modelled": True,
+            "variance_source": "closed form: T_applied·α²/N·c",
+            "rel_l2": scale * (0.9 + 0.2 * rng.random()),
+            "sparsity": {t: min(1.0, 0.45 + 0.1 * i) for i, t in enumerate(taus)},
+            "top_k_by_kind": {kind: 100 * share for kind, share in shares.items()},
+            "top_k_enrichment": {
+                kind: {"share": share, "expected": 100 * share} for kind, share in shares.items()
+            },
+        }
+    else:
+        data["null"] = {"modelled": False, "reason": "n/a: not an ES run"}
     if curve:
-        data["sparsity_curve"] = [
+        data["sparsity_curve"] = [{"tau": 0.0, "s_tau": 0.0, "pass@1": 0.62}] + [
             {"tau": float(t), "s_tau": data["sparsity"][t], "pass@1": 0.6 - 0.05 * i}
             for i, t in enumerate(taus[:3])
         ]

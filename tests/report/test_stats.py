@@ -8,7 +8,7 @@ import math
 import pytest
 
 import es_lightning.report.stats as stats
-from es_lightning.report.stats import fmt_number, fmt_stat, paired_difference, paired_ratio, stat
+from es_lightning.report.stats import fmt_number, fmt_stat, paired_difference, paired_ratio, stat, t_quantile
 
 
 def test_stat_hand_computed():
@@ -51,3 +51,16 @@ def test_formats():
 
 def test_doctests():
     assert doctest.testmod(stats).failed == 0
+
+
+@pytest.mark.parametrize(
+    ("df", "table"),
+    [(1, 6.314), (2, 2.920), (3, 2.353), (4, 2.132), (5, 2.015), (10, 1.812), (30, 1.697), (120, 1.658)],
+)
+def test_t_quantile_against_the_tables(df, table):
+    assert t_quantile(0.95, df) == pytest.approx(table, rel=3e-3)
+
+
+def test_t_quantile_two_sided_levels():
+    assert t_quantile(0.975, 2) == pytest.approx(4.303, rel=1e-3)
+    assert t_quantile(0.975, 10) == pytest.approx(2.228, rel=3e-3)

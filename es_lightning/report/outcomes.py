@@ -1,0 +1,121 @@
+"""Per-problem outcomes: each evaluation's correct counts, read from its saved completions.
+
+Every evaluation writes its samples with the verifier's rewards beside them
+(``eval/{tag}_{task}_completions.jsonl`` in a run, ``{stem}_completions.jsonl`` from
+``es-lightning evaluate``; one line per problem: the dataset row, ``"completions"``,
+``"rewards"``). A problem's correct count ``c`` is how many of its ``M`` rewards reach
+``1 − 1e-9`` (the evaluation's own rule). A problem is identified by its row's content (a hash
+of the row without the sample fields, numbered when the same row appears twice), so methods are
+paired by problem whatever order they were evaluated in.
+
+The report keeps them as ``{"task", "m", "problems": [id, ...], "counts": {method: {seed:
+[c, ...]}}, "missing": {method: why}}``, every count list in the order of ``problems``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from es_lightning.evaluation.offline import COMPLETIONS_KEY, GREEDY_KEY, GREEDY_REWARD_KEY, REWARDS_KEY
+from es_lightning.evaluation.summary import CORRECT_THRESHOLD
+from es_lightning.report.readers import stages
+
+SAMPLE_KEYS = (COMPLETIONS_KEY, REWARDS_KEY, GREEDY_KEY, GREEDY_REWARD_KEY)
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """One evaluation: problem ids, correct counts in the same order, samples per problem."""
+
+    problems: list[str]
+    counts: list[int]
+    m: int
+
+
+def completions_file(eval_dir: Path, tag: str, task: str) -> Path | None:
+    """``{tag}_{task}_completions.jsonl`` (a run's), else ``{tag}_completions.jsonl`` (evaluate's)."""
+    for name in (f"{tag}_{task}_completions.jsonl", f"{tag}_completions.jsonl"):
+        if (Path(eval_dir) / name).is_file():
+            return Path(eval_dir) / name
+    return None
+
+
+def problem_id(row: dict[str, Any]) -> str:
+    """A short hash of the row's content (the sample fields left out)."""
+    content = {k: v for k, v in row.items() if k not in SAMPLE_KEYS}
+    return hashlib.sha1(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def read_outcomes(path: Path | None) -> Outcomes | None:
+    """The correct counts of a completions file; ``None`` when absent, unreadable or without rewards."""
+    if path is None:
+        return None
+    problems, counts, seen = [], [], {}
+    m = None
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            return None
+        rewards = row.get(REWARDS_KEY) if isinstance(row, dict) else None
+        if not isinstance(rewards, list) or not rewards or (m is not None and len(rewards) != m):
+            return None
+        m = len(rewards)
+        base = problem_id(row)
+        seen[base] = seen.get(base, 0) + 1
+        problems.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
+        counts.append(sum(float(r) >= CORRECT_THRESHOLD for r in rewards))
+    return Outcomes(problems, counts, m) if m else None
+
+
+def run_outcomes(run_dir: Path, tag: str, task: str) -> Outcomes | None:
+    """A run's ``before`` (its first stage's) or ``after`` (its last stage's) outcomes."""
+    stage = stages(run_dir)[0 if tag == "before" else -1][0]
+    return read_outcomes(completions_file(stage / "eval", tag, task))
+
+
+def aligned(outcomes: Outcomes, problems: list[str], m: int) -> list[int] | str:
+    """The counts in the order of ``problems``, or why they cannot be (other problems, other M)."""
+    if outcomes.m != m:
+        return f"{outcomes.m} samples per problem, not {m}"
+    where = dict(zip(outcomes.problems, outcomes.counts))
+    if set(where) != set(problems):
+        return f"other problems ({len(set(where) ^ set(problems))} differ)"
+    return [where[p] for p in problems]
+
+
+def collect_outcomes(
+    evaluations: dict[str, dict[int, Outcomes | None]], task: str | None
+) -> dict[str, Any] | None:
+    """The report's ``outcomes`` block from ``{method: {seed: Outcomes}}`` (``base`` first)."""
+    first = next((o for seeds in evaluations.values() for o in seeds.values() if o), None)
+    if first is None or task is None:
+        return None
+    block: dict[str, Any] = {
+        "task": task,
+        "m": first.m,
+        "problems": first.problems,
+        "counts": {},
+        "missing": {},
+    }
+    for method, seeds in evaluations.items():
+        for seed, outcomes in sorted(seeds.items()):
+            if outcomes is None:
+                block["missing"].setdefault(method, f"seed {seed}: no completions with rewards")
+                continue
+            counts = aligned(outcomes, first.problems, first.m)
+            if isinstance(counts, str):
+                block["missing"].setdefault(method, f"seed {seed}: {counts}")
+                continue
+            block["counts"].setdefault(method, {})[str(seed)] = counts
+    return block
