@@ -18,7 +18,7 @@ RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
 FIT_RECIPES = [r for r in RECIPES if not r.name.startswith(("eval_", "report_"))]
 PAPER_PREFIXES = ("easy_", "grpo_", "hard_", "seq_", "popsize_")
 PAPER_FIT_RECIPES = [r for r in FIT_RECIPES if r.name.startswith(PAPER_PREFIXES)]
-POPSIZE_RECIPES = ["popsize_qwen0p5b.yaml", "popsize_qwen1p5b.yaml", "popsize_llama3b.yaml"]
+POPSIZE_RECIPES = ["popsize_qwen0p5b.yaml", "popsize_qwen1p5b.yaml", "popsize_qwen3b.yaml"]
 CLI = [sys.executable, "-m", "es_lightning"]
 
 
@@ -78,7 +78,7 @@ def test_fit_recipe_parses_builds_and_takes_overrides(recipe, tmp_path):
     assert (fit.strategy is None) != (fit.stages is None)
     if recipe.name.startswith(("smoke", "demo")):
         return
-    if recipe.name.startswith("coverage_cpu_"):  # CPU coverage setting: its own sizes, the paper's protocol
+    if recipe.name.startswith(("coverage_cpu_", "forgetting_cpu_")):  # CPU: own sizes, paper's protocol
         assert fit.trainer.batch_size == 32 and fit.module.task.n_test == 200
         assert (fit.evaluation.num_samples, fit.evaluation.temperature, fit.evaluation.ks) == (32, 0.6, None)
         return
