@@ -11,7 +11,9 @@ callbacks reuse them on weights streamed out of a strategy::
 
 Modules: ``kinds`` (parameter kind and layer from a name), ``delta`` (Δθ, the stored and bf16
 views, τ parsing), ``drift`` / ``sparsity`` / ``topk`` (the accumulators), ``pair`` (the three
-composed, one pass over a checkpoint), ``threshold`` (θ_0 + Δθ·1[|Δθ| > τ] as an HF folder),
+composed, one pass over a checkpoint), ``null`` (the random-walk null of ES drift: D_rel, s_τ and
+the top-k by kind had the rewards told nothing), ``walk_inputs`` (its α, N, T_applied from the run
+folder), ``threshold`` (θ_0 + Δθ·1[|Δθ| > τ] as an HF folder),
 ``curve`` (Pass@1 of the exports against s_τ), ``summary`` (the printed tables), ``command``.
 """
 

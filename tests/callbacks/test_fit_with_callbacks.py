@@ -20,6 +20,7 @@ callbacks:
   - class_path: es_lightning.callbacks.LayerAttribution
     init_args: {top_k: 10}
   - class_path: es_lightning.callbacks.PopulationDiversity
+    init_args: {every_n_updates: 2, num_prompts: 2, samples_per_prompt: 2}
   - class_path: es_lightning.callbacks.HeldOutPassAtK
     init_args:
       tasks: {echo_long: {class_path: es_lightning.tasks.Echo, init_args: {length: 5, n_test: 4}}}
@@ -72,9 +73,9 @@ def _check_instruments(out, es: bool):
         record = json.loads((out / "analysis" / f"attribution-step-{step:06d}.json").read_text())
         assert len(record["top_k"]) == 10 and sum(record["top_k_by_kind"].values()) == 10
         assert sum(record["top_k_by_layer"].values()) == 10
-    diversity = ("p_pop", "p_same", "gap", "js", "weight_success_cov")
+    diversity = ("p_pop", "p_same", "gap", "js", "js_excess", "gap_excess")
     for key in diversity:
-        assert sorted(_by_step(out, f"diversity/{key}")) == ([1, 2, 3, 4] if es else [])
+        assert sorted(_by_step(out, f"diversity/{key}")) == ([2, 4] if es else [])
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(out / "tensorboard")).Reload()

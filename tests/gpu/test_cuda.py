@@ -367,7 +367,7 @@ callbacks:
   - {class_path: es_lightning.callbacks.TokenEntropy, init_args: {every_n_updates: 2, num_prompts: 4, max_tokens: 6}}
   - {class_path: es_lightning.callbacks.ParameterDrift, init_args: {every_n_updates: 2}}
   - {class_path: es_lightning.callbacks.LayerAttribution, init_args: {top_k: 10}}
-  - {class_path: es_lightning.callbacks.PopulationDiversity}
+  - {class_path: es_lightning.callbacks.PopulationDiversity, init_args: {every_n_updates: 2, num_prompts: 2, samples_per_prompt: 2}}
 """
     )
     out = tmp_path / "run"

@@ -1,0 +1,120 @@
+"""The population-theory instruments of one ES update: alignment and the transfer to the centre.
+
+Symbols: the centre θ, members θ_i = θ + s_i·σ·ε_i (s_i = ±1, antithetic pairs; +1 otherwise),
+normalised rewards z_i (the ones the update applied), the update θ⁺ = θ + (α/N)·Σ_i s_i z_i ε_i,
+and success rates on a probe set: p_i(x) of member i, p_θ(x) of the centre before the update,
+p_θ⁺(x) after it. Every p is measured on probe responses that did not produce the rewards R_i.
+
+Alignment. The covariance over members of the weights the update gives them and their success:
+
+    cov(x) = (1/N) Σ_i (z_i − z̄)(p_i(x) − p̄(x))        reported as its mean over x
+
+With rewards and success measured on the same responses this is positive by construction (for 0/1
+rewards it equals the spread of the rewards); on independent probe samples its mean is 0 when the
+rewards carry no information about the members (``tests/es/test_theory.py`` checks both).
+
+Transfer (Proposition 1 as this project states and measures it; the paper's own wording is not
+restated in docs/paper.md). Linearise success in the weights,
+p_{θ+δ}(x) ≈ p_θ(x) + g(x)·δ. Then s_i σ g·ε_i ≈ p_i − p_θ, and the update moves the centre's
+success by g·Δ = (α/N) Σ_i z_i s_i g·ε_i ≈ (α/(σN)) Σ_i z_i (p_i − p_θ). So, to first order in σ
+and α, the updated centre succeeds like the reward-weighted mixture of the members and the centre
+
+    B_w(x) = w_0 p_θ(x) + Σ_i w_i p_i(x),   w_i = α z_i / (σ N),   w_0 = 1 − Σ_i w_i
+           = p_θ(x) + (α/σ)·cov(x)        (z-scores and ranks: Σ_i z_i = 0)
+
+(the ES weights; a signed mixture: w_i < 0 for the members rewarded below the mean, and B_w is
+clipped to [0, 1]). The member mean p̄ is not part of it: p̄ − p_θ ≈ σ g·ε̄ is first-order noise
+that the update does not apply. The transfer error is how far the real updated centre is from that
+prediction, per prompt as Bernoulli laws:
+
+    KL(B_w ‖ B_θ⁺)(x) = B_w log₂(B_w/p_θ⁺) + (1 − B_w) log₂((1 − B_w)/(1 − p_θ⁺))   (bits)
+
+with both rates clipped to [δ, 1 − δ] (δ = 1/(2(M+1)), the Krichevsky–Trofimov estimate of a rate
+seen 0 times in M samples: an unseen success is not infinitely surprising). It is 0 when the centre
+succeeds exactly as the mixture. Its margin: by Pinsker, |B_w − p_θ⁺| ≤ sqrt(KL·ln 2 / 2) (on the
+clipped rates), so the centre keeps at least
+
+    margin(x) = (B_w(x) − p_θ(x)) − sqrt(KL(x)·ln 2 / 2)
+
+of the mixture's gain over the old centre; a positive mean margin says the population's improvement
+reached the centre despite the transfer error. Logged: ``diversity/alignment_cov``,
+``diversity/transfer_kl``, ``diversity/mixture_gain`` (mean B_w − p_θ), ``diversity/centre_gain``
+(mean p_θ⁺ − p_θ) and ``diversity/transfer_margin``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from es_lightning.es.diversity import check_rates
+
+
+def _z(z: np.ndarray, n: int) -> np.ndarray:
+    z = np.asarray(z, dtype=np.float64)
+    if z.shape != (n,) or not np.all(np.isfinite(z)):
+        raise ValueError(f"z must be {n} finite numbers (one per member), got shape {z.shape}")
+    return z
+
+
+def alignment_covariance(z: np.ndarray, success: np.ndarray) -> float:
+    """mean_x (1/N) Σ_i (z_i − z̄)(p_i(x) − p̄(x)) for ``success[i, x]`` = p_i(x), shape (N, P)."""
+    p = check_rates(success)
+    z = _z(z, p.shape[0])
+    return float(((z - z.mean())[:, None] * (p - p.mean(axis=0))).mean(axis=0).mean())
+
+
+def mixture_weights(z: np.ndarray, learning_rate: float, sigma: float) -> np.ndarray:
+    """w_i = α z_i / (σ N): the members' weights in the updated centre's success (the centre's own
+    weight is 1 − Σ_i w_i)."""
+    if not (learning_rate > 0 and sigma > 0):
+        raise ValueError(f"mixture_weights: α and σ must be > 0, got {learning_rate}, {sigma}")
+    z = np.asarray(z, dtype=np.float64)
+    return (learning_rate / sigma) * z / z.size
+
+
+def bernoulli_kl(a: np.ndarray, b: np.ndarray, clip: float = 0.0) -> np.ndarray:
+    """KL(Bernoulli(a) ‖ Bernoulli(b)) in bits, elementwise, both clipped to [clip, 1 − clip]."""
+    a = np.clip(np.asarray(a, dtype=np.float64), clip, 1.0 - clip)
+    b = np.clip(np.asarray(b, dtype=np.float64), clip, 1.0 - clip)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(a > 0, a * np.log2(a / b), 0.0) + np.where(
+            a < 1, (1 - a) * np.log2((1 - a) / (1 - b)), 0.0
+        )
+    return terms
+
+
+def transfer_error(
+    weights: np.ndarray,
+    members: np.ndarray,
+    centre_before: np.ndarray,
+    centre_after: np.ndarray,
+    clip: float,
+) -> dict[str, float]:
+    """KL(B_w ‖ B_θ⁺), the gains and the margin of the module docstring, averaged over prompts.
+
+    Args:
+        weights: w_i of the members, shape (N,) (:func:`mixture_weights`); the centre's is 1 − Σ w_i.
+        members: p_i(x), shape (N, P).
+        centre_before: p_θ(x), shape (P,).
+        centre_after: p_θ⁺(x), shape (P,).
+        clip: δ of the KL (e.g. 1/(2(M+1)) for M samples per prompt).
+    """
+    p = check_rates(members, "members")
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (p.shape[0],):
+        raise ValueError(f"weights must have shape ({p.shape[0]},), got {w.shape}")
+    before = check_rates(np.asarray(centre_before)[None, :], "centre_before")[0]
+    after = check_rates(np.asarray(centre_after)[None, :], "centre_after")[0]
+    if before.shape != (p.shape[1],) or after.shape != (p.shape[1],):
+        raise ValueError(f"centre rates must have shape ({p.shape[1]},)")
+    mixture = np.clip((1.0 - w.sum()) * before + w @ p, 0.0, 1.0)  # (P,) B_w(x)
+    kl = bernoulli_kl(mixture, after, clip)
+    margin = (mixture - before) - np.sqrt(kl * math.log(2) / 2)
+    return {
+        "diversity/transfer_kl": float(kl.mean()),
+        "diversity/mixture_gain": float((mixture - before).mean()),
+        "diversity/centre_gain": float((after - before).mean()),
+        "diversity/transfer_margin": float(margin.mean()),
+    }
