@@ -2,15 +2,34 @@
 
 ``es-lightning report --config recipes/report_cpu.yaml --output_dir DIR`` calls :func:`run_report`:
 
-- ``config.py``: the report recipe's grouped settings (ablations, curves, drift) and the resolved plan;
+- ``config.py``: the report recipe's grouped settings (ablations, curves, drift, trajectory,
+  verdicts) and the resolved plan;
 - ``runs.py``: one ``es-lightning fit`` subprocess per method, seed and ablation value, reused when finished;
-- ``analysis.py``: ``es-lightning analyze`` on the final checkpoints (drift, s_τ, layer attribution);
-- ``readers.py``: reading run folders; ``stats.py``: mean ± sd over seeds; ``pareto.py``: dominance;
-- ``collect.py``: the numbers; ``claims.py``: the paper's claims judged against them;
-- ``figures.py``, ``markdown.py``: the PNGs and ``REPORT.md``; ``command.py``: :func:`run_report`.
+- ``analysis.py``: ``es-lightning analyze`` on the final checkpoints (drift, s_τ, attribution, the null);
+- ``trajectory.py``: GRPO's checkpoints every k updates, evaluated with the final protocol;
+- ``readers.py``, ``outcomes.py``: reading run folders and the per-problem correct counts;
+- ``collect.py``, ``compute.py``: the numbers; ``stats.py``: mean ± sd over seeds;
+- ``bootstrap.py``, ``intervals.py``, ``matched.py``: the paired bootstrap over problems, t and
+  update intervals, Pass@K at matched Pass@1 on GRPO's trajectory; ``pareto.py``: dominance;
+- ``verdicts.py``: the rules; ``claims/``: the paper's claims judged by them;
+- ``figures*.py``, ``markdown.py``, ``tables.py``: the PNGs and ``REPORT.md``; ``command.py``:
+  :func:`run_report`; ``rerender.py``: ``--from_json``.
 """
 
 from es_lightning.report.command import run_report
-from es_lightning.report.config import Ablation, CurveSettings, DriftSettings
+from es_lightning.report.config import (
+    Ablation,
+    CurveSettings,
+    DriftSettings,
+    TrajectorySettings,
+    VerdictSettings,
+)
 
-__all__ = ["run_report", "Ablation", "CurveSettings", "DriftSettings"]
+__all__ = [
+    "run_report",
+    "Ablation",
+    "CurveSettings",
+    "DriftSettings",
+    "TrajectorySettings",
+    "VerdictSettings",
+]

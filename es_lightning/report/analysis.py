@@ -4,11 +4,15 @@ For every method in ``drift.methods`` and every seed, ``es-lightning analyze --b
 --checkpoint <final checkpoint>`` writes ``analysis/<method>/seed<k>.json`` (reused when present)::
 
     {"rel_l2", "rel_l2_by_kind": {kind: x}, "nonzero", "sparsity": {"<tau>": s_tau},
-     "top_k": [...], "top_k_by_kind": {kind: count}, ["sparsity_curve": [{"tau", "s_tau", "pass@1", ...}]]}
+     "top_k": [...], "top_k_by_kind": {kind: count}, ["sparsity_curve": [{"tau", "s_tau", "pass@1", ...}]],
+     "bf16": {the same statistics with both sides rounded to bfloat16},
+     ["null": {"modelled", "rel_l2", "sparsity", "top_k_by_kind", "top_k_enrichment": {kind: {"share"}}}]}
 
 :func:`collect_drift` turns these into means ± sd over seeds, the rel-L2 ratio of ``drift.ratio``
-(paired by seed) and, where no analysis exists, falls back to the last ``drift/rel_l2`` a drift
-callback logged in ``metrics.jsonl``.
+(paired by seed), the bf16 view and the closed-form random-walk null beside the measured
+statistics (when ``analyze`` wrote one; else why not), each layer kind's share of the parameters
+(the null's expected top-k share) and, where no analysis exists, falls back to the last
+``drift/rel_l2`` a drift callback logged in ``metrics.jsonl``.
 """
 
 from __future__ import annotations
@@ -114,24 +118,65 @@ def _per_key(files: dict[int, dict[str, Any]], field: str, missing: float | None
     }
 
 
+def _view(plan: ReportPlan, files: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """rel-L2 and s_τ over seeds of one view (``bf16``) or of the random-walk null."""
+    sparsity = {
+        s: {k: v for key, v in (d.get("sparsity") or {}).items() if (k := _tau_key(plan, key)) is not None}
+        for s, d in files.items()
+    }
+    return {
+        "rel_l2": stat_json(stat(_by_seed(files, lambda d: d.get("rel_l2")))),
+        "sparsity": _per_key({s: {"sparsity": v} for s, v in sparsity.items()}, "sparsity"),
+    }
+
+
+def _null_reason(files: dict[int, dict[str, Any]]) -> str | None:
+    """Why the random-walk null is absent: analyze's own reason, or that it wrote none."""
+    for data in files.values():
+        null = data.get("null")
+        if isinstance(null, dict) and not null.get("modelled"):
+            return str(null.get("reason") or "not modelled")
+    if not any(isinstance(d.get("null"), dict) for d in files.values()):
+        return "this analysis has no random-walk null"
+    return None
+
+
+def kind_shares(files: dict[int, dict[str, Any]]) -> dict[str, float] | None:
+    """Each layer kind's share of the parameters (from analyze's null top-k enrichment)."""
+    for data in files.values():
+        enrichment = (data.get("null") or {}).get("top_k_enrichment")
+        if isinstance(enrichment, dict) and enrichment:
+            return {kind: float(e["share"]) for kind, e in enrichment.items() if "share" in e}
+    return None
+
+
 def _method_drift(plan: ReportPlan, files: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """One method's drift over seeds: rel-L2 (overall and by kind), s_τ, top-k kinds, the curve."""
     for data in files.values():  # τ keys as the configured τ, so seeds line up
         sparsity = {_tau_key(plan, k): v for k, v in data.get("sparsity", {}).items()}
         data["sparsity"] = {k: v for k, v in sparsity.items() if k is not None}
-    curve: dict[str, dict[str, list[float]]] = {}
-    for data in files.values():
+    curve: dict[str, dict[str, dict[int, float]]] = {}  # {τ: {metric: {seed: value}}}
+    for seed, data in files.items():
         for point in data.get("sparsity_curve", []):
             for key, value in point.items():
                 if key != "tau" and isinstance(value, int | float):
-                    curve.setdefault(f"{float(point['tau']):g}", {}).setdefault(key, []).append(float(value))
+                    curve.setdefault(f"{float(point['tau']):g}", {}).setdefault(key, {})[seed] = float(value)
     tops = {
         str(s): max(d["top_k_by_kind"], key=d["top_k_by_kind"].get)
         for s, d in files.items()
         if d.get("top_k_by_kind")
     }
+    bf16 = {s: d["bf16"] for s, d in files.items() if isinstance(d.get("bf16"), dict)}
+    null = {
+        s: d["null"]
+        for s, d in files.items()
+        if isinstance(d.get("null"), dict) and d["null"].get("modelled")
+    }
     return {
         "source": "analyze",
+        "bf16": _view(plan, bf16) if bf16 else None,
+        "null": {**_view(plan, null), "top_k_by_kind": _per_key(null, "top_k_by_kind")} if null else None,
+        "null_reason": _null_reason(files),
         "rel_l2": stat_json(stat(_by_seed(files, lambda d: d.get("rel_l2")))),
         "rel_l2_by_kind": _per_key(files, "rel_l2_by_kind"),
         "sparsity": dict(sorted(_per_key(files, "sparsity").items(), key=lambda item: float(item[0]))),
@@ -149,10 +194,12 @@ def collect_drift(plan: ReportPlan, finished: dict[str, dict[int, Path]]) -> dic
     (or the runs' last logged ``drift/rel_l2``)."""
     methods: dict[str, Any] = {}
     rel: dict[str, dict[int, float]] = {}
+    shares: dict[str, float] | None = None
     for method in plan.drift.methods if plan.drift.enabled else []:
         seeds = finished.get(method, {})
         files = {s: d for s in seeds if isinstance(d := read_json(analysis_file(plan, method, s)), dict)}
         if files:
+            shares = shares or kind_shares(files)
             methods[method] = _method_drift(plan, files)
             rel[method] = _by_seed(files, lambda d: d.get("rel_l2"))
             continue
@@ -166,4 +213,5 @@ def collect_drift(plan: ReportPlan, finished: dict[str, dict[int, Path]]) -> dic
     if len(plan.drift.ratio) == 2 and all(m in rel for m in plan.drift.ratio):
         a, b = plan.drift.ratio
         ratio = {"numerator": a, "denominator": b, "value": stat_json(paired_ratio(rel[a], rel[b]))}
-    return {"methods": methods, "ratio": ratio, "taus": [f"{t:g}" for t in plan.drift.taus]}
+    taus = [f"{t:g}" for t in plan.drift.taus]
+    return {"methods": methods, "ratio": ratio, "taus": taus, "kind_share": shares}

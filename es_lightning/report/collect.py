@@ -5,9 +5,13 @@
   over seeds and each method's paired difference to base.
 - ``pareto``: (Pass@1, Pass@K) of every method's mean, the non-dominated ones, the frontier of
   the single-optimizer points, and per seed which points are non-dominated.
-- ``curves``: ``entropy/<task>`` and ``heldout/<task>/pass@<k>`` over steps, mean ± sd per step.
+- ``curves``: ``entropy/<task>`` and ``heldout/<task>/pass@<k>`` over steps, mean ± sd per step
+  (and the held-out problems per task, for the figures' sampling band).
 - ``ablations``: per value, the final reward (mean of the last ``reward_window`` logged
-  ``train/reward_mean``), Pass@K after training and the mean ``es/kappa_pair`` of the run.
+  ``train/reward_mean``), Pass@K after training and the mean ``es/kappa_pair`` of the run (with
+  every update's value, for its standard error over updates).
+- ``outcomes``: the per-problem correct counts of base, every method and GRPO's trajectory
+  points (:mod:`~es_lightning.report.outcomes`), the input of every bootstrap interval.
 """
 
 from __future__ import annotations
@@ -17,6 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from es_lightning.report.config import ReportPlan
+from es_lightning.report.outcomes import (
+    Outcomes,
+    collect_outcomes,
+    completions_file,
+    read_outcomes,
+    run_outcomes,
+)
 from es_lightning.report.pareto import frontier_line, non_dominated
 from es_lightning.report.readers import Series, pass_at_k, pick_task, read_after, read_before, read_series
 from es_lightning.report.stats import paired_difference, stat, stat_json
@@ -132,6 +143,7 @@ def collect_curves(plan: ReportPlan, methods: dict[str, Dirs]) -> dict[str, Any]
     heldout: dict[str, dict[str, dict[str, Any]]] = {}
     change: dict[str, dict[str, Any]] = {}
     final: dict[str, dict[str, dict[str, Any]]] = {}
+    prompts: dict[str, float] = {}  # held-out problems per task (the figures' sampling band)
     for method in plan.curves.methods:
         runs = {seed: read_series(d) for seed, d in methods.get(method, {}).items()}
         keys = sorted({key for series in runs.values() for key in series})
@@ -142,12 +154,20 @@ def collect_curves(plan: ReportPlan, methods: dict[str, Dirs]) -> dict[str, Any]
                 entropy.setdefault(task, {})[method] = _aggregate(by_seed)
                 delta = {seed: s[-1][1] - s[0][1] for seed, s in by_seed.items()}
                 change.setdefault(task, {})[method] = stat_json(stat(delta))
+            elif key.startswith("heldout/") and key.endswith("/n_prompts") and by_seed:
+                prompts.setdefault(key.split("/")[1], next(iter(by_seed.values()))[0][1])
             elif (match := _HELDOUT.match(key)) and int(match.group(2)) in plan.curves.heldout_ks:
                 task, k = match.group(1), match.group(2)
                 heldout.setdefault(task, {}).setdefault(k, {})[method] = _aggregate(by_seed)
                 last = {seed: s[-1][1] for seed, s in by_seed.items()}
                 final.setdefault(task, {}).setdefault(k, {})[method] = stat_json(stat(last))
-    return {"entropy": entropy, "entropy_change": change, "heldout": heldout, "heldout_final": final}
+    return {
+        "entropy": entropy,
+        "entropy_change": change,
+        "heldout": heldout,
+        "heldout_final": final,
+        "heldout_prompts": prompts,
+    }
 
 
 def _final_reward(series: dict[str, Series], window: int) -> float | None:
@@ -169,15 +189,15 @@ def collect_ablations(
             reward = {
                 s: r for s, v in series.items() if (r := _final_reward(v, plan.reward_window)) is not None
             }
-            kappa = {
-                s: sum(x for _, x in v["es/kappa_pair"]) / len(v["es/kappa_pair"])
-                for s, v in series.items()
-                if v.get("es/kappa_pair")
+            kappa_updates = {
+                s: [x for _, x in v["es/kappa_pair"]] for s, v in series.items() if v.get("es/kappa_pair")
             }
+            kappa = {s: sum(xs) / len(xs) for s, xs in kappa_updates.items()}
             row = {
                 "runs": len(dirs),
                 "final_reward": stat_json(stat(reward)),
                 "kappa_pair": stat_json(stat(kappa)),
+                "kappa_pair_updates": {str(s): xs for s, xs in sorted(kappa_updates.items())} or None,
             }
             for k in ks:
                 row[f"pass@{k}"] = stat_json(stat({s: c[k] for s, c in curves.items() if k in c}))
@@ -185,3 +205,28 @@ def collect_ablations(
             rows[label] = row
         out[name] = {"parameter": ablation.parameter, "recipe": ablation.recipe, "rows": rows}
     return out
+
+
+def collect_outcome_block(
+    plan: ReportPlan,
+    methods: dict[str, Dirs],
+    base_dir: Path | None,
+    task: str | None,
+    points: dict[str, dict[int, Outcomes | None]] | None = None,
+) -> dict[str, Any] | None:
+    """The ``outcomes`` block: base (its own evaluation for every seed, else each seed's first
+    run's ``before``), every method's final evaluation, then the trajectory ``points``."""
+    if task is None:
+        return None
+    found: dict[str, dict[int, Outcomes | None]] = {"base": {}}
+    own = read_outcomes(completions_file(base_dir / "eval", "after", task)) if base_dir is not None else None
+    for seed in plan.seeds:
+        if own is not None:
+            found["base"][seed] = own
+            continue
+        runs = [dirs[seed] for dirs in methods.values() if seed in dirs]
+        found["base"][seed] = next((o for d in runs if (o := run_outcomes(d, "before", task))), None)
+    for method, dirs in methods.items():
+        found[method] = {seed: run_outcomes(d, "after", task) for seed, d in sorted(dirs.items())}
+    found.update(points or {})
+    return collect_outcomes(found, task)

@@ -2,17 +2,23 @@
 
     es-lightning report --config recipes/report_cpu.yaml --quick --output_dir runs/report_quick
     es-lightning report --config recipes/report_cpu.yaml --seeds 3 --output_dir runs/report_cpu
+    es-lightning report --from_json runs/report_cpu/report.json --output_dir runs/report_cpu_rejudged
 
 Steps: plan the runs (:mod:`~es_lightning.report.runs`), launch the unfinished ones one after
-another, analyse the final checkpoints (:mod:`~es_lightning.report.analysis`), collect the numbers
-(:mod:`~es_lightning.report.collect`), judge the paper's claims (:mod:`~es_lightning.report.claims`),
-draw the figures and write ``report.json`` and ``REPORT.md`` into ``output_dir``. Running the same
-command again reuses every finished run and retries the failed ones.
+another, analyse the final checkpoints (:mod:`~es_lightning.report.analysis`), evaluate GRPO's
+intermediate checkpoints (:mod:`~es_lightning.report.trajectory`), collect the numbers
+(:mod:`~es_lightning.report.collect`, per-problem outcomes in :mod:`~es_lightning.report.outcomes`,
+compute in :mod:`~es_lightning.report.compute`), judge the paper's claims
+(:mod:`~es_lightning.report.claims`), draw the figures and write ``report.json`` and ``REPORT.md``
+into ``output_dir``. Running the same command again reuses every finished run, analysis and
+checkpoint evaluation, and retries the failed ones. ``--from_json`` judges a saved report again
+(:mod:`~es_lightning.report.rerender`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import sys
 from dataclasses import asdict
@@ -20,7 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from es_lightning.errors import ConfigError
-from es_lightning.report.config import Ablation, CurveSettings, DriftSettings, ReportPlan, split_overrides
+from es_lightning.report.config import (
+    Ablation,
+    CurveSettings,
+    DriftSettings,
+    ReportPlan,
+    TrajectorySettings,
+    VerdictSettings,
+    split_overrides,
+)
 
 if TYPE_CHECKING:
     from es_lightning.report.runs import RunOutcome
@@ -79,20 +93,38 @@ def _finished(outcomes: list[RunOutcome]) -> tuple[RunDirs, dict[str, RunDirs]]:
     return methods, ablations
 
 
+def _stages(methods: RunDirs) -> dict[str, list[dict[str, Any]]]:
+    """``{method: [{"name", "updates"}, ...]}`` of the pipelines (their first seed's plan)."""
+    from es_lightning.report.readers import stages
+
+    out = {}
+    for method, dirs in methods.items():
+        plan = stages(next(iter(dirs.values())))
+        if len(plan) > 1:
+            out[method] = [{"name": d.name.split("_", 1)[1], "updates": u} for d, u in plan]
+    return out
+
+
 def build_report(
-    plan: ReportPlan, outcomes: list[RunOutcome], analyses: list[dict[str, Any]]
+    plan: ReportPlan,
+    outcomes: list[RunOutcome],
+    analyses: list[dict[str, Any]],
+    trajectory_runs: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Collect every number from the finished runs and judge the claims (no files written)."""
     from es_lightning.report.analysis import collect_drift
-    from es_lightning.report.claims import build_claims
+    from es_lightning.report.claims import judge
     from es_lightning.report.collect import (
         choose_task,
         collect_ablations,
         collect_curves,
         collect_evaluations,
+        collect_outcome_block,
         collect_pareto,
     )
+    from es_lightning.report.compute import collect_compute
     from es_lightning.report.readers import run_updates
+    from es_lightning.report.trajectory import collect_trajectory
 
     methods, ablations = _finished(outcomes)
     base = next((o.spec.run_dir for o in outcomes if o.spec.group == "base" and o.ok), None)
@@ -101,21 +133,35 @@ def build_report(
     )
     config = asdict(plan)
     config["output_dir"] = str(plan.output_dir)
-    runs = [o.to_json() for o in outcomes] + analyses
+    runs = [o.to_json() for o in outcomes] + analyses + (trajectory_runs or [])
     report: dict[str, Any] = {
         "command": _command(),
         "config": config,
         "runs": runs,
         "failures": [r for r in runs if r["status"] in ("failed", "missing")],
         "budgets": {m: run_updates(next(iter(d.values()))) for m, d in methods.items()},
+        "stages": _stages(methods),
     }
+    updates = report["budgets"].get(plan.trajectory.method)
+    report["trajectory"], points = collect_trajectory(plan, methods, task, updates)
     report["evaluations"] = collect_evaluations(plan, methods, base, task)
+    report["outcomes"] = collect_outcome_block(plan, methods, base, task, points)
     report["pareto"] = collect_pareto(plan, report["evaluations"])
     report["curves"] = collect_curves(plan, methods)
     report["drift"] = collect_drift(plan, methods)
     report["ablations"] = collect_ablations(plan, ablations, task, plan.ablation_ks)
-    report["claims"] = build_claims(report)
+    report["compute"] = collect_compute(methods)
+    report.update(judge(report))
     return report
+
+
+def _compact(text: str) -> str:
+    """JSON with every list of plain numbers on one line (the per-problem counts stay readable)."""
+    return re.sub(
+        r"\[\s*(-?[\d.eE+-]+(?:,\s*-?[\d.eE+-]+)*)\s*\]",
+        lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",
+        text,
+    )
 
 
 def write_report(report: dict[str, Any], output_dir: Path) -> Path:
@@ -125,14 +171,14 @@ def write_report(report: dict[str, Any], output_dir: Path) -> Path:
 
     output_dir.mkdir(parents=True, exist_ok=True)
     report["figures"], report["skipped_figures"] = make_figures(report, output_dir)
-    (output_dir / "report.json").write_text(json.dumps(report, indent=2))
+    (output_dir / "report.json").write_text(_compact(json.dumps(report, indent=2)))
     path = output_dir / "REPORT.md"
     path.write_text(render(report))
     return path
 
 
 def run_report(
-    methods: dict[str, str],
+    methods: dict[str, str] | None = None,
     output_dir: Path = Path("runs/report"),
     quick: bool = False,
     seeds: int | None = None,
@@ -149,8 +195,12 @@ def run_report(
     curves: CurveSettings = CurveSettings(),  # noqa: B008  (jsonargparse lists its fields in --help)
     drift: DriftSettings = DriftSettings(),  # noqa: B008
     ablations: dict[str, Ablation] | None = None,
+    method_overrides: dict[str, list[str]] | None = None,
+    trajectory: TrajectorySettings = TrajectorySettings(),  # noqa: B008
+    verdicts: VerdictSettings = VerdictSettings(),  # noqa: B008
     launch: bool = True,
     run_timeout_s: float | None = None,
+    from_json: Path | None = None,
 ) -> dict[str, Any]:
     """Compare base, ES, GRPO and the sequential pipelines on one budget and write REPORT.md.
 
@@ -179,12 +229,29 @@ def run_report(
         drift: ``es-lightning analyze`` settings (τ values, top-k, the sparsity curve).
         ablations: ``{name: ablation}``, each a recipe swept over a parameter's values or over
             named variants (see :class:`~es_lightning.report.config.Ablation`).
+        method_overrides: CLI overrides for one method's runs, after ``overrides``, e.g.
+            ``{es_permuted: ["--strategy.init_args.reward_control permuted"]}`` (ES's recipe with
+            the rewards shuffled among the members: the control ES's premise is checked against).
+        trajectory: GRPO's path (``{method: grpo, every: k}``): its checkpoints every ``k``
+            updates evaluated with the final protocol, against which ES and the sequential runs
+            are judged at matched Pass@1 (see :mod:`~es_lightning.report.trajectory`).
+        verdicts: the interval level, bootstrap resamples and seed, the non-inferiority margins
+            and the permuted-reward control ES's premise is checked against.
         launch: run what is missing (``false``: only report on the finished runs found).
         run_timeout_s: a run taking longer is stopped and recorded as failed.
+        from_json: a saved ``report.json``: judge its data again with these rules and write
+            ``REPORT.md``, ``report.json`` and the figures into ``output_dir``; nothing is run.
+            Verdicts that need data the file lacks say ``insufficient data``.
 
     Returns:
         The report (the content of ``report.json``).
     """
+    if from_json is not None:
+        from es_lightning.report.rerender import rerender
+
+        return rerender(Path(from_json), Path(output_dir), verdicts=verdicts)
+    if not methods:
+        raise ConfigError("report: give `methods` ({name: fit recipe}) or --from_json OLD/report.json")
     plan = build_plan(
         methods,
         output_dir,
@@ -203,14 +270,22 @@ def run_report(
         curves=curves,
         drift=drift,
         ablations=ablations,
+        method_overrides=method_overrides,
+        trajectory=trajectory,
+        verdicts=verdicts,
     )
     from es_lightning.report.analysis import run_analyses
+    from es_lightning.report.collect import choose_task
     from es_lightning.report.runs import plan_runs, run_all
+    from es_lightning.report.trajectory import run_trajectory
 
     print(f"[report] {len(plan.seeds)} seed(s), output {plan.output_dir}", flush=True)
     outcomes = run_all(plan_runs(plan), launch=launch, timeout_s=run_timeout_s)
-    analyses = run_analyses(plan, _finished(outcomes)[0], launch)
-    report = build_report(plan, outcomes, analyses)
+    finished = _finished(outcomes)[0]
+    analyses = run_analyses(plan, finished, launch)
+    task = choose_task(plan, finished)
+    path_runs = run_trajectory(plan, finished, task, launch)
+    report = build_report(plan, outcomes, analyses, path_runs)
     path = write_report(report, plan.output_dir)
     failed = len(report["failures"])
     print(

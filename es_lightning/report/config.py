@@ -1,4 +1,5 @@
-"""The report's settings: the ``ablations:``, ``curves:`` and ``drift:`` blocks of a report recipe.
+"""The report's settings: the ``ablations:``, ``curves:``, ``drift:``, ``trajectory:`` and
+``verdicts:`` blocks of a report recipe.
 
 The top-level keys (``methods``, ``seeds``, ``quick``, ...) are the arguments of
 :func:`~es_lightning.report.command.run_report`; the grouped ones are the dataclasses below, whose
@@ -11,6 +12,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from es_lightning.errors import ConfigError
 
@@ -111,6 +113,67 @@ class DriftSettings:
     """More ``es-lightning analyze`` arguments, e.g. ``["--device cpu"]``."""
 
 
+@dataclass
+class TrajectorySettings:
+    """GRPO's path: its checkpoints every ``every`` updates, evaluated with the final protocol."""
+
+    method: str = "grpo"
+    """The method whose path the others are judged against (a name in ``methods``)."""
+    every: int = 0
+    """Evaluate its checkpoints every this many updates (0: no trajectory); the half budget of the
+    sequential runs should be a multiple of it."""
+    via: Literal["checkpoints", "eval_every"] = "checkpoints"
+    """``checkpoints``: the runs keep a checkpoint every ``every`` updates and the report evaluates
+    each with ``es-lightning evaluate``; ``eval_every``: the runs evaluate themselves every
+    ``every`` updates (no checkpoints kept)."""
+    extra_args: list[str] = field(default_factory=list)
+    """More ``es-lightning evaluate`` arguments for the checkpoints, e.g. ``["--device cpu"]``."""
+
+    def __post_init__(self) -> None:
+        if self.every < 0:
+            raise ConfigError(f"trajectory.every must be >= 0, got {self.every}")
+        if self.via not in ("checkpoints", "eval_every"):
+            raise ConfigError(f"trajectory.via must be checkpoints or eval_every, got {self.via!r}")
+
+    def run_overrides(self) -> list[str]:
+        """CLI tokens added to the method's runs: what makes them save (or evaluate) the points."""
+        if not self.every:
+            return []
+        if self.via == "eval_every":
+            return ["--trainer.eval_every", str(self.every)]
+        return ["--trainer.checkpoint_every", str(self.every), "--trainer.keep_last", "null"]
+
+
+@dataclass
+class VerdictSettings:
+    """How claims are judged: the interval's level and resamples, margins, the ES premise."""
+
+    level: float = 0.95
+    """One-sided confidence of every bound (a direction claim with no effect behind it is called
+    reproduced in at most 1 − level of evaluations)."""
+    bootstrap_resamples: int = 2000
+    """Resamples of the problems (the paired bootstrap over problems, pooled over seeds)."""
+    bootstrap_seed: int = 0
+    """Seed of the resamples (the same data give the same intervals)."""
+    pass_margin: float = 0.01
+    """Non-inferiority margin δ of "keeps" claims on Pass@K, as a fraction (0.01: 1 point)."""
+    entropy_margin: float = 0.005
+    """Non-inferiority margin δ of "ES keeps its entropy" (nats: the change over training must
+    not fall below −δ)."""
+    permuted_control: str = "es_permuted"
+    """The method that runs ES's recipe with ``--strategy.init_args.reward_control permuted``
+    (the empirical null); without it ES-relative claims say so."""
+
+    def __post_init__(self) -> None:
+        if not 0.5 < self.level < 1.0:
+            raise ConfigError(f"verdicts.level must be in (0.5, 1), got {self.level}")
+        if self.bootstrap_resamples < 100:
+            raise ConfigError(f"verdicts.bootstrap_resamples must be >= 100, got {self.bootstrap_resamples}")
+        for name in ("pass_margin", "entropy_margin"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"verdicts.{name} must be >= 0, got {getattr(self, name)}")
+
+
 def value_label(value: AblationValue) -> str:
     """The label (and folder name) of an ablation value: ``8``, ``0.001``, ``zscore``."""
     return str(value).replace("/", "_")
@@ -140,6 +203,9 @@ class ReportPlan:
     curves: CurveSettings = field(default_factory=CurveSettings)
     drift: DriftSettings = field(default_factory=DriftSettings)
     ablations: dict[str, Ablation] = field(default_factory=dict)
+    method_overrides: dict[str, list[str]] = field(default_factory=dict)
+    trajectory: TrajectorySettings = field(default_factory=TrajectorySettings)
+    verdicts: VerdictSettings = field(default_factory=VerdictSettings)
 
     def __post_init__(self) -> None:
         if "base" in self.methods:
@@ -151,6 +217,16 @@ class ReportPlan:
         clash = set(self.methods) & set(self.ablations)
         if clash:
             raise ConfigError(f"report: names used both as method and ablation: {sorted(clash)}")
+        if self.trajectory.every and self.trajectory.method not in self.methods:
+            raise ConfigError(
+                f"report: trajectory.method {self.trajectory.method!r} is not one of the methods "
+                f"{sorted(self.methods)}"
+            )
+        unknown = sorted(set(self.method_overrides) - set(self.methods))
+        if unknown:
+            raise ConfigError(f"report: method_overrides name methods that are not run: {unknown}")
+        if any("@" in name for name in self.methods):
+            raise ConfigError("report: method names may not contain '@' (it names trajectory points)")
 
     @property
     def runs_dir(self) -> Path:

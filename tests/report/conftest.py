@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from es_lightning.report import Ablation, DriftSettings, run_report
-from tests.report.synthetic import summary, training_metrics, write_analysis, write_pipeline, write_single
+from tests.report.synthetic import (
+    counts_summary,
+    draw_counts,
+    summary,
+    training_metrics,
+    write_analysis,
+    write_pipeline,
+    write_single,
+)
 
 SEEDS = [0, 1]
 PASS1 = {"es": 0.62, "grpo": 0.70, "es_then_grpo": 0.66, "grpo_then_es": 0.64}
@@ -34,30 +42,45 @@ ABLATIONS = {
 KAPPA = {"common": 2.1, "small_sigma": 0.7}
 
 
+PROBLEMS = 60
+DIFFICULTY = np.random.default_rng(7).beta(1.0, 1.2, size=PROBLEMS)
+"""Each problem's chance of a correct sample for the base model (mean ≈ 0.45)."""
+
+
+def chances(pass1: float) -> np.ndarray:
+    return np.clip(DIFFICULTY + (pass1 - 0.45), 0.01, 0.99)
+
+
 def build_runs(root: Path) -> dict[str, Any]:
     """Write every run folder; returns the numbers written, by method / ablation and seed."""
     inputs: dict[str, Any] = {"before": {}, "after": {}, "metrics": {}, "analysis": {}, "ablations": {}}
+    inputs["counts"] = {}
     runs = root / "runs"
     for seed in SEEDS:
         rng = np.random.default_rng(100 + seed)
-        before = summary(0.45 + 0.01 * seed, rng)
+        before_counts = draw_counts(chances(0.45 + 0.01 * seed), rng)
+        before = counts_summary(before_counts)
         inputs["before"][seed] = before
+        inputs["counts"].setdefault("base", {})[seed] = before_counts
         for method, pass1 in PASS1.items():
-            after = summary(pass1 + 0.03 * seed * (1 if method != "grpo" else -1), rng)
+            counts = draw_counts(chances(pass1 + 0.03 * seed * (1 if method != "grpo" else -1)), rng)
+            after = counts_summary(counts)
             inputs["after"].setdefault(method, {})[seed] = after
+            inputs["counts"].setdefault(method, {})[seed] = counts
             run_dir = runs / method / f"seed{seed}"
+            given = {"before_counts": before_counts, "after_counts": counts}
             if "_then_" in method:
                 metrics = [training_metrics(rng, 5, ENTROPY_SLOPE[method]) for _ in range(2)]
                 inputs["metrics"].setdefault(method, {})[seed] = metrics
-                write_pipeline(run_dir, method.split("_then_"), [5, 5], before, after, metrics)
+                write_pipeline(run_dir, method.split("_then_"), [5, 5], before, after, metrics, **given)
             else:
                 metrics = training_metrics(rng, 10, ENTROPY_SLOPE[method])
                 inputs["metrics"].setdefault(method, {})[seed] = metrics
-                write_single(run_dir, before, after, metrics)
+                write_single(run_dir, before, after, metrics, **given)
         for method, scale, kind in (("es", 4e-3, "norm"), ("grpo", 1e-4, "embedding")):
             path = root / "analysis" / method / f"seed{seed}.json"
             inputs["analysis"].setdefault(method, {})[seed] = write_analysis(
-                path, rng, scale, kind, curve=method == "es"
+                path, rng, scale, kind, curve=method == "es", null=method == "es"
             )
         for name, ablation in ABLATIONS.items():
             for label in ablation.runs(quick=False):

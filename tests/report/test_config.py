@@ -22,20 +22,28 @@ def _parse(*argv: str) -> dict:
 def test_cpu_recipe_quick_plan():
     kwargs = _parse("--config", str(ROOT / "recipes/report_cpu.yaml"), "--quick", "--output_dir", "/tmp/r")
     assert kwargs["quick"] is True and kwargs["seeds"] is None  # 1 seed with --quick, else 3
-    assert list(kwargs["methods"]) == ["es", "grpo", "es_then_grpo", "grpo_then_es"]
+    assert list(kwargs["methods"]) == ["es", "grpo", "es_then_grpo", "grpo_then_es", "es_permuted"]
     assert all(r.startswith("recipes/coverage_cpu_") for r in kwargs["methods"].values())
+    assert kwargs["methods"]["es_permuted"] == kwargs["methods"]["es"]  # ES's recipe, rewards shuffled
+    assert kwargs["trajectory"].method == "grpo" and kwargs["trajectory"].every == 5
+    assert kwargs["verdicts"].permuted_control == "es_permuted" and kwargs["verdicts"].pass_margin == 0.01
     assert set(kwargs["ablations"]) == {"population_size", "normalization", "estimator", "kappa_pair"}
     assert kwargs["ablations"]["kappa_pair"].reference == {
         "common_sigma1e-3": 1.9870,
         "independent_sigma1e-3": 2.7847,
         "common_sigma1e-4": 0.8194,
     }
-    plan = build_plan(**{k: v for k, v in kwargs.items() if k not in ("launch", "run_timeout_s")})
+    plan = build_plan(
+        **{k: v for k, v in kwargs.items() if k not in ("launch", "run_timeout_s", "from_json")}
+    )
     assert plan.seeds == [0]
     specs = plan_runs(plan)
     assert (
-        len(specs) == 4 + 2 + 2 + 2 + 3
+        len(specs) == 5 + 2 + 2 + 2 + 3
     )  # methods, then the quick subsets: N, normalisation, estimator, κ variants
+    by_method = {s.group: s.overrides for s in specs[:5]}
+    assert by_method["es_permuted"][-2:] == ("--strategy.init_args.reward_control", "permuted")
+    assert by_method["grpo"][-4:] == ("--trainer.checkpoint_every", "5", "--trainer.keep_last", "null")
     assert specs[0].overrides == (
         "--trainer.max_steps",
         "6",
@@ -53,6 +61,15 @@ def test_cpu_recipe_quick_plan():
         "--strategy.init_args.sigma",
         "1.0e-3",
     )
+
+
+def test_seeds_default_to_three(tmp_path):
+    assert build_plan({"es": "es.yaml"}, tmp_path).seeds == [0, 1, 2]
+
+
+def test_method_overrides_name_methods(tmp_path):
+    with pytest.raises(ValueError, match="method_overrides name methods that are not run"):
+        build_plan({"es": "es.yaml"}, tmp_path, method_overrides={"es_permuted": ["--x 1"]})
 
 
 def test_cpu_recipe_seeds_from_the_command_line():

@@ -1,4 +1,4 @@
-"""End to end with real `es-lightning fit` subprocesses on the tiny built-in model (about 30 s)."""
+"""End to end with real `es-lightning fit` and `evaluate` subprocesses on the tiny built-in model (about 90 s)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from es_lightning.report import Ablation, DriftSettings, run_report
+from es_lightning.report.config import TrajectorySettings
 from es_lightning.report.runs import LOG_NAME
 
 TINY_RECIPE = """
@@ -24,7 +25,7 @@ strategy:
 rollout:
   class_path: es_lightning.rollout.hf.HFRollout
 trainer:
-  max_steps: 1
+  max_steps: 2
   batch_size: 4
   accelerator: cpu
   progress_bar: false
@@ -46,6 +47,7 @@ def test_real_runs_then_reuse(tmp_path: Path):
             )
         },
         drift=DriftSettings(enabled=False),
+        trajectory=TrajectorySettings(method="es", every=1),  # its checkpoint at update 1, evaluated
         pareto_ks=[2],
         ablation_ks=[1, 2],
     )
@@ -59,10 +61,17 @@ def test_real_runs_then_reuse(tmp_path: Path):
     assert set(report["evaluations"]["pass_at_k"]) == {"base", "es"}
     assert "pareto_pass1_pass2.png" in report["figures"]
 
-    logs = {p: p.stat().st_mtime_ns for p in runs.rglob(LOG_NAME)}
-    assert len(logs) == 2
+    assert report["trajectory"]["steps"] == [0, 1, 2]
+    point = tmp_path / "report" / "trajectory" / "es" / "seed0" / "step-000001.json"
+    assert json.loads(point.read_text())["echo"]["n_prompts"] == 4  # es-lightning evaluate on the checkpoint
+    counts = report["outcomes"]["counts"]
+    assert set(counts) == {"base", "es", "es@1"} and len(counts["es@1"]["0"]) == 4
+    assert report["compute"]["es"]["updates"]["mean"] == 2
+
+    logs = {p: p.stat().st_mtime_ns for p in [*runs.rglob(LOG_NAME), point.with_suffix(".log")]}
+    assert len(logs) == 3
     again = run_report(**kwargs)
     assert {r["status"] for r in again["runs"]} == {"reused"}
-    assert {p: p.stat().st_mtime_ns for p in runs.rglob(LOG_NAME)} == logs  # nothing was rerun
+    assert {p: p.stat().st_mtime_ns for p in logs} == logs  # nothing was rerun or re-evaluated
     saved = json.loads((tmp_path / "report" / "report.json").read_text())
     assert saved["evaluations"] == again["evaluations"] == report["evaluations"]

@@ -1,0 +1,76 @@
+"""The honest reading: each of the paper's claims, the number measured here, and a verdict.
+
+:func:`judge` recomputes every interval and verdict from the report's data blocks (so a saved
+``report.json`` is judged again by ``--from_json``): the paired bootstrap over problems of the
+per-problem ``outcomes`` (:mod:`~es_lightning.report.intervals`), ES's premise
+(:mod:`.premise`), then the claim families, each in its module: Pass@K and coverage
+(:mod:`.coverage`), the sequential runs on GRPO's trajectory (:mod:`.sequential`), drift
+(:mod:`.drift`), entropy (:mod:`.training`) and the ablations (:mod:`.ablations`). The rules are
+those of :mod:`~es_lightning.report.verdicts`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from es_lightning.report.claims.ablations import ablation_claims
+from es_lightning.report.claims.common import Context, interval_json, verdict_settings
+from es_lightning.report.claims.coverage import coverage_claims
+from es_lightning.report.claims.drift import drift_claims
+from es_lightning.report.claims.premise import check_premise
+from es_lightning.report.claims.sequential import sequential_claims
+from es_lightning.report.claims.training import entropy_claims
+from es_lightning.report.intervals import ProblemBootstrap
+
+
+def _bootstrap(report: dict[str, Any], settings: Any) -> ProblemBootstrap | None:
+    outcomes = report.get("outcomes")
+    if not outcomes or not outcomes.get("counts"):
+        return None
+    return ProblemBootstrap(outcomes, settings.level, settings.bootstrap_resamples, settings.bootstrap_seed)
+
+
+def _intervals(report: dict[str, Any], boot: ProblemBootstrap | None) -> dict[str, Any]:
+    """Pass@K of every method and its difference to base at K = 1 and the Pareto K's."""
+    if boot is None:
+        return {}
+    config = report["config"]
+    ks = sorted({1, *config["pareto_ks"], *config["ks"]} & set(range(1, boot.m + 1)))
+    methods = [m for m in boot.counts if "@" not in m]
+    return {
+        "ks": ks,
+        "pass_at_k": {m: {str(k): interval_json(boot.pass_at_k(m, k)) for k in ks} for m in methods},
+        "difference_to_base": {
+            m: {str(k): interval_json(boot.difference(m, "base", k)) for k in ks}
+            for m in methods
+            if m != "base" and boot.has("base")
+        },
+    }
+
+
+def judge(report: dict[str, Any]) -> dict[str, Any]:
+    """``{"intervals", "premise", "claims"}`` of ``report`` (its config, outcomes, trajectory,
+    curves, drift and ablations; any of them may be absent)."""
+    settings = verdict_settings(report["config"])
+    boot = _bootstrap(report, settings)
+    pareto_ks = [int(k) for k in report["config"].get("pareto_ks", [])]
+    big_k = max((k for k in pareto_ks if boot is None or k <= boot.m), default=None)
+    ctx = Context(report, settings, boot, big_k)
+    check_premise(ctx)
+    claims = [
+        *coverage_claims(ctx),
+        *sequential_claims(ctx),
+        *drift_claims(ctx),
+        *entropy_claims(ctx),
+        *ablation_claims(ctx),
+    ]
+    premise = {"verdict": ctx.premise or "ES learned", "numbers": ctx.premise_numbers}
+    return {"intervals": _intervals(report, boot), "premise": premise, "claims": claims}
+
+
+def build_claims(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every claim with its measured number and verdict."""
+    return judge(report)["claims"]
+
+
+__all__ = ["build_claims", "judge"]

@@ -1,0 +1,55 @@
+"""What each method spent on its training updates: updates, rollouts, generated tokens, seconds.
+
+Read from every update's line of ``metrics.jsonl`` (pipelines: every stage's). The strategies log
+``time/step`` (seconds of the update), ``time/generate`` (seconds spent generating),
+``time/tokens_per_s`` (generated tokens / ``time/generate``) and ``train/response_len`` (mean
+tokens of a response), so per update
+
+    tokens = time/tokens_per_s · time/generate,        rollouts = tokens / train/response_len
+
+(exact up to rounding: both are how the strategies formed those means). Evaluations and
+callbacks are not included. A quantity some update lacks is ``None`` ("not recorded").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from es_lightning.report.readers import Series, read_series
+from es_lightning.report.stats import stat, stat_json
+
+FIELDS = ("updates", "rollouts", "generated_tokens", "train_seconds")
+
+
+def _by_step(series: dict[str, Series], key: str) -> dict[int, float]:
+    return dict(series.get(key, []))
+
+
+def run_compute(run_dir: Path) -> dict[str, float | None]:
+    """Totals over the run's updates (``None`` where an update did not log what is needed)."""
+    series = read_series(run_dir)
+    seconds = _by_step(series, "time/step")
+    rate, generate = _by_step(series, "time/tokens_per_s"), _by_step(series, "time/generate")
+    length = _by_step(series, "train/response_len")
+    steps = sorted(seconds)
+    out: dict[str, float | None] = {"updates": float(len(steps)) if steps else None}
+    out["train_seconds"] = sum(seconds.values()) if steps else None
+    has_tokens = steps and all(s in rate and s in generate for s in steps)
+    tokens = {s: rate[s] * generate[s] for s in steps} if has_tokens else {}
+    out["generated_tokens"] = sum(tokens.values()) if has_tokens else None
+    has_rollouts = has_tokens and all(length.get(s) for s in steps)
+    out["rollouts"] = sum(tokens[s] / length[s] for s in steps) if has_rollouts else None
+    return out
+
+
+def collect_compute(methods: dict[str, dict[int, Path]]) -> dict[str, dict[str, Any]]:
+    """``{method: {field: Stat over seeds, or None when some seed did not record it}}``."""
+    out: dict[str, dict[str, Any]] = {}
+    for method, dirs in methods.items():
+        runs = {seed: run_compute(d) for seed, d in dirs.items()}
+        out[method] = {}
+        for name in FIELDS:
+            values = {s: r[name] for s, r in runs.items() if r[name] is not None}
+            out[method][name] = stat_json(stat(values)) if values and len(values) == len(runs) else None
+    return out

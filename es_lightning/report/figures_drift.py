@@ -1,0 +1,190 @@
+"""Drift and ablation figures, each with what a method that did nothing would show.
+
+``drift.png``: s_τ against τ per method with the closed-form random-walk null's curve (dashed)
+where ``analyze`` wrote it; the top-k largest updates by layer kind with the null's expected
+counts (a kind's parameter share × k, black diamonds); and the functional-sparsity curve, the
+thresholded exports' Pass@1 against their s_τ (the permuted-reward control's curve, the empirical
+null, beside ES's when it was analysed), with the base's Pass@1 and its bootstrap band.
+``ablations.png``: per ablation the final reward and Pass@k per value (± sd), the base's Pass@k
+with its band, and κ_pair next to the paper's value with 2 (uncorrelated pairs) marked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from es_lightning.report.figures import BAND, base_line, color, level_label, new_figure, save
+
+
+def has_drift(report: dict[str, Any]) -> bool:
+    methods = (report.get("drift") or {}).get("methods") or {}
+    return any(
+        d.get("sparsity") or d.get("top_k_by_kind") or d.get("sparsity_curve") for d in methods.values()
+    )
+
+
+def has_ablation(report: dict[str, Any]) -> bool:
+    return any(
+        any(
+            v
+            for r in a["rows"].values()
+            for k, v in r.items()
+            if isinstance(v, dict) and k != "kappa_pair_updates"
+        )
+        for a in (report.get("ablations") or {}).values()
+    )
+
+
+def _mean_sd(data: dict[str, Any] | None, scale: float = 1.0) -> tuple[float, float]:
+    return (scale * data["mean"], scale * data["sd"]) if data else (float("nan"), 0.0)
+
+
+def grouped_bars(
+    ax: Any, labels: list[str], series: dict[str, tuple[list[float], list[float]]]
+) -> list[float]:
+    """One group of bars per label, one bar per series (``{name: (heights, errors)}``); returns
+    each group's centre."""
+    width = 0.8 / max(len(series), 1)
+    for i, (name, (heights, errors)) in enumerate(series.items()):
+        xs = [j + i * width for j in range(len(labels))]
+        ax.bar(xs, heights, width, yerr=errors, capsize=3, color=color(name, i), label=name)
+    centres = [j + 0.4 - width / 2 for j in range(len(labels))]
+    ax.set_xticks(centres, labels, rotation=20, fontsize=8)
+    return centres
+
+
+def _base_pass(report: dict[str, Any], k: str) -> dict[str, Any] | None:
+    return (((report.get("intervals") or {}).get("pass_at_k") or {}).get("base") or {}).get(k)
+
+
+def _sparsity(ax: Any, methods: dict[str, Any]) -> None:
+    for i, (m, d) in enumerate(methods.items()):
+        taus = sorted(d["sparsity"], key=float)
+        ys = [100 * d["sparsity"][t]["mean"] for t in taus]
+        errors = [100 * d["sparsity"][t]["sd"] for t in taus]
+        ax.errorbar(
+            [float(t) for t in taus], ys, yerr=errors, marker="o", color=color(m, i), label=m, capsize=3
+        )
+        null = (d.get("null") or {}).get("sparsity") or {}
+        shown = [t for t in taus if null.get(t)]
+        if shown:
+            ys = [100 * null[t]["mean"] for t in shown]
+            ax.plot([float(t) for t in shown], ys, "--", color=color(m, i), label=f"{m}: random-walk null")
+    ax.set(xscale="log", xlabel="τ", ylabel="s_τ: share with |Δ| ≤ τ (%)", title="sparsity of the update")
+
+
+def _kinds(ax: Any, kinds: dict[str, Any]) -> None:
+    names = sorted({k for d in kinds.values() for k in d["top_k_by_kind"]})
+    bars = {m: [_mean_sd(d["top_k_by_kind"].get(k)) for k in names] for m, d in kinds.items()}
+    grouped_bars(ax, names, {m: ([h for h, _ in b], [e for _, e in b]) for m, b in bars.items()})
+    null = next(
+        (
+            (d.get("null") or {}).get("top_k_by_kind")
+            for d in kinds.values()
+            if (d.get("null") or {}).get("top_k_by_kind")
+        ),
+        None,
+    )
+    if null:
+        xs = [j + 0.4 - 0.4 / max(len(kinds), 1) for j in range(len(names))]
+        ys = [null[k]["mean"] if null.get(k) else float("nan") for k in names]
+        ax.scatter(xs, ys, marker="D", color="black", zorder=3, label="null: parameter share × k")
+    ax.set(ylabel="tensors among the top-k |Δ|", title="top-k layer attribution")
+
+
+def _functional(ax: Any, report: dict[str, Any], curves: dict[str, Any]) -> None:
+    for i, (m, d) in enumerate(curves.items()):
+        points = sorted(d["sparsity_curve"].items(), key=lambda item: float(item[0]))
+        points = [
+            (v["s_tau"]["mean"], v["pass@1"]["mean"]) for _, v in points if v.get("s_tau") and v.get("pass@1")
+        ]
+        label = m if m == "es" else f"{m} (empirical null)" if "permuted" in m else m
+        ax.plot(
+            [100 * x for x, _ in points],
+            [100 * y for _, y in points],
+            marker="o",
+            color=color(m, i),
+            label=label,
+        )
+    base = _base_pass(report, "1")
+    if base:
+        base_line(
+            ax,
+            100 * base["estimate"],
+            100 * base["low"],
+            100 * base["high"],
+            f"base Pass@1 ({level_label(report)} bootstrap band)",
+        )
+    ax.set(xlabel="s_τ of the export (%): updates zeroed", ylabel="Pass@1 (%)", title="functional sparsity")
+
+
+def plot_drift(report: dict[str, Any], path: Path) -> Path:
+    """s_τ against τ (with the null), top-k by kind (with the null), Pass@1 against s_τ."""
+    drift = report["drift"]["methods"]
+    methods = {m: d for m, d in drift.items() if d.get("sparsity")}
+    kinds = {m: d for m, d in drift.items() if d.get("top_k_by_kind")}
+    curves = {m: d for m, d in drift.items() if d.get("sparsity_curve")}
+    panels = [p for p, has in (("sparsity", methods), ("kinds", kinds), ("curve", curves)) if has]
+    fig, axes = new_figure(len(panels))
+    for ax, panel in zip(axes, panels):
+        if panel == "sparsity":
+            _sparsity(ax, methods)
+        elif panel == "kinds":
+            _kinds(ax, kinds)
+        else:
+            _functional(ax, report, curves)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    return save(fig, path)
+
+
+def plot_ablations(report: dict[str, Any], path: Path) -> Path:
+    """Per ablation: final reward (×100) and Pass@k (%) per value, ± sd, with the base's Pass@k and
+    band; κ_pair next to the paper's, with 2 (uncorrelated pairs) marked."""
+    ablations = report["ablations"]
+    panels = []
+    for name, data in ablations.items():
+        rows = data["rows"]
+        scores = sorted(
+            {m for r in rows.values() for m, v in r.items() if v and m.startswith(("final", "pass@"))}
+        )
+        if scores:
+            panels.append((name, rows, scores))
+        if any(r.get("kappa_pair") for r in rows.values()):
+            panels.append((name, rows, ["kappa_pair"]))
+    fig, axes = new_figure(len(panels))
+    for ax, (name, rows, metrics) in zip(axes, panels):
+        labels = list(rows)
+        series = {}
+        for metric in metrics:
+            scale = 1.0 if metric == "kappa_pair" else 100.0
+            bars = [_mean_sd(rows[label].get(metric), scale) for label in labels]
+            title = {"final_reward": "final reward (×100)", "kappa_pair": "κ_pair"}.get(
+                metric, f"{metric} (%)"
+            )
+            series[title] = ([h for h, _ in bars], [e for _, e in bars])
+        grouped_bars(ax, labels, series)
+        if metrics == ["kappa_pair"]:
+            refs = [
+                (j, rows[label]["reference"])
+                for j, label in enumerate(labels)
+                if rows[label].get("reference")
+            ]
+            if refs:
+                ax.scatter(*zip(*refs), marker="D", color="black", zorder=3, label="paper")
+            ax.axhline(2.0, color="gray", linestyle="--", linewidth=1, label="2: uncorrelated pairs")
+        else:
+            for metric in metrics:
+                base = _base_pass(report, metric[5:]) if metric.startswith("pass@") else None
+                if base:
+                    ax.axhline(100 * base["estimate"], color="black", linewidth=1, linestyle=":")
+                    ax.axhspan(
+                        100 * base["low"], 100 * base["high"], label=f"base {metric} (sampling band)", **BAND
+                    )
+        ax.set(
+            title=name + (": κ_pair (< 2: pairing correlates the pair)" if metrics == ["kappa_pair"] else "")
+        )
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    return save(fig, path)

@@ -1,0 +1,84 @@
+"""Training-curve figures: token entropy and held-out Pass@k over updates, each with the base's
+value (the curves' first logged value, before any update) and a noise band.
+
+- ``entropy.png``: the band is ± the non-inferiority margin ``verdicts.entropy_margin`` that "ES
+  keeps its entropy" is judged with (the entropy estimate's own sampling noise is not logged).
+- ``heldout.png``: the band is the base's Pass@k ± z·√(p(1 − p)/P) over the ``P`` held-out problems
+  (z at the report's level): per-problem Pass@k lies in [0, 1], so its spread over problems is at
+  most √(p(1 − p)), a bound on the problem-sampling noise of the curve's mean.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any
+
+from es_lightning.report.figures import base_line, color, new_figure, save
+
+
+def _band(
+    ax: Any, curve: dict[str, list], color_: str, label: str, linestyle: str = "-", scale: float = 1.0
+) -> None:
+    steps = curve["steps"]
+    mean, sd = [scale * m for m in curve["mean"]], [scale * s for s in curve["sd"]]
+    ax.plot(
+        steps, mean, linestyle=linestyle, color=color_, label=label, marker="." if len(steps) < 30 else None
+    )
+    lows, highs = [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)]
+    ax.fill_between(steps, lows, highs, color=color_, alpha=0.15)
+
+
+def start_value(curves: dict[str, dict[str, list]]) -> float | None:
+    """The mean over methods of each curve's value at update 0 (the base), if logged."""
+    starts = [c["mean"][0] for c in curves.values() if c["steps"] and c["steps"][0] == 0]
+    return sum(starts) / len(starts) if starts else None
+
+
+def plot_entropy(report: dict[str, Any], path: Path) -> Path:
+    """Token entropy over training steps, one panel per task, one line per method."""
+    entropy = report["curves"]["entropy"]
+    margin = (report["config"].get("verdicts") or {}).get("entropy_margin", 0.005)
+    fig, axes = new_figure(len(entropy))
+    for ax, (task, methods) in zip(axes, entropy.items()):
+        for i, (method, curve) in enumerate(methods.items()):
+            _band(ax, curve, color(method, i), method)
+        base = start_value(methods)
+        if base is not None:
+            base_line(ax, base, base - margin, base + margin, f"base ± {margin:g} nats (the 'keeps' margin)")
+        ax.set(xlabel="update", ylabel="token entropy (nats)", title=f"entropy/{task}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    return save(fig, path)
+
+
+def plot_heldout(report: dict[str, Any], path: Path) -> Path:
+    """Held-out Pass@k over training steps: panel per task, colour per method, line style per k."""
+    heldout = report["curves"]["heldout"]
+    prompts = report["curves"].get("heldout_prompts") or {}
+    level = (report["config"].get("verdicts") or {}).get("level", 0.95)
+    z = NormalDist().inv_cdf(level)
+    fig, axes = new_figure(len(heldout))
+    styles = ["-", "--", ":", "-."]
+    for ax, (task, by_k) in zip(axes, heldout.items()):
+        for j, (k, methods) in enumerate(sorted(by_k.items(), key=lambda x: int(x[0]))):
+            for i, (method, curve) in enumerate(methods.items()):
+                _band(ax, curve, color(method, i), f"{method} pass@{k}", styles[j % len(styles)], scale=100.0)
+            base = start_value(methods)
+            if base is not None and prompts.get(task):
+                half = 100 * z * math.sqrt(base * (1 - base) / prompts[task])
+                label = f"base pass@{k} ± problem sampling (bound, P={prompts[task]:.0f})"
+                base_line(ax, 100 * base, 100 * base - half, 100 * base + half, label)
+            elif base is not None:
+                ax.axhline(
+                    100 * base,
+                    color="black",
+                    linewidth=1,
+                    linestyle=":",
+                    label=f"base pass@{k} (P not logged)",
+                )
+        ax.set(xlabel="update", ylabel="pass@k (%)", title=f"held-out {task}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    return save(fig, path)

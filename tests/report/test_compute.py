@@ -1,0 +1,49 @@
+"""Compute per method from metrics.jsonl: hand-worked totals, and "not recorded" when absent."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from es_lightning.report.compute import collect_compute, run_compute
+
+
+def _write(run_dir, records):
+    run_dir.mkdir(parents=True)
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_totals_by_hand(tmp_path):
+    _write(
+        tmp_path / "a",
+        [
+            {"step": 0, "eval/x/pass@1": 0.5},  # an evaluation line: no update
+            {
+                "step": 1,
+                "time/step": 2.0,
+                "time/generate": 1.5,
+                "time/tokens_per_s": 400.0,
+                "train/response_len": 10.0,
+            },
+            {
+                "step": 2,
+                "time/step": 3.0,
+                "time/generate": 2.0,
+                "time/tokens_per_s": 100.0,
+                "train/response_len": 20.0,
+            },
+        ],
+    )
+    got = run_compute(tmp_path / "a")
+    assert got["updates"] == 2 and got["train_seconds"] == pytest.approx(5.0)
+    assert got["generated_tokens"] == pytest.approx(400 * 1.5 + 100 * 2.0)  # 600 + 200
+    assert got["rollouts"] == pytest.approx(600 / 10 + 200 / 20)  # 60 + 10
+
+
+def test_not_recorded(tmp_path):
+    _write(tmp_path / "b", [{"step": 1, "time/step": 2.0}])
+    got = run_compute(tmp_path / "b")
+    assert got["updates"] == 1 and got["generated_tokens"] is None and got["rollouts"] is None
+    summary = collect_compute({"m": {0: tmp_path / "b"}})
+    assert summary["m"]["train_seconds"]["mean"] == 2.0 and summary["m"]["rollouts"] is None
