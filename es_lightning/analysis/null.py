@@ -18,15 +18,18 @@ independently of every other coordinate, with c = Σ_s c_s² / N per update:
 normalization   estimator    c
 ==============  ===========  ==========================================================================
 ``zscore``      one_point    1 (exact: Σ z_i² = N)
-``zscore``      antithetic   N/(N−1): c_j = z_2j − z_2j+1, Σ_j c_j² = N − 2 Σ_j z_2j z_2j+1, whose mean
-                             is N²/(N−1) when the rewards are exchangeable (E z_a z_b = −1/(N−1))
+``zscore``      antithetic   data-dependent: c_j = z_2j − z_2j+1, Σ_j c_j² = N − 2 Σ_j z_2j z_2j+1. Its
+                             mean is N²/(N−1) when the N rewards are exchangeable (E z_a z_b = −1/(N−1)),
+                             but the two members of a pair share prompts and (common seeds) samples,
+                             so their rewards correlate and the steps are shorter: c = N/(N−1) is used
+                             only when the run logged no step norms
 ``rank``        either       not in closed form: tied rewards (the rule with 0/1 rewards) shrink Σ z²
 ``none``        either       not in closed form: z = R, Σ R² is the rewards' scale
 ==============  ===========  ==========================================================================
 
-Where there is no closed form, v is taken from the run's logged step norms: v = Σ_t ‖Δ_t‖² / P
-(``es/update_norm``; the walk's prediction given how long each step was). The ``adam`` optimizer
-rescales each coordinate and is not modelled. Under the null, with P coordinates (of kind k: P_k)
+Except for z-scored one-point runs, v is taken from the run's logged step norms where it has them:
+v = Σ_t ‖Δ_t‖² / P (``es/update_norm``; the walk's prediction given how long each step was). The
+``adam`` optimizer rescales each coordinate and is not modelled. Under the null, with P coordinates (of kind k: P_k)
 and the starting weights' norm ‖θ_0‖ (per kind ‖θ_0,k‖):
 
     D_rel = sqrt(P·v) / ‖θ_0‖,   D_rel,k = sqrt(P_k·v) / ‖θ_0,k‖
@@ -99,22 +102,30 @@ def coefficient_scale(normalization: str, estimator: str, population_size: int) 
 def walk_variance(walks: Sequence[RandomWalk], numel: int) -> tuple[float | None, str]:
     """v, the per-coordinate variance after every walk in ``walks`` (stages add), and its source.
 
-    Closed form where every walk has one; else Σ ‖Δ_t‖² / P from the logged step norms when every
-    walk has them; else ``None`` with the reason.
+    Per walk: the closed form T_applied·α²/N for z-scored one-point ES (exact); else Σ ‖Δ_t‖² / P
+    from the logged step norms; else c = N/(N−1) for z-scored antithetic ES (the mean under
+    exchangeable rewards); else unknown, and v is ``None`` with the reason.
     """
     if any(w.optimizer != "sgd" for w in walks):
         return None, "not modelled: the adam optimizer rescales every coordinate"
-    closed = [coefficient_scale(w.normalization, w.estimator, w.population_size) for w in walks]
-    if all(c is not None for c in closed):
-        v = sum(w.applied_updates * w.learning_rate**2 / w.population_size * c for w, c in zip(walks, closed))  # type: ignore[operator]
-        return v, "closed form: T_applied·α²/N·c"
-    if numel > 0 and all(w.update_sq_norm_sum is not None for w in walks):
-        return sum(w.update_sq_norm_sum for w in walks) / numel, "logged step norms: Σ‖Δ_t‖²/P"  # type: ignore[misc]
-    kinds = sorted({w.normalization for w in walks if w.normalization != "zscore"})
-    return (
-        None,
-        f"not modelled: {'/'.join(kinds)} normalisation has no closed form and no es/update_norm was logged",
-    )
+    total, sources = 0.0, []
+    for w in walks:
+        c = coefficient_scale(w.normalization, w.estimator, w.population_size)
+        if c is not None and w.estimator == "one_point":
+            total += w.applied_updates * w.learning_rate**2 / w.population_size * c
+            sources.append("closed form T_applied·α²/N")
+        elif w.update_sq_norm_sum is not None and numel > 0:
+            total += w.update_sq_norm_sum / numel
+            sources.append("logged step norms Σ‖Δ_t‖²/P")
+        elif c is not None:
+            total += w.applied_updates * w.learning_rate**2 / w.population_size * c
+            sources.append("closed form T_applied·α²/N·N/(N−1), exchangeable rewards assumed")
+        else:
+            return None, (
+                f"not modelled: {w.normalization} normalisation has no closed form and the run logged "
+                "no es/update_norm"
+            )
+    return total, "; ".join(dict.fromkeys(sources))
 
 
 def null_rel_l2(variance: float, numel: int, base_l2: float) -> float | None:

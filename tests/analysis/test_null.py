@@ -96,8 +96,15 @@ def test_variance_sources():
     assert v == pytest.approx(2 * 10 * 1e-6 / 8) and source.startswith("closed form")  # stages add
     v, source = walk_variance([rank], 100)
     assert v == pytest.approx(5.0 / 100) and "step norms" in source
+    paired = RandomWalk(1e-3, 8, 10, estimator="antithetic", update_sq_norm_sum=5.0)
+    assert walk_variance([paired], 100)[0] == pytest.approx(5.0 / 100)  # the steps as they were
+    unlogged = RandomWalk(1e-3, 8, 10, estimator="antithetic")
+    v, source = walk_variance([unlogged], 100)
+    assert v == pytest.approx(10 * 1e-6 / 8 * 8 / 7) and "exchangeable" in source
+    v, source = walk_variance([zscore, rank], 100)  # an ES stage of each: the variances add
+    assert v == pytest.approx(10 * 1e-6 / 8 + 5.0 / 100) and "closed form" in source and "norms" in source
     v, source = walk_variance([RandomWalk(1e-3, 8, 10, normalization="none")], 100)
-    assert v is None and "none normalisation" in source
+    assert v is None and "none normalisation" in source and "es/update_norm" in source
     v, source = walk_variance([RandomWalk(1e-3, 8, 10, optimizer="adam")], 100)
     assert v is None and "adam" in source
 
