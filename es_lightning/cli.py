@@ -1,4 +1,4 @@
-"""The ``es-lightning`` command: ``fit``, ``evaluate``, ``analyze`` and ``report``, built on jsonargparse.
+"""The ``es-lightning`` command: ``fit``, ``evaluate``, ``analyze``, ``report``, ``compare`` and ``tune``, built on jsonargparse.
 
 Every option comes from a typed signature below (or the dataclasses/classes it names), and the
 docstrings become ``--help``. Recipes are YAML files of the same keys::
@@ -9,6 +9,7 @@ docstrings become ``--help``. Recipes are YAML files of the same keys::
     es-lightning analyze --base BASE --checkpoint runs/es/checkpoints/step-000030 --output es.json
     es-lightning report --config recipes/report_cpu.yaml --quick --output_dir runs/report
     es-lightning compare runs/demo_cpu runs/demo_cpu_grpo --output runs/compare
+    es-lightning tune --config recipes/tune_cpu.yaml --output_dir runs/tune_cpu
 
 A wrong setting, path or data file (:class:`~es_lightning.errors.ConfigError`) ends the command
 with one line, ``es-lightning: error: <message>``, and exit status 2, before anything expensive
@@ -254,6 +255,11 @@ def build_parser():
     compare_parser.add_argument("runs", nargs="+", type=Path, help="run folders (fit's trainer.output_dir)")
     compare_parser.add_function_arguments(run_compare, fail_untyped=False, skip={"runs"})
     subcommands.add_subcommand("compare", compare_parser, help="The final evaluations of runs side by side.")
+    from es_lightning.tune.command import tune_parser
+
+    subcommands.add_subcommand(
+        "tune", tune_parser(), help="Each method's grid on the validation split, one budget; writes TUNE.md."
+    )
     return parser
 
 
@@ -310,7 +316,7 @@ def debug_requested(args: Sequence[str]) -> bool:
     """``--debug`` before the subcommand, or ``ES_LIGHTNING_DEBUG`` set to a true value."""
     if os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
         return True
-    subcommands = {"fit", "evaluate", "analyze", "report", "compare"}
+    subcommands = {"fit", "evaluate", "analyze", "report", "compare", "tune"}
     top_level = next((list(args[:i]) for i, a in enumerate(args) if a in subcommands), list(args))
     return "--debug" in top_level
 
@@ -337,6 +343,10 @@ def _run(parser: Any, cfg: Any) -> None:
         from es_lightning.report.compare import run_compare
 
         run_compare(**kwargs)
+    elif name == "tune":
+        from es_lightning.tune import run_tune
+
+        run_tune(**kwargs)
     else:
         run_evaluate(**kwargs)
 

@@ -15,7 +15,7 @@ from tests.helpers import subprocess_env
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
-FIT_RECIPES = [r for r in RECIPES if not r.name.startswith(("eval_", "report_"))]
+FIT_RECIPES = [r for r in RECIPES if not r.name.startswith(("eval_", "report_", "tune_"))]
 PAPER_PREFIXES = ("easy_", "grpo_", "hard_", "seq_", "popsize_")
 PAPER_FIT_RECIPES = [r for r in FIT_RECIPES if r.name.startswith(PAPER_PREFIXES)]
 POPSIZE_RECIPES = ["popsize_qwen0p5b.yaml", "popsize_qwen1p5b.yaml", "popsize_qwen3b.yaml"]
@@ -389,3 +389,62 @@ def test_strategy_choices_are_the_reasoning_strategies_only():
         build_parser().parse_args(
             ["fit", "--module", "{}", "--strategy", "lightning.fabric.strategies.DDPStrategy"]
         )
+
+
+def test_tune_recipe_plans_every_trial_on_the_validation_split(tmp_path):
+    """recipes/tune_cpu.yaml: ES 3 σ x 3 α and GRPO 3 learning rates, one budget, validation only."""
+    from es_lightning.tune.trials import plan_trials
+
+    _, _, init = _parse("tune", "--config", str(REPO / "recipes/tune_cpu.yaml"))
+    tune = init.tune
+    assert tune.selection.metric == "eval/countdown_tiny/pass@1" and tune.selection.rule == "delta_last"
+    assert tune.budget == ["--trainer.max_steps 30", "--trainer.batch_size 64"] and tune.seeds == [0]
+    methods = {name: method for name, method in tune.methods.items()}
+    assert methods["es"].grid == {
+        "strategy.init_args.sigma": [1e-3, 3e-3, 1e-2],
+        "strategy.init_args.learning_rate": [5e-4, 1e-3, 2e-3],
+    }
+    assert methods["grpo"].grid == {"strategy.init_args.learning_rate": [1e-5, 3e-5, 1e-4]}
+    budget = [t for item in tune.budget for t in item.split()]
+    validation = [t for item in tune.validation_overrides for t in item.split()]
+    trials, removed = plan_trials(
+        methods, tune.selection, budget, validation, tune.seeds, tmp_path, tune.trial_callbacks
+    )
+    assert [t.method for t in trials] == ["es"] * 9 + ["grpo"] * 3
+    assert removed["es"][0] == "es_lightning.callbacks.TokenEntropy"  # trial_callbacks: false drops all
+    import yaml
+
+    for trial in trials:
+        settings = yaml.safe_load(trial.settings)
+        assert settings["callbacks"] == [] and settings["trainer"]["output_dir"] == "RUN_DIR"
+        assert (settings["trainer"]["max_steps"], settings["trainer"]["batch_size"]) == (30, 64)
+        evaluation = settings["evaluation"]
+        assert evaluation["split"] == "validation" and evaluation["limit"] == 200
+        assert (evaluation["num_samples"], evaluation["temperature"], evaluation["ks"]) == (16, 0.6, None)
+        task = settings["module"]["init_args"]["task"]["init_args"]
+        assert (task["n_test"], task["n_validation"], task["seed"]) == (200, 200, 0)
+    lrs = [yaml.safe_load(t.settings)["strategy"]["init_args"]["learning_rate"] for t in trials[9:]]
+    assert lrs == [1e-5, 3e-5, 1e-4]
+
+
+def test_tune_help_and_a_refused_setting(tmp_path, capsys):
+    from es_lightning.cli import main
+
+    out = subprocess.run(
+        [*CLI, "tune", "--help"], capture_output=True, text=True, check=True, env=subprocess_env()
+    ).stdout
+    for option in ("--selection.metric", "--selection.rule", "--budget", "--validation_overrides", "--seeds"):
+        assert option in out
+    assert "Δ = metric after the last update" in out  # field docstrings become help text
+    config = tmp_path / "tune.yaml"
+    config.write_text(
+        "methods: {es: {recipe: recipes/coverage_cpu_es.yaml, grid: {evaluation.split: [test]}}}\n"
+        "selection: {metric: eval/countdown_tiny/pass@1}\n"
+        f"output_dir: {tmp_path / 'out'}\n"
+    )
+    assert main(["tune", "--config", str(config)]) == 2
+    assert (
+        "es-lightning: error: tune: the grid of recipes/coverage_cpu_es.yaml sets 'evaluation.split'"
+        in capsys.readouterr().err
+    )
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,226 @@
+"""``es-lightning tune``: each method's grid on the validation split, one budget, a fixed rule.
+
+    es-lightning tune --config recipes/tune_cpu.yaml
+    es-lightning tune --config recipes/tune_cpu.yaml --output_dir runs/tune_cpu --launch false
+
+Steps: check the config and plan every trial before anything runs
+(:mod:`~es_lightning.tune.trials`: each method's recipe set up to evaluate the validation split,
+each trial's settings parsed and checked); record the plan (``tune_plan.json``: a later run in
+the same folder must keep its selection rule); run or reuse the trials one after another
+(:mod:`~es_lightning.tune.launch`); choose each method's configuration by the rule
+(:mod:`~es_lightning.tune.selection`); write ``tune.json``, ``TUNE.md`` and
+``chosen/<method>.yaml`` (the method's recipe with the budget and the chosen values, evaluating
+the test split as the recipe does: a recipe ``es-lightning report`` runs as it is). Running the
+same command again reuses every finished trial and retries the failed ones.
+
+Folders under ``output_dir``: ``recipes/<method>.yaml`` (what the trials run),
+``trials/<method>/<configuration>/seed<k>/`` (one ``es-lightning fit`` run each), ``chosen/``.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from es_lightning.errors import ConfigError
+from es_lightning.report.config import split_overrides
+from es_lightning.tune.config import Selection, TuneMethod, check_overrides
+
+PLAN_NAME = "tune_plan.json"
+
+
+def command_text() -> str | None:
+    """The ``es-lightning tune ...`` command line when this process is one (for TUNE.md)."""
+    program = Path(sys.argv[0]) if sys.argv else Path()
+    ours = program.name == "es-lightning" or (
+        program.name == "__main__.py" and program.parent.name == "es_lightning"
+    )
+    return shlex.join(["es-lightning", *sys.argv[1:]]) if ours else None
+
+
+def _record_plan(output_dir: Path, plan: dict[str, Any]) -> None:
+    """Write ``tune_plan.json``; refuse when the folder's earlier plan chose by another rule."""
+    path = output_dir / PLAN_NAME
+    if path.is_file():
+        earlier = json.loads(path.read_text()).get("selection")
+        if earlier != plan["selection"]:
+            raise ConfigError(
+                f"tune: {output_dir} was tuned with selection {earlier}, not {plan['selection']}: the "
+                "rule is fixed before the trials run; use another output_dir for another rule"
+            )
+    output_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(plan, indent=2))
+
+
+def _chosen_recipe(
+    parser: Any, method: str, spec: TuneMethod, budget: list[str], overrides: list[str], path: Path
+) -> None:
+    cfg = parser.parse(
+        ["--config", spec.recipe, *budget, *overrides], f"method {method}'s chosen configuration"
+    )
+    header = (
+        f"# {method}: {spec.recipe} with the configuration es-lightning tune chose on the validation\n"
+        f"# split ({' '.join(overrides)}) and the tuning budget ({' '.join(budget) or 'none'}).\n"
+        f"# Launch: es-lightning fit --config {path}\n"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(header + parser.dump(cfg))
+
+
+def run_tune(
+    methods: dict[str, TuneMethod],
+    selection: Selection,
+    budget: list[str] | None = None,
+    validation_overrides: list[str] | None = None,
+    seeds: list[int] | None = None,
+    output_dir: Path = Path("runs/tune"),
+    trial_callbacks: bool = True,
+    launch: bool = True,
+    trial_timeout_s: float | None = None,
+) -> dict[str, Any]:
+    """Tune each method's settings on the validation split with one budget and a fixed rule.
+
+    Args:
+        methods: ``{name: {recipe: fit recipe, grid: {dotted.parameter: [values]}}}``; one trial
+            per grid point and seed.
+        selection: the metric and the rule that choose each method's configuration (fixed here,
+            before any trial runs).
+        budget: CLI overrides applied to every trial of every method and to the chosen recipes,
+            e.g. ``["--trainer.max_steps 40", "--trainer.batch_size 64"]``: the same for every
+            method, that is what equal budget means.
+        validation_overrides: CLI overrides of the trials' validation evaluation only, e.g.
+            ``["--evaluation.limit 200", "--evaluation.num_samples 16"]`` (not in the chosen
+            recipes, which keep their own evaluation of the test split).
+        seeds: the trials' ``--trainer.seed`` values (default ``[0]``); a configuration's score
+            is its mean over them.
+        output_dir: where ``tune.json``, ``TUNE.md``, ``chosen/``, ``recipes/`` and ``trials/``
+            go; finished trials already there are reused.
+        trial_callbacks: keep the recipes' callbacks in the trials (``HeldOutPassAtK`` set to the
+            validation split; those that may read the test split are removed either way);
+            ``false`` removes them all (faster; the selection reads only the evaluations).
+        launch: run what is missing (``false``: only choose among the finished trials found).
+        trial_timeout_s: a trial taking longer is stopped and recorded as failed.
+
+    Returns:
+        The content of ``tune.json``.
+    """
+    from es_lightning.tune.launch import run_trial
+    from es_lightning.tune.markdown import render
+    from es_lightning.tune.selection import Candidate, choose, trial_point
+    from es_lightning.tune.trials import FitParser, plan_trials
+
+    if not methods:
+        raise ConfigError("tune: no methods given")
+    seeds = list(seeds if seeds is not None else [0])
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ConfigError(f"tune: seeds must be distinct and at least one, got {seeds}")
+    budget_tokens, validation_tokens = split_overrides(budget), split_overrides(validation_overrides)
+    check_overrides(budget_tokens, "the budget")
+    check_overrides(validation_tokens, "validation_overrides")
+    output_dir = Path(output_dir)
+    config = {
+        "methods": {m: {"recipe": s.recipe, "grid": s.grid} for m, s in methods.items()},
+        "selection": {
+            "metric": selection.metric,
+            "rule": selection.rule,
+            "description": selection.describe(),
+        },
+        "budget": budget_tokens,
+        "validation_overrides": validation_tokens,
+        "seeds": seeds,
+        "trial_callbacks": trial_callbacks,
+        "output_dir": str(output_dir),
+    }
+    trials, removed = plan_trials(
+        methods, selection, budget_tokens, validation_tokens, seeds, output_dir, trial_callbacks
+    )
+    _record_plan(output_dir, {k: v for k, v in config.items() if k != "output_dir"})
+    print(
+        f"[tune] {len(trials)} trials ({', '.join(methods)}; seeds {seeds}), output {output_dir}", flush=True
+    )
+
+    results = [run_trial(trial, launch, trial_timeout_s) for trial in trials]
+    records = []
+    for result in results:
+        spec = result.trial.spec
+        point = trial_point(spec.run_dir, selection) if result.status in ("finished", "reused") else None
+        records.append(
+            {
+                "method": result.trial.method,
+                "label": result.trial.point.label,
+                "settings": dict(result.trial.point.settings),
+                "seed": spec.seed,
+                "run_dir": str(spec.run_dir),
+                "status": result.status,
+                "error": result.error,
+                "before": None if point is None else point.before,
+                "after": None if point is None else point.after,
+                "delta": None if point is None else point.delta,
+                "compute": result.compute,
+            }
+        )
+    parser = FitParser()
+    summaries: dict[str, Any] = {}
+    for method, spec in methods.items():
+        points = {r.trial.point.label: r.trial.point for r in results if r.trial.method == method}
+        candidates = [
+            Candidate(
+                label,
+                {r["seed"]: _as_point(r) for r in records if r["method"] == method and r["label"] == label},
+            )
+            for label in points
+        ]
+        best = choose(candidates)
+        summary: dict[str, Any] = {
+            "recipe": spec.recipe,
+            "grid": spec.grid,
+            "removed_callbacks": removed[method],
+            "candidates": [
+                {
+                    "label": c.label,
+                    "settings": dict(points[c.label].settings),
+                    "score": c.score,
+                    "eligible": c.eligible,
+                }
+                for c in candidates
+            ],
+            "chosen": None,
+        }
+        if best is not None:
+            overrides = points[best.label].overrides()
+            recipe = output_dir / "chosen" / f"{method}.yaml"
+            _chosen_recipe(parser, method, spec, budget_tokens, overrides, recipe)
+            summary["chosen"] = {
+                "label": best.label,
+                "settings": dict(points[best.label].settings),
+                "score": best.score,
+                "overrides": overrides,
+                "recipe": str(recipe),
+            }
+        summaries[method] = summary
+    tune = {"command": command_text(), "config": config, "trials": records, "methods": summaries}
+    (output_dir / "tune.json").write_text(json.dumps(tune, indent=2))
+    (output_dir / "TUNE.md").write_text(render(tune))
+    chosen = {m: (s["chosen"] or {}).get("label") for m, s in summaries.items()}
+    print(f"[tune] chosen: {chosen}; written: {output_dir / 'TUNE.md'}", flush=True)
+    return tune
+
+
+def _as_point(record: dict[str, Any]) -> Any:
+    from es_lightning.tune.selection import Point
+
+    return None if record["before"] is None else Point(record["before"], record["after"])
+
+
+def tune_parser() -> Any:
+    """The ``tune`` subcommand's parser: ``--config`` plus :func:`run_tune`'s arguments."""
+    from jsonargparse import ActionConfigFile, ArgumentParser, set_parsing_settings
+
+    set_parsing_settings(docstring_parse_attribute_docstrings=True)  # dataclass field docstrings -> --help
+    parser = ArgumentParser(description=run_tune.__doc__.split("\n")[0])
+    parser.add_argument("--config", action=ActionConfigFile, help="Tune recipe (recipes/tune_*.yaml).")
+    parser.add_function_arguments(run_tune, fail_untyped=False)
+    return parser

@@ -1,0 +1,132 @@
+"""The tuning's settings: the ``methods:`` and ``selection:`` blocks of a tune recipe.
+
+The top-level keys (``methods``, ``budget``, ``seeds``, ...) are the arguments of
+:func:`~es_lightning.tune.command.run_tune`; the grouped ones are the dataclasses below, whose field
+docstrings are the ``--help`` text. Everything here is checked before any trial runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from es_lightning.errors import ConfigError
+
+GridValue = int | float | str | bool
+"""One value a grid parameter takes (written on the command line as ``--parameter value``)."""
+
+FORCED = (
+    "config",
+    "evaluation",
+    "evaluation.split",
+    "callbacks",
+    "trainer.output_dir",
+    "trainer.seed",
+    "trainer.eval_before",
+    "trainer.eval_after",
+    "trainer.resume",
+    "trainer.overwrite",
+)
+"""Options a tune sets itself on every trial (or refuses to let change): the evaluated split, the
+callbacks, the before/after evaluations the selection reads, the run folder and the seed."""
+
+_METRIC = re.compile(r"eval/(?P<task>[^/]+)/(?P<key>pass@[1-9][0-9]*|maj@[1-9][0-9]*|greedy|mean_reward)")
+
+
+def option_name(token: str) -> str | None:
+    """The dotted option a CLI token sets (``--trainer.max_steps=4`` → ``trainer.max_steps``;
+    ``--callbacks+`` → ``callbacks``), or ``None`` for a value."""
+    if not token.startswith("--"):
+        return None
+    return token[2:].split("=", 1)[0].rstrip("+")
+
+
+def check_overrides(tokens: list[str], where: str) -> None:
+    """Refuse overrides of the options a tune sets itself (:data:`FORCED`), naming ``where``.
+
+    Raises:
+        ConfigError: a token sets one of them, or a nested option under one (``callbacks``,
+            ``evaluation.split``); ``--evaluation.limit`` and the other evaluation settings pass.
+    """
+    for token in tokens:
+        name = option_name(token)
+        if name is None:
+            continue
+        clash = next(
+            (f for f in FORCED if name == f or (f != "evaluation" and name.startswith(f + "."))), None
+        )
+        if clash is not None:
+            raise ConfigError(
+                f"tune: {where} sets {name!r}, which the tune sets itself on every trial "
+                f"({', '.join(FORCED)}): trials evaluate the validation split, never the test split"
+            )
+
+
+@dataclass
+class TuneMethod:
+    """One method's recipe and the grid of settings tried on it."""
+
+    recipe: str
+    """The ``es-lightning fit`` recipe every trial of this method starts from."""
+    grid: dict[str, list[GridValue]] = field(default_factory=dict)
+    """``{dotted.parameter: [value, ...]}``: one trial per combination (their product, in the
+    order given), e.g. ``{strategy.init_args.sigma: [1.0e-3, 3.0e-3]}``."""
+
+    def __post_init__(self) -> None:
+        if not self.grid:
+            raise ConfigError(
+                f"tune: method recipe {self.recipe}: the grid is empty; give parameters and values"
+            )
+        for parameter, values in self.grid.items():
+            if not values:
+                raise ConfigError(
+                    f"tune: method recipe {self.recipe}: grid parameter {parameter!r} has no values"
+                )
+            labels = [str(v) for v in values]
+            if len(set(labels)) != len(labels):
+                raise ConfigError(
+                    f"tune: method recipe {self.recipe}: grid parameter {parameter!r} repeats values {values}"
+                )
+            check_overrides([f"--{parameter.lstrip('-')}"], f"the grid of {self.recipe}")
+
+
+@dataclass
+class Selection:
+    """How each method's configuration is chosen: fixed before any trial runs."""
+
+    metric: str
+    """The metric compared, ``eval/<task>/<key>`` with key ``pass@k``, ``maj@k``, ``greedy`` or
+    ``mean_reward``, read from the trials' validation-split evaluations (``eval/before.json`` and
+    ``eval/after.json``); higher is better."""
+    rule: Literal["delta_last"] = "delta_last"
+    """``delta_last``: Δ = metric after the last update − metric before the first, each on the
+    validation split, averaged over the seeds; the largest mean Δ wins (a tie: the first in grid
+    order). Only configurations whose every seed finished take part."""
+
+    def __post_init__(self) -> None:
+        if _METRIC.fullmatch(self.metric) is None:
+            raise ConfigError(
+                f"tune: selection.metric {self.metric!r} is not eval/<task>/<key> with key pass@k, "
+                "maj@k, greedy or mean_reward (e.g. eval/countdown_tiny/pass@1)"
+            )
+        if self.rule != "delta_last":
+            raise ConfigError(f"tune: selection.rule {self.rule!r} is unknown; use delta_last")
+
+    @property
+    def task(self) -> str:
+        """The evaluated task the metric belongs to."""
+        return _METRIC.fullmatch(self.metric)["task"]  # type: ignore[index]
+
+    @property
+    def key(self) -> str:
+        """The summary key of the metric (``pass@1``)."""
+        return _METRIC.fullmatch(self.metric)["key"]  # type: ignore[index]
+
+    def describe(self) -> str:
+        """The rule in words (for TUNE.md)."""
+        return (
+            f"the largest mean over seeds of Δ = {self.metric} after the last update − before the "
+            "first, both on the validation split (a tie: the first in grid order); only "
+            "configurations whose every seed finished take part"
+        )

@@ -1,0 +1,101 @@
+"""Running the trials one after another, reusing the finished ones, and reading what each cost.
+
+Each trial is launched by :func:`es_lightning.report.runs.execute` (the report's launcher: its own
+process group, stdout and stderr in ``report_run.log``, stopped past ``timeout_s``) as
+``python -m es_lightning.tune.measure tune_measure.json -- python -m es_lightning fit ...``, so its
+wall-clock time and peak memory are recorded. A trial whose folder holds its final evaluation and
+was made with the same resolved settings (``tune_trial_config.yaml``) is reused; one made with other
+settings, and an unfinished or failed one, is run again.
+
+Compute of a trial, from its ``metrics.jsonl`` (the strategies log ``time/step``,
+``time/generate``, ``time/tokens_per_s`` = tokens / ``time/generate`` and ``train/response_len``
+= mean tokens per response on every update)::
+
+    generated_tokens = Σ_updates time/tokens_per_s · time/generate
+    rollouts         = Σ_updates (that update's tokens) / train/response_len
+    train_seconds    = Σ_updates time/step
+
+(``None`` where an update did not log what is needed; evaluations are not included), plus
+``wall_seconds`` and ``peak_rss_mb`` of the whole trial (evaluations and engine start included).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from es_lightning.report.readers import is_finished, read_json, read_series
+from es_lightning.report.runs import RunOutcome, RunSpec, command_line, execute
+from es_lightning.tune.trials import Trial
+
+SETTINGS_NAME = "tune_trial_config.yaml"
+"""The resolved settings a finished trial was made with."""
+MEASURE_NAME = "tune_measure.json"
+"""Wall-clock time, peak memory and exit status of a trial's process (:mod:`~es_lightning.tune.measure`)."""
+
+
+@dataclass
+class TrialResult:
+    """A trial and what came of it."""
+
+    trial: Trial
+    status: str
+    """``finished``, ``reused``, ``failed`` or ``missing`` (not launched)."""
+    error: str | None = None
+    compute: dict[str, float | None] = field(default_factory=dict)
+
+
+def measured_command(spec: RunSpec) -> list[str]:
+    """The trial's ``fit`` command, wrapped to record its wall-clock time and peak memory."""
+    return [
+        sys.executable,
+        "-m",
+        "es_lightning.tune.measure",
+        str(spec.run_dir / MEASURE_NAME),
+        "--",
+        *command_line(spec),
+    ]
+
+
+def trial_compute(run_dir: Path) -> dict[str, float | None]:
+    """Updates, rollouts, generated tokens and seconds of a finished trial (module docstring)."""
+    series = {key: dict(values) for key, values in read_series(run_dir).items()}
+    seconds = series.get("time/step", {})
+    rate, generate = series.get("time/tokens_per_s", {}), series.get("time/generate", {})
+    length = series.get("train/response_len", {})
+    steps = sorted(seconds)
+    tokens = {s: rate[s] * generate[s] for s in steps if s in rate and s in generate}
+    complete = bool(steps) and len(tokens) == len(steps)
+    measured = read_json(run_dir / MEASURE_NAME) or {}
+    return {
+        "updates": float(len(steps)),
+        "rollouts": sum(tokens[s] / length[s] for s in steps)
+        if complete and all(length.get(s) for s in steps)
+        else None,
+        "generated_tokens": sum(tokens.values()) if complete else None,
+        "train_seconds": sum(seconds.values()) if steps else None,
+        "wall_seconds": measured.get("wall_seconds"),
+        "peak_rss_mb": measured.get("peak_rss_mb"),
+    }
+
+
+def run_trial(trial: Trial, launch: bool = True, timeout_s: float | None = None) -> TrialResult:
+    """Reuse ``trial`` when it is finished with the same settings, else run it (``launch``)."""
+    run_dir = trial.spec.run_dir
+    recorded = run_dir / SETTINGS_NAME
+    if is_finished(run_dir) and recorded.is_file() and recorded.read_text() != trial.settings:
+        print(f"[tune] {trial.spec.name}: made with other settings; running it again", flush=True)
+        shutil.rmtree(run_dir)
+    if is_finished(run_dir):
+        return TrialResult(trial, "reused", compute=trial_compute(run_dir))
+    if not launch:
+        return TrialResult(trial, "missing", error="not run (launch: false)")
+    print(f"[tune] running {trial.spec.name} -> {run_dir}", flush=True)
+    outcome: RunOutcome = execute(trial.spec, timeout_s, command=measured_command)
+    print(f"[tune] {trial.spec.name}: {outcome.status} ({outcome.seconds:.0f} s)", flush=True)
+    if not outcome.ok:
+        return TrialResult(trial, "failed", error=outcome.error)
+    recorded.write_text(trial.settings)
+    return TrialResult(trial, outcome.status, compute=trial_compute(run_dir))

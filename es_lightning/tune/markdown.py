@@ -1,0 +1,111 @@
+"""``TUNE.md``: the rule, then per method a table of its configurations and the one chosen.
+
+Rendered from the content of ``tune.json`` alone (:func:`render`), so the file can be written again
+from it. One row per configuration: its grid values, the metric before and after (means over the
+seeds that finished), the score (mean Δ), the mean compute of its trials and their statuses; the
+chosen row is marked ``**chosen**``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+COMPUTE_COLUMNS = (
+    ("rollouts", "rollouts", ".0f"),
+    ("generated_tokens", "tokens", ".0f"),
+    ("wall_seconds", "wall s", ".0f"),
+    ("peak_rss_mb", "peak RSS MiB", ".0f"),
+)
+
+
+def _number(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _method_table(method: str, summary: dict[str, Any], trials: list[dict[str, Any]]) -> list[str]:
+    parameters = list(summary["grid"])
+    chosen = (summary.get("chosen") or {}).get("label")
+    header = [
+        "configuration",
+        *parameters,
+        "before",
+        "after",
+        "Δ (score)",
+        *(c[1] for c in COMPUTE_COLUMNS),
+        "trials",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for candidate in summary["candidates"]:
+        runs = [t for t in trials if t["method"] == method and t["label"] == candidate["label"]]
+        finished = [t for t in runs if t["before"] is not None]
+        label = f"**{candidate['label']}** (chosen)" if candidate["label"] == chosen else candidate["label"]
+        cells = [label, *(str(candidate["settings"][p]) for p in parameters)]
+        cells += [
+            _number(_mean([t["before"] for t in finished]), ".3f"),
+            _number(_mean([t["after"] for t in finished]), ".3f"),
+        ]
+        cells.append(_number(candidate["score"], "+.3f"))
+        cells += [
+            _number(_mean([t["compute"].get(key) for t in runs]), spec) for key, _, spec in COMPUTE_COLUMNS
+        ]
+        statuses = ", ".join(f"seed {t['seed']}: {t['status']}" for t in runs)
+        cells.append(statuses)
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def render(tune: dict[str, Any]) -> str:
+    """The markdown text of ``TUNE.md`` for the content of ``tune.json``."""
+    config = tune["config"]
+    lines = ["# Tuning on the validation split", ""]
+    if tune.get("command"):
+        lines += ["```", tune["command"], "```", ""]
+    lines += [
+        f"**Selection rule** (fixed in the config before any trial ran): {config['selection']['description']}.",
+        "",
+        f"Every trial: `es-lightning fit` on its method's recipe with `--evaluation.split validation`; "
+        f"seeds {config['seeds']}; the same budget for every method: `{' '.join(config['budget']) or '(none)'}`; "
+        f"validation evaluation: `{' '.join(config['validation_overrides']) or '(the recipe’s)'}`. "
+        "No trial reads a test split.",
+        "",
+    ]
+    for method, summary in tune["methods"].items():
+        lines += [f"## {method}", "", f"Recipe `{summary['recipe']}`."]
+        if summary.get("removed_callbacks"):
+            why = (
+                "they may read the test split"
+                if config.get("trial_callbacks", True)
+                else "trial_callbacks: false"
+            )
+            lines.append(
+                f"Callbacks removed from its trials ({why}): {', '.join(summary['removed_callbacks'])}."
+            )
+        lines += ["", *_method_table(method, summary, tune["trials"]), ""]
+        chosen = summary.get("chosen")
+        if chosen is None:
+            lines += ["No configuration finished on every seed: nothing chosen.", ""]
+            continue
+        lines += [
+            f"Chosen: **{chosen['label']}** (score {chosen['score']:+.3f}), i.e. `{' '.join(chosen['overrides'])}`; "
+            f"its recipe (the method's recipe, the budget and these values; evaluating the test split): `{chosen['recipe']}`.",
+            "",
+        ]
+    recipes = {m: s["chosen"]["recipe"] for m, s in tune["methods"].items() if s.get("chosen")}
+    if recipes:
+        lines += ["## For `es-lightning report`", "", "```yaml", "methods:"]
+        lines += [f"  {method}: {recipe}" for method, recipe in recipes.items()]
+        lines += ["```", ""]
+    failed = [t for t in tune["trials"] if t["status"] in ("failed", "missing")]
+    if failed:
+        lines += ["## Trials that did not finish", ""]
+        lines += [
+            f"- {t['method']}/{t['label']}/seed{t['seed']}: {(t['error'] or t['status']).splitlines()[0]}"
+            for t in failed
+        ]
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""Choosing each method's configuration by the rule fixed in the tune's config.
+
+``delta_last`` (the only rule): for a configuration c (a grid point) and seed s,
+
+    Δ(c, s) = m_after(c, s) − m_before(c, s)
+
+where m is ``selection.metric`` (e.g. ``eval/countdown_tiny/pass@1``) in the trial's
+``eval/after.json`` (after its last update) and ``eval/before.json`` (the starting model), both
+on the validation split; the score of c is the mean of Δ(c, s) over the seeds, and the chosen
+configuration is the one with the largest score, the first in grid order on a tie. A configuration
+takes part only when every seed finished with the metric recorded::
+
+    >>> choose([Candidate("a", {0: Point(0.2, 0.3)}), Candidate("b", {0: Point(0.2, 0.35)})]).label
+    'b'
+
+The starting model's m_before is the same for every configuration of a seed (same weights, same
+validation prompts and sampling seed), so Δ ranks configurations as m_after does; Δ is what is
+reported, so a method that changed nothing scores 0, not the starting model's accuracy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from es_lightning.report.readers import read_after, read_before
+from es_lightning.tune.config import Selection
+
+TIE = 1e-9
+"""Scores closer than this are equal (the first in grid order wins)."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """The metric of one trial before its first and after its last update."""
+
+    before: float
+    after: float
+
+    @property
+    def delta(self) -> float:
+        return self.after - self.before
+
+
+@dataclass
+class Candidate:
+    """One configuration (grid point) of a method, over the seeds it was run with."""
+
+    label: str
+    points: dict[int, Point | None]
+    """Per seed: the trial's metric, ``None`` when the trial did not finish or lacks it."""
+
+    @property
+    def eligible(self) -> bool:
+        """Every seed finished with the metric recorded."""
+        return bool(self.points) and all(p is not None for p in self.points.values())
+
+    @property
+    def score(self) -> float | None:
+        """The mean Δ over the seeds (``None`` when not :attr:`eligible`)."""
+        if not self.eligible:
+            return None
+        return sum(p.delta for p in self.points.values() if p is not None) / len(self.points)
+
+
+def metric_value(evaluation: dict[str, Any] | None, selection: Selection) -> float | None:
+    """``evaluation[task][key]`` of the selection metric, or ``None`` when it is absent."""
+    value = ((evaluation or {}).get(selection.task) or {}).get(selection.key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def trial_point(run_dir: Path, selection: Selection) -> Point | None:
+    """The metric of a finished trial before and after, or ``None`` when either is missing."""
+    before = metric_value(read_before(run_dir), selection)
+    after = metric_value(read_after(run_dir), selection)
+    return None if before is None or after is None else Point(before, after)
+
+
+def choose(candidates: list[Candidate]) -> Candidate | None:
+    """The eligible candidate with the largest score; the first of equal ones (scores within
+    :data:`TIE` of each other: sums of the same fractions in another order round apart);
+    ``None`` if none is eligible."""
+    best: Candidate | None = None
+    for candidate in candidates:
+        score = candidate.score
+        if score is not None and (best is None or score > best.score + TIE):  # type: ignore[operator]
+            best = candidate
+    return best

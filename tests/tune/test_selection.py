@@ -1,0 +1,58 @@
+"""The rule delta_last on hand-worked numbers, read from evaluation files as the trials write them."""
+
+import json
+
+import pytest
+
+from es_lightning.tune.config import Selection
+from es_lightning.tune.selection import Candidate, Point, choose, metric_value, trial_point
+
+
+def test_the_largest_mean_delta_wins_and_the_first_of_equals():
+    # Δ per seed: a: +0.10, +0.00 (mean 0.05); b: +0.20, -0.12 (mean 0.04); c: +0.05, +0.05 (mean 0.05)
+    a = Candidate("a", {0: Point(0.30, 0.40), 1: Point(0.32, 0.32)})
+    b = Candidate("b", {0: Point(0.30, 0.50), 1: Point(0.32, 0.20)})
+    c = Candidate("c", {0: Point(0.30, 0.35), 1: Point(0.32, 0.37)})
+    assert [x.score for x in (a, b, c)] == pytest.approx([0.05, 0.04, 0.05])
+    assert choose([a, b, c]) is a and choose([c, b, a]) is c  # a tie goes to the first in grid order
+    assert choose([b]) is b
+
+
+def test_a_configuration_with_an_unfinished_seed_takes_no_part():
+    best_but_incomplete = Candidate("x", {0: Point(0.0, 1.0), 1: None})
+    modest = Candidate("y", {0: Point(0.3, 0.31), 1: Point(0.3, 0.30)})
+    assert not best_but_incomplete.eligible and best_but_incomplete.score is None
+    assert choose([best_but_incomplete, modest]) is modest
+    assert choose([best_but_incomplete]) is None and choose([]) is None
+    assert not Candidate("z", {}).eligible
+
+
+def test_a_method_that_changes_nothing_scores_zero_not_its_starting_accuracy():
+    unchanged = Candidate("same", {0: Point(0.6, 0.6)})
+    worse = Candidate("worse", {0: Point(0.6, 0.55)})
+    assert unchanged.score == 0.0 and choose([worse, unchanged]) is unchanged
+
+
+def test_the_metric_is_read_from_the_trial_evaluations(tmp_path):
+    selection = Selection(metric="eval/arithmetic/pass@4")
+    (tmp_path / "eval").mkdir()
+    before = {"arithmetic": {"pass@1": 0.25, "pass@4": 0.5, "split": "validation"}}
+    after = {"arithmetic": {"pass@1": 0.5, "pass@4": 0.875, "split": "validation"}}
+    (tmp_path / "eval" / "before.json").write_text(json.dumps(before))
+    assert trial_point(tmp_path, selection) is None  # no after.json yet
+    (tmp_path / "eval" / "after.json").write_text(json.dumps(after))
+    point = trial_point(tmp_path, selection)
+    assert (point.before, point.after, point.delta) == (0.5, 0.875, 0.375)
+    assert metric_value(after, Selection(metric="eval/arithmetic/greedy")) is None  # not evaluated
+    assert metric_value(after, Selection(metric="eval/gsm8k/pass@1")) is None
+    assert (
+        metric_value({"arithmetic": {"pass@1": float("nan")}}, Selection(metric="eval/arithmetic/pass@1"))
+        is None
+    )
+
+
+def test_scores_a_rounding_apart_are_a_tie():
+    a = Candidate("a", {0: Point(0.30, 0.40), 1: Point(0.32, 0.32)})  # (0.1 + 0.0) / 2 rounds above 0.05
+    c = Candidate("c", {0: Point(0.30, 0.35), 1: Point(0.32, 0.37)})  # (0.05 + 0.05) / 2 rounds below
+    assert a.score != c.score and a.score == pytest.approx(c.score)
+    assert choose([c, a]) is c and choose([a, c]) is a
