@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
+from lightning.fabric.utilities.rank_zero import rank_zero_info
 
 from es_lightning.callbacks.base import Callback
 from es_lightning.callbacks.probe import ProbePrompts, probe_sampling_seeds, success_rates
@@ -107,6 +108,7 @@ class PopulationDiversity(Callback):
             return  # GRPO (or a pipeline's GRPO stage): nothing to probe
         cfg = trainer.config
         self.prompts = ProbePrompts(trainer.module.task, self.split, self.num_prompts, cfg.train_limit)
+        rank_zero_info(f"PopulationDiversity: probe prompts from the {self.prompts.source}")
         self._maybe_probe(trainer, trainer.step)
 
     def on_train_batch_end(self, trainer: Trainer, step: int, metrics: dict[str, float]) -> None:
@@ -164,9 +166,10 @@ class PopulationDiversity(Callback):
             copies[i] = torch.from_numpy(
                 self._rates(trainer, rows, prompt_ids, replace(sampling, seed=seeds[i]))
             )
-        if world > 1:
-            members = trainer.fabric.all_reduce(members, reduce_op="sum").cpu()
-            copies = trainer.fabric.all_reduce(copies, reduce_op="sum").cpu()
+        if world > 1:  # each rank filled its members' rows; the sum is the whole table
+            device = trainer.fabric.device
+            members = trainer.fabric.all_reduce(members.to(device), reduce_op="sum").cpu()
+            copies = trainer.fabric.all_reduce(copies.to(device), reduce_op="sum").cpu()
         if common:
             copies[:] = copies[0]
         self._pending = {

@@ -64,11 +64,14 @@ class ProbePrompts:
             try:
                 rows = task.load("validation")
             except ValueError as err:  # no validation split (ConfigError is a ValueError)
-                if split == "validation":
-                    raise ConfigError(f"PopulationDiversity: split 'validation': {err}") from None
+                rows, why = [], str(err)
             else:
+                why = f"{task.name}: the validation split is empty"
+            if rows:
                 self.fixed, self.source = rows[:num_prompts], "validation split"
                 return
+            if split == "validation":
+                raise ConfigError(f"PopulationDiversity: split 'validation': {why}")
         rows = task.load("train")
         self.train = rows[:train_limit]
         unused = rows[len(self.train) :]

@@ -9,8 +9,11 @@ import pytest
 
 from es_lightning.analysis.command import run_analyze
 from es_lightning.callbacks import PopulationDiversity
+from es_lightning.callbacks.probe import ProbePrompts
 from es_lightning.errors import ConfigError
 from es_lightning.models.registry import resolve_model
+from es_lightning.tasks import Echo
+from es_lightning.training.batches import batch_indices
 from es_lightning.training.loggers import read_metrics
 from tests.helpers import fit
 
@@ -119,3 +122,26 @@ def test_the_probe_leaves_the_training_unchanged(probed, tmp_path):
 def test_bad_settings_are_named(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         PopulationDiversity(**kwargs)
+
+
+def test_probe_prompts_come_from_the_validation_split_first():
+    task = Echo(length=4, n_train=12, n_test=4, n_validation=8)
+    probe = ProbePrompts(task, "auto", 3, train_limit=None)
+    assert probe.source == "validation split" and probe.rows(4, 0, 0) == task.load("validation")[:3]
+
+
+def test_probe_prompts_without_a_validation_split():
+    task = Echo(length=4, n_train=12, n_test=4, n_validation=0)
+    train = task.load("train")
+    with pytest.raises(ConfigError, match="split 'validation'"):
+        ProbePrompts(task, "validation", 3, train_limit=None)
+    unused = ProbePrompts(task, "auto", 3, train_limit=8)  # rows 8..11 are never trained on
+    assert unused.source == "train rows past train_limit" and unused.rows(4, 0, 5) == train[9:12]
+    tail = ProbePrompts(task, "auto", 3, train_limit=None)
+    for position in range(6):
+        batch = set(batch_indices(12, 4, 0, position))
+        rows = tail.rows(4, 0, position)
+        expected = sorted(i for i in range(12) if i not in batch)[-3:]
+        assert rows == [train[i] for i in expected], position
+    with pytest.raises(ConfigError, match="every training row is in the update's batch"):
+        ProbePrompts(task, "train", 3, train_limit=4).rows(4, 0, 0)
