@@ -108,12 +108,12 @@ def _runs(report: dict[str, Any]) -> list[str]:
             log = f" (log: `{f['log']}`)" if f.get("log") else ""
             out.append(f"- `{f['name']}` {f['status']}: {(f.get('error') or '').splitlines()[0]}{log}")
         out.append("")
-    return out + _compute(report)
+    return out
 
 
 def _compute(report: dict[str, Any]) -> list[str]:
     compute = report.get("compute")
-    out = ["### Compute per method", ""]
+    out = ["### Compute per method", "", "What each method's results above cost:", ""]
     if not compute:
         return out + ["Not recorded (this report has no compute block).", ""]
     specs = {"updates": ".0f", "rollouts": ".0f", "generated_tokens": ".3g", "train_seconds": ".0f"}
@@ -137,6 +137,7 @@ def render(report: dict[str, Any]) -> str:
         f"Methods: {methods}. Seeds: {config['seeds']}." + (" Quick mode." if config["quick"] else ""),
         "",
     ]
-    out += _reading(report) + _premise(report) + _runs(report) + pass_at_k(report) + trajectory(report)
+    out += _reading(report) + _premise(report) + _runs(report) + pass_at_k(report) + _compute(report)
+    out += trajectory(report)
     out += pareto(report) + curves(report) + drift(report) + ablations(report)
     return "\n".join(out).rstrip() + "\n"

@@ -73,6 +73,8 @@ def _intervals(report: dict[str, Any]) -> list[str]:
     ]
     body = []
     for method, by_k in intervals["pass_at_k"].items():
+        if "@" in method:  # a trajectory point: in its own section
+            continue
         diff = intervals["difference_to_base"].get(method, {})
         cells = [fmt_interval(by_k.get(str(k)), sign=False, **PCT) for k in ks]
         cells += [fmt_interval(diff.get(str(k)), **PCT) if method != "base" else "" for k in ks]

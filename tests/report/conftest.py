@@ -2,26 +2,31 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from es_lightning.report import Ablation, DriftSettings, run_report
+from es_lightning.report import Ablation, DriftSettings, TrajectorySettings, run_report
 from tests.report.synthetic import (
+    TASK,
     counts_summary,
     draw_counts,
     summary,
     training_metrics,
     write_analysis,
+    write_outcomes,
     write_pipeline,
     write_single,
 )
 
 SEEDS = [0, 1]
-PASS1 = {"es": 0.62, "grpo": 0.70, "es_then_grpo": 0.66, "grpo_then_es": 0.64}
-ENTROPY_SLOPE = {"es": 0.0, "grpo": -0.05, "es_then_grpo": -0.02, "grpo_then_es": -0.02}
+PASS1 = {"es": 0.62, "grpo": 0.70, "es_then_grpo": 0.66, "grpo_then_es": 0.64, "es_permuted": 0.45}
+ENTROPY_SLOPE = {"es": 0.0, "grpo": -0.05, "es_then_grpo": -0.02, "grpo_then_es": -0.02, "es_permuted": 0.0}
+TRAJECTORY = TrajectorySettings(method="grpo", every=5)
+"""GRPO's 10 updates with a checkpoint at 5, evaluated by the report (written here as if it had)."""
 ABLATIONS = {
     "population_size": Ablation(
         recipe="es.yaml", parameter="strategy.init_args.population_size", values=[8, 16, 32]
@@ -77,6 +82,14 @@ def build_runs(root: Path) -> dict[str, Any]:
                 metrics = training_metrics(rng, 10, ENTROPY_SLOPE[method])
                 inputs["metrics"].setdefault(method, {})[seed] = metrics
                 write_single(run_dir, before, after, metrics, **given)
+            if method == "grpo":  # its checkpoint at update 5 and the report's evaluation of it
+                (run_dir / "checkpoints" / "step-000005").mkdir()
+                (run_dir / "checkpoints" / "step-000005" / "trainer_state.json").write_text('{"step": 5}')
+                counts = draw_counts(chances(0.58), rng)
+                inputs["counts"].setdefault("grpo@5", {})[seed] = counts
+                out = root / "trajectory" / "grpo" / f"seed{seed}" / "step-000005.json"
+                write_outcomes(out.parent, "step-000005", counts)
+                out.write_text(json.dumps({TASK: counts_summary(counts)}))
         for method, scale, kind in (("es", 4e-3, "norm"), ("grpo", 1e-4, "embedding")):
             path = root / "analysis" / method / f"seed{seed}.json"
             inputs["analysis"].setdefault(method, {})[seed] = write_analysis(
@@ -107,6 +120,7 @@ def synthetic_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
         output_dir=root,
         seeds=len(SEEDS),
         ablations=ABLATIONS,
+        trajectory=TRAJECTORY,
         drift=DriftSettings(export_thresholded=[1e-4, 5e-4, 1e-3], evaluate="arithmetic"),
         launch=False,
     )

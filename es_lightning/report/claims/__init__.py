@@ -36,10 +36,10 @@ def _intervals(report: dict[str, Any], boot: ProblemBootstrap | None) -> dict[st
         return {}
     config = report["config"]
     ks = sorted({1, *config["pareto_ks"], *config["ks"]} & set(range(1, boot.m + 1)))
-    methods = [m for m in boot.counts if "@" not in m]
+    methods = [m for m in boot.counts if "@" not in m]  # the trajectory's points (grpo@5) have no Δ row
     return {
         "ks": ks,
-        "pass_at_k": {m: {str(k): interval_json(boot.pass_at_k(m, k)) for k in ks} for m in methods},
+        "pass_at_k": {m: {str(k): interval_json(boot.pass_at_k(m, k)) for k in ks} for m in boot.counts},
         "difference_to_base": {
             m: {str(k): interval_json(boot.difference(m, "base", k)) for k in ks}
             for m in methods

@@ -32,6 +32,8 @@ def test_es_then_grpo_equal_to_grpo_at_half_the_budget_is_on_the_trajectory():
     for method in ("es_then_grpo", "grpo_then_es"):
         for k in (16, 32):
             assert verdicts[_name(method, k)] == ON_PATH == "not reproduced (on GRPO's trajectory)"
+    assert set(report["intervals"]["pass_at_k"]) >= {"base", "grpo@5", "grpo@25", "grpo"}  # the path's points
+    assert "grpo@5" not in report["intervals"]["difference_to_base"]
     claim = next(c for c in report["claims"] if c["claim"] == _name("es_then_grpo", 32))
     assert "GRPO at update 15" in claim["measured"]
     assert claim["numbers"]["half_pass1"] == {**claim["numbers"]["half_pass1"], "low": 0.0, "high": 0.0}
