@@ -159,9 +159,12 @@ def collect_trajectory(
 ) -> tuple[dict[str, Any] | None, dict[str, dict[int, Outcomes | None]]]:
     """The report's ``trajectory`` block (steps, Pass@K per seed and step) and the path points'
     outcomes ``{point name: {seed: Outcomes}}`` (step 0 and the last step are ``base`` and the
-    method itself, already in the report's outcomes)."""
+    method itself, already in the report's outcomes). ``updates`` is the method's budget (when
+    ``None``, the update of its final checkpoint)."""
     settings = plan.trajectory
     runs = finished.get(settings.method, {})
+    if not updates and runs:  # a run sized by epochs: its final checkpoint says how long it was
+        updates = max((step for d in runs.values() if (step := _final_step(d)) is not None), default=None)
     if not settings.every or task is None or not runs or not updates:
         return None, {}
     steps = list(range(settings.every, updates, settings.every))

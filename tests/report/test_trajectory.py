@@ -108,5 +108,6 @@ def test_points_are_reused_planned_or_read_from_in_run_evaluations(tmp_path):
     ]
     block, points = collect_trajectory(plan, finished, TASK, updates=15)
     assert block["steps"] == [0, 5, 10, 15] and block["points"] == ["base", "grpo@5", "grpo@10", "grpo"]
+    assert collect_trajectory(plan, finished, TASK, updates=None)[0] == block  # an epochs-sized run
     assert points["grpo@5"][0].counts == points["grpo@10"][0].counts == [3, 0, 4, 1]
     assert block["per_seed"]["0"]["5"]["1"] == pytest.approx(counts.mean() / 4)
