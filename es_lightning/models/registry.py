@@ -1,7 +1,8 @@
 """Built-in models by name, shipped with the package or built locally on first use (nothing is downloaded).
 
-``module.model: es-lightning/tiny-arithmetic`` (or ``es-lightning/tiny-countdown``) in a recipe
-resolves to the trained checkpoint shipped as package data (see its ``TRAINING.md``);
+``module.model: es-lightning/tiny-arithmetic`` (or ``es-lightning/tiny-countdown``,
+``es-lightning/tiny-countdown-arithmetic``) in a recipe resolves to the trained checkpoint shipped
+as package data (see its ``TRAINING.md``);
 ``es-lightning/tiny-random`` to a cached folder built on first use; any other value is passed
 through unchanged (an HF hub id or a local folder). The cache lives in ``$ES_LIGHTNING_CACHE``
 (default ``~/.cache/es_lightning``).
@@ -15,9 +16,13 @@ from pathlib import Path
 
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 
+ASSETS = Path(__file__).resolve().parent / "assets"
+"""The folder of the packaged checkpoints (package data)."""
+
 PACKAGED_MODELS: dict[str, Path] = {
-    "es-lightning/tiny-arithmetic": Path(__file__).resolve().parent / "assets" / "tiny-arithmetic",
-    "es-lightning/tiny-countdown": Path(__file__).resolve().parent / "assets" / "tiny-countdown",
+    "es-lightning/tiny-arithmetic": ASSETS / "tiny-arithmetic",
+    "es-lightning/tiny-countdown": ASSETS / "tiny-countdown",
+    "es-lightning/tiny-countdown-arithmetic": ASSETS / "tiny-countdown-arithmetic",
 }
 """Checkpoints shipped inside the package, used in place (read-only)."""
 

@@ -146,15 +146,23 @@ def epoch_queue(size: int, generator: torch.Generator) -> Callable[[int], list[i
 
 
 def sft_parser(
-    prog: str, description: str, steps: int, threads: int, evaluate: str
+    prog: str,
+    description: str,
+    steps: int,
+    threads: int,
+    evaluate: str,
+    batch_size: int = 128,
+    lr: float = 3e-3,
 ) -> argparse.ArgumentParser:
     """The options every warm-start script takes (each adds its own)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--output", type=Path, required=True, help="folder to write the HF model to")
     parser.add_argument("--steps", type=int, default=steps, help=f"optimizer steps (default: {steps})")
     parser.add_argument("--seed", type=int, default=0, help="seed of weights and data order (default: 0)")
-    parser.add_argument("--batch-size", type=int, default=128, help="examples per step (default: 128)")
-    parser.add_argument("--lr", type=float, default=3e-3, help="peak AdamW learning rate (default: 3e-3)")
+    parser.add_argument(
+        "--batch-size", type=int, default=batch_size, help=f"examples per step (default: {batch_size})"
+    )
+    parser.add_argument("--lr", type=float, default=lr, help=f"peak AdamW learning rate (default: {lr:g})")
     parser.add_argument(
         "--threads", type=int, default=threads, help=f"torch CPU threads for training (default: {threads})"
     )
