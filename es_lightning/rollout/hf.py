@@ -12,6 +12,7 @@ from es_lightning.es.weights import ESWeights, OptimizerName, es_weights_from_fi
 from es_lightning.models.loading import ModelLoading
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig, weights_digest
 from es_lightning.rollout.es_engine import ESEngine
+from es_lightning.rollout.seeds import chunk_seed
 from es_lightning.weight_files import weight_files as default_weight_files
 
 
@@ -95,8 +96,8 @@ class HFRollout(Rollout, ESEngine):
             if sampling.stop:
                 kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
             with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
-                if sampling.seed is not None:
-                    torch.manual_seed(sampling.seed + start)
+                if sampling.seed is not None:  # hashed: torch keeps 32 bits (es_lightning/rollout/seeds.py)
+                    torch.manual_seed(chunk_seed(sampling.seed, start))
                 result = model.generate(**kwargs)
             new = result.sequences[:, width:].cpu()  # (len(chunk) * n, T_new)
             logps = None

@@ -35,6 +35,7 @@ from es_lightning.rollout.placement import (
     physical_gpu,
     rank_cores,
 )
+from es_lightning.rollout.seeds import sample_seeds
 from es_lightning.rollout.vllm_es import VLLMES
 from es_lightning.rollout.watchdog import EngineWatchdog
 
@@ -240,30 +241,18 @@ class VLLMRollout(Rollout, VLLMES):
 
     @override
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[RolloutOutput]:
-        from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
         self.start()
-        params = [
-            SamplingParams(
-                n=sampling.n,
-                temperature=sampling.temperature,
-                top_p=sampling.top_p,
-                max_tokens=sampling.max_tokens,
-                seed=None if sampling.seed is None else sampling.seed + i,
-                stop=sampling.stop,
-                logprobs=0 if sampling.logprobs else None,
-            )
-            for i in range(len(prompts))
-        ]
-        requests = [TokensPrompt(prompt_token_ids=list(p)) for p in prompts]
+        requests = [TokensPrompt(prompt_token_ids=list(p)) for p in prompts for _ in range(sampling.n)]
+        params = self.sampling_params(len(prompts), sampling)
         self._serve_centre()
         with self._call("generate"):
             results = self.llm.generate(requests, params, use_tqdm=False)
         outputs = []
-        for prompt, result in zip(prompts, results):
+        for i, prompt in enumerate(prompts):
             completions = []
-            for c in result.outputs:
+            for c in (r.outputs[0] for r in results[i * sampling.n : (i + 1) * sampling.n]):
                 ids = list(c.token_ids)
                 logps = None
                 if sampling.logprobs and c.logprobs is not None:
@@ -274,6 +263,29 @@ class VLLMRollout(Rollout, VLLMES):
                 )
             outputs.append(RolloutOutput(prompt_token_ids=list(prompt), completions=completions))
         return outputs
+
+    @staticmethod
+    def sampling_params(n_prompts: int, sampling: SamplingConfig) -> list[Any]:
+        """One ``vllm.SamplingParams`` per response (``n = 1``), prompt by prompt: response j to
+        prompt i is its own request seeded :func:`~es_lightning.rollout.seeds.sample_seed`
+        (``sampling.seed`` + i, j). vLLM would seed the children of an ``n > 1`` request
+        ``seed + j``, which with ``seed + i`` per prompt gives neighbouring prompts' responses the
+        same random numbers; it fans ``n`` out into separate requests anyway."""
+        from vllm import SamplingParams
+
+        return [
+            SamplingParams(
+                n=1,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=sampling.max_tokens,
+                seed=seed,
+                stop=sampling.stop,
+                logprobs=0 if sampling.logprobs else None,
+            )
+            for per_prompt in sample_seeds(sampling.seed, n_prompts, sampling.n)
+            for seed in per_prompt
+        ]
 
     def _weights_changed(self) -> None:
         """Drop the prefix cache: vLLM keys cached prompt KV by token ids only, so after a weight

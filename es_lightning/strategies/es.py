@@ -9,9 +9,13 @@ One update t (the paper's Algorithm 1; symbols σ, α, N, z_i, ε_i as there):
    R_i = mean reward, and restores θ exactly.
 3. The N scalar rewards are summed across ranks (each entry comes from exactly one rank).
 4. z = normalise(R) within the population (``zscore`` default, ``rank``, ``none``); when all R_i
-   are equal the update is skipped and logged (``es/skipped``).
+   are equal the update is skipped and logged (``es/skipped``). With ``reward_control: permuted``
+   R is first shuffled among the members (the empirical null, :mod:`es_lightning.es.control`).
 5. θ ← θ + α·(1/N)·Σ_i z_i ε_i on every rank, accumulated in fp32 and cast once; a checksum of
    the centre is gathered and must be identical on every rank.
+6. Signal diagnostics of the true rewards (:mod:`es_lightning.es.diagnostics`):
+   ``es/reward_reliability`` (split-half, Spearman–Brown) and ``es/flip_rate``; when the last
+   ``signal_window`` updates show no signal, one warning says why and which knobs to turn.
 
 How this departs from the public ES-for-LLM code:
 
@@ -21,8 +25,14 @@ How this departs from the public ES-for-LLM code:
    bit-exact in any serving dtype and no drift accumulates over thousands of perturbations.
 3. The seed schedule is replayable: resuming at update t redraws the same population.
 4. Common random numbers: all members of an update see the same prompts and the same sampling seed.
+   Within a member every response draws its own random stream (the rollout hashes the sampling
+   seed with the prompt and response index, :mod:`es_lightning.rollout.seeds`), so responses to
+   different prompts never share random numbers.
 5. Optional antithetic pairs (±ε_j) with the pairing diagnostic κ_pair, and an optional Adam on
    the ES direction (the default, SGD, is the paper's update).
+6. Per-update signal diagnostics and a no-signal warning (step 6 above), and an optional empirical
+   null, ``reward_control: permuted``: the same seeds, prompts and compute, rewards shuffled among
+   the members before normalisation, so the run's drift is that of ES without signal.
 
 No backward pass and no optimizer state (plain ES), so the torch model is never wrapped in DDP: the
 process group only carries seeds, rewards and checksums (gloo on CPU, NCCL on GPU).
@@ -41,17 +51,21 @@ import numpy as np
 import torch
 from lightning.fabric.strategies import DDPStrategy
 from lightning.fabric.strategies.registry import _StrategyRegistry
+from lightning.fabric.utilities.rank_zero import rank_zero_warn
 from typing_extensions import override
 
 from es_lightning.errors import ConfigError
+from es_lightning.es.control import REWARD_CONTROLS, RewardControl, controlled_rewards
+from es_lightning.es.diagnostics import SignalMonitor, flip_rate, split_half_reliability
 from es_lightning.es.noise import seed_schedule
 from es_lightning.es.normalize import normalize_rewards
-from es_lightning.es.rescoring import importance_weights, rescored_rewards
 from es_lightning.es.update import Population, kappa_pair, member_coefficients
 from es_lightning.evaluation.summary import is_correct
 from es_lightning.rollout.base import Rollout
 from es_lightning.rollout.es_engine import ESEngine
+from es_lightning.rollout.seeds import spaced_seeds
 from es_lightning.strategies.base import PopulationResult, ReasoningStrategy, Row, Sample, StepResult
+from es_lightning.strategies.es_fixed import FixedRollouts
 from es_lightning.strategies.metrics import (
     gather_values,
     member_metrics,
@@ -88,6 +102,15 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             ``fixed`` (the centre samples once per update and every member re-scores those
             responses, see :mod:`es_lightning.es.rescoring`), e.g. to measure κ_pair.
         optimizer: ``sgd`` (plain ES, the paper) or ``adam`` on the ES direction.
+        reward_control: ``none`` (the default) or ``permuted``: each update shuffles the N member
+            rewards among the members (a permutation drawn from (run seed, update), replayed on
+            resume) before normalising them: a zero-signal control run with the same compute. The
+            logged ``train/``/``es/member_`` metrics and the population's ``rewards`` stay the
+            true ones; the population's ``z`` are the ones the update applied.
+        signal_window: the no-signal warning judges the last this many updates (``None``: no
+            warning). The window restarts when a run resumes.
+        signal_threshold: a window whose mean ``es/reward_reliability`` is below this (in
+            [−1, 1]) has no signal, as has one in which most updates were skipped.
         checksum_tolerance: largest allowed difference of the centre's checksum across ranks
             (0: bit-identical, the default).
         process_group_backend: ``gloo``/``nccl``; default: NCCL on GPU, gloo on CPU.
@@ -106,6 +129,9 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         member_sampling_seeds: Literal["common", "independent"] = "common",
         member_rollouts: Literal["regenerate", "fixed"] = "regenerate",
         optimizer: Literal["sgd", "adam"] = "sgd",
+        reward_control: RewardControl = "none",
+        signal_window: int | None = 10,
+        signal_threshold: float = 0.1,
         checksum_tolerance: float = 0.0,
         process_group_backend: str | None = None,
     ) -> None:
@@ -119,6 +145,9 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             member_sampling_seeds=member_sampling_seeds,
             member_rollouts=member_rollouts,
             optimizer=optimizer,
+            reward_control=reward_control,
+            signal_window=signal_window,
+            signal_threshold=signal_threshold,
             checksum_tolerance=checksum_tolerance,
         )
         # no DDP options: the model is never wrapped, the process group only carries seeds and rewards
@@ -132,6 +161,9 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         self.member_sampling_seeds = member_sampling_seeds
         self.member_rollouts = member_rollouts
         self.optimizer = optimizer
+        self.reward_control = reward_control
+        self.signal_window, self.signal_threshold = signal_window, signal_threshold
+        self._signal = None if signal_window is None else SignalMonitor(signal_window, signal_threshold)
         self.checksum_tolerance = checksum_tolerance
 
     @classmethod
@@ -189,9 +221,9 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         """One ES update on the mini-batch ``rows``; returns the metrics and the population."""
         engine: Any = rollout
         population = Population.sample(run_seed, step, self.population_size, self.estimator == "antithetic")
-        sampling_seeds = seed_schedule(run_seed ^ 0x5A5A, step, self.population_size)
-        if self.member_sampling_seeds == "common":
-            sampling_seeds = [sampling_seeds[0]] * self.population_size
+        sampling_seeds = member_sampling_seeds(
+            run_seed, step, self.population_size, self.member_sampling_seeds
+        )
         sampling = replace(module.train_sampling, n=self.responses_per_prompt)
         prompt_ids = module.encode(rows)
 
@@ -205,9 +237,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         fixed = None
         if self.member_rollouts == "fixed":  # sampled once at the centre, re-scored by every member
             t0 = time.perf_counter()
-            fixed = _FixedRollouts(
-                engine, module, rows, prompt_ids, replace(sampling, seed=sampling_seeds[0] % (2**31))
-            )
+            fixed = FixedRollouts(engine, module, rows, prompt_ids, replace(sampling, seed=sampling_seeds[0]))
             timings["generate"] += time.perf_counter() - t0
             tokens += fixed.tokens
             if self.global_rank == 0:  # the centre's responses stand for the update's
@@ -219,7 +249,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             engine.es_perturb(seed, sign, self.sigma)
             t1 = time.perf_counter()
             if fixed is None:
-                outputs = engine.generate(prompt_ids, replace(sampling, seed=sampling_seeds[i] % (2**31)))
+                outputs = engine.generate(prompt_ids, replace(sampling, seed=sampling_seeds[i]))
                 t2 = time.perf_counter()
                 scores = module.score(rows, outputs)
                 local[i] = float(np.mean([s.reward for per_prompt in scores for s in per_prompt]))
@@ -247,7 +277,8 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         per_response = gather_values(self, torch.tensor(responses, dtype=torch.float64)).reshape(-1, 3)
 
         t0 = time.perf_counter()
-        coeffs = member_coefficients(population, rewards, self.normalization)
+        update_rewards = controlled_rewards(rewards, self.reward_control, run_seed, step)  # (N,)
+        coeffs = member_coefficients(population, update_rewards, self.normalization)
         update_norm = (
             0.0 if coeffs is None else engine.es_update(coeffs, self.learning_rate, self.population_size)
         )
@@ -260,18 +291,24 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             **member_metrics(rewards),
             "es/update_norm": update_norm,
             "es/skipped": float(coeffs is None),
+            "es/reward_reliability": split_half_reliability(per_prompt[0]),
+            "es/flip_rate": flip_rate(per_prompt[0]),
             "time/tokens_per_s": tokens_total / max(timings["generate"], 1e-9),
             **{f"time/{k}": v for k, v in timings.items()},
         }
         if self.estimator == "antithetic":
             metrics["es/kappa_pair"] = kappa_pair(rewards, population)
+        if self._signal is not None:
+            warning = self._signal.observe(metrics["es/reward_reliability"], coeffs is None)
+            if warning is not None:
+                rank_zero_warn(warning)
         result = PopulationResult(
             seeds=list(population.seeds),
             signs=list(population.signs),
             rewards=rewards,
             member_prompt_rewards=per_prompt[0],
             member_prompt_success=per_prompt[1],
-            z=None if coeffs is None else normalize_rewards(rewards, self.normalization),
+            z=None if coeffs is None else normalize_rewards(update_rewards, self.normalization),
             rows=list(rows),
         )
         return StepResult(metrics=metrics, population=result, samples=samples)
@@ -287,6 +324,16 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             )
 
 
+def member_sampling_seeds(
+    run_seed: int, step: int, population_size: int, mode: Literal["common", "independent"]
+) -> list[int]:
+    """The sampling seed of every member of update ``step``: one seed for all (``common``), or a
+    seed each (``independent``) whose streams never meet (:func:`~es_lightning.rollout.seeds.spaced_seeds`);
+    the base seed comes from a seed schedule of (run seed, step)."""
+    base = seed_schedule(run_seed ^ 0x5A5A, step, 1)[0] % (2**31)
+    return [base] * population_size if mode == "common" else spaced_seeds(base, population_size)
+
+
 def _check_es_settings(
     *,
     population_size: int,
@@ -298,6 +345,9 @@ def _check_es_settings(
     member_sampling_seeds: str,
     member_rollouts: str,
     optimizer: str,
+    reward_control: str,
+    signal_window: int | None,
+    signal_threshold: float,
     checksum_tolerance: float,
 ) -> None:
     """Refuse nonsensical ES settings, naming the first bad one and what is accepted."""
@@ -307,6 +357,7 @@ def _check_es_settings(
         "member_sampling_seeds": (member_sampling_seeds, ("common", "independent")),
         "member_rollouts": (member_rollouts, ("regenerate", "fixed")),
         "optimizer": (optimizer, ("sgd", "adam")),
+        "reward_control": (reward_control, REWARD_CONTROLS),
     }
     for name, (value, allowed) in choices.items():
         if value not in allowed:
@@ -323,40 +374,9 @@ def _check_es_settings(
             raise ConfigError(f"ESStrategy: {name} must be > 0, got {value}")
     if responses_per_prompt < 1:
         raise ConfigError(f"ESStrategy: responses_per_prompt must be >= 1, got {responses_per_prompt}")
+    if signal_window is not None and signal_window < 1:
+        raise ConfigError(f"ESStrategy: signal_window must be >= 1 or null, got {signal_window}")
+    if not -1.0 <= signal_threshold <= 1.0:
+        raise ConfigError(f"ESStrategy: signal_threshold must be in [-1, 1], got {signal_threshold}")
     if not checksum_tolerance >= 0:
         raise ConfigError(f"ESStrategy: checksum_tolerance must be >= 0, got {checksum_tolerance}")
-
-
-class _FixedRollouts:
-    """One update's responses sampled at the centre, re-scored under each member's weights."""
-
-    def __init__(
-        self,
-        engine: Any,
-        module: ReasoningModule,
-        rows: list[Row],
-        prompt_ids: list[list[int]],
-        sampling: Any,
-    ) -> None:
-        outputs = engine.generate(prompt_ids, sampling)
-        scores = module.score(rows, outputs)
-        self.n_prompts = len(rows)
-        self.prompts = [p for p, out in zip(prompt_ids, outputs) for _ in out.completions]
-        self.responses = [c.token_ids for out in outputs for c in out.completions]
-        self.prompt_of = np.array([j for j, out in enumerate(outputs) for _ in out.completions])
-        self.rewards = np.array([s.reward for per in scores for s in per])
-        self.correct = np.array([float(is_correct(s)) for per in scores for s in per])
-        self.tokens = sum(len(r) for r in self.responses)
-        self.stats = response_stats(outputs, scores)
-        self.samples = text_samples(module, rows, outputs, scores)
-        self.centre = self._loglik(engine)
-
-    def _loglik(self, engine: Any) -> np.ndarray:
-        return np.array([sum(lp) for lp in engine.score_logprobs(self.prompts, self.responses)])
-
-    def rescore(self, engine: Any) -> tuple[float, torch.Tensor, torch.Tensor]:
-        """(R_i, per-prompt weighted rewards, per-prompt weighted success) of the served member."""
-        weights = importance_weights(self._loglik(engine), self.centre)
-        reward, per_prompt = rescored_rewards(weights, self.rewards, self.prompt_of, self.n_prompts)
-        _, success = rescored_rewards(weights, self.correct, self.prompt_of, self.n_prompts)
-        return reward, torch.from_numpy(per_prompt), torch.from_numpy(np.clip(success, 0.0, 1.0))

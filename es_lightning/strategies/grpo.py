@@ -3,7 +3,8 @@
 One update (symbols as in DeepSeekMath's GRPO):
 
 1. Each rank takes its share of the B prompts and samples G responses per prompt from its rollout
-   engine (the paper: G = 8 at temperature 1.0, B = 64).
+   engine (the paper: G = 8 at temperature 1.0, B = 64), with a sampling seed of its own
+   (:func:`rank_sampling_seed`): every response of the update draws its own random stream.
 2. Rewards r (P, G) from the task's verifier; advantages A = (r − mean_g r) / (std_g r + eps)
    (``group``; or ``batch`` / ``none``, see :mod:`es_lightning.grpo.advantages`).
 3. The trainer recomputes log π_θ of every sampled token (full logits, so the token entropy is
@@ -58,6 +59,7 @@ from es_lightning.grpo.optimize import optimize_policy
 from es_lightning.grpo.schedule import Schedule, lr_multiplier, resolve_warmup
 from es_lightning.grpo.settings import check_grpo_settings
 from es_lightning.rollout.base import Rollout
+from es_lightning.rollout.seeds import spaced_seeds
 from es_lightning.strategies.base import ReasoningStrategy, Row, StepResult
 from es_lightning.strategies.metrics import (
     gather_values,
@@ -288,7 +290,7 @@ class _GRPO(ReasoningStrategy):
         sampling = replace(
             module.train_sampling,
             n=self.group_size,
-            seed=seed_schedule(run_seed ^ 0x6A6A, step, 1)[0] % (2**31),
+            seed=rank_sampling_seed(run_seed, step, self.global_rank),
         )
         prompts = module.encode(rows)
         outputs = rollout.generate(prompts, sampling)
@@ -338,6 +340,14 @@ class _GRPO(ReasoningStrategy):
         }
         samples = text_samples(module, rows, outputs, scores) if self.global_rank == 0 else []
         return StepResult(metrics=metrics, samples=samples)
+
+
+def rank_sampling_seed(run_seed: int, step: int, rank: int) -> int:
+    """The sampling seed of rank ``rank``'s prompts at update ``step``: a base seed from a seed
+    schedule of (run seed, step), spaced by rank (:func:`~es_lightning.rollout.seeds.spaced_seeds`)
+    so the ranks' groups draw disjoint random streams; rank 0's is the seed a single rank uses."""
+    base = seed_schedule(run_seed ^ 0x6A6A, step, 1)[0] % (2**31)
+    return spaced_seeds(base, rank + 1)[rank]
 
 
 class GRPOStrategy(_GRPO, DDPStrategy):

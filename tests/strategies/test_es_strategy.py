@@ -7,6 +7,8 @@ import pytest
 import torch
 from lightning.fabric import Fabric
 
+from es_lightning.es.control import control_permutation
+from es_lightning.es.diagnostics import flip_rate, split_half_reliability
 from es_lightning.es.noise import noise_like, seed_schedule
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import SamplingConfig
@@ -84,6 +86,10 @@ def test_update_equals_plain_reference(tiny_model_path, hf_rollout, fabric_es):
     assert [s.member for s in result.samples] == [0] * len(rows)
     assert [s.reward for s in result.samples] == per_response[: len(rows)]
     assert metrics["es/skipped"] == 0.0
+    # signal diagnostics of the (N, P) member × prompt rewards
+    per_member_prompt = np.array(per_response).reshape(n, len(rows))
+    np.testing.assert_equal(metrics["es/reward_reliability"], split_half_reliability(per_member_prompt))
+    assert metrics["es/flip_rate"] == pytest.approx(flip_rate(per_member_prompt))
     # the population handed to callbacks: the same rewards, per prompt, and their z-scores
     population = result.population
     assert population.seeds == seed_schedule(11, 3, n) and population.signs == [1.0] * n
@@ -100,6 +106,97 @@ def test_update_equals_plain_reference(tiny_model_path, hf_rollout, fabric_es):
         assert torch.allclose(master[name].double(), expected, atol=1e-6), name
         sq += float((alpha / n * step).square().sum())
     assert metrics["es/update_norm"] == pytest.approx(sq**0.5, rel=1e-5)
+
+
+def _reference_centre(theta: dict, rewards: np.ndarray, seeds: list[int], alpha: float) -> dict:
+    """θ + α/N·Σ_i z_i ε_i in float64, z the population z-scores of ``rewards``."""
+    z = (rewards - rewards.mean()) / rewards.std()
+    n = len(seeds)
+    return {
+        name: t.double()
+        + alpha / n * sum(zi * noise_like(s, name, t.shape).double() for zi, s in zip(z, seeds))
+        for name, t in theta.items()
+    }
+
+
+def test_permuted_control_applies_shuffled_rewards_and_logs_the_true_ones(
+    tiny_model_path, hf_rollout, fabric_es
+):
+    """Same members, prompts and responses as the real run; the update z-scores R[π] instead of
+    R (π a pure function of (run seed, update), so a second fresh strategy, as after a resume,
+    takes the same step); with ``none`` the update is the plain one."""
+    from transformers import AutoModelForCausalLM
+
+    n, sigma, alpha, step, run_seed = 6, 0.05, 0.02, 3, 11
+    module = _module(tiny_model_path)
+    rows = module.task.load("train")[:4]
+    theta = dict(AutoModelForCausalLM.from_pretrained(tiny_model_path).named_parameters())
+    seeds = seed_schedule(run_seed, step, n)
+    runs = {}
+    for control in ("none", "permuted", "permuted"):
+        fabric, strategy = fabric_es(
+            population_size=n, sigma=sigma, learning_rate=alpha, reward_control=control
+        )
+        hf_rollout.es_init()
+        result = strategy.training_step(fabric, module, hf_rollout, rows, step=step, run_seed=run_seed)
+        master = {k: v.clone() for k, v in hf_rollout.es.master.items()}
+        runs.setdefault(control, []).append((result, master))
+    ((plain, plain_master),) = runs["none"]
+    (shuffled, shuffled_master), (again, again_master) = runs["permuted"]
+
+    true = plain.population.rewards
+    assert true.std() > 0, "the test needs varied member rewards"
+    perm = control_permutation(run_seed, step, n)
+    assert not np.array_equal(true[perm], true), "the test needs a permutation that moves rewards"
+    # the true rewards and their metrics are logged as usual
+    np.testing.assert_array_equal(shuffled.population.rewards, true)
+    for key in ("train/reward_mean", "train/reward_std", "es/member_reward_std", "es/reward_reliability"):
+        np.testing.assert_equal(shuffled.metrics[key], plain.metrics[key])
+    # the update: z-scores of the shuffled rewards (member i gets R_π(i))
+    shuffled_rewards = np.array([true[perm[i]] for i in range(n)])
+    np.testing.assert_allclose(
+        shuffled.population.z, (shuffled_rewards - shuffled_rewards.mean()) / shuffled_rewards.std()
+    )
+    for master, rewards in ((shuffled_master, shuffled_rewards), (plain_master, true)):
+        expected = _reference_centre(theta, rewards, seeds, alpha)
+        for name, t in expected.items():
+            assert torch.allclose(master[name].double(), t, atol=1e-6), name
+    assert any(not torch.equal(shuffled_master[k], plain_master[k]) for k in plain_master)
+    # replayed: a fresh strategy at the same (run seed, update) takes the same step
+    assert all(torch.equal(again_master[k], shuffled_master[k]) for k in shuffled_master)
+
+
+def _tied_run(tiny_model_path, hf_rollout, fabric_es, sigma: float, updates: int, **kwargs):
+    """``updates`` ES updates of the tiny model on the echo task (greedy), warnings recorded."""
+    import warnings
+
+    fabric, strategy = fabric_es(population_size=4, sigma=sigma, learning_rate=0.05, **kwargs)
+    module = _module(tiny_model_path)
+    rows = module.task.load("train")
+    hf_rollout.es_init()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metrics = [
+            strategy.training_step(
+                fabric, module, hf_rollout, rows[4 * (t % 2) : 4 * (t % 2) + 4], t, 0
+            ).metrics
+            for t in range(updates)
+        ]
+    return metrics, [str(w.message) for w in caught if "ES sees no signal" in str(w.message)]
+
+
+def test_no_signal_warning_fires_once_when_members_tie(tiny_model_path, hf_rollout, fabric_es):
+    """σ = 1e-6: every member serves the centre up to rounding, greedy decoding gives them the same
+    responses, every update is skipped; the warning comes once, after the window fills."""
+    metrics, warned = _tied_run(
+        tiny_model_path, hf_rollout, fabric_es, sigma=1e-6, updates=4, signal_window=3
+    )
+    assert [m["es/skipped"] for m in metrics] == [1.0] * 4
+    assert [m["es/flip_rate"] for m in metrics] == [0.0] * 4
+    assert len(warned) == 1 and "3 of the last 3 updates were skipped" in warned[0]
+    assert "strategy.sigma" in warned[0]
+    _, silent = _tied_run(tiny_model_path, hf_rollout, fabric_es, sigma=1e-6, updates=3, signal_window=None)
+    assert silent == []
 
 
 class _Constant(Task):
@@ -170,7 +267,12 @@ def test_fixed_rollouts_give_smooth_member_rewards(tiny_model_path, hf_rollout, 
     )
     rows = module.task.load("train")[:8]
     fabric, strategy = fabric_es(
-        population_size=8, sigma=1e-3, learning_rate=1e-9, estimator="antithetic", member_rollouts="fixed"
+        population_size=8,
+        sigma=1e-3,
+        learning_rate=1e-9,
+        estimator="antithetic",
+        member_rollouts="fixed",
+        responses_per_prompt=4,  # 32 responses: some earn a reward (the test needs varied rewards)
     )
     hf_rollout.es_init()
     result = strategy.training_step(fabric, module, hf_rollout, rows, 0, 7)
@@ -179,7 +281,7 @@ def test_fixed_rollouts_give_smooth_member_rewards(tiny_model_path, hf_rollout, 
     # the centre's reward: the same responses, every weight 1
     outputs = hf_rollout.generate(
         module.encode(rows),
-        SamplingConfig(n=1, temperature=1.0, max_tokens=6, seed=seed_schedule(7 ^ 0x5A5A, 0, 1)[0] % 2**31),
+        SamplingConfig(n=4, temperature=1.0, max_tokens=6, seed=seed_schedule(7 ^ 0x5A5A, 0, 1)[0] % 2**31),
     )
     centre = np.mean([s.reward for per in module.score(rows, outputs) for s in per])
     assert np.abs(plus - minus).max() > 0, "members must see different rewards"
@@ -211,6 +313,9 @@ def test_refuses_a_rollout_that_cannot_run_es(tiny_model_path, fabric_es):
         (dict(sigma=float("nan")), "sigma must be > 0, got nan"),
         (dict(optimizer="lion"), "unknown optimizer 'lion'; use sgd, adam"),
         (dict(checksum_tolerance=-1.0), "checksum_tolerance must be >= 0"),
+        (dict(reward_control="shuffled"), "unknown reward_control 'shuffled'; use none, permuted"),
+        (dict(signal_window=0), "signal_window must be >= 1 or null, got 0"),
+        (dict(signal_threshold=2.0), r"signal_threshold must be in \[-1, 1\], got 2.0"),
     ],
 )
 def test_bad_settings_are_named(kwargs, match):
@@ -224,3 +329,23 @@ def test_registered_with_fabric_by_name():
     assert "es" in STRATEGY_REGISTRY
     fabric = Fabric(accelerator="cpu", devices=1, strategy="es")
     assert isinstance(fabric.strategy, ESStrategy)
+
+
+@pytest.mark.slow
+def test_no_signal_warning_is_one_console_line_of_a_real_run(tmp_path):
+    """``es-lightning fit`` on the tiny recipe with σ = 1e-6: the warning appears once."""
+    import subprocess
+
+    from tests.helpers import CLI, TINY_ES_RECIPE, subprocess_env
+
+    config = tmp_path / "tied.yaml"
+    config.write_text(TINY_ES_RECIPE)
+    overrides = ["--strategy.init_args.sigma", "1e-6", "--strategy.init_args.signal_window", "3"]
+    cmd = [*CLI, "fit", "--config", str(config), "--trainer.output_dir", str(tmp_path / "run")]
+    cmd += [*overrides, "--trainer.max_steps", "5", "--trainer.eval_after", "false"]
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if "ES sees no signal" in line]
+    assert len(lines) == 1 and "3 of the last 3 updates were skipped" in lines[0], lines
