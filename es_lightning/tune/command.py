@@ -109,7 +109,6 @@ def run_tune(
     """
     from es_lightning.tune.launch import run_trial
     from es_lightning.tune.markdown import render
-    from es_lightning.tune.selection import Candidate, choose, trial_point
     from es_lightning.tune.trials import FitParser, plan_trials
 
     if not methods:
@@ -143,64 +142,12 @@ def run_tune(
     )
 
     results = [run_trial(trial, launch, trial_timeout_s) for trial in trials]
-    records = []
-    for result in results:
-        spec = result.trial.spec
-        point = trial_point(spec.run_dir, selection) if result.status in ("finished", "reused") else None
-        records.append(
-            {
-                "method": result.trial.method,
-                "label": result.trial.point.label,
-                "settings": dict(result.trial.point.settings),
-                "seed": spec.seed,
-                "run_dir": str(spec.run_dir),
-                "status": result.status,
-                "error": result.error,
-                "before": None if point is None else point.before,
-                "after": None if point is None else point.after,
-                "delta": None if point is None else point.delta,
-                "compute": result.compute,
-            }
-        )
+    records = [result.to_json(selection) for result in results]
     parser = FitParser()
-    summaries: dict[str, Any] = {}
-    for method, spec in methods.items():
-        points = {r.trial.point.label: r.trial.point for r in results if r.trial.method == method}
-        candidates = [
-            Candidate(
-                label,
-                {r["seed"]: _as_point(r) for r in records if r["method"] == method and r["label"] == label},
-            )
-            for label in points
-        ]
-        best = choose(candidates)
-        summary: dict[str, Any] = {
-            "recipe": spec.recipe,
-            "grid": spec.grid,
-            "removed_callbacks": removed[method],
-            "candidates": [
-                {
-                    "label": c.label,
-                    "settings": dict(points[c.label].settings),
-                    "score": c.score,
-                    "eligible": c.eligible,
-                }
-                for c in candidates
-            ],
-            "chosen": None,
-        }
-        if best is not None:
-            overrides = points[best.label].overrides()
-            recipe = output_dir / "chosen" / f"{method}.yaml"
-            _chosen_recipe(parser, method, spec, budget_tokens, overrides, recipe)
-            summary["chosen"] = {
-                "label": best.label,
-                "settings": dict(points[best.label].settings),
-                "score": best.score,
-                "overrides": overrides,
-                "recipe": str(recipe),
-            }
-        summaries[method] = summary
+    summaries = {
+        method: _method_summary(parser, method, spec, removed[method], records, budget_tokens, output_dir)
+        for method, spec in methods.items()
+    }
     tune = {"command": command_text(), "config": config, "trials": records, "methods": summaries}
     (output_dir / "tune.json").write_text(json.dumps(tune, indent=2))
     (output_dir / "TUNE.md").write_text(render(tune))
@@ -209,10 +156,49 @@ def run_tune(
     return tune
 
 
-def _as_point(record: dict[str, Any]) -> Any:
-    from es_lightning.tune.selection import Point
+def _method_summary(
+    parser: Any,
+    method: str,
+    spec: TuneMethod,
+    removed: list[str],
+    records: list[dict[str, Any]],
+    budget: list[str],
+    output_dir: Path,
+) -> dict[str, Any]:
+    """A method's configurations, their scores and the chosen one (whose recipe it writes)."""
+    from es_lightning.tune.grid import expand
+    from es_lightning.tune.selection import candidates_of, choose
 
-    return None if record["before"] is None else Point(record["before"], record["after"])
+    points = {point.label: point for point in expand(spec.grid)}
+    candidates = candidates_of([r for r in records if r["method"] == method])
+    summary: dict[str, Any] = {
+        "recipe": spec.recipe,
+        "grid": spec.grid,
+        "removed_callbacks": removed,
+        "candidates": [
+            {
+                "label": c.label,
+                "settings": dict(points[c.label].settings),
+                "score": c.score,
+                "eligible": c.eligible,
+            }
+            for c in candidates
+        ],
+        "chosen": None,
+    }
+    best = choose(candidates)
+    if best is not None:
+        overrides = points[best.label].overrides()
+        recipe = output_dir / "chosen" / f"{method}.yaml"
+        _chosen_recipe(parser, method, spec, budget, overrides, recipe)
+        summary["chosen"] = {
+            "label": best.label,
+            "settings": dict(points[best.label].settings),
+            "score": best.score,
+            "overrides": overrides,
+            "recipe": str(recipe),
+        }
+    return summary
 
 
 def tune_parser() -> Any:

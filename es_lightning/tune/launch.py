@@ -25,9 +25,12 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from es_lightning.report.readers import is_finished, read_json, read_series
 from es_lightning.report.runs import RunOutcome, RunSpec, command_line, execute
+from es_lightning.tune.config import Selection
+from es_lightning.tune.selection import trial_point
 from es_lightning.tune.trials import Trial
 
 SETTINGS_NAME = "tune_trial_config.yaml"
@@ -45,6 +48,24 @@ class TrialResult:
     """``finished``, ``reused``, ``failed`` or ``missing`` (not launched)."""
     error: str | None = None
     compute: dict[str, float | None] = field(default_factory=dict)
+
+    def to_json(self, selection: Selection) -> dict[str, Any]:
+        """The trial's record in ``tune.json``, with the selection metric before and after."""
+        spec = self.trial.spec
+        point = trial_point(spec.run_dir, selection) if self.status in ("finished", "reused") else None
+        return {
+            "method": self.trial.method,
+            "label": self.trial.point.label,
+            "settings": dict(self.trial.point.settings),
+            "seed": spec.seed,
+            "run_dir": str(spec.run_dir),
+            "status": self.status,
+            "error": self.error,
+            "before": None if point is None else point.before,
+            "after": None if point is None else point.after,
+            "delta": None if point is None else point.delta,
+            "compute": self.compute,
+        }
 
 
 def measured_command(spec: RunSpec) -> list[str]:

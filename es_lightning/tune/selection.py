@@ -90,3 +90,14 @@ def choose(candidates: list[Candidate]) -> Candidate | None:
         if score is not None and (best is None or score > best.score + TIE):  # type: ignore[operator]
             best = candidate
     return best
+
+
+def candidates_of(records: list[dict[str, Any]]) -> list[Candidate]:
+    """One method's configurations, in the order of its trial records (``tune.json``'s
+    ``trials``: ``label``, ``seed``, ``before``, ``after``; ``before`` is ``None`` for a trial
+    that did not finish with the metric)."""
+    by_label: dict[str, dict[int, Point | None]] = {}
+    for record in records:
+        point = None if record["before"] is None else Point(record["before"], record["after"])
+        by_label.setdefault(record["label"], {})[record["seed"]] = point
+    return [Candidate(label, points) for label, points in by_label.items()]

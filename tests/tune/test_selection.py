@@ -5,7 +5,7 @@ import json
 import pytest
 
 from es_lightning.tune.config import Selection
-from es_lightning.tune.selection import Candidate, Point, choose, metric_value, trial_point
+from es_lightning.tune.selection import Candidate, Point, candidates_of, choose, metric_value, trial_point
 
 
 def test_the_largest_mean_delta_wins_and_the_first_of_equals():
@@ -56,3 +56,15 @@ def test_scores_a_rounding_apart_are_a_tie():
     c = Candidate("c", {0: Point(0.30, 0.35), 1: Point(0.32, 0.37)})  # (0.05 + 0.05) / 2 rounds below
     assert a.score != c.score and a.score == pytest.approx(c.score)
     assert choose([c, a]) is c and choose([a, c]) is a
+
+
+def test_candidates_from_trial_records_in_grid_order():
+    records = [
+        {"label": "lr=1", "seed": 0, "before": 0.25, "after": 0.5},
+        {"label": "lr=1", "seed": 1, "before": 0.25, "after": 0.25},
+        {"label": "lr=2", "seed": 0, "before": 0.25, "after": 0.75},
+        {"label": "lr=2", "seed": 1, "before": None, "after": None},  # failed
+    ]
+    first, second = candidates_of(records)
+    assert (first.label, first.score) == ("lr=1", 0.125)  # (0.25 + 0.0) / 2
+    assert second.label == "lr=2" and not second.eligible and choose([first, second]) is first
