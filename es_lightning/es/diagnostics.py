@@ -102,12 +102,15 @@ def no_signal_reason(
     rho = np.asarray(reliability[-window:], dtype=np.float64)
     n_skipped = int(np.sum(np.asarray(skipped[-window:], dtype=np.float64) > 0))
     if n_skipped > window / 2:
-        return f"{n_skipped} of the last {window} updates were skipped (all member rewards tied)"
+        return (
+            f"{n_skipped} of the last {window} updates were skipped (all member rewards tied, so the "
+            "weights did not move)"
+        )
     finite = rho[np.isfinite(rho)]
     if finite.size and finite.mean() < threshold:
         return (
             f"the mean es/reward_reliability of the last {window} updates is {finite.mean():.3f} "
-            f"(< {threshold:g}): the members' ranking is mostly sampling noise"
+            f"(< {threshold:g}): the members' ranking is mostly noise and the update a random walk"
         )
     return None
 
@@ -115,8 +118,7 @@ def no_signal_reason(
 def no_signal_message(reason: str) -> str:
     """The warning line for ``reason``: what it means, the likely causes and the knobs."""
     return (
-        f"es-lightning: ES sees no signal: {reason}. The update is then a random walk. Likely "
-        "causes: sigma too small for this model (members behave alike; raise strategy.sigma), too "
+        f"es-lightning: ES sees no signal: {reason}. Likely causes: sigma too small for this model (members behave alike; raise strategy.sigma), too "
         "few prompts per update (raise trainer.batch_size), or greedy rollouts / too little "
         "sampling diversity (raise module.train_sampling.temperature or "
         "strategy.responses_per_prompt)."

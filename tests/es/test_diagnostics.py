@@ -158,7 +158,9 @@ def test_monitor_warns_once_and_names_the_knobs():
     assert messages[2] is not None and messages[3:] == [None, None, None]
     for knob in ("strategy.sigma", "trainer.batch_size", "temperature", "responses_per_prompt"):
         assert knob in messages[2]
-    assert messages[2] == no_signal_message("3 of the last 3 updates were skipped (all member rewards tied)")
+    assert messages[2] == no_signal_message(
+        "3 of the last 3 updates were skipped (all member rewards tied, so the weights did not move)"
+    )
     assert "\n" not in messages[2]
 
 
