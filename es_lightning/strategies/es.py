@@ -130,7 +130,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         member_rollouts: Literal["regenerate", "fixed"] = "regenerate",
         optimizer: Literal["sgd", "adam"] = "sgd",
         reward_control: RewardControl = "none",
-        signal_window: int | None = 10,
+        signal_window: int | None = 20,
         signal_threshold: float = 0.1,
         checksum_tolerance: float = 0.0,
         process_group_backend: str | None = None,

@@ -30,6 +30,8 @@ FREE_STRATEGY_KEYS = frozenset(
         "process_group_backend",
         "micro_batch_size",  # GRPO: memory (gradients accumulate to the same step)
         "gradient_checkpointing",  # GRPO: memory (recomputation, same gradients)
+        "signal_window",  # ES: when the no-signal warning is printed, not what is computed
+        "signal_threshold",
     }
 )
 """Strategy settings that do not change what an update computes; all others are guarded."""

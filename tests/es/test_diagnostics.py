@@ -3,7 +3,10 @@ synthetic series."""
 
 from __future__ import annotations
 
+import inspect
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +18,8 @@ from es_lightning.es.diagnostics import (
     no_signal_reason,
     split_half_reliability,
 )
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
 # member i (rows) × prompt p (columns)
 HAND = np.array(
@@ -62,13 +67,16 @@ def test_reliability_matches_plain_loops_on_random_batches():
     rng = np.random.default_rng(0)
     for _ in range(20):
         r = rng.integers(0, 3, size=(int(rng.integers(3, 9)), int(rng.integers(2, 12)))) / 2.0
-        expected = reference_reliability(r) if r[:, 0::2].mean(1).std() * r[:, 1::2].mean(1).std() else 0.0
+        if r[:, 0::2].mean(1).std() * r[:, 1::2].mean(1).std() == 0:
+            assert math.isnan(split_half_reliability(r))
+            continue
+        expected = reference_reliability(r)
         assert split_half_reliability(r) == pytest.approx(float(np.clip(expected, -1.0, 1.0)))
 
 
 def test_reliability_conventions():
-    # a half that does not vary over the members cannot rank them: 0
-    assert split_half_reliability(np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 0.0]])) == 0.0
+    # a half that does not vary over the members cannot rank them: no measurement (NaN, not 0)
+    assert math.isnan(split_half_reliability(np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 0.0]])))
     # all R_i tied, halves mirror each other (r_ab = −1): clipped to −1, not −∞
     assert split_half_reliability(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])) == -1.0
     # no split: one prompt, or one member
@@ -167,3 +175,32 @@ def test_monitor_warns_once_and_names_the_knobs():
 def test_monitor_stays_quiet_with_signal():
     monitor = SignalMonitor(window=3, threshold=0.1)
     assert all(monitor.observe(0.6, skipped=False) is None for _ in range(10))
+
+
+def test_default_window_on_measured_runs():
+    """The default window (20 updates, threshold 0.1) on reliabilities logged by real runs: no
+    warning on the arithmetic demo, where ES raised test Pass@1 by 22 points (its 10-update
+    windows dip below 0.1, so a shorter window would cry wolf), and a warning on the countdown
+    setting, where the training reward stayed flat (its 12 updates repeated to fill a window)."""
+    from es_lightning.strategies.es import ESStrategy
+
+    data = json.loads((ASSETS / "es" / "reliability_series.json").read_text())
+    window = inspect.signature(ESStrategy).parameters["signal_window"].default
+    threshold = inspect.signature(ESStrategy).parameters["signal_threshold"].default
+    assert (window, threshold) == (20, 0.1)
+
+    def reasons(series: list[float | None]) -> list[str | None]:
+        values = [math.nan if v is None else v for v in series]
+        return [
+            no_signal_reason(values[:end], [False] * end, window, threshold)
+            for end in range(window, len(values) + 1)
+        ]
+
+    demo = data["arithmetic_demo"]["reliability"]
+    assert len(demo) == 30 and all(reason is None for reason in reasons(demo))
+    assert any(  # the same series judged over 10 updates would have warned
+        no_signal_reason([math.nan if v is None else v for v in demo[:end]], [False] * end, 10, threshold)
+        for end in range(10, 31)
+    )
+    countdown = data["countdown_sigma1e-2"]["reliability"]
+    assert all(reason is not None for reason in reasons((countdown * 2)[:window]))
