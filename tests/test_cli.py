@@ -392,25 +392,30 @@ def test_strategy_choices_are_the_reasoning_strategies_only():
 
 
 def test_tune_recipe_plans_every_trial_on_the_validation_split(tmp_path):
-    """recipes/tune_cpu.yaml: ES 3 σ x 3 α and GRPO 3 learning rates, one budget, validation only."""
+    """recipes/tune_cpu.yaml: ES 2 σ x 2 α and GRPO 4 learning rates, one budget, validation only."""
     from es_lightning.tune.trials import plan_trials
 
     _, _, init = _parse("tune", "--config", str(REPO / "recipes/tune_cpu.yaml"))
     tune = init.tune
     assert tune.selection.metric == "eval/countdown_tiny/pass@1" and tune.selection.rule == "delta_last"
-    assert tune.budget == ["--trainer.max_steps 30", "--trainer.batch_size 64"] and tune.seeds == [0]
+    assert tune.budget == [
+        "--trainer.max_steps 30",
+        "--trainer.batch_size 64",
+        "--rollout es_lightning.rollout.hf.HFRollout",
+    ]
+    assert tune.seeds == [0]
     methods = {name: method for name, method in tune.methods.items()}
     assert methods["es"].grid == {
-        "strategy.init_args.sigma": [1e-3, 3e-3, 1e-2],
-        "strategy.init_args.learning_rate": [5e-4, 1e-3, 2e-3],
+        "strategy.init_args.sigma": [1e-2, 3e-3],
+        "strategy.init_args.learning_rate": [2e-3, 1e-3],
     }
-    assert methods["grpo"].grid == {"strategy.init_args.learning_rate": [1e-5, 3e-5, 1e-4]}
+    assert methods["grpo"].grid == {"strategy.init_args.learning_rate": [1e-5, 3e-5, 1e-4, 3e-4]}
     budget = [t for item in tune.budget for t in item.split()]
     validation = [t for item in tune.validation_overrides for t in item.split()]
     trials, removed = plan_trials(
         methods, tune.selection, budget, validation, tune.seeds, tmp_path, tune.trial_callbacks
     )
-    assert [t.method for t in trials] == ["es"] * 9 + ["grpo"] * 3
+    assert [t.method for t in trials] == ["es"] * 4 + ["grpo"] * 4  # as many settings per method
     assert removed["es"][0] == "es_lightning.callbacks.TokenEntropy"  # trial_callbacks: false drops all
     import yaml
 
@@ -423,8 +428,9 @@ def test_tune_recipe_plans_every_trial_on_the_validation_split(tmp_path):
         assert (evaluation["num_samples"], evaluation["temperature"], evaluation["ks"]) == (16, 0.6, None)
         task = settings["module"]["init_args"]["task"]["init_args"]
         assert (task["n_test"], task["n_validation"], task["seed"]) == (200, 200, 0)
-    lrs = [yaml.safe_load(t.settings)["strategy"]["init_args"]["learning_rate"] for t in trials[9:]]
-    assert lrs == [1e-5, 3e-5, 1e-4]
+    lrs = [yaml.safe_load(t.settings)["strategy"]["init_args"]["learning_rate"] for t in trials[4:]]
+    assert lrs == [1e-5, 3e-5, 1e-4, 3e-4]
+    assert all(yaml.safe_load(t.settings)["rollout"]["class_path"].endswith("HFRollout") for t in trials)
 
 
 def test_tune_help_and_a_refused_setting(tmp_path, capsys):
