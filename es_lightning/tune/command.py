@@ -185,8 +185,12 @@ def _method_summary(
             for c in candidates
         ],
         "chosen": None,
+        "unfinished": [c.label for c in candidates if not c.eligible],
     }
-    best = choose(candidates)
+    # The choice waits for the whole grid: a rule applied to part of it would pick among the
+    # configurations that happened to run first (a configuration whose trial fails is retried by
+    # the next run; one that cannot finish must leave the grid).
+    best = None if summary["unfinished"] else choose(candidates)
     if best is not None:
         overrides = points[best.label].overrides()
         recipe = output_dir / "chosen" / f"{method}.yaml"

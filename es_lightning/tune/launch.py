@@ -21,7 +21,6 @@ Compute of a trial, from its ``metrics.jsonl`` (the strategies log ``time/step``
 
 from __future__ import annotations
 
-import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,13 +101,51 @@ def trial_compute(run_dir: Path) -> dict[str, float | None]:
     }
 
 
+def computed_settings(settings: str) -> Any:
+    """A trial's recorded settings less what does not change what it computes (the strategy keys
+    of :data:`~es_lightning.training.resume.FREE_STRATEGY_KEYS`, e.g. when the no-signal warning
+    is printed), so that a trial made before such a default changed is still reused."""
+    import yaml
+
+    from es_lightning.training.resume import FREE_STRATEGY_KEYS
+
+    loaded = yaml.safe_load(settings)
+    init_args = (loaded.get("strategy") or {}).get("init_args") if isinstance(loaded, dict) else None
+    if isinstance(init_args, dict):
+        for key in FREE_STRATEGY_KEYS:
+            init_args.pop(key, None)
+    return loaded
+
+
+def _set_aside(run_dir: Path) -> Path:
+    """Move a finished trial made with other settings out of the way (never deleted)."""
+    n = 1
+    while (aside := run_dir.with_name(f"{run_dir.name}.other-settings-{n}")).exists():
+        n += 1
+    run_dir.rename(aside)
+    return aside
+
+
 def run_trial(trial: Trial, launch: bool = True, timeout_s: float | None = None) -> TrialResult:
-    """Reuse ``trial`` when it is finished with the same settings, else run it (``launch``)."""
+    """Reuse ``trial`` when it is finished with the same settings (up to settings that change
+    nothing it computes, :func:`computed_settings`), else run it (``launch``). A finished trial made
+    with other settings is set aside as ``<folder>.other-settings-<n>`` before the new run, and
+    left in place when nothing is launched."""
     run_dir = trial.spec.run_dir
     recorded = run_dir / SETTINGS_NAME
-    if is_finished(run_dir) and recorded.is_file() and recorded.read_text() != trial.settings:
-        print(f"[tune] {trial.spec.name}: made with other settings; running it again", flush=True)
-        shutil.rmtree(run_dir)
+    stale = (
+        is_finished(run_dir)
+        and recorded.is_file()
+        and computed_settings(recorded.read_text()) != computed_settings(trial.settings)
+    )
+    if stale and not launch:
+        return TrialResult(trial, "missing", error="made with other settings (launch: false leaves it)")
+    if stale:
+        aside = _set_aside(run_dir)
+        print(
+            f"[tune] {trial.spec.name}: made with other settings; kept in {aside}, running it again",
+            flush=True,
+        )
     if is_finished(run_dir):
         return TrialResult(trial, "reused", compute=trial_compute(run_dir))
     if not launch:

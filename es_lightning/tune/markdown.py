@@ -88,7 +88,12 @@ def render(tune: dict[str, Any]) -> str:
         lines += ["", *_method_table(method, summary, tune["trials"]), ""]
         chosen = summary.get("chosen")
         if chosen is None:
-            lines += ["No configuration finished on every seed: nothing chosen.", ""]
+            unfinished = summary.get("unfinished") or []
+            lines += [
+                f"Not yet chosen: {len(unfinished)} of {len(summary['candidates'])} configurations have not "
+                f"finished on every seed ({', '.join(unfinished)}); the rule is applied to the whole grid only.",
+                "",
+            ]
             continue
         lines += [
             f"Chosen: **{chosen['label']}** (score {chosen['score']:+.3f}), i.e. `{' '.join(chosen['overrides'])}`; "

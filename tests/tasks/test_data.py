@@ -57,7 +57,9 @@ def test_task_load_names_missing_columns(jsonl):
     task = GSM8K(test=DataSource(path=str(jsonl)))
     with pytest.raises(ValueError, match=r"lacks column\(s\) \['question', 'answer'\].*column_map"):
         task.load("test")
-    with pytest.raises(ValueError, match="unknown split"):
+    with pytest.raises(ValueError, match="unknown split 'dev'; use 'train', 'validation' or 'test'"):
+        task.load("dev")
+    with pytest.raises(ValueError, match="no 'validation' data source configured.*validation_size"):
         task.load("validation")
 
 

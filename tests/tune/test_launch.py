@@ -63,3 +63,45 @@ def test_measure_records_peak_memory_and_passes_the_exit_status_on(tmp_path):
     record = json.loads(out.read_text())
     assert code == 3 and record["returncode"] == 3
     assert 200 <= record["peak_rss_mb"] < 2000 and record["wall_seconds"] > 0
+
+
+def _finished_trial(run_dir, recorded: str, settings: str):
+    """A trial whose folder holds a final evaluation and the settings it was made with."""
+    from es_lightning.report.runs import RunSpec
+    from es_lightning.tune.grid import GridPoint
+    from es_lightning.tune.launch import SETTINGS_NAME
+    from es_lightning.tune.trials import Trial
+
+    (run_dir / "eval").mkdir(parents=True)
+    (run_dir / "eval" / "after.json").write_text(json.dumps({"t": {"pass@1": 0.5}}))
+    (run_dir / SETTINGS_NAME).write_text(recorded)
+    spec = RunSpec("es", "p", 0, "r.yaml", (), run_dir)
+    return Trial("es", GridPoint((("strategy.init_args.sigma", 0.01),), "p"), spec, settings)
+
+
+SETTINGS = (
+    "strategy:\n  init_args:\n    sigma: 0.01\n    signal_window: {window}\ntrainer:\n  max_steps: 30\n"
+)
+
+
+def test_a_trial_differing_only_in_settings_that_change_nothing_is_reused(tmp_path):
+    from es_lightning.tune.launch import run_trial
+
+    trial = _finished_trial(tmp_path / "t", SETTINGS.format(window=10), SETTINGS.format(window=20))
+    result = run_trial(trial, launch=False)
+    assert result.status == "reused" and (tmp_path / "t" / "eval" / "after.json").is_file()
+
+
+def test_a_trial_made_with_other_settings_is_never_deleted(tmp_path):
+    from es_lightning.tune.launch import _set_aside, run_trial
+
+    other = SETTINGS.format(window=20).replace("sigma: 0.01", "sigma: 0.003")
+    trial = _finished_trial(tmp_path / "t", other, SETTINGS.format(window=20))
+    result = run_trial(trial, launch=False)  # nothing launched: the old trial stays where it is
+    assert result.status == "missing" and "other settings" in result.error
+    assert (tmp_path / "t" / "eval" / "after.json").is_file()
+    first, second = _set_aside(tmp_path / "t"), None  # before a new run: moved aside, numbered
+    (tmp_path / "t").mkdir()
+    second = _set_aside(tmp_path / "t")
+    assert (first.name, second.name) == ("t.other-settings-1", "t.other-settings-2")
+    assert (first / "eval" / "after.json").is_file()

@@ -83,4 +83,7 @@ def test_tune_runs_the_grid_on_validation_and_chooses_by_the_fixed_rule(tmp_path
     )
     assert [t["status"] for t in again["trials"]] == ["reused", "missing"]
     assert again["trials"][0] == trials[0] | {"status": "reused"}
-    assert again["methods"]["es"]["chosen"]["label"] == LABELS[0]  # the only one left that finished
+    # half a grid chooses nothing: the rule waits for every configuration
+    assert again["methods"]["es"]["chosen"] is None
+    assert again["methods"]["es"]["unfinished"] == [LABELS[1]]
+    assert "Not yet chosen: 1 of 2 configurations" in (out / "TUNE.md").read_text()
