@@ -14,7 +14,9 @@ from es_lightning.report.rerender import merged_verdicts, rerender
 from es_lightning.report.verdicts import REPRODUCED
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = ROOT / "tests" / "assets" / "report" / "coverage_cpu_2seeds.json"  # the 2-seed CPU report as first published
+COMMITTED = (
+    ROOT / "tests" / "assets" / "report" / "coverage_cpu_2seeds.json"
+)  # the 2-seed CPU report as first published
 NEVER = [
     "ES covers more than GRPO at Pass@32",
     "ES keeps its entropy",
