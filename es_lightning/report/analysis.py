@@ -18,13 +18,12 @@ statistics (when ``analyze`` wrote one; else why not), each layer kind's share o
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from es_lightning.report.config import ReportPlan, split_overrides
 from es_lightning.report.readers import final_checkpoint, read_json, read_series, starting_model
-from es_lightning.report.runs import run_logged, tail
+from es_lightning.report.runs import logged_record
 from es_lightning.report.stats import paired_ratio, stat, stat_json
 
 
@@ -79,18 +78,10 @@ def run_analyses(
                 continue
             print(f"[report] analysing {name}", flush=True)
             out.parent.mkdir(parents=True, exist_ok=True)
-            log, start = out.with_suffix(".log"), time.perf_counter()
-            code = run_logged(argv, log)
-            ok = code == 0 and isinstance(read_json(out), dict)
             records.append(
-                {
-                    "name": name,
-                    "status": "finished" if ok else "failed",
-                    "returncode": code,
-                    "seconds": round(time.perf_counter() - start, 1),
-                    "log": str(log),
-                    "error": None if ok else f"exit code {code}\n{tail(log)}",
-                }
+                logged_record(
+                    name, argv, out.with_suffix(".log"), lambda out=out: isinstance(read_json(out), dict)
+                )
             )
     return records
 

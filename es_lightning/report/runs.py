@@ -165,6 +165,22 @@ def run_logged(argv: list[str], log: Path, timeout_s: float | None = None) -> in
             raise
 
 
+def logged_record(name: str, argv: list[str], log: Path, wrote: Callable[[], bool]) -> dict[str, Any]:
+    """Run ``argv`` with :func:`run_logged` and return the report's record of it: ``finished`` when
+    it exited 0 and ``wrote()`` finds its output, else ``failed`` with the log's tail."""
+    start = time.perf_counter()
+    code = run_logged(argv, log)
+    ok = code == 0 and wrote()
+    return {
+        "name": name,
+        "status": "finished" if ok else "failed",
+        "returncode": code,
+        "seconds": round(time.perf_counter() - start, 1),
+        "log": str(log),
+        "error": None if ok else f"exit code {code}\n{tail(log)}",
+    }
+
+
 def execute(
     spec: RunSpec,
     timeout_s: float | None = None,

@@ -18,7 +18,6 @@ The points enter the report's ``outcomes`` as ``<method>@<t>`` (see
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import yaml
 from es_lightning.report.config import ReportPlan, split_overrides
 from es_lightning.report.outcomes import Outcomes, completions_file, read_outcomes
 from es_lightning.report.readers import pass_at_k, read_json, stages
-from es_lightning.report.runs import run_logged, tail
+from es_lightning.report.runs import logged_record
 
 
 def point_name(method: str, step: int) -> str:
@@ -114,18 +113,9 @@ def run_trajectory(
             )
             argv = [sys.executable, "-m", "es_lightning", "evaluate", "--config", str(recipe)]
             print(f"[report] evaluating {name}", flush=True)
-            log, start = out.with_suffix(".log"), time.perf_counter()
-            code = run_logged([*argv, *split_overrides(settings.extra_args)], log)
-            ok = code == 0 and read_json(out) is not None
+            argv = [*argv, *split_overrides(settings.extra_args)]
             records.append(
-                {
-                    "name": name,
-                    "status": "finished" if ok else "failed",
-                    "returncode": code,
-                    "seconds": round(time.perf_counter() - start, 1),
-                    "log": str(log),
-                    "error": None if ok else f"exit code {code}\n{tail(log)}",
-                }
+                logged_record(name, argv, out.with_suffix(".log"), lambda out=out: read_json(out) is not None)
             )
     return records
 

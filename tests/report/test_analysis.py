@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import es_lightning.report.analysis as analysis
+import es_lightning.report.runs as runs
 from es_lightning.report import DriftSettings
 from es_lightning.report.analysis import analysis_file, analyze_command, collect_drift, run_analyses
 from es_lightning.report.command import build_plan
@@ -60,7 +60,7 @@ def test_quick_mode_skips_the_thresholded_evaluation(tmp_path, finished, monkeyp
         Path(argv[argv.index("--output") + 1]).write_text(json.dumps(data))
         return 0
 
-    monkeypatch.setattr(analysis, "run_logged", fake)
+    monkeypatch.setattr(runs, "run_logged", fake)  # what logged_record runs
     records = run_analyses(_plan(tmp_path, quick=True), finished, launch=True)
     assert [r["status"] for r in records] == ["finished"] * 4
     assert not any("--export_thresholded" in argv for argv in calls)
@@ -76,7 +76,7 @@ def test_a_failed_analysis_is_recorded(tmp_path, finished, monkeypatch):
         log.write_text("analyze: error: no such checkpoint\n")
         return 2
 
-    monkeypatch.setattr(analysis, "run_logged", failing)
+    monkeypatch.setattr(runs, "run_logged", failing)
     records = run_analyses(_plan(tmp_path), finished, launch=True)
     assert {r["status"] for r in records} == {"failed"}
     assert records[0]["returncode"] == 2 and "no such checkpoint" in records[0]["error"]
