@@ -6,15 +6,16 @@ Attach them from a recipe by class path, e.g.::
       - class_path: es_lightning.callbacks.ParameterDrift
         init_args: {every_n_updates: 5}
 
-See ``callbacks/README.md`` for every hook and how to write your own.
+See ``callbacks/README.md`` for every hook and how to write your own; the hook contract
+(:class:`Callback`, :data:`HOOKS`) is defined in :mod:`es_lightning.training.callbacks`.
 """
 
 from es_lightning.callbacks.attribution import LayerAttribution
-from es_lightning.callbacks.base import HOOKS, Callback, check_callbacks
 from es_lightning.callbacks.diversity import PopulationDiversity
 from es_lightning.callbacks.drift import ParameterDrift
 from es_lightning.callbacks.entropy import TokenEntropy
 from es_lightning.callbacks.heldout import HeldOutPassAtK
+from es_lightning.training.callbacks import HOOKS, Callback, TrainerView, check_callbacks
 
 __all__ = [
     "HOOKS",
@@ -24,5 +25,6 @@ __all__ = [
     "ParameterDrift",
     "PopulationDiversity",
     "TokenEntropy",
+    "TrainerView",
     "check_callbacks",
 ]

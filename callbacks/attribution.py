@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from es_lightning.analysis.topk import TopKAccumulator
-from es_lightning.callbacks.base import Callback
 from es_lightning.callbacks.drift import reference_weights
 from es_lightning.checkpoint import Checkpoint
 from es_lightning.errors import ConfigError
+from es_lightning.training.callbacks import Callback
 
 if TYPE_CHECKING:
     from es_lightning.training.trainer import Trainer

@@ -36,12 +36,12 @@ import numpy as np
 import torch
 from lightning.fabric.utilities.rank_zero import rank_zero_info
 
-from es_lightning.callbacks.base import Callback
 from es_lightning.callbacks.probe import ProbePrompts, probe_sampling_seeds, success_rates
 from es_lightning.errors import ConfigError
 from es_lightning.es.diversity import excess_diversity
 from es_lightning.es.theory import alignment_covariance, mixture_weights, transfer_error
 from es_lightning.es.update import Population
+from es_lightning.training.callbacks import Callback
 
 if TYPE_CHECKING:
     from es_lightning.rollout.base import SamplingConfig

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from es_lightning.analysis.drift import DriftAccumulator
-from es_lightning.callbacks.base import Callback
 from es_lightning.errors import ConfigError
+from es_lightning.training.callbacks import Callback
 from es_lightning.weight_files import WeightIndex, weight_files
 
 if TYPE_CHECKING:

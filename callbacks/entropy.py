@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from es_lightning.callbacks.base import Callback
 from es_lightning.errors import ConfigError
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.tasks.base import Task
+from es_lightning.training.callbacks import Callback
 
 if TYPE_CHECKING:
     from es_lightning.training.trainer import Trainer

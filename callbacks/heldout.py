@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from es_lightning.callbacks.base import Callback
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.tasks.base import Task
+from es_lightning.training.callbacks import Callback
 
 if TYPE_CHECKING:
     from es_lightning.training.trainer import Trainer

@@ -34,7 +34,7 @@ _EXPORTS = {
     "DataSource": "es_lightning.tasks",
     "Task": "es_lightning.tasks",
     "Score": "es_lightning.tasks",
-    "Callback": "es_lightning.callbacks",
+    "Callback": "es_lightning.training.callbacks",
     "ConfigError": "es_lightning.errors",
     "fit": "es_lightning.cli",
     "evaluate": "es_lightning.cli",

@@ -27,13 +27,13 @@ from typing import Any
 import yaml
 from lightning.fabric.loggers import Logger
 
-from es_lightning.callbacks.base import Callback
 from es_lightning.errors import ConfigError, MissingPathError, find_config_error
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import Rollout
 from es_lightning.strategies.base import ReasoningStrategy
 from es_lightning.tasks.base import Task
+from es_lightning.training.callbacks import Callback
 from es_lightning.training.config import TrainerConfig
 from es_lightning.training.pipeline import Stage
 

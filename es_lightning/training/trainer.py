@@ -13,8 +13,9 @@ Reads top to bottom::
     checkpoint, evaluate after, print the before/after table
 
 What a strategy must do is declared in :mod:`es_lightning.strategies.base`; where weights are
-written and read, in :mod:`es_lightning.checkpoint`. Callbacks (``es_lightning.callbacks``, the
-repository's ``callbacks/`` folder) get the hooks listed in its README through ``fabric.call``.
+written and read, in :mod:`es_lightning.checkpoint`. Callbacks get the hooks of
+:mod:`es_lightning.training.callbacks` through ``fabric.call`` (the built-in ones are
+``es_lightning.callbacks``, the repository's ``callbacks/`` folder; its README lists every hook).
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from lightning.fabric.strategies import Strategy
 from lightning.fabric.utilities.rank_zero import rank_zero_info
 from tqdm.auto import tqdm
 
-from es_lightning.callbacks.base import check_callbacks
 from es_lightning.checkpoint import (
     Checkpoint,
     latest_checkpoint,
@@ -51,6 +51,7 @@ from es_lightning.rollout.base import Rollout, check_takes_loading, setup_rollou
 from es_lightning.strategies.base import ReasoningStrategy, require_strategy
 from es_lightning.tasks.base import Task
 from es_lightning.training.batches import batch_rows, steps_for_epochs
+from es_lightning.training.callbacks import check_callbacks
 from es_lightning.training.config import TrainerConfig
 from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorboard_logger, truncate_metrics
 from es_lightning.training.report import print_before_after, write_eval_outputs

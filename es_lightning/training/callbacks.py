@@ -1,0 +1,132 @@
+"""The callback contract: every hook the trainer calls, when, and with what.
+
+Subclass :class:`Callback` and override the hooks you need (all are no-ops here); attach it from a
+recipe (``callbacks: [{class_path: my_pkg.MyCallback, init_args: {...}}]``) or in Python
+(``Trainer(..., callbacks=[MyCallback()])``). Objects that do not subclass :class:`Callback` still
+work as long as they define at least one hook: the trainer calls hooks through ``fabric.call``,
+which skips objects without the hook and drops keyword arguments a hook does not take.
+
+Hooks run on every rank, in the order the callbacks are listed; log with ``trainer.log(metrics)``
+(rank 0's loggers write). A callback that keeps state across updates (a curve, θ_0's norm) returns
+it from :meth:`Callback.state_dict`; it is saved in each checkpoint and handed back to
+:meth:`Callback.load_state_dict` when the run resumes.
+
+The contract lives beside the trainer that drives it; the built-in callbacks (the repository's
+``callbacks/`` folder, installed as ``es_lightning.callbacks``, which re-exports these names) are
+built on it. A hook sees the trainer as :class:`TrainerView`: what the
+:class:`~es_lightning.training.trainer.Trainer` offers a callback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import torch
+    from lightning.fabric import Fabric
+
+    from es_lightning.evaluation.runner import EvalConfig
+    from es_lightning.module import ReasoningModule
+    from es_lightning.rollout.base import Rollout
+    from es_lightning.strategies.base import PopulationResult
+    from es_lightning.tasks.base import Task
+    from es_lightning.training.config import TrainerConfig
+
+HOOKS = (
+    "on_fit_start",
+    "on_train_batch_end",
+    "on_population_end",
+    "on_evaluate_end",
+    "on_checkpoint",
+    "on_fit_end",
+)
+"""The hooks the trainer calls, in the order they first fire."""
+
+
+class TrainerView(Protocol):
+    """What a hook may use of the trainer that calls it (the
+    :class:`~es_lightning.training.trainer.Trainer` is one)."""
+
+    fabric: Fabric | None
+    """Rank, world size, barrier, device (set once the run launched)."""
+    step: int
+    """Updates done."""
+    output_dir: Path
+    config: TrainerConfig
+    module: ReasoningModule
+    """Encodes prompts and scores completions (``module.encode(rows)``, ``module.score(rows, outputs)``)."""
+    rollout: Rollout
+    """Generates with the current weights."""
+
+    def log(self, metrics: dict[str, float], step: int | None = None) -> None:
+        """Log scalars to every logger at update ``step`` (default: the current one)."""
+        ...
+
+    def named_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """The current fp32 weights, one tensor at a time; call it on every rank."""
+        ...
+
+    def evaluate_sets(
+        self,
+        eval_sets: list[tuple[str, Task, list[dict[str, Any]]]],
+        tag: str,
+        prefix: str = "eval",
+        config: EvalConfig | None = None,
+    ) -> dict[str, dict[str, float]]:
+        """The trainer's evaluation of ``(name, task, rows)`` sets; call it on every rank (rank 0
+        writes, logs and returns the summaries, ``{}`` elsewhere)."""
+        ...
+
+
+class Callback:
+    """Base class of es-lightning callbacks; every hook is a no-op."""
+
+    def on_fit_start(self, trainer: TrainerView) -> None:
+        """After the engines started, the strategy prepared and (on resume) callback state was
+        restored; before the evaluation of the starting model."""
+
+    def on_train_batch_end(self, trainer: TrainerView, step: int, metrics: dict[str, float]) -> None:
+        """After update ``step`` (1-based: the number of updates done) and its ``metrics`` were logged."""
+
+    def on_population_end(self, trainer: TrainerView, step: int, population: PopulationResult) -> None:
+        """ES only, after update ``step``, before ``on_train_batch_end``: the population's seeds,
+        signs, member rewards R_i, per-member per-prompt rewards and normalised z_i."""
+
+    def on_evaluate_end(
+        self, trainer: TrainerView, step: int, tag: str, results: dict[str, dict[str, float]]
+    ) -> None:
+        """After the trainer's evaluation ``tag`` (``before``, ``step-000010``, ``after``);
+        ``results`` is ``{task: summary}`` on rank 0 and empty elsewhere."""
+
+    def on_checkpoint(self, trainer: TrainerView, step: int, path: Path) -> None:
+        """After checkpoint ``path`` was written (all ranks waited for it)."""
+
+    def on_fit_end(self, trainer: TrainerView, results: dict[str, Any]) -> None:
+        """After the final evaluation; ``results`` holds ``before``/``after`` summaries."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """State to save with each checkpoint (empty: nothing to restore)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned when the run resumes."""
+
+
+def check_callbacks(callbacks: list[Any] | None) -> list[Any]:
+    """``callbacks`` as a list, each a :class:`Callback` or an object with at least one hook;
+    anything else (a string from a YAML typo, a class instead of an instance) is refused, named."""
+    checked = []
+    for i, cb in enumerate(callbacks or []):
+        if isinstance(cb, Callback):
+            checked.append(cb)
+            continue
+        if isinstance(cb, (str, bytes, dict, type)) or not any(callable(getattr(cb, h, None)) for h in HOOKS):
+            raise TypeError(
+                f"callbacks[{i}]: {cb!r} ({type(cb).__name__}) is not a callback; give an instance of "
+                "es_lightning.callbacks.Callback (or an object with one of the hooks "
+                f"{', '.join(HOOKS)}), e.g. `{{class_path: es_lightning.callbacks.ParameterDrift}}`"
+            )
+        checked.append(cb)
+    return checked
