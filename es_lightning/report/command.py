@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from es_lightning.errors import ConfigError
 from es_lightning.report.config import (
+    FORGETTING,
     Ablation,
     CurveSettings,
     DriftSettings,
+    ForgettingSettings,
     ReportPlan,
     TrajectorySettings,
     VerdictSettings,
@@ -79,7 +81,8 @@ def _command() -> str | None:
 
 
 def _finished(outcomes: list[RunOutcome]) -> tuple[RunDirs, dict[str, RunDirs]]:
-    """``({method: {seed: dir}}, {ablation: {label: {seed: dir}}})`` of the runs that finished."""
+    """``({method: {seed: dir}}, {ablation: {label: {seed: dir}}})`` of the runs that finished
+    (the forgetting setting's runs are the ablation group ``forgetting``)."""
     methods: RunDirs = {}
     ablations: dict[str, RunDirs] = {}
     for outcome in outcomes:
@@ -123,10 +126,12 @@ def build_report(
         collect_pareto,
     )
     from es_lightning.report.compute import collect_compute
+    from es_lightning.report.forgetting import collect_forgetting
     from es_lightning.report.readers import run_updates
     from es_lightning.report.trajectory import collect_trajectory
 
     methods, ablations = _finished(outcomes)
+    forgetting_runs = ablations.pop(FORGETTING, {})
     base = next((o.spec.run_dir for o in outcomes if o.spec.group == "base" and o.ok), None)
     task = choose_task(
         plan, {**methods, **{f"{a}/{v}": d for a, vs in ablations.items() for v, d in vs.items()}}
@@ -151,6 +156,7 @@ def build_report(
     report["drift"] = collect_drift(plan, methods)
     report["ablations"] = collect_ablations(plan, ablations, task, plan.ablation_ks)
     report["compute"] = collect_compute(methods)
+    report["forgetting"] = collect_forgetting(plan, forgetting_runs)
     report.update(judge(report))
     return report
 
@@ -198,6 +204,7 @@ def run_report(
     method_overrides: dict[str, list[str]] | None = None,
     trajectory: TrajectorySettings = TrajectorySettings(),  # noqa: B008
     verdicts: VerdictSettings = VerdictSettings(),  # noqa: B008
+    forgetting: ForgettingSettings = ForgettingSettings(),  # noqa: B008
     launch: bool = True,
     run_timeout_s: float | None = None,
     from_json: Path | None = None,
@@ -237,6 +244,10 @@ def run_report(
             are judged at matched Pass@1 (see :mod:`~es_lightning.report.trajectory`).
         verdicts: the interval level, bootstrap resamples and seed, the non-inferiority margins
             and the permuted-reward control ES's premise is checked against.
+        forgetting: the forgetting setting (``{methods: {es: recipe, grpo: recipe}, in_domain,
+            out_of_domain, margin}``): each method post-trains a two-skill model on one task, both
+            tasks are evaluated before and after; "ES's held-out skill does not collapse" is
+            judged on it (see :mod:`~es_lightning.report.forgetting`).
         launch: run what is missing (``false``: only report on the finished runs found).
         run_timeout_s: a run taking longer is stopped and recorded as failed.
         from_json: a saved ``report.json``: judge its data again with these rules and write
@@ -273,6 +284,7 @@ def run_report(
         method_overrides=method_overrides,
         trajectory=trajectory,
         verdicts=verdicts,
+        forgetting=forgetting,
     )
     from es_lightning.report.analysis import run_analyses
     from es_lightning.report.collect import choose_task

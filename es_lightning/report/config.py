@@ -1,5 +1,5 @@
-"""The report's settings: the ``ablations:``, ``curves:``, ``drift:``, ``trajectory:`` and
-``verdicts:`` blocks of a report recipe.
+"""The report's settings: the ``ablations:``, ``curves:``, ``drift:``, ``trajectory:``,
+``forgetting:`` and ``verdicts:`` blocks of a report recipe.
 
 The top-level keys (``methods``, ``seeds``, ``quick``, ...) are the arguments of
 :func:`~es_lightning.report.command.run_report`; the grouped ones are the dataclasses below, whose
@@ -19,6 +19,9 @@ from es_lightning.errors import ConfigError
 AblationValue = int | float | str
 
 DEFAULT_TAUS = [1e-4, 5e-4, 1e-3, 1.5e-3, 5e-3]
+
+FORGETTING = "forgetting"
+"""The run group (``runs/forgetting/<method>/seed<k>/``) of the forgetting setting."""
 
 
 @dataclass
@@ -145,6 +148,37 @@ class TrajectorySettings:
 
 
 @dataclass
+class ForgettingSettings:
+    """The forgetting setting: methods post-train a model that has two skills on one of them, and
+    both tasks' test splits are evaluated before and after (``eval_tasks`` of the recipes)."""
+
+    methods: dict[str, str] = field(default_factory=dict)
+    """``{name: es-lightning fit recipe}``, e.g. ``{es: recipes/forgetting_cpu_es.yaml, grpo:
+    recipes/forgetting_cpu_grpo.yaml}``; one run per seed of the report (none: no setting)."""
+    in_domain: str = "countdown_tiny"
+    """The trained task's ``eval_tasks`` name: a method must raise its Pass@1 before its
+    held-out task is judged (a method that learned nothing forgets nothing)."""
+    out_of_domain: str = "arithmetic"
+    """The held-out skill's ``eval_tasks`` name (never trained on after the warm start)."""
+    ks: list[int] = field(default_factory=lambda: [1, 16, 32])
+    """Pass@K shown before and after for both tasks (those evaluated)."""
+    margin: float = 0.05
+    """"Does not collapse": the held-out Pass@1 change's lower bound must lie above −margin
+    (0.05: 5 points), judged for every method that learned its training task."""
+    method_overrides: dict[str, list[str]] = field(default_factory=dict)
+    """CLI overrides for one forgetting method's runs."""
+
+    def __post_init__(self) -> None:
+        if self.margin < 0:
+            raise ConfigError(f"forgetting.margin must be >= 0, got {self.margin}")
+        if self.in_domain == self.out_of_domain:
+            raise ConfigError(f"forgetting: in_domain and out_of_domain are both {self.in_domain!r}")
+        unknown = sorted(set(self.method_overrides) - set(self.methods))
+        if unknown:
+            raise ConfigError(f"forgetting.method_overrides name methods that are not run: {unknown}")
+
+
+@dataclass
 class VerdictSettings:
     """How claims are judged: the interval's level and resamples, margins, the ES premise."""
 
@@ -206,6 +240,7 @@ class ReportPlan:
     method_overrides: dict[str, list[str]] = field(default_factory=dict)
     trajectory: TrajectorySettings = field(default_factory=TrajectorySettings)
     verdicts: VerdictSettings = field(default_factory=VerdictSettings)
+    forgetting: ForgettingSettings = field(default_factory=ForgettingSettings)
 
     def __post_init__(self) -> None:
         if "base" in self.methods:
@@ -215,6 +250,10 @@ class ReportPlan:
         if self.reward_window < 1:
             raise ConfigError(f"report: reward_window must be >= 1, got {self.reward_window}")
         clash = set(self.methods) & set(self.ablations)
+        if FORGETTING in self.ablations or FORGETTING in self.methods:
+            raise ConfigError(
+                f"report: {FORGETTING!r} names the forgetting setting's runs, not a method or ablation"
+            )
         if clash:
             raise ConfigError(f"report: names used both as method and ablation: {sorted(clash)}")
         if self.trajectory.every and self.trajectory.method not in self.methods:

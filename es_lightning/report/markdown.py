@@ -126,6 +126,42 @@ def _compute(report: dict[str, Any]) -> list[str]:
     return out
 
 
+def _forgetting(report: dict[str, Any]) -> list[str]:
+    """REPORT.md's forgetting section: before, after and Δ per method, task and K."""
+    block = report.get("forgetting")
+    if not block:
+        return []
+    found = block.get("changes") or {}
+    out = ["## Forgetting", ""]
+    out.append(
+        f"Each method post-trains on `{block['in_domain']}` only; `{block['out_of_domain']}` is the "
+        "skill it can forget. Pass@K before → after training (pooled over seeds), and the change with "
+        "its one-sided bounds (paired bootstrap over problems); the held-out task is judged only for "
+        "a method whose in-domain Pass@1 rose."
+    )
+    out.append("")
+    rows = []
+    for method, tasks in found.items():
+        for task, row in tasks.items():
+            for k in block["ks"]:
+                before, after = row.get(f"before@{k}"), row.get(f"after@{k}")
+                if before is None or after is None:
+                    rows.append([method, task, f"{k}", "–", "–", "–"])
+                    continue
+                rows.append(
+                    [
+                        method,
+                        task,
+                        f"{k}",
+                        f"{100 * before['estimate']:.1f}",
+                        f"{100 * after['estimate']:.1f}",
+                        fmt_interval(row.get(f"delta@{k}"), **PCT),
+                    ]
+                )
+    out += [table(["method", "task", "K", "before", "after", "Δ (points)"], rows), ""]
+    return out
+
+
 def render(report: dict[str, Any]) -> str:
     """The whole ``REPORT.md``."""
     config = report["config"]
@@ -139,5 +175,5 @@ def render(report: dict[str, Any]) -> str:
     ]
     out += _reading(report) + _premise(report) + _runs(report) + pass_at_k(report) + _compute(report)
     out += trajectory(report)
-    out += pareto(report) + curves(report) + drift(report) + ablations(report)
+    out += pareto(report) + curves(report) + drift(report) + _forgetting(report) + ablations(report)
     return "\n".join(out).rstrip() + "\n"

@@ -5,6 +5,7 @@ Layout under the report's ``output_dir``::
     runs/base/seed0/                        only with ``base:`` (an ``es-lightning evaluate`` recipe)
     runs/<method>/seed<k>/                  one ``es-lightning fit`` run per method and seed
     runs/<ablation>/<label>/seed<k>/        one per ablation value (or variant) and seed
+    runs/forgetting/<method>/seed<k>/       the forgetting setting: one per method and seed
 
 Each run is ``python -m es_lightning fit --config <recipe> --trainer.output_dir <run dir>
 --trainer.seed <k> <overrides...>`` with stdout and stderr in ``<run dir>/report_run.log``. A run
@@ -31,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from es_lightning.report.config import ReportPlan, split_overrides
+from es_lightning.report.config import FORGETTING, ReportPlan, split_overrides
 from es_lightning.report.readers import final_eval_file, is_finished
 
 LOG_NAME = "report_run.log"
@@ -91,7 +92,8 @@ class RunOutcome:
 
 
 def plan_runs(plan: ReportPlan) -> list[RunSpec]:
-    """Every run of the report in launch order: base, methods by seed, then the ablations."""
+    """Every run of the report in launch order: base, methods by seed, the ablations, then the
+    forgetting setting."""
     specs = []
     if plan.base is not None:
         specs.append(
@@ -113,6 +115,12 @@ def plan_runs(plan: ReportPlan) -> list[RunSpec]:
                 run_dir = plan.runs_dir / name / label / f"seed{seed}"
                 overrides = (*plan.overrides, *extra, *tokens)
                 specs.append(RunSpec(name, label, seed, ablation.recipe, overrides, run_dir))
+    forgetting = plan.forgetting
+    for seed in plan.seeds:
+        for method, recipe in forgetting.methods.items():
+            run_dir = plan.runs_dir / FORGETTING / method / f"seed{seed}"
+            extra = split_overrides(forgetting.method_overrides.get(method))
+            specs.append(RunSpec(FORGETTING, method, seed, recipe, (*plan.overrides, *extra), run_dir))
     return specs
 
 

@@ -38,9 +38,10 @@ def test_cpu_recipe_quick_plan():
     )
     assert plan.seeds == [0]
     specs = plan_runs(plan)
-    assert (
-        len(specs) == 5 + 2 + 2 + 2 + 3
-    )  # methods, then the quick subsets: N, normalisation, estimator, κ variants
+    # methods, then the quick subsets: N, normalisation, estimator, κ variants, then forgetting
+    assert len(specs) == 5 + 2 + 2 + 2 + 3 + 2
+    assert [(s.group, s.label) for s in specs[-2:]] == [("forgetting", "es"), ("forgetting", "grpo")]
+    assert kwargs["forgetting"].out_of_domain == "arithmetic" and kwargs["forgetting"].margin == 0.05
     by_method = {s.group: s.overrides for s in specs[:5]}
     assert by_method["es_permuted"][-2:] == ("--strategy.init_args.reward_control", "permuted")
     assert by_method["grpo"][-4:] == ("--trainer.checkpoint_every", "5", "--trainer.keep_last", "null")

@@ -5,7 +5,8 @@
 per-problem ``outcomes`` (:mod:`~es_lightning.report.intervals`), ES's premise
 (:mod:`.premise`), then the claim families, each in its module: Pass@K and coverage
 (:mod:`.coverage`), the sequential runs on GRPO's trajectory (:mod:`.sequential`), drift
-(:mod:`.drift`), entropy (:mod:`.training`) and the ablations (:mod:`.ablations`). The rules are
+(:mod:`.drift`), entropy (:mod:`.training`), the forgetting setting (:mod:`.forgetting`) and
+the ablations (:mod:`.ablations`). The rules are
 those of :mod:`~es_lightning.report.verdicts`.
 """
 
@@ -17,6 +18,7 @@ from es_lightning.report.claims.ablations import ablation_claims
 from es_lightning.report.claims.common import Context, interval_json, verdict_settings
 from es_lightning.report.claims.coverage import coverage_claims
 from es_lightning.report.claims.drift import drift_claims
+from es_lightning.report.claims.forgetting import forgetting_claims
 from es_lightning.report.claims.premise import check_premise
 from es_lightning.report.claims.sequential import sequential_claims
 from es_lightning.report.claims.training import entropy_claims
@@ -50,22 +52,26 @@ def _intervals(report: dict[str, Any], boot: ProblemBootstrap | None) -> dict[st
 
 def judge(report: dict[str, Any]) -> dict[str, Any]:
     """``{"intervals", "premise", "claims"}`` of ``report`` (its config, outcomes, trajectory,
-    curves, drift and ablations; any of them may be absent)."""
+    curves, drift, forgetting and ablations; any of them may be absent), and ``forgetting`` with
+    its before/after changes when the report has that setting."""
     settings = verdict_settings(report["config"])
     boot = _bootstrap(report, settings)
     pareto_ks = [int(k) for k in report["config"].get("pareto_ks", [])]
     big_k = max((k for k in pareto_ks if boot is None or k <= boot.m), default=None)
     ctx = Context(report, settings, boot, big_k)
     check_premise(ctx)
+    forgetting, forgetting_block = forgetting_claims(ctx)
     claims = [
         *coverage_claims(ctx),
         *sequential_claims(ctx),
         *drift_claims(ctx),
         *entropy_claims(ctx),
+        *forgetting,
         *ablation_claims(ctx),
     ]
     premise = {"verdict": ctx.premise or "ES learned", "numbers": ctx.premise_numbers}
-    return {"intervals": _intervals(report, boot), "premise": premise, "claims": claims}
+    judged = {"intervals": _intervals(report, boot), "premise": premise, "claims": claims}
+    return judged if forgetting_block is None else {**judged, "forgetting": forgetting_block}
 
 
 def build_claims(report: dict[str, Any]) -> list[dict[str, Any]]:
