@@ -12,10 +12,17 @@ Per update t (symbols as in the paper):
 4. Update θ ← θ + α·(1/N)·Σ_i z_i ε_i (:func:`apply_es_update`). The learning rate α absorbs the
    1/σ of the textbook gradient estimator.
 
-Antithetic (two-point) sampling uses N/2 seeds: member 2j is θ + σε_j and member 2j+1 is θ − σε_j,
-so the direction is (1/N)·Σ_j (z_{2j} − z_{2j+1})·ε_j. In both cases the work is organised per
-*seed*: :func:`member_coefficients` folds the members into one coefficient c_s = Σ sign·z per seed,
-so each ε_s is regenerated once per tensor.
+Antithetic (two-point) sampling pairs the members: member 2j is θ + σε_j and member 2j+1 is
+θ − σε_j, so the direction is (1/M)·Σ_j (z_{2j} − z_{2j+1})·ε_j over the M members. Two budgets
+(:data:`ANTITHETIC_BUDGETS`): ``rollouts`` (the default) holds the number of rollouts equal to a
+one-point population of N: N members = N/2 directions × ±; ``directions`` holds the number of
+directions equal: N directions × ± = 2N members (twice the generations). In every case the work is
+organised per *seed*: :func:`member_coefficients` folds the members into one coefficient
+c_s = Σ sign·z per seed, so each ε_s is regenerated once per tensor.
+
+Without a redraw. With z-scores (or no normalisation) the direction is linear in the rewards, so it
+can instead be accumulated while the population is evaluated, from the ε each perturbation already
+drew (:mod:`es_lightning.es.accumulate`); :func:`apply_direction` applies either kind.
 
 Precision. The update is accumulated in the fp32 *master* weights (a lower-precision master is
 refused: the step would be lost to rounding), one tensor at a time, with the noise regenerated on
@@ -38,8 +45,9 @@ means the pairs cancel noise; NaN when Var(R) = 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
@@ -49,7 +57,11 @@ from es_lightning.es.normalize import Normalization, is_degenerate, normalize_re
 from es_lightning.es.parallel import map_tensors
 
 __all__ = [
+    "ANTITHETIC_BUDGETS",
+    "AntitheticBudget",
+    "Direction",
     "Population",
+    "apply_direction",
     "member_coefficients",
     "apply_es_update",
     "assign_es_grad_",
@@ -58,13 +70,20 @@ __all__ = [
 
 _MASTER_DTYPES = (torch.float32, torch.float64)
 
+AntitheticBudget = Literal["rollouts", "directions"]
+ANTITHETIC_BUDGETS: tuple[str, ...] = ("rollouts", "directions")
+Direction = Callable[[str, torch.Tensor], torch.Tensor]
+"""``direction(name, master_tensor)``: a fresh float32 tensor of the master's shape and device, the
+unscaled direction of that tensor (e.g. Σ_s c_s·ε_s); the update scales it in place."""
+
 
 @dataclass(frozen=True)
 class Population:
     """The members of one ES update: member i evaluates θ + signs[i]·σ·ε_{seeds[i]}.
 
-    One-point: N distinct seeds, all signs +1. Antithetic: N/2 seeds, each twice in a row with
-    signs (+1, −1), i.e. members (2j, 2j+1) form a pair.
+    One-point: N distinct seeds, all signs +1. Antithetic: each seed twice in a row with signs
+    (+1, −1), i.e. members (2j, 2j+1) form a pair; N/2 seeds (``rollouts`` budget) or N seeds
+    (``directions``, 2N members).
     """
 
     seeds: list[int]
@@ -85,23 +104,42 @@ class Population:
                 raise ValueError("an antithetic population must list (seed, +1), (seed, -1) pairs")
 
     @classmethod
-    def sample(cls, run_seed: int, step: int, population_size: int, antithetic: bool) -> Population:
-        """The population of update ``step``: a pure function of its arguments."""
+    def sample(
+        cls,
+        run_seed: int,
+        step: int,
+        population_size: int,
+        antithetic: bool,
+        budget: AntitheticBudget = "rollouts",
+    ) -> Population:
+        """The population of update ``step``: a pure function of its arguments.
+
+        ``budget`` (antithetic only): ``rollouts`` gives ``population_size`` members (N/2
+        directions, N even); ``directions`` gives ``population_size`` directions (2N members).
+        """
         if population_size < 1:
             raise ValueError(f"population_size must be >= 1, got {population_size}")
+        if budget not in ANTITHETIC_BUDGETS:
+            raise ValueError(f"unknown antithetic budget {budget!r}; expected one of {ANTITHETIC_BUDGETS}")
         if antithetic:
-            if population_size % 2 != 0:
+            directions = population_size if budget == "directions" else population_size // 2
+            if budget == "rollouts" and population_size % 2 != 0:
                 raise ValueError(f"antithetic sampling needs an even population_size, got {population_size}")
-            base = seed_schedule(run_seed, step, population_size // 2)
+            base = seed_schedule(run_seed, step, directions)
             seeds = [s for s in base for _ in range(2)]
-            signs = [1.0, -1.0] * (population_size // 2)
-            return cls(seeds=seeds, signs=signs, antithetic=True)
+            return cls(seeds=seeds, signs=[1.0, -1.0] * directions, antithetic=True)
         seeds = seed_schedule(run_seed, step, population_size)
         return cls(seeds=seeds, signs=[1.0] * population_size, antithetic=False)
 
+    @staticmethod
+    def member_count(population_size: int, antithetic: bool, budget: AntitheticBudget = "rollouts") -> int:
+        """Members (evaluations) of :meth:`sample`'s population: 2N for antithetic ``directions``,
+        else N."""
+        return 2 * population_size if antithetic and budget == "directions" else population_size
+
     @property
     def size(self) -> int:
-        """N, the number of members (evaluations)."""
+        """M, the number of members (evaluations): the N of the update's 1/N."""
         return len(self.seeds)
 
     def __len__(self) -> int:
@@ -155,6 +193,51 @@ def _direction_sum(name: str, ref: torch.Tensor, coeffs: Mapping[int, float]) ->
 
 
 @torch.no_grad()
+def apply_direction(
+    params: Mapping[str, torch.Tensor],
+    direction: Direction,
+    scale: float,
+    sq_norms: dict[torch.device, torch.Tensor] | None = None,
+) -> float:
+    """θ ← θ + scale·D per master tensor, D = ``direction(name, θ)``; returns ‖Δ‖₂ (global).
+
+    Tensor by tensor, several CPU tensors at once on threads (:mod:`es_lightning.es.parallel`),
+    bit-identical to one at a time. ``sq_norms``: per-device running Σ‖Δ‖² to continue (an update
+    applied in several calls sums in the same order as one call), updated in place.
+    """
+    for name, p in params.items():
+        _check_master(name, p)
+
+    def step(name: str, p: torch.Tensor) -> torch.Tensor:
+        delta = direction(name, p).mul_(scale)
+        p.add_(delta.to(p.dtype))
+        return torch.linalg.vector_norm(delta, dtype=torch.float64).square()
+
+    sq_norms = {} if sq_norms is None else sq_norms
+    for (_, p), sq in zip(params.items(), map_tensors(step, params.items()), strict=True):
+        sq_norms[p.device] = sq_norms[p.device] + sq if p.device in sq_norms else sq
+    return math.sqrt(sum(float(v.item()) for v in sq_norms.values()))
+
+
+@torch.no_grad()
+def assign_direction_grad_(params: Mapping[str, torch.Tensor], direction: Direction, scale: float) -> None:
+    """Set ``p.grad = scale·D`` (D = ``direction(name, p)``) on every master tensor."""
+    for name, p in params.items():
+        _check_master(name, p)
+
+    def grad(name: str, p: torch.Tensor) -> torch.Tensor:
+        return direction(name, p).mul_(scale).to(p.dtype)
+
+    for (_, p), g in zip(params.items(), map_tensors(grad, params.items()), strict=True):
+        p.grad = g
+
+
+def redrawn_direction(coeffs: Mapping[int, float]) -> Direction:
+    """D = Σ_s c_s·ε_s, every ε_s drawn again from its seed (:func:`_direction_sum`)."""
+    return lambda name, p: _direction_sum(name, p, coeffs)
+
+
+@torch.no_grad()
 def apply_es_update(
     params: Mapping[str, torch.Tensor],
     coeffs: Mapping[int, float],
@@ -169,19 +252,7 @@ def apply_es_update(
     """
     if population_size < 1:
         raise ValueError(f"population_size must be >= 1, got {population_size}")
-    scale = float(lr) / population_size
-    for name, p in params.items():
-        _check_master(name, p)
-
-    def step(name: str, p: torch.Tensor) -> torch.Tensor:
-        delta = _direction_sum(name, p, coeffs).mul_(scale)
-        p.add_(delta.to(p.dtype))
-        return torch.linalg.vector_norm(delta, dtype=torch.float64).square()
-
-    sq_norms: dict[torch.device, torch.Tensor] = {}
-    for (_, p), sq in zip(params.items(), map_tensors(step, params.items()), strict=True):
-        sq_norms[p.device] = sq_norms[p.device] + sq if p.device in sq_norms else sq
-    return math.sqrt(sum(float(v.item()) for v in sq_norms.values()))
+    return apply_direction(params, redrawn_direction(coeffs), float(lr) / population_size)
 
 
 @torch.no_grad()
@@ -196,14 +267,7 @@ def assign_es_grad_(
     """
     if population_size < 1:
         raise ValueError(f"population_size must be >= 1, got {population_size}")
-    for name, p in params.items():
-        _check_master(name, p)
-
-    def direction(name: str, p: torch.Tensor) -> torch.Tensor:
-        return _direction_sum(name, p, coeffs).mul_(-1.0 / population_size).to(p.dtype)
-
-    for (_, p), grad in zip(params.items(), map_tensors(direction, params.items()), strict=True):
-        p.grad = grad
+    assign_direction_grad_(params, redrawn_direction(coeffs), -1.0 / population_size)
 
 
 def kappa_pair(rewards: Sequence[float] | np.ndarray, population: Population) -> float:

@@ -4,18 +4,26 @@ The serving model may be an HF module (write = ``copy_`` into its parameters) or
 model (write = its own ``load_weights``, which fuses and shards). Either way every write is
 computed from the fp32 master and cast once, so ``restore`` is bit-exact whatever the serving dtype
 and the update is accumulated in fp32 (see :mod:`es_lightning.es.update`).
+
+Two ways to take the update: :meth:`ESWeights.update` draws every member's ε again from its seed;
+after :meth:`ESWeights.accumulate` each perturbation keeps its ε until the member's reward is
+recorded and folds it into running sums (:mod:`es_lightning.es.accumulate`), and
+:meth:`ESWeights.update_accumulated` reads those. With several ranks each rank hands out its part of
+the direction (:meth:`ESWeights.directions`) and applies the summed one
+(:meth:`ESWeights.apply_directions`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Literal
 
 import torch
 
+from es_lightning.es.accumulate import RewardAccumulator
 from es_lightning.es.noise import noise_like
 from es_lightning.es.parallel import map_tensors
-from es_lightning.es.update import apply_es_update, assign_es_grad_
+from es_lightning.es.update import Direction, apply_direction, assign_direction_grad_, redrawn_direction
 
 Writer = Callable[[Iterable[tuple[str, torch.Tensor]]], None]
 OptimizerName = Literal["sgd", "adam"]
@@ -49,15 +57,25 @@ class ESWeights:
         self.optimizer_name = optimizer
         self._adam: torch.optim.Adam | None = None
         self._adam_args = dict(betas=adam_betas, eps=adam_eps)
+        self.accumulator = RewardAccumulator()
 
     def perturbed(self, seed: int, sign: float, sigma: float) -> Iterator[tuple[str, torch.Tensor]]:
         """θ + sign·σ·ε_seed per tensor, computed in fp32 and cast once to the serving dtype
-        (tensors drawn on several CPU threads, yielded in order: :mod:`es_lightning.es.parallel`)."""
+        (tensors drawn on several CPU threads, yielded in order: :mod:`es_lightning.es.parallel`).
+        While accumulating, ε_seed is drawn into the accumulator's held buffer (and kept)."""
         scale, dtype = float(sign) * float(sigma), self.serving_dtype
+        if self.accumulator.active:
+            self.accumulator.draw_member(seed, sign, self.master)
+            held = self.accumulator.held
 
-        def member(name: str, m: torch.Tensor) -> tuple[str, torch.Tensor]:
-            eps = noise_like(seed, name, m.shape, m.device)
-            return name, torch.add(m, eps, alpha=scale, out=eps).to(dtype)  # θ + sign·σ·ε in ε's memory
+            def member(name: str, m: torch.Tensor) -> tuple[str, torch.Tensor]:
+                return name, torch.add(m, held[name], alpha=scale).to(dtype)
+
+        else:
+
+            def member(name: str, m: torch.Tensor) -> tuple[str, torch.Tensor]:
+                eps = noise_like(seed, name, m.shape, m.device)
+                return name, torch.add(m, eps, alpha=scale, out=eps).to(dtype)  # θ + sign·σ·ε in ε's memory
 
         yield from map_tensors(member, self.master.items())
 
@@ -69,11 +87,86 @@ class ESWeights:
     def restore(self) -> None:
         self.write((n, m.to(self.serving_dtype)) for n, m in self.master.items())
 
+    def accumulate(self, active: bool) -> None:
+        """From the next :meth:`perturb` on, keep each member's ε and fold its recorded reward
+        (``True``; starts a population), or stop and drop the sums (``False``)."""
+        if active:
+            self.accumulator.start(self.master)
+        else:
+            self.accumulator.stop()
+
+    def record_reward(self, reward: float) -> None:
+        """R_i of the member perturbed last (accumulating only)."""
+        self.accumulator.record(reward)
+
     @torch.no_grad()
     def update(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:
-        """θ ← θ + (α/N)·Σ_s c_s ε_s (or the Adam step on it); writes the new centre; returns ‖Δ‖₂."""
+        """θ ← θ + (α/N)·Σ_s c_s ε_s, every ε_s drawn again (or the Adam step on it); writes the new
+        centre; returns ‖Δ‖₂."""
+        return self._step(redrawn_direction(coeffs), lr, population_size)
+
+    @torch.no_grad()
+    def update_accumulated(self, mean: float, std: float, lr: float, population_size: int) -> float:
+        """θ ← θ + (α/N)·(A − (μ − c)·B)/s from the accumulated sums (μ, s: the rewards' mean and
+        standard deviation; 0 and 1 for unnormalised rewards); writes the new centre; returns ‖Δ‖₂."""
+        self.accumulator.finish(self.master)
+        return self._step(lambda name, _: self.accumulator.direction(name, mean), lr, population_size, std)
+
+    @torch.no_grad()
+    def directions(
+        self, names: Sequence[str], coeffs: Mapping[int, float] | None = None, mean: float | None = None
+    ) -> dict[str, torch.Tensor]:
+        """Unscaled float32 directions of the tensors ``names``: Σ_s c_s ε_s drawn again (``coeffs``)
+        or this process's accumulated A − (μ − c)·B (``mean`` = μ)."""
+        if (coeffs is None) == (mean is None):
+            raise ValueError("ESWeights.directions: give coeffs (redraw) or mean (accumulated), not both")
+        if coeffs is not None:
+            direction = redrawn_direction(coeffs)
+        else:
+            self.accumulator.finish(self.master)
+            direction = lambda name, _: self.accumulator.direction(name, mean)  # noqa: E731
+        items = [(n, self.master[n]) for n in names]
+        return dict(zip(names, map_tensors(direction, items), strict=True))
+
+    @torch.no_grad()
+    def apply_directions(
+        self,
+        chunks: Iterable[Mapping[str, torch.Tensor]],
+        lr: float,
+        population_size: int,
+        std: float = 1.0,
+    ) -> float:
+        """θ ← θ + (α/N)·D/s with D given per tensor, in chunks that together cover every tensor
+        exactly once, in the master's order (as one :meth:`update` would apply them); ends an
+        accumulated population, writes the new centre, returns ‖Δ‖₂."""
+        seen: list[str] = []
+        if self.optimizer_name == "adam":  # one optimizer step needs every gradient
+            staged: dict[str, torch.Tensor] = {}
+            for chunk in chunks:
+                staged.update(chunk)
+                seen += list(chunk)
+            self._check_cover(seen)
+            return self._step(lambda name, p: staged.pop(name).to(p.device), lr, population_size, std)
+        scale, sq_norms, norm = float(lr) / population_size / std, {}, 0.0
+        for chunk in chunks:
+            part = {n: self.master[n] for n in chunk}
+            norm = apply_direction(part, lambda name, p, d=chunk: d[name].to(p.device), scale, sq_norms)
+            seen += list(chunk)
+        self._check_cover(seen)
+        self.accumulator.stop()
+        self.restore()
+        return norm
+
+    def _check_cover(self, names: list[str]) -> None:
+        if names != list(self.master):
+            raise ValueError("ESWeights.apply_directions: the chunks must cover every tensor once, in order")
+
+    def _step(self, direction: Direction, lr: float, population_size: int, std: float = 1.0) -> float:
+        """θ ← θ + (α/N)·D/s (SGD) or Adam's step on −D/(N·s); stops accumulating; serves θ."""
+        if population_size < 1:
+            raise ValueError(f"population_size must be >= 1, got {population_size}")
         if self.optimizer_name == "sgd":
-            norm = apply_es_update(self.master, coeffs, lr, population_size)
+            norm = apply_direction(self.master, direction, float(lr) / population_size / std)
         else:
             before = {n: m.clone() for n, m in self.master.items()}
             if self._adam is None:
@@ -82,7 +175,7 @@ class ESWeights:
                 self._adam = torch.optim.Adam(list(self.master.values()), lr=lr, **self._adam_args)
             for group in self._adam.param_groups:  # α may differ from the one a resumed state was made with
                 group["lr"] = lr
-            assign_es_grad_(self.master, coeffs, population_size)
+            assign_direction_grad_(self.master, direction, -1.0 / population_size / std)
             self._adam.step()
             self._adam.zero_grad(set_to_none=True)
             norm = float(
@@ -90,6 +183,7 @@ class ESWeights:
                     sum(((m.detach() - before[n]).double().square().sum() for n, m in self.master.items()))
                 )
             )
+        self.accumulator.stop()
         self.restore()
         return norm
 

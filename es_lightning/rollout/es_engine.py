@@ -12,15 +12,22 @@ Per update, for each member ``i`` a rank evaluates (the strategy drives this)::
     outputs = engine.generate(prompts, sampling)
     engine.es_restore()                       # serve θ again, bit-exactly (written lazily)
     ...
-    engine.es_update({seed: c}, α, N)         # θ ← θ + (α/N)·Σ_s c_s ε_s
+    engine.es_update({seed: c}, α, N)         # θ ← θ + (α/N)·Σ_s c_s ε_s, every ε_s drawn again
 
-and at a checkpoint the trainer streams ``engine.es_named_weights()`` (the fp32 centre) to disk.
+or, to accumulate the update while the members are evaluated (z-scores; no ε drawn twice)::
+
+    engine.es_accumulate(True)                # before the first member
+    engine.es_perturb(...); ...; engine.es_record_reward(R_i)     # per member
+    engine.es_update_accumulated(μ, s, α, N)  # θ ← θ + (α/N)·Σ_i sign_i (R_i − μ)/s·ε_i
+
+With several ranks the strategy sums per-rank directions (:meth:`ESEngine.es_directions`) and
+every rank applies the sum (:meth:`ESEngine.es_apply_directions`). At a checkpoint the trainer streams ``engine.es_named_weights()`` (the fp32 centre) to disk.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import torch
 
@@ -55,6 +62,43 @@ class ESEngine(ABC):
     @abstractmethod
     def es_update(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:
         """θ ← θ + (α/N)·Σ_s c_s ε_s, then serve it; returns ‖Δ‖₂."""
+
+    @abstractmethod
+    def es_accumulate(self, active: bool) -> None:
+        """``True``: start a population whose update is accumulated: from the next
+        :meth:`es_perturb` on, keep each member's ε until :meth:`es_record_reward` gives its reward
+        (:mod:`es_lightning.es.accumulate`). ``False``: stop, dropping the sums (a skipped update)."""
+
+    @abstractmethod
+    def es_record_reward(self, reward: float) -> None:
+        """R_i of the member served by the last :meth:`es_perturb` (accumulating only)."""
+
+    @abstractmethod
+    def es_update_accumulated(self, mean: float, std: float, lr: float, population_size: int) -> float:
+        """θ ← θ + (α/N)·Σ_i sign_i·(R_i − μ)/s·ε_i from the accumulated sums (μ = 0, s = 1: no
+        normalisation), then serve it; ends the population; returns ‖Δ‖₂."""
+
+    @abstractmethod
+    def es_fold_seconds(self) -> float:
+        """Seconds the current accumulated population has spent folding ε into its sums."""
+
+    @abstractmethod
+    def es_tensor_shapes(self) -> dict[str, tuple[int, ...]]:
+        """The master tensors' shapes, in the master's order (the split of an update over ranks)."""
+
+    @abstractmethod
+    def es_directions(
+        self, names: Sequence[str], coeffs: Mapping[int, float] | None = None, mean: float | None = None
+    ) -> dict[str, torch.Tensor]:
+        """Unscaled float32 directions of the tensors ``names`` on CPU: Σ_s c_s ε_s drawn again
+        (``coeffs``), or this engine's accumulated Σ_i sign_i (R_i − μ) ε_i (``mean`` = μ)."""
+
+    @abstractmethod
+    def es_apply_directions(
+        self, chunks: Iterable[Mapping[str, torch.Tensor]], lr: float, population_size: int, std: float = 1.0
+    ) -> float:
+        """θ ← θ + (α/N)·D/s, D given per tensor in chunks covering the master once, in its order;
+        then serve it; returns ‖Δ‖₂."""
 
     @abstractmethod
     def es_checksum(self) -> float:

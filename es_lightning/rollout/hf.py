@@ -234,6 +234,40 @@ class HFRollout(Rollout, ESEngine):
         return self.es.update(coeffs, lr, population_size)
 
     @override
+    def es_accumulate(self, active: bool) -> None:
+        self.es.accumulate(active)
+
+    @override
+    def es_record_reward(self, reward: float) -> None:
+        self.es.record_reward(reward)
+
+    @override
+    def es_update_accumulated(self, mean: float, std: float, lr: float, population_size: int) -> float:
+        self._restore_pending = False  # the update writes the new centre
+        return self.es.update_accumulated(mean, std, lr, population_size)
+
+    @override
+    def es_fold_seconds(self) -> float:
+        return self.es.accumulator.fold_seconds
+
+    @override
+    def es_tensor_shapes(self) -> dict[str, tuple[int, ...]]:
+        return {name: tuple(m.shape) for name, m in self.es.master.items()}
+
+    @override
+    def es_directions(
+        self, names: Sequence[str], coeffs: Mapping[int, float] | None = None, mean: float | None = None
+    ) -> dict[str, torch.Tensor]:
+        return {n: d.cpu() for n, d in self.es.directions(names, coeffs, mean).items()}
+
+    @override
+    def es_apply_directions(
+        self, chunks: Iterable[Mapping[str, torch.Tensor]], lr: float, population_size: int, std: float = 1.0
+    ) -> float:
+        self._restore_pending = False  # the update writes the new centre
+        return self.es.apply_directions(chunks, lr, population_size, std)
+
+    @override
     def es_checksum(self) -> float:
         return self.es.checksum()
 

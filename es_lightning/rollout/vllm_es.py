@@ -7,12 +7,13 @@ cross the process boundary. After every weight change the engine's prefix cache 
 (``_weights_changed``). ``es_restore`` is deferred: the served weights are written back to the
 centre only when something next reads them (``_serve_centre``, called by generation, scoring,
 checksums and weight loads), since the next member's perturbation and the update overwrite every
-served tensor anyway.
+served tensor anyway. A member's reward for an accumulated update (``es_record_reward``) travels
+with the next call that needs it (the next perturbation, or the update), not in a call of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -31,6 +32,7 @@ class VLLMES(ESEngine):
     loading: ModelLoading
     stream_chunk_bytes: int
     _restore_pending: bool
+    _reward: float | None = None  # a member's reward not yet sent to the workers
 
     # provided by VLLMRollout: a call into every worker, and the prefix-cache reset after a change
     rpc: Callable[..., list[Any]]
@@ -56,7 +58,7 @@ class VLLMES(ESEngine):
     def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
         """Serve θ + sign·σ·ε_seed: every served tensor is written from the fp32 master, so a
         restore still pending from the previous member is not needed."""
-        self.rpc("es_perturb", seed, sign, sigma)
+        self.rpc("es_perturb", seed, sign, sigma, self._take_reward())
         self._restore_pending = False
         self._weights_changed()
 
@@ -77,6 +79,63 @@ class VLLMES(ESEngine):
     @override
     def es_update(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:
         norm = self.rpc("es_update", dict(coeffs), lr, population_size)[0]  # writes the new centre
+        self._restore_pending = False
+        self._weights_changed()
+        return norm
+
+    def _take_reward(self) -> float | None:
+        reward, self._reward = self._reward, None
+        return reward
+
+    @override
+    def es_accumulate(self, active: bool) -> None:
+        self._reward = None
+        self.rpc("es_accumulate", active)
+
+    @override
+    def es_record_reward(self, reward: float) -> None:
+        if self._reward is not None:
+            raise RuntimeError("VLLMRollout: a reward was recorded twice for one member")
+        self._reward = float(reward)
+
+    @override
+    def es_update_accumulated(self, mean: float, std: float, lr: float, population_size: int) -> float:
+        reward = self._take_reward()
+        norm = self.rpc("es_update_accumulated", mean, std, lr, population_size, reward)[0]
+        self._restore_pending = False
+        self._weights_changed()
+        return norm
+
+    @override
+    def es_fold_seconds(self) -> float:
+        return self.rpc("es_fold_seconds")[0]
+
+    @override
+    def es_tensor_shapes(self) -> dict[str, tuple[int, ...]]:
+        return {name: tuple(shape) for name, shape in self.rpc("es_tensor_shapes")[0].items()}
+
+    @override
+    def es_directions(
+        self, names: Sequence[str], coeffs: Mapping[int, float] | None = None, mean: float | None = None
+    ) -> dict[str, torch.Tensor]:
+        coeffs = None if coeffs is None else dict(coeffs)
+        chunk = self.rpc("es_direction_chunk", list(names), coeffs, mean, self._take_reward())[0]
+        return {
+            name: torch.frombuffer(bytearray(data), dtype=torch.float32).reshape(shape)
+            for name, (shape, data) in chunk.items()
+        }
+
+    @override
+    def es_apply_directions(
+        self, chunks: Iterable[Mapping[str, torch.Tensor]], lr: float, population_size: int, std: float = 1.0
+    ) -> float:
+        for chunk in chunks:
+            encoded = {}
+            for name, t in chunk.items():
+                t = t.detach().to("cpu", torch.float32).contiguous()
+                encoded[name] = (list(t.shape), t.view(torch.uint8).numpy().tobytes())
+            self.rpc("es_stage_directions", encoded)
+        norm = self.rpc("es_apply_staged", lr, population_size, std)[0]
         self._restore_pending = False
         self._weights_changed()
         return norm

@@ -164,7 +164,10 @@ class WorkerExtension:
         self._es.restore()  # serve cast(master) from now on, whatever the file's dtype
         return len(self._es.master)
 
-    def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
+    def es_perturb(self, seed: int, sign: float, sigma: float, reward: float | None = None) -> None:
+        """Serve θ + sign·σ·ε_seed; ``reward``: the previous member's, when accumulating."""
+        if reward is not None:
+            self._es.record_reward(reward)
         self._es.perturb(seed, sign, sigma)
 
     def es_restore(self) -> None:
@@ -172,6 +175,49 @@ class WorkerExtension:
 
     def es_update(self, coeffs: dict, lr: float, population_size: int) -> float:
         return self._es.update({int(k): float(v) for k, v in coeffs.items()}, lr, population_size)
+
+    def es_accumulate(self, active: bool) -> None:
+        self._es.accumulate(active)
+        self._staged: dict[str, torch.Tensor] = {}
+
+    def es_update_accumulated(
+        self, mean: float, std: float, lr: float, population_size: int, reward: float | None
+    ) -> float:
+        if reward is not None:
+            self._es.record_reward(reward)
+        return self._es.update_accumulated(mean, std, lr, population_size)
+
+    def es_fold_seconds(self) -> float:
+        return self._es.accumulator.fold_seconds
+
+    def es_tensor_shapes(self) -> dict[str, list[int]]:
+        return {name: list(m.shape) for name, m in self._es.master.items()}
+
+    def es_direction_chunk(
+        self, names: list[str], coeffs: dict | None, mean: float | None, reward: float | None
+    ) -> dict[str, tuple[list[int], bytes]]:
+        """Unscaled directions of ``names`` as (shape, raw float32 bytes)."""
+        if reward is not None:
+            self._es.record_reward(reward)
+        coeffs = None if coeffs is None else {int(k): float(v) for k, v in coeffs.items()}
+        out = {}
+        for name, d in self._es.directions(names, coeffs, mean).items():
+            d = d.to("cpu").contiguous()
+            out[name] = (list(d.shape), d.view(torch.uint8).numpy().tobytes())
+        return out
+
+    def es_stage_directions(self, chunk: dict[str, tuple[list[int], bytes]]) -> None:
+        """Keep the summed directions of some tensors until :meth:`es_apply_staged`."""
+        staged = getattr(self, "_staged", None)
+        if staged is None:
+            staged = self._staged = {}
+        device = next(iter(self._es.master.values())).device
+        for name, (shape, data) in chunk.items():
+            staged[name] = torch.frombuffer(bytearray(data), dtype=torch.float32).reshape(shape).to(device)
+
+    def es_apply_staged(self, lr: float, population_size: int, std: float) -> float:
+        staged, self._staged = getattr(self, "_staged", {}), {}
+        return self._es.apply_directions([staged], lr, population_size, std)
 
     def es_checksum(self) -> float:
         return self._es.checksum()

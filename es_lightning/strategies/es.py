@@ -11,8 +11,11 @@ One update t (the paper's Algorithm 1; symbols σ, α, N, z_i, ε_i as there):
 4. z = normalise(R) within the population (``zscore`` default, ``rank``, ``none``); when all R_i
    are equal the update is skipped and logged (``es/skipped``). With ``reward_control: permuted``
    R is first shuffled among the members (the empirical null, :mod:`es_lightning.es.control`).
-5. θ ← θ + α·(1/N)·Σ_i z_i ε_i on every rank, accumulated in fp32 and cast once; a checksum of
-   the centre is gathered and must be identical on every rank.
+5. θ ← θ + α·(1/N)·Σ_i z_i ε_i on every rank, in fp32 and cast once; a checksum of the centre is
+   gathered and must be identical on every rank. ``update: accumulate`` (z-score or no
+   normalisation) folds each member's ε into running sums as soon as R_i is known, so the update
+   draws no ε again; ``redraw`` draws every ε again. On several ranks the work of the update is
+   shared and the ranks exchange directions (:mod:`es_lightning.strategies.es_update`).
 6. Signal diagnostics of the true rewards (:mod:`es_lightning.es.diagnostics`):
    ``es/reward_reliability`` (split-half, Spearman–Brown) and ``es/flip_rate``; when the last
    ``signal_window`` updates show no signal, one warning says why and which knobs to turn.
@@ -30,6 +33,8 @@ How this departs from the public ES-for-LLM code:
    different prompts never share random numbers.
 5. Optional antithetic pairs (±ε_j) with the pairing diagnostic κ_pair, and an optional Adam on
    the ES direction (the default, SGD, is the paper's update).
+7. The update is accumulated while the population is evaluated (step 5): no ε is drawn twice, at
+   the cost of three fp32 master-sized buffers per rank.
 6. Per-update signal diagnostics and a no-signal warning (step 6 above), and an optional empirical
    null, ``reward_control: permuted``: the same seeds, prompts and compute, rewards shuffled among
    the members before normalisation, so the run's drift is that of ES without signal.
@@ -40,7 +45,6 @@ process group only carries seeds, rewards and checksums (gloo on CPU, NCCL on GP
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -54,26 +58,19 @@ from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.rank_zero import rank_zero_warn
 from typing_extensions import override
 
-from es_lightning.errors import ConfigError
-from es_lightning.es.control import REWARD_CONTROLS, RewardControl, controlled_rewards
+from es_lightning.es.control import RewardControl, controlled_rewards
 from es_lightning.es.diagnostics import SignalMonitor, flip_rate, split_half_reliability
 from es_lightning.es.noise import seed_schedule
 from es_lightning.es.normalize import normalize_rewards
-from es_lightning.es.update import Population, kappa_pair, member_coefficients
-from es_lightning.evaluation.summary import is_correct
+from es_lightning.es.update import AntitheticBudget, Population, kappa_pair, member_coefficients
 from es_lightning.rollout.base import Rollout
 from es_lightning.rollout.es_engine import ESEngine
 from es_lightning.rollout.seeds import spaced_seeds
-from es_lightning.strategies.base import PopulationResult, ReasoningStrategy, Row, Sample, StepResult
-from es_lightning.strategies.es_fixed import FixedRollouts
-from es_lightning.strategies.metrics import (
-    gather_values,
-    member_metrics,
-    response_metrics,
-    response_stats,
-    reward_metrics,
-    text_samples,
-)
+from es_lightning.strategies.base import PopulationResult, ReasoningStrategy, Row, StepResult
+from es_lightning.strategies.es_members import MemberResults, evaluate_members
+from es_lightning.strategies.es_settings import check_es_settings
+from es_lightning.strategies.es_update import UpdateMode, accumulates, take_update
+from es_lightning.strategies.metrics import gather_values, member_metrics, response_metrics, reward_metrics
 from es_lightning.weight_files import weight_files
 
 if TYPE_CHECKING:
@@ -94,7 +91,11 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         sigma: σ, the perturbation scale (> 0).
         learning_rate: α, the step size (it absorbs 1/σ; > 0).
         normalization: how rewards are normalised within the population.
-        estimator: ``one_point`` (N seeds, the default) or ``antithetic`` (N/2 seeds, ±ε pairs).
+        estimator: ``one_point`` (N seeds, the default) or ``antithetic`` (±ε pairs).
+        antithetic_budget: what ``antithetic`` holds equal to a one-point population of N:
+            ``rollouts`` (the default: N members = N/2 directions × ±, the same generations) or
+            ``directions`` (N directions × ± = 2N members: the same noise draws and update cost,
+            twice the generations). The update's 1/N is over the members in both.
         responses_per_prompt: responses generated per prompt for each member.
         member_sampling_seeds: ``common`` (every member samples with the same seed: common random
             numbers, the default) or ``independent`` (a seed per member), e.g. to measure κ_pair.
@@ -102,6 +103,12 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             ``fixed`` (the centre samples once per update and every member re-scores those
             responses, see :mod:`es_lightning.es.rescoring`), e.g. to measure κ_pair.
         optimizer: ``sgd`` (plain ES, the paper) or ``adam`` on the ES direction.
+        update: ``accumulate`` (the default): each member's ε, drawn for its perturbation, is
+            folded into running sums once R_i is known, and the update reads them (z-score and no
+            normalisation, true rewards; three fp32 master-sized buffers per rank, 18.5 GB at
+            1.5B parameters); ``redraw``: the update draws every ε again from its seed (no extra
+            memory; also what rank normalisation and ``reward_control: permuted`` use). The two
+            differ only in the order of float32 sums.
         reward_control: ``none`` (the default) or ``permuted``: each update shuffles the N member
             rewards among the members (a permutation drawn from (run seed, update), replayed on
             resume) before normalising them: a zero-signal control run with the same compute. The
@@ -125,26 +132,30 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         learning_rate: float = 2.5e-4,
         normalization: Literal["zscore", "rank", "none"] = "zscore",
         estimator: Literal["one_point", "antithetic"] = "one_point",
+        antithetic_budget: AntitheticBudget = "rollouts",
         responses_per_prompt: int = 1,
         member_sampling_seeds: Literal["common", "independent"] = "common",
         member_rollouts: Literal["regenerate", "fixed"] = "regenerate",
         optimizer: Literal["sgd", "adam"] = "sgd",
+        update: UpdateMode = "accumulate",
         reward_control: RewardControl = "none",
         signal_window: int | None = 20,
         signal_threshold: float = 0.1,
         checksum_tolerance: float = 0.0,
         process_group_backend: str | None = None,
     ) -> None:
-        _check_es_settings(
+        check_es_settings(
             population_size=population_size,
             sigma=sigma,
             learning_rate=learning_rate,
             normalization=normalization,
             estimator=estimator,
+            antithetic_budget=antithetic_budget,
             responses_per_prompt=responses_per_prompt,
             member_sampling_seeds=member_sampling_seeds,
             member_rollouts=member_rollouts,
             optimizer=optimizer,
+            update=update,
             reward_control=reward_control,
             signal_window=signal_window,
             signal_threshold=signal_threshold,
@@ -157,10 +168,12 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         self.learning_rate = learning_rate
         self.normalization = normalization
         self.estimator = estimator
+        self.antithetic_budget = antithetic_budget
         self.responses_per_prompt = responses_per_prompt
         self.member_sampling_seeds = member_sampling_seeds
         self.member_rollouts = member_rollouts
         self.optimizer = optimizer
+        self.update = update
         self.reward_control = reward_control
         self.signal_window, self.signal_threshold = signal_window, signal_threshold
         self._signal = None if signal_window is None else SignalMonitor(signal_window, signal_threshold)
@@ -208,6 +221,11 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             folder.mkdir(parents=True, exist_ok=True)
             rollout.es_save_optimizer(str(folder / OPTIMIZER_FILE))  # type: ignore[attr-defined]
 
+    def population(self, run_seed: int, step: int) -> Population:
+        """The members of update ``step``: a pure function of (run seed, step) and the settings."""
+        antithetic = self.estimator == "antithetic"
+        return Population.sample(run_seed, step, self.population_size, antithetic, self.antithetic_budget)
+
     @override
     def training_step(
         self,
@@ -220,69 +238,14 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
     ) -> StepResult:
         """One ES update on the mini-batch ``rows``; returns the metrics and the population."""
         engine: Any = rollout
-        population = Population.sample(run_seed, step, self.population_size, self.estimator == "antithetic")
-        sampling_seeds = member_sampling_seeds(
-            run_seed, step, self.population_size, self.member_sampling_seeds
-        )
-        sampling = replace(module.train_sampling, n=self.responses_per_prompt)
-        prompt_ids = module.encode(rows)
-
-        timings = dict.fromkeys(("generate", "perturb_restore", "score"), 0.0)
-        local = torch.zeros(self.population_size, dtype=torch.float64)
-        # (2, N, P): per member and prompt, the mean reward and the fraction of correct responses
-        local_per_prompt = torch.zeros(2, self.population_size, len(rows), dtype=torch.float64)
-        tokens = 0
-        responses: list[tuple[float, int, bool]] = []  # (reward, tokens, truncated) per response
-        samples: list[Sample] = []
-        fixed = None
-        if self.member_rollouts == "fixed":  # sampled once at the centre, re-scored by every member
-            t0 = time.perf_counter()
-            fixed = FixedRollouts(engine, module, rows, prompt_ids, replace(sampling, seed=sampling_seeds[0]))
-            timings["generate"] += time.perf_counter() - t0
-            tokens += fixed.tokens
-            if self.global_rank == 0:  # the centre's responses stand for the update's
-                responses = fixed.stats
-                samples = fixed.samples
-        for i in range(self.global_rank, self.population_size, self.world_size):
-            seed, sign = population.members[i]
-            t0 = time.perf_counter()
-            engine.es_perturb(seed, sign, self.sigma)
-            t1 = time.perf_counter()
-            if fixed is None:
-                outputs = engine.generate(prompt_ids, replace(sampling, seed=sampling_seeds[i]))
-                t2 = time.perf_counter()
-                scores = module.score(rows, outputs)
-                local[i] = float(np.mean([s.reward for per_prompt in scores for s in per_prompt]))
-                local_per_prompt[0, i] = torch.tensor([np.mean([s.reward for s in per]) for per in scores])
-                local_per_prompt[1, i] = torch.tensor(
-                    [np.mean([is_correct(s) for s in per]) for per in scores]
-                )
-                tokens += sum(len(c.token_ids) for out in outputs for c in out.completions)
-                responses += response_stats(outputs, scores)
-                if not samples:
-                    samples = text_samples(module, rows, outputs, scores, member=i)
-            else:
-                t2 = time.perf_counter()
-                local[i], local_per_prompt[0, i], local_per_prompt[1, i] = fixed.rescore(engine)
-            t3 = time.perf_counter()
-            engine.es_restore()
-            timings["perturb_restore"] += t1 - t0 + time.perf_counter() - t3
-            timings["generate"] += t2 - t1
-            timings["score"] += t3 - t2
-        rewards = self.all_reduce(local.to(self.root_device), reduce_op="sum").cpu().numpy()
-        per_prompt = self.all_reduce(local_per_prompt.to(self.root_device), reduce_op="sum").cpu().numpy()
-        tokens_total = float(
-            self.all_reduce(torch.tensor(float(tokens), device=self.root_device), reduce_op="sum")
-        )
-        per_response = gather_values(self, torch.tensor(responses, dtype=torch.float64)).reshape(-1, 3)
-
-        t0 = time.perf_counter()
-        update_rewards = controlled_rewards(rewards, self.reward_control, run_seed, step)  # (N,)
+        population = self.population(run_seed, step)
+        accumulated = accumulates(self.update, self.normalization, self.reward_control)
+        engine.es_accumulate(accumulated)  # before the first member: each ε is kept until R_i is known
+        local = self._evaluate(engine, module, rows, population, run_seed, step, accumulated)
+        rewards, per_prompt, tokens, per_response = self._gather(local)
+        update_rewards = controlled_rewards(rewards, self.reward_control, run_seed, step)  # (M,)
         coeffs = member_coefficients(population, update_rewards, self.normalization)
-        update_norm = (
-            0.0 if coeffs is None else engine.es_update(coeffs, self.learning_rate, self.population_size)
-        )
-        timings["update"] = time.perf_counter() - t0
+        update_norm = self._update(engine, coeffs, update_rewards, accumulated, local.timings)
         self._check_agreement(engine.es_checksum())
 
         metrics = {
@@ -293,8 +256,8 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             "es/skipped": float(coeffs is None),
             "es/reward_reliability": split_half_reliability(per_prompt[0]),
             "es/flip_rate": flip_rate(per_prompt[0]),
-            "time/tokens_per_s": tokens_total / max(timings["generate"], 1e-9),
-            **{f"time/{k}": v for k, v in timings.items()},
+            "time/tokens_per_s": tokens / max(local.timings["generate"], 1e-9),
+            **{f"time/{k}": v for k, v in local.timings.items()},
         }
         if self.estimator == "antithetic":
             metrics["es/kappa_pair"] = kappa_pair(rewards, population)
@@ -311,7 +274,59 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             z=None if coeffs is None else normalize_rewards(update_rewards, self.normalization),
             rows=list(rows),
         )
-        return StepResult(metrics=metrics, population=result, samples=samples)
+        return StepResult(metrics=metrics, population=result, samples=local.samples)
+
+    def _update(
+        self,
+        engine: Any,
+        coeffs: dict[int, float] | None,
+        update_rewards: np.ndarray,
+        accumulated: bool,
+        timings: dict[str, float],
+    ) -> float:
+        """Take the update on every rank (:func:`~es_lightning.strategies.es_update.take_update`);
+        ``timings["update"]`` gets its seconds, with the folds of an accumulated update, which ran
+        inside the perturbations (moved out of ``perturb_restore``)."""
+        fold_s = engine.es_fold_seconds() if accumulated else 0.0
+        t0 = time.perf_counter()
+        norm = take_update(self, engine, coeffs, update_rewards, accumulated)
+        timings["perturb_restore"] -= fold_s
+        timings["update"] = fold_s + time.perf_counter() - t0
+        return norm
+
+    def _evaluate(
+        self,
+        engine: Any,
+        module: ReasoningModule,
+        rows: list[Row],
+        population: Population,
+        run_seed: int,
+        step: int,
+        accumulated: bool,
+    ) -> MemberResults:
+        """This rank's members (i ≡ rank mod world size), evaluated in order."""
+        return evaluate_members(
+            engine,
+            module,
+            rows,
+            population,
+            members=range(self.global_rank, population.size, self.world_size),
+            sampling=replace(module.train_sampling, n=self.responses_per_prompt),
+            sampling_seeds=member_sampling_seeds(run_seed, step, population.size, self.member_sampling_seeds),
+            sigma=self.sigma,
+            fixed_rollouts=self.member_rollouts == "fixed",
+            record_rewards=accumulated,
+            keeps_centre_samples=self.global_rank == 0,
+        )
+
+    def _gather(self, local: MemberResults) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+        """Every rank's results: rewards (M,), per-prompt (2, M, P), tokens, per-response rows."""
+        rewards = self.all_reduce(local.rewards.to(self.root_device), reduce_op="sum").cpu().numpy()
+        per_prompt = self.all_reduce(local.per_prompt.to(self.root_device), reduce_op="sum").cpu().numpy()
+        tokens = torch.tensor(float(local.tokens), device=self.root_device)
+        tokens_total = float(self.all_reduce(tokens, reduce_op="sum"))
+        responses = torch.tensor(local.responses, dtype=torch.float64)
+        return rewards, per_prompt, tokens_total, gather_values(self, responses).reshape(-1, 3)
 
     def _check_agreement(self, checksum: float) -> None:
         if self.world_size == 1:
@@ -332,51 +347,3 @@ def member_sampling_seeds(
     the base seed comes from a seed schedule of (run seed, step)."""
     base = seed_schedule(run_seed ^ 0x5A5A, step, 1)[0] % (2**31)
     return [base] * population_size if mode == "common" else spaced_seeds(base, population_size)
-
-
-def _check_es_settings(
-    *,
-    population_size: int,
-    sigma: float,
-    learning_rate: float,
-    normalization: str,
-    estimator: str,
-    responses_per_prompt: int,
-    member_sampling_seeds: str,
-    member_rollouts: str,
-    optimizer: str,
-    reward_control: str,
-    signal_window: int | None,
-    signal_threshold: float,
-    checksum_tolerance: float,
-) -> None:
-    """Refuse nonsensical ES settings, naming the first bad one and what is accepted."""
-    choices = {
-        "normalization": (normalization, ("zscore", "rank", "none")),
-        "estimator": (estimator, ("one_point", "antithetic")),
-        "member_sampling_seeds": (member_sampling_seeds, ("common", "independent")),
-        "member_rollouts": (member_rollouts, ("regenerate", "fixed")),
-        "optimizer": (optimizer, ("sgd", "adam")),
-        "reward_control": (reward_control, REWARD_CONTROLS),
-    }
-    for name, (value, allowed) in choices.items():
-        if value not in allowed:
-            raise ConfigError(f"ESStrategy: unknown {name} {value!r}; use {', '.join(allowed)}")
-    if population_size < 2:
-        raise ConfigError(
-            f"ESStrategy: population_size must be >= 2 (z-scores of one reward are undefined), "
-            f"got {population_size}"
-        )
-    if estimator == "antithetic" and population_size % 2:
-        raise ConfigError(f"ESStrategy: antithetic needs an even population_size, got {population_size}")
-    for name, value in (("sigma", sigma), ("learning_rate", learning_rate)):
-        if not (math.isfinite(value) and value > 0):
-            raise ConfigError(f"ESStrategy: {name} must be > 0, got {value}")
-    if responses_per_prompt < 1:
-        raise ConfigError(f"ESStrategy: responses_per_prompt must be >= 1, got {responses_per_prompt}")
-    if signal_window is not None and signal_window < 1:
-        raise ConfigError(f"ESStrategy: signal_window must be >= 1 or null, got {signal_window}")
-    if not -1.0 <= signal_threshold <= 1.0:
-        raise ConfigError(f"ESStrategy: signal_threshold must be in [-1, 1], got {signal_threshold}")
-    if not checksum_tolerance >= 0:
-        raise ConfigError(f"ESStrategy: checksum_tolerance must be >= 0, got {checksum_tolerance}")

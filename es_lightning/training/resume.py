@@ -27,6 +27,7 @@ GUARDED_TRAINER_KEYS = ("seed", "batch_size", "train_limit", "data_offset")
 FREE_STRATEGY_KEYS = frozenset(
     {
         "checksum_tolerance",  # ES: how the ranks' agreement is checked, not what is computed
+        "update",  # ES: accumulated or redrawn: the same update up to the order of float32 sums
         "process_group_backend",
         "micro_batch_size",  # GRPO: memory (gradients accumulate to the same step)
         "gradient_checkpointing",  # GRPO: memory (recomputation, same gradients)

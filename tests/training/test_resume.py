@@ -79,12 +79,20 @@ def test_changes_that_decide_an_update_are_refused_and_each_is_listed(tmp_path, 
         (dict(responses_per_prompt=2), "strategy.responses_per_prompt: 1 → 2"),
         (dict(member_rollouts="fixed"), "strategy.member_rollouts"),
         (dict(member_sampling_seeds="independent"), "strategy.member_sampling_seeds"),
+        (dict(estimator="antithetic", antithetic_budget="directions"), "strategy.antithetic_budget"),
     ],
 )
 def test_every_es_setting_of_the_update_is_guarded(tmp_path, meta_dir, kwargs, key):
     ckpt = _checkpoint(tmp_path, meta_dir, ESStrategy())
     with pytest.raises(ConfigError, match=key):
         _check(ckpt, ESStrategy(**kwargs))
+
+
+def test_how_the_es_update_is_summed_may_change(tmp_path, meta_dir):
+    """``update`` (accumulate or redraw) changes only the order of float32 sums, like GRPO's
+    micro-batches: a resume may switch it."""
+    ckpt = _checkpoint(tmp_path, meta_dir, ESStrategy(update="redraw"))
+    assert _check(ckpt, ESStrategy(update="accumulate")) == []
 
 
 def test_grpo_settings_are_guarded_and_memory_knobs_are_free(tmp_path, meta_dir):

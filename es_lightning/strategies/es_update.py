@@ -1,0 +1,118 @@
+"""The ES update of one population, on one rank or several: accumulated, or every ε drawn again.
+
+``update: accumulate`` (where it applies, :func:`accumulates`): each member's ε, drawn for its
+perturbation, is kept until the member's reward is known and folded into running sums
+(:mod:`es_lightning.es.accumulate`); the update reads the sums. ``update: redraw``, and rank
+normalisation or permuted rewards (not linear in the rewards): the update draws every ε_s again
+from its seed. The two give the same update up to the order of float32 sums.
+
+With W ranks:
+
+* accumulated: each rank holds the sums of its own members; their directions
+  Σ_{i on rank r} sign_i (R_i − μ) ε_i are summed over the ranks (all-reduce) and every rank applies
+  the sum;
+* redrawn: the tensors are split between the ranks (:func:`~es_lightning.es.split.assign_tensors`),
+  each rank draws the N ε of its own tensors only (1/W of the numbers), and the directions are
+  exchanged (an all-reduce in which each tensor is nonzero on its owner alone), so every rank
+  applies the direction one rank would have computed: the centre is bit-identical to one rank's.
+
+The directions, not the new centres, are exchanged: the same bytes, and every rank then takes the
+same step itself (an Adam optimizer keeps its moments on every rank). Both move the tensors in
+chunks of at most :data:`EXCHANGE_NUMBERS` numbers, in the master's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from es_lightning.es.accumulate import LINEAR_NORMALIZATIONS
+from es_lightning.es.split import assign_tensors, chunk_names
+
+UpdateMode = Literal["accumulate", "redraw"]
+UPDATE_MODES: tuple[str, ...] = ("accumulate", "redraw")
+EXCHANGE_NUMBERS = 16 * 2**20
+"""Numbers per exchanged chunk (64 MiB of float32)."""
+
+
+def accumulates(update: str, normalization: str, reward_control: str) -> bool:
+    """Whether ``update: accumulate`` applies: the normalised rewards are affine in R (z-score or
+    none) and are the members' own (not permuted)."""
+    return update == "accumulate" and normalization in LINEAR_NORMALIZATIONS and reward_control == "none"
+
+
+def reward_moments(rewards: np.ndarray, normalization: str) -> tuple[float, float]:
+    """(μ, s) with z = (R − μ)/s as :func:`~es_lightning.es.normalize.normalize_rewards` computes
+    it: mean and ddof-0 standard deviation for ``zscore``, (0, 1) for ``none``."""
+    if normalization == "none":
+        return 0.0, 1.0
+    return float(rewards.mean()), float(rewards.std())
+
+
+@dataclass
+class RankUpdate:
+    """The collective part of an update on several ranks: the strategy's all-reduce and its device."""
+
+    strategy: Any  # an ESStrategy (all_reduce, world_size, global_rank, root_device)
+    engine: Any  # an ESEngine
+
+    def _summed(self, shapes: Mapping[str, tuple[int, ...]], local: Any) -> Iterator[dict[str, torch.Tensor]]:
+        """Per chunk of tensors: this rank's directions (``local(names)``; zeros for tensors it has
+        none of), summed over the ranks."""
+        numels = {n: int(np.prod(s, dtype=np.int64)) for n, s in shapes.items()}
+        for names in chunk_names(numels, EXCHANGE_NUMBERS):
+            mine = local(names)
+            flat = torch.cat(
+                [
+                    mine[n].reshape(-1) if n in mine else torch.zeros(numels[n], dtype=torch.float32)
+                    for n in names
+                ]
+            )
+            flat = self.strategy.all_reduce(flat.to(self.strategy.root_device), reduce_op="sum").cpu()
+            parts = torch.split(flat, [numels[n] for n in names])
+            yield {n: part.reshape(shapes[n]) for n, part in zip(names, parts, strict=True)}
+
+    def accumulated(self, mean: float, std: float, lr: float, population_size: int) -> float:
+        shapes = self.engine.es_tensor_shapes()
+        chunks = self._summed(shapes, lambda names: self.engine.es_directions(names, mean=mean))
+        return self.engine.es_apply_directions(chunks, lr, population_size, std)
+
+    def redrawn(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:
+        shapes = self.engine.es_tensor_shapes()
+        numels = {n: int(np.prod(s, dtype=np.int64)) for n, s in shapes.items()}
+        owner = assign_tensors(numels, self.strategy.world_size)
+        rank = self.strategy.global_rank
+
+        def local(names: list[str]) -> dict[str, torch.Tensor]:
+            mine = [n for n in names if owner[n] == rank]
+            return self.engine.es_directions(mine, coeffs=coeffs) if mine else {}
+
+        return self.engine.es_apply_directions(self._summed(shapes, local), lr, population_size)
+
+
+def take_update(
+    strategy: Any,
+    engine: Any,
+    coeffs: Mapping[int, float] | None,
+    rewards: np.ndarray,
+    accumulated: bool,
+) -> float:
+    """Apply one population's update on every rank (nothing when ``coeffs`` is ``None``: the
+    rewards were all equal, the update is skipped); returns ‖Δ‖₂."""
+    lr, size = strategy.learning_rate, len(rewards)
+    if coeffs is None:
+        if accumulated:
+            engine.es_accumulate(False)
+        return 0.0
+    if accumulated:
+        mean, std = reward_moments(rewards, strategy.normalization)
+        if strategy.world_size == 1:
+            return engine.es_update_accumulated(mean, std, lr, size)
+        return RankUpdate(strategy, engine).accumulated(mean, std, lr, size)
+    if strategy.world_size == 1:
+        return engine.es_update(coeffs, lr, size)
+    return RankUpdate(strategy, engine).redrawn(coeffs, lr, size)
