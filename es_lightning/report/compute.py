@@ -1,4 +1,4 @@
-"""What each method spent on its training updates: updates, rollouts, generated tokens, seconds.
+"""What each method spent: updates, rollouts, generated tokens, seconds, wall-clock and memory.
 
 Read from every update's line of ``metrics.jsonl`` (pipelines: every stage's). The strategies log
 ``time/step`` (seconds of the update), ``time/generate`` (seconds spent generating),
@@ -7,27 +7,44 @@ tokens of a response), so per update
 
     tokens = time/tokens_per_s · time/generate,        rollouts = tokens / train/response_len
 
-(exact up to rounding: both are how the strategies formed those means). Evaluations and
-callbacks are not included. A quantity some update lacks is ``None`` ("not recorded").
+(exact up to rounding: both are how the strategies formed those means); evaluations and callbacks
+are not included in these. ``wall_seconds`` and ``peak_rss_mb`` are of the whole run process
+(engine start, evaluations and callbacks included; the largest resident set of the run and of its
+engines), recorded by :mod:`~es_lightning.report.measure` in ``measure_name`` beside the run. A
+quantity some update (or run) lacks is ``None`` ("not recorded").
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from es_lightning.report.readers import Series, read_series
 from es_lightning.report.stats import stat, stat_json
 
-FIELDS = ("updates", "rollouts", "generated_tokens", "train_seconds")
+FIELDS = ("updates", "rollouts", "generated_tokens", "train_seconds", "wall_seconds", "peak_rss_mb")
+MEASURED = "report_run_measure.json"
+"""The file :func:`~es_lightning.report.runs.measured_command` writes into a report's run."""
 
 
 def _by_step(series: dict[str, Series], key: str) -> dict[int, float]:
     return dict(series.get(key, []))
 
 
-def run_compute(run_dir: Path) -> dict[str, float | None]:
-    """Totals over the run's updates (``None`` where an update did not log what is needed)."""
+def read_measure(path: Path) -> dict[str, float | None]:
+    """``wall_seconds`` and ``peak_rss_mb`` of a measured run (``None`` each when not recorded)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    data = data if isinstance(data, dict) else {}
+    return {k: data.get(k) for k in ("wall_seconds", "peak_rss_mb")}
+
+
+def run_compute(run_dir: Path, measure_name: str = MEASURED) -> dict[str, float | None]:
+    """Totals over the run's updates (``None`` where an update did not log what is needed), with
+    the measured wall-clock and peak memory of the run's process."""
     series = read_series(run_dir)
     seconds = _by_step(series, "time/step")
     rate, generate = _by_step(series, "time/tokens_per_s"), _by_step(series, "time/generate")
@@ -40,7 +57,7 @@ def run_compute(run_dir: Path) -> dict[str, float | None]:
     out["generated_tokens"] = sum(tokens.values()) if has_tokens else None
     has_rollouts = has_tokens and all(length.get(s) for s in steps)
     out["rollouts"] = sum(tokens[s] / length[s] for s in steps) if has_rollouts else None
-    return out
+    return {**out, **read_measure(Path(run_dir) / measure_name)}
 
 
 def collect_compute(methods: dict[str, dict[int, Path]]) -> dict[str, dict[str, Any]]:

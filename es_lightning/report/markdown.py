@@ -116,13 +116,26 @@ def _compute(report: dict[str, Any]) -> list[str]:
     out = ["### Compute per method", "", "What each method's results above cost:", ""]
     if not compute:
         return out + ["Not recorded (this report has no compute block).", ""]
-    specs = {"updates": ".0f", "rollouts": ".0f", "generated_tokens": ".3g", "train_seconds": ".0f"}
+    specs = {
+        "updates": ".0f",
+        "rollouts": ".0f",
+        "generated_tokens": ".3g",
+        "train_seconds": ".0f",
+        "wall_seconds": ".0f",
+        "peak_rss_mb": ".0f",
+    }
     body = [
         [m, *(fmt_stat(c.get(f), spec=specs[f]) if c.get(f) else "not recorded" for f in FIELDS)]
         for m, c in compute.items()
     ]
-    out += [table(["method", "updates", "rollouts", "generated tokens", "training seconds"], body), ""]
-    out += ["Training updates only (evaluations and callbacks excluded); mean ± sd over seeds.", ""]
+    head = ["method", "updates", "rollouts", "generated tokens", "training seconds", "wall seconds", "peak MiB"]
+    out += [table(head, body), ""]
+    out += [
+        "Rollouts, tokens and training seconds count the training updates only (evaluations and callbacks "
+        "excluded); wall seconds and peak resident memory are of the whole run (engine start, evaluations "
+        "and its engines included). Mean ± sd over seeds.",
+        "",
+    ]
     return out
 
 

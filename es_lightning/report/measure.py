@@ -1,10 +1,10 @@
-"""Run a command and record its wall-clock time and peak memory: ``python -m es_lightning.tune.measure
+"""Run a command and record its wall-clock time and peak memory: ``python -m es_lightning.report.measure
 OUT.json -- COMMAND...``.
 
 Writes ``OUT.json`` with ``wall_seconds``, ``peak_rss_mb`` (the largest resident set of the command
 and of every process it waited for, e.g. its rollout engines: ``getrusage(RUSAGE_CHILDREN)``, in
-MiB) and ``returncode``, then exits with the command's status. The tune launches each trial through
-it, so a trial's memory is measured whatever the run itself logs.
+MiB) and ``returncode``, then exits with the command's status. The report launches each run and
+the tune each trial through it, so a run's memory is measured whatever the run itself logs.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def measured(argv: list[str], out: Path) -> int:
 
 def main(args: list[str]) -> int:
     if len(args) < 3 or args[1] != "--":
-        print("usage: python -m es_lightning.tune.measure OUT.json -- COMMAND...", file=sys.stderr)
+        print("usage: python -m es_lightning.report.measure OUT.json -- COMMAND...", file=sys.stderr)
         return 2
     return measured(args[2:], Path(args[0]))
 

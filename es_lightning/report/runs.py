@@ -36,6 +36,8 @@ from es_lightning.report.config import FORGETTING, ReportPlan, split_overrides
 from es_lightning.report.readers import final_eval_file, is_finished
 
 LOG_NAME = "report_run.log"
+MEASURE_NAME = "report_run_measure.json"
+"""The run's wall-clock time and peak memory (:mod:`~es_lightning.report.measure`)."""
 CONFIG_NAME = "report_run_config.yaml"
 """The resolved configuration a finished run was made with; a run made with another is rerun."""
 
@@ -133,6 +135,13 @@ def command_line(spec: RunSpec) -> list[str]:
     return [*base, *fit, *spec.overrides]
 
 
+def measured_command(spec: RunSpec, name: str = MEASURE_NAME) -> list[str]:
+    """:func:`command_line` wrapped to record the run's wall-clock time and peak memory in
+    ``<run dir>/<name>`` (its rollout engines included)."""
+    out = str(spec.run_dir / name)
+    return [sys.executable, "-m", "es_lightning.report.measure", out, "--", *command_line(spec)]
+
+
 def tail(path: Path, lines: int = 20) -> str:
     """The last ``lines`` lines of a log ("" when unreadable)."""
     try:
@@ -192,7 +201,7 @@ def logged_record(name: str, argv: list[str], log: Path, wrote: Callable[[], boo
 def execute(
     spec: RunSpec,
     timeout_s: float | None = None,
-    command: Callable[[RunSpec], list[str]] = command_line,
+    command: Callable[[RunSpec], list[str]] = measured_command,
 ) -> RunOutcome:
     """Run ``spec`` unless it is finished; never raises for a failed run."""
     if is_finished(spec.run_dir):
@@ -222,13 +231,12 @@ def resolved_key(spec: RunSpec) -> str | None:
     if spec.command != "fit":
         return None
     try:
-        from es_lightning.cli import build_parser
+        from es_lightning.training.command import fit_parser
 
-        parser = build_parser()
-        argv = command_line(spec)[3:]  # fit --config ... (without the interpreter and -m es_lightning)
+        parser = fit_parser()
+        argv = command_line(spec)[4:]  # --config ... (without the interpreter, -m es_lightning and fit)
         argv[argv.index("--trainer.output_dir") + 1] = "RUN_DIR"
-        cfg = parser.parse_args(argv)
-        return parser._subcommands_action._name_parser_map["fit"].dump(cfg["fit"])
+        return parser.dump(parser.parse_args(argv))
     except (Exception, SystemExit):  # an unparsable recipe fails when it runs, with its own log
         return None
 
@@ -237,7 +245,7 @@ def run_all(
     specs: list[RunSpec],
     launch: bool = True,
     timeout_s: float | None = None,
-    command: Callable[[RunSpec], list[str]] = command_line,
+    command: Callable[[RunSpec], list[str]] = measured_command,
 ) -> list[RunOutcome]:
     """Run (or reuse) every spec in order with a progress bar; ``launch=False`` only reuses."""
     from tqdm.auto import tqdm

@@ -2,32 +2,26 @@
 
 Each trial is launched by :func:`es_lightning.report.runs.execute` (the report's launcher: its own
 process group, stdout and stderr in ``report_run.log``, stopped past ``timeout_s``) as
-``python -m es_lightning.tune.measure tune_measure.json -- python -m es_lightning fit ...``, so its
+``python -m es_lightning.report.measure tune_measure.json -- python -m es_lightning fit ...``, so its
 wall-clock time and peak memory are recorded. A trial whose folder holds its final evaluation and
 was made with the same resolved settings (``tune_trial_config.yaml``) is reused; one made with other
 settings, and an unfinished or failed one, is run again.
 
-Compute of a trial, from its ``metrics.jsonl`` (the strategies log ``time/step``,
-``time/generate``, ``time/tokens_per_s`` = tokens / ``time/generate`` and ``train/response_len``
-= mean tokens per response on every update)::
-
-    generated_tokens = Σ_updates time/tokens_per_s · time/generate
-    rollouts         = Σ_updates (that update's tokens) / train/response_len
-    train_seconds    = Σ_updates time/step
-
-(``None`` where an update did not log what is needed; evaluations are not included), plus
+Compute of a trial is read as the report reads a run's (:mod:`~es_lightning.report.compute`):
+generated tokens, rollouts and seconds of the updates from ``metrics.jsonl``, plus
 ``wall_seconds`` and ``peak_rss_mb`` of the whole trial (evaluations and engine start included).
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from es_lightning.report.readers import is_finished, read_json, read_series
-from es_lightning.report.runs import RunOutcome, RunSpec, command_line, execute
+from es_lightning.report.compute import run_compute
+from es_lightning.report.readers import is_finished
+from es_lightning.report.runs import RunOutcome, execute, measured_command
 from es_lightning.tune.config import Selection
 from es_lightning.tune.selection import trial_point
 from es_lightning.tune.trials import Trial
@@ -35,7 +29,7 @@ from es_lightning.tune.trials import Trial
 SETTINGS_NAME = "tune_trial_config.yaml"
 """The resolved settings a finished trial was made with."""
 MEASURE_NAME = "tune_measure.json"
-"""Wall-clock time, peak memory and exit status of a trial's process (:mod:`~es_lightning.tune.measure`)."""
+"""Wall-clock time, peak memory and exit status of a trial's process (:mod:`~es_lightning.report.measure`)."""
 
 
 @dataclass
@@ -67,38 +61,10 @@ class TrialResult:
         }
 
 
-def measured_command(spec: RunSpec) -> list[str]:
-    """The trial's ``fit`` command, wrapped to record its wall-clock time and peak memory."""
-    return [
-        sys.executable,
-        "-m",
-        "es_lightning.tune.measure",
-        str(spec.run_dir / MEASURE_NAME),
-        "--",
-        *command_line(spec),
-    ]
-
-
 def trial_compute(run_dir: Path) -> dict[str, float | None]:
-    """Updates, rollouts, generated tokens and seconds of a finished trial (module docstring)."""
-    series = {key: dict(values) for key, values in read_series(run_dir).items()}
-    seconds = series.get("time/step", {})
-    rate, generate = series.get("time/tokens_per_s", {}), series.get("time/generate", {})
-    length = series.get("train/response_len", {})
-    steps = sorted(seconds)
-    tokens = {s: rate[s] * generate[s] for s in steps if s in rate and s in generate}
-    complete = bool(steps) and len(tokens) == len(steps)
-    measured = read_json(run_dir / MEASURE_NAME) or {}
-    return {
-        "updates": float(len(steps)),
-        "rollouts": sum(tokens[s] / length[s] for s in steps)
-        if complete and all(length.get(s) for s in steps)
-        else None,
-        "generated_tokens": sum(tokens.values()) if complete else None,
-        "train_seconds": sum(seconds.values()) if steps else None,
-        "wall_seconds": measured.get("wall_seconds"),
-        "peak_rss_mb": measured.get("peak_rss_mb"),
-    }
+    """Updates, rollouts, generated tokens, seconds, wall-clock and peak memory of a finished trial
+    (:func:`~es_lightning.report.compute.run_compute`, measured in :data:`MEASURE_NAME`)."""
+    return run_compute(run_dir, MEASURE_NAME)
 
 
 def computed_settings(settings: str) -> Any:
@@ -151,7 +117,7 @@ def run_trial(trial: Trial, launch: bool = True, timeout_s: float | None = None)
     if not launch:
         return TrialResult(trial, "missing", error="not run (launch: false)")
     print(f"[tune] running {trial.spec.name} -> {run_dir}", flush=True)
-    outcome: RunOutcome = execute(trial.spec, timeout_s, command=measured_command)
+    outcome: RunOutcome = execute(trial.spec, timeout_s, command=partial(measured_command, name=MEASURE_NAME))
     print(f"[tune] {trial.spec.name}: {outcome.status} ({outcome.seconds:.0f} s)", flush=True)
     if not outcome.ok:
         return TrialResult(trial, "failed", error=outcome.error)

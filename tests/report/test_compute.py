@@ -47,3 +47,24 @@ def test_not_recorded(tmp_path):
     assert got["updates"] == 1 and got["generated_tokens"] is None and got["rollouts"] is None
     summary = collect_compute({"m": {0: tmp_path / "b"}})
     assert summary["m"]["train_seconds"]["mean"] == 2.0 and summary["m"]["rollouts"] is None
+    assert got["wall_seconds"] is None and got["peak_rss_mb"] is None  # not measured
+
+
+def test_a_measured_run_records_its_wall_clock_and_peak_memory(tmp_path):
+    import sys
+
+    from es_lightning.report.runs import MEASURE_NAME, RunSpec, measured_command
+
+    run_dir = tmp_path / "c"
+    _write(run_dir, [{"step": 1, "time/step": 2.0}])
+    spec = RunSpec("m", None, 0, "r.yaml", (), run_dir)
+    argv = measured_command(spec)
+    assert argv[:3] == [sys.executable, "-m", "es_lightning.report.measure"] and argv[4] == "--"
+    grow = "x = bytearray(300 * 2**20); x[::4096] = b'1' * len(x[::4096])"  # touch 300 MiB
+    import subprocess
+
+    code = subprocess.call([*argv[:5], sys.executable, "-c", grow])
+    assert code == 0
+    got = run_compute(run_dir)
+    assert got["peak_rss_mb"] > 300 and got["wall_seconds"] > 0
+    assert (run_dir / MEASURE_NAME).is_file()

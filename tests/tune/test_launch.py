@@ -58,7 +58,7 @@ def test_measure_records_peak_memory_and_passes_the_exit_status_on(tmp_path):
         "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); raise SystemExit(3)"  # touch 200 MiB
     )
     code = subprocess.call(
-        [sys.executable, "-m", "es_lightning.tune.measure", str(out), "--", sys.executable, "-c", grow]
+        [sys.executable, "-m", "es_lightning.report.measure", str(out), "--", sys.executable, "-c", grow]
     )
     record = json.loads(out.read_text())
     assert code == 3 and record["returncode"] == 3
