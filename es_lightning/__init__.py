@@ -36,8 +36,8 @@ _EXPORTS = {
     "Score": "es_lightning.tasks",
     "Callback": "es_lightning.training.callbacks",
     "ConfigError": "es_lightning.errors",
-    "fit": "es_lightning.cli",
-    "evaluate": "es_lightning.cli",
+    "fit": "es_lightning.training.command",
+    "evaluate": "es_lightning.evaluation.command",
 }
 _ALIASES = {"fit": "run_fit", "evaluate": "run_evaluate"}
 __all__ = sorted(_EXPORTS)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from inspect import isabstract
+from typing import Any
 
 ALIASES: dict[str, dict[str, str]] = {
     "strategy": {
@@ -100,3 +101,21 @@ def hinting_parser_class() -> type:
             super().error(message, ex)
 
     return HintingArgumentParser
+
+
+def prepare_parsing() -> None:
+    """What every command's parser relies on: dataclass field docstrings as ``--help``, and the
+    built-in rollouts imported, so that their short class names parse (``--rollout HFRollout``;
+    vLLM itself is imported when an engine starts)."""
+    from jsonargparse import set_parsing_settings
+
+    set_parsing_settings(docstring_parse_attribute_docstrings=True)
+    import es_lightning.rollout.hf  # noqa: F401
+    import es_lightning.rollout.vllm  # noqa: F401
+
+
+def command_parser(description: str, prog: str | None = None) -> Any:
+    """An empty parser for one of the ``es-lightning`` commands (:func:`hinting_parser_class`'s,
+    after :func:`prepare_parsing`); ``prog`` names it in usage lines (e.g. ``es-lightning fit``)."""
+    prepare_parsing()
+    return hinting_parser_class()(prog=prog, description=description)

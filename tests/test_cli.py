@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from es_lightning.cli import build_parser, run_fit
+from es_lightning.cli import build_parser
 from es_lightning.evaluation.suites import SUITES, resolve_eval_tasks
+from es_lightning.training.command import run_fit
 from tests.helpers import subprocess_env
 
 REPO = Path(__file__).resolve().parents[1]

@@ -183,9 +183,9 @@ def run_analyze(
             result["thresholded"] = list(exports)
         else:
             if rollout is None:
-                from es_lightning.cli import _default_rollout
+                from es_lightning.rollout.default import default_rollout
 
-                rollout = _default_rollout()
+                rollout = default_rollout()
             if device == "auto":
                 device = "cuda" if torch.cuda.is_available() else "cpu"
             analysis = result if threshold_view == "stored" else result["bf16"]

@@ -68,10 +68,9 @@ class FitParser:
     """``es-lightning fit``'s parser, built once, with parse errors turned into ConfigErrors."""
 
     def __init__(self) -> None:
-        from es_lightning.cli import build_parser
+        from es_lightning.training.command import fit_parser
 
-        self.parser = build_parser()
-        self.fit = self.parser._subcommands_action._name_parser_map["fit"]
+        self.fit = fit_parser()
 
     def parse(self, argv: list[str], where: str) -> Any:
         """The ``fit`` namespace of ``fit argv...``.
@@ -83,7 +82,7 @@ class FitParser:
         errors = io.StringIO()
         try:
             with contextlib.redirect_stderr(errors):
-                return self.parser.parse_args(["fit", *argv])["fit"]
+                return self.fit.parse_args(argv)
         except SystemExit:
             lines = [line.strip() for line in errors.getvalue().splitlines() if line.strip()]
             found = [line for line in lines if line.startswith(("error:", "- ", "Option", "Problem"))]

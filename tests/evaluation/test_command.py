@@ -1,8 +1,8 @@
-"""write_summary: the JSON file plus the results table as one column."""
+"""The evaluate command's output: write_summary's JSON file plus the results table as one column."""
 
 import json
 
-from es_lightning.evaluation.suite import write_summary
+from es_lightning.evaluation.command import write_summary
 from es_lightning.evaluation.table import format_table
 
 SUMMARIES = {

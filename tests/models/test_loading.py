@@ -328,7 +328,7 @@ def test_a_vllm_engine_serves_the_revision_asked_for(two_revisions):
 
 
 def test_the_evaluate_command_loads_the_revision_asked_for(two_revisions, tmp_path, monkeypatch):
-    from es_lightning.cli import run_evaluate
+    from es_lightning.evaluation.command import run_evaluate
     from es_lightning.evaluation.runner import EvalConfig
 
     loaded = {}

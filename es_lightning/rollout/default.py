@@ -1,0 +1,17 @@
+"""The rollout a command uses when none is given: vLLM when it is installed, else transformers."""
+
+from __future__ import annotations
+
+from es_lightning.rollout.base import Rollout
+
+
+def default_rollout() -> Rollout:
+    """A :class:`~es_lightning.rollout.vllm.VLLMRollout` when vLLM is installed, else an
+    :class:`~es_lightning.rollout.hf.HFRollout`, with their default settings."""
+    from es_lightning.rollout.vllm import VLLMRollout, vllm_available
+
+    if vllm_available():
+        return VLLMRollout()
+    from es_lightning.rollout.hf import HFRollout
+
+    return HFRollout()

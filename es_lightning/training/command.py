@@ -1,0 +1,139 @@
+"""The ``fit`` command: post-train a model with ES or GRPO and evaluate it before and after.
+
+:func:`run_fit` is the command (its typed signature is the recipe's schema, its docstring the
+``--help``), :func:`fit_parser` its parser (also what ``report`` and ``tune`` resolve a recipe
+with) and :func:`prepare_fit` the checks of its paths before anything is written or started::
+
+    es-lightning fit --config recipes/demo_cpu.yaml --trainer.max_steps 10
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lightning.fabric.loggers import Logger
+
+from es_lightning.errors import ConfigError
+from es_lightning.evaluation.runner import EvalConfig
+from es_lightning.module import ReasoningModule
+from es_lightning.rollout.base import Rollout
+from es_lightning.rollout.default import default_rollout
+from es_lightning.strategies.base import ReasoningStrategy
+from es_lightning.tasks.base import Task
+from es_lightning.training.callbacks import Callback
+from es_lightning.training.config import TrainerConfig
+from es_lightning.training.pipeline import Stage
+
+
+def run_fit(
+    module: ReasoningModule,
+    strategy: ReasoningStrategy | None = None,
+    stages: list[Stage] | None = None,
+    rollout: Rollout | None = None,
+    trainer: TrainerConfig = TrainerConfig(),  # noqa: B008  (jsonargparse lists its fields in --help)
+    evaluation: EvalConfig | None = None,
+    eval_tasks: dict[str, Task] | str | list[str] | None = None,
+    callbacks: list[Callback | Any] | None = None,
+    loggers: list[Logger] | None = None,
+    hparams: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Post-train a model with ES or GRPO and evaluate it before and after.
+
+    Args:
+        module: the model, its prompt format and the task it is trained on.
+        strategy: the optimizer as a Fabric strategy: ``es``, ``grpo`` or ``grpo_fsdp`` on the
+            command line (``--strategy es --strategy.sigma 1e-3``), or ``class_path:
+            es_lightning.strategies.ESStrategy`` (``GRPOStrategy``, ``GRPOFSDPStrategy``) with its
+            ``init_args`` (population_size, sigma, learning_rate, ...); ``--strategy.help ESStrategy``
+            lists a strategy's options.
+        stages: instead of ``strategy``: optimizers run in order on one model, each with a
+            ``fraction`` of the update budget (e.g. ES then GRPO, half each).
+        rollout: the generation backend: ``vllm`` (``es_lightning.rollout.vllm.VLLMRollout``, one
+            vLLM engine per device) or ``hf`` (``es_lightning.rollout.hf.HFRollout``, transformers
+            ``generate``); default: vLLM when installed, else transformers; ``--rollout.help
+            VLLMRollout`` lists a backend's options.
+        trainer: run length, batch size, output directory, devices, checkpoints, resume.
+        evaluation: Pass@K evaluation settings (``null`` skips evaluation).
+        eval_tasks: tasks evaluated before/after training, by the name used in metric keys
+            (``eval/{name}/pass@k``), or a named suite (``easy``, ``easy_heldout``, ``hard``,
+            ``hard_math``, ``hard_heldout``) or a list of suite names; default: the training task's test split.
+        callbacks: ``es_lightning.callbacks`` instances (TokenEntropy, ParameterDrift,
+            LayerAttribution, HeldOutPassAtK, PopulationDiversity, your own), or objects with hooks
+            such as ``on_train_batch_end(trainer, step, metrics)``; see callbacks/README.md.
+        loggers: further Fabric/Lightning loggers by ``class_path`` (e.g.
+            ``lightning.pytorch.loggers.CSVLogger``, ``WandbLogger``, ``MLFlowLogger``), added to
+            the run's own TensorBoard files and ``metrics.jsonl``; each gets every metric and, once,
+            the resolved configuration as hyperparameters.
+        hparams: the run's resolved configuration, recorded in every checkpoint (the CLI fills it).
+    """
+    from es_lightning.evaluation.suites import resolve_eval_tasks
+    from es_lightning.training.pipeline import run_pipeline
+    from es_lightning.training.trainer import Trainer
+
+    eval_tasks = resolve_eval_tasks(eval_tasks)  # a suite name or names -> {metric name: Task}
+    if (strategy is None) == (stages is None):
+        raise ConfigError("fit: give exactly one of `strategy` or `stages`")
+    if stages is not None:
+        return run_pipeline(
+            module,
+            stages,
+            rollout or default_rollout(),
+            trainer,
+            evaluation,
+            eval_tasks,
+            callbacks,
+            hparams,
+            loggers,
+        )
+    trainer_obj = Trainer(
+        module=module,
+        strategy=strategy,
+        rollout=rollout or default_rollout(),
+        config=trainer,
+        evaluation=evaluation,
+        eval_tasks=eval_tasks,
+        callbacks=callbacks,
+        hparams=hparams,
+        loggers=loggers,
+    )
+    return trainer_obj.fit()
+
+
+def fit_parser() -> Any:
+    """``es-lightning fit``'s parser: ``--config`` (a recipe) and every argument of :func:`run_fit`
+    but ``hparams``."""
+    from jsonargparse import ActionConfigFile
+
+    from es_lightning.cli_hints import command_parser
+
+    parser = command_parser(run_fit.__doc__.split("\n")[0], prog="es-lightning fit")
+    parser.add_argument("--config", action=ActionConfigFile, help="YAML recipe (see recipes/).")
+    parser.add_function_arguments(run_fit, fail_untyped=False, skip={"hparams"})
+    return parser
+
+
+def prepare_fit(trainer: TrainerConfig, has_stages: bool = False) -> Path:
+    """Checks of a fit's paths before anything is written or started: the run directory can be
+    created, and ``trainer.resume`` names a checkpoint (single-strategy runs; a pipeline resumes
+    each stage from its own folder). Returns the created run directory.
+
+    Raises:
+        ConfigError: ``output_dir`` cannot be created (a file is in the way, no permission), or it
+            holds a run and neither ``resume`` nor ``overwrite`` is set.
+        MissingPathError: ``resume`` names no checkpoint.
+    """
+    from es_lightning.checkpoint import resolve_resume
+    from es_lightning.training.run_dir import prepare_run_dir
+
+    out_dir = Path(trainer.output_dir)
+    if not has_stages:
+        resolve_resume(trainer.resume, out_dir)
+    prepare_run_dir(out_dir, trainer.resume, trainer.overwrite)  # one run per folder
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(
+            f"trainer.output_dir {str(out_dir)!r} cannot be created: {err.strerror or err}"
+        ) from None
+    return out_dir
