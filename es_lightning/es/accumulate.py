@@ -38,7 +38,6 @@ from collections.abc import Mapping
 
 import torch
 
-from es_lightning.es.noise import noise_like
 from es_lightning.es.parallel import map_tensors
 
 __all__ = ["RewardAccumulator", "LINEAR_NORMALIZATIONS"]
@@ -50,9 +49,9 @@ LINEAR_NORMALIZATIONS: tuple[str, ...] = ("zscore", "none")
 class RewardAccumulator:
     """A = Σ sign_i·(R_i − c)·ε_i and B = Σ sign_i·ε_i over the members this process evaluates.
 
-    Per member: :meth:`draw_member` (before its perturbation; folds the previous seed's ε when the
-    seed changes, then draws the new ε into :attr:`held`), :meth:`record` (its reward). At the end
-    :meth:`direction` gives A − (μ − c)·B per tensor (the caller scales by 1/s).
+    Per member: :meth:`begin_member` (before its perturbation; folds the previous seed's ε when the
+    seed changes; the perturbation then draws the new ε into :attr:`held`), :meth:`record` (its
+    reward). At the end :meth:`direction` gives A − (μ − c)·B per tensor (the caller scales by 1/s).
     """
 
     def __init__(self) -> None:
@@ -98,28 +97,26 @@ class RewardAccumulator:
         """Bytes held by the buffers (A, B and the held ε)."""
         return sum(3 * a.numel() * a.element_size() for a, _ in self._sums.values())
 
-    def draw_member(self, seed: int, sign: float, master: Mapping[str, torch.Tensor]) -> None:
-        """Hold ε_seed for the member about to be served (drawn only when the seed changes, after
-        the previous seed's ε is folded)."""
+    def begin_member(self, seed: int, sign: float, master: Mapping[str, torch.Tensor]) -> bool:
+        """A member θ + sign·σ·ε_seed is about to be served: fold the previous seed's ε when the seed
+        changes. Returns whether :attr:`held` must now be filled with ε_seed (the caller draws it
+        tensor by tensor as it perturbs, :meth:`~es_lightning.es.weights.ESWeights.perturbed`, and
+        must fill every tensor); ``False`` for the second member of an antithetic pair."""
         if not self.active:
             raise RuntimeError("RewardAccumulator: start() a population first")
         if self._sign is not None:
             raise RuntimeError("RewardAccumulator: the previous member's reward was not recorded")
-        if seed != self._seed:
+        fresh = seed != self._seed
+        if fresh:
             self._fold(master)
             self._seed = seed
-
-            def draw(name: str, m: torch.Tensor) -> None:
-                noise_like(seed, name, m.shape, m.device, out=self.held[name])
-
-            for _ in map_tensors(draw, master.items()):
-                pass
         self._sign = float(sign)
         self._b += float(sign)
         self._folded = False
+        return fresh
 
     def record(self, reward: float) -> None:
-        """R_i of the member served since :meth:`draw_member`."""
+        """R_i of the member served since :meth:`begin_member`."""
         if self._sign is None:
             raise RuntimeError("RewardAccumulator: record() without a member being evaluated")
         if self.reference is None:

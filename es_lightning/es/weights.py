@@ -65,10 +65,12 @@ class ESWeights:
         While accumulating, ε_seed is drawn into the accumulator's held buffer (and kept)."""
         scale, dtype = float(sign) * float(sigma), self.serving_dtype
         if self.accumulator.active:
-            self.accumulator.draw_member(seed, sign, self.master)
+            fresh = self.accumulator.begin_member(seed, sign, self.master)
             held = self.accumulator.held
 
             def member(name: str, m: torch.Tensor) -> tuple[str, torch.Tensor]:
+                if fresh:  # ε_seed into the held buffer, kept until the member's reward is folded
+                    noise_like(seed, name, m.shape, m.device, out=held[name])
                 return name, torch.add(m, held[name], alpha=scale).to(dtype)
 
         else:
