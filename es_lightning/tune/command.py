@@ -145,7 +145,9 @@ def run_tune(
     records = [result.to_json(selection) for result in results]
     parser = FitParser()
     summaries = {
-        method: _method_summary(parser, method, spec, removed[method], records, budget_tokens, output_dir)
+        method: _method_summary(
+            parser, method, spec, removed[method], records, budget_tokens, output_dir, selection.key
+        )
         for method, spec in methods.items()
     }
     tune = {"command": command_text(), "config": config, "trials": records, "methods": summaries}
@@ -164,13 +166,20 @@ def _method_summary(
     records: list[dict[str, Any]],
     budget: list[str],
     output_dir: Path,
+    key: str,
 ) -> dict[str, Any]:
-    """A method's configurations, their scores and the chosen one (whose recipe it writes)."""
+    """A method's configurations, their scores (with the Δ interval and whether it learned on
+    validation when the metric is a ``pass@k``) and the chosen one (whose recipe it writes)."""
     from es_lightning.tune.grid import expand
-    from es_lightning.tune.selection import candidates_of, choose
+    from es_lightning.tune.selection import candidates_of, choose, delta_interval
 
     points = {point.label: point for point in expand(spec.grid)}
-    candidates = candidates_of([r for r in records if r["method"] == method])
+    mine = [r for r in records if r["method"] == method]
+    candidates = candidates_of(mine)
+    intervals = {
+        c.label: delta_interval([r for r in mine if r["label"] == c.label], key) if c.eligible else None
+        for c in candidates
+    }
     summary: dict[str, Any] = {
         "recipe": spec.recipe,
         "grid": spec.grid,
@@ -181,6 +190,8 @@ def _method_summary(
                 "settings": dict(points[c.label].settings),
                 "score": c.score,
                 "eligible": c.eligible,
+                "delta_interval": intervals[c.label],
+                "learned": None if intervals[c.label] is None else intervals[c.label]["low"] > 0,
             }
             for c in candidates
         ],

@@ -23,7 +23,7 @@ from es_lightning.report.compute import run_compute
 from es_lightning.report.readers import is_finished
 from es_lightning.report.runs import RunOutcome, execute, measured_command
 from es_lightning.tune.config import Selection
-from es_lightning.tune.selection import trial_point
+from es_lightning.tune.selection import trial_outcomes, trial_point
 from es_lightning.tune.trials import Trial
 
 SETTINGS_NAME = "tune_trial_config.yaml"
@@ -57,6 +57,7 @@ class TrialResult:
             "before": None if point is None else point.before,
             "after": None if point is None else point.after,
             "delta": None if point is None else point.delta,
+            "outcomes": None if point is None else trial_outcomes(spec.run_dir, selection.task),
             "compute": self.compute,
         }
 

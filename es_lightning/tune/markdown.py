@@ -3,7 +3,9 @@
 Rendered from the content of ``tune.json`` alone (:func:`render`), so the file can be written again
 from it. One row per configuration: its grid values, the metric before and after (means over the
 seeds that finished), the score (mean Δ), the mean compute of its trials and their statuses; the
-chosen row is marked ``**chosen**``.
+chosen row is marked ``**chosen**``. For a ``pass@k`` metric each row also shows Δ's one-sided 95 %
+bounds (paired bootstrap over the validation problems) and whether it learned (lower bound above
+0); a method none of whose configurations learned is said to have learned nothing.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ def _method_table(method: str, summary: dict[str, Any], trials: list[dict[str, A
         "before",
         "after",
         "Δ (score)",
+        "Δ one-sided 95% bounds",
+        "learned",
         *(c[1] for c in COMPUTE_COLUMNS),
         "trials",
     ]
@@ -50,6 +54,10 @@ def _method_table(method: str, summary: dict[str, Any], trials: list[dict[str, A
             _number(_mean([t["after"] for t in finished]), ".3f"),
         ]
         cells.append(_number(candidate["score"], "+.3f"))
+        interval = candidate.get("delta_interval")
+        cells.append("-" if not interval else f"[{interval['low']:+.3f}, {interval['high']:+.3f}]")
+        learned = candidate.get("learned")
+        cells.append("-" if learned is None else ("yes" if learned else "no"))
         cells += [
             _number(_mean([t["compute"].get(key) for t in runs]), spec) for key, _, spec in COMPUTE_COLUMNS
         ]
@@ -57,6 +65,22 @@ def _method_table(method: str, summary: dict[str, Any], trials: list[dict[str, A
         cells.append(statuses)
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _learning_note(method: str, summary: dict[str, Any]) -> list[str]:
+    """Whether any configuration learned on validation (its Δ's lower bound above 0)."""
+    learned = [c.get("learned") for c in summary["candidates"]]
+    if not learned or any(v is None for v in learned):
+        return []
+    if any(learned):
+        names = [c["label"] for c in summary["candidates"] if c.get("learned")]
+        return [f"Learned on validation (Δ's one-sided 95% lower bound above 0): {', '.join(names)}.", ""]
+    return [
+        f"**No configuration of {method} learned on validation**: every Δ's one-sided 95% lower bound "
+        "(paired bootstrap over validation problems, pooled over seeds) is at or below 0. The rule still "
+        "chooses one; results from it are those of a method that did not learn here.",
+        "",
+    ]
 
 
 def render(tune: dict[str, Any]) -> str:
@@ -95,6 +119,7 @@ def render(tune: dict[str, Any]) -> str:
                 "",
             ]
             continue
+        lines += _learning_note(method, summary)
         lines += [
             f"Chosen: **{chosen['label']}** (score {chosen['score']:+.3f}), i.e. `{' '.join(chosen['overrides'])}`; "
             f"its recipe (the method's recipe, the budget and these values; evaluating the test split): `{chosen['recipe']}`.",

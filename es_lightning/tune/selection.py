@@ -16,17 +16,31 @@ takes part only when every seed finished with the metric recorded::
 The starting model's m_before is the same for every configuration of a seed (same weights, same
 validation prompts and sampling seed), so Δ ranks configurations as m_after does; Δ is what is
 reported, so a method that changed nothing scores 0, not the starting model's accuracy.
+
+The rule always chooses, also among configurations none of which learned. So beside the score,
+for a ``pass@k`` metric, every configuration gets the paired bootstrap over validation problems
+of its Δ (each trial's per-problem correct counts before and after, read from its saved
+completions; paired by problem and seed, pooled over seeds: :mod:`~es_lightning.report.bootstrap`)
+and ``learned`` = its one-sided 95 % lower bound lies above 0. That reading does not change the
+choice; it says whether the chosen configuration learned anything on validation at all.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from es_lightning.report.intervals import ProblemBootstrap
+from es_lightning.report.outcomes import run_outcomes
 from es_lightning.report.readers import read_after, read_before
 from es_lightning.tune.config import Selection
+
+LEVEL = 0.95
+"""One-sided level of the ``learned`` reading."""
+RESAMPLES = 2000
 
 TIE = 1e-9
 """Scores closer than this are equal (the first in grid order wins)."""
@@ -101,3 +115,31 @@ def candidates_of(records: list[dict[str, Any]]) -> list[Candidate]:
         point = None if record["before"] is None else Point(record["before"], record["after"])
         by_label.setdefault(record["label"], {})[record["seed"]] = point
     return [Candidate(label, points) for label, points in by_label.items()]
+
+
+def trial_outcomes(run_dir: Path, task: str) -> dict[str, Any] | None:
+    """``{"problems", "m", "before", "after"}``: a trial's per-problem correct counts on the
+    validation problems (``None`` when either evaluation saved no completions with rewards, or
+    the two were of other problems)."""
+    before, after = run_outcomes(run_dir, "before", task), run_outcomes(run_dir, "after", task)
+    if before is None or after is None or before.m != after.m or before.problems != after.problems:
+        return None
+    return {"problems": before.problems, "m": before.m, "before": before.counts, "after": after.counts}
+
+
+def delta_interval(records: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
+    """The paired bootstrap interval of one configuration's Δ ``pass@k`` over its seeds' trials
+    (``None`` for another metric, or when a trial lacks its outcomes or saw other problems)."""
+    match = re.fullmatch(r"pass@(\d+)", key)
+    found = [r.get("outcomes") for r in records]
+    if match is None or not found or any(o is None for o in found):
+        return None
+    first = found[0]
+    if any(o["problems"] != first["problems"] or o["m"] != first["m"] for o in found):
+        return None
+    counts = {tag: {str(r["seed"]): r["outcomes"][tag] for r in records} for tag in ("before", "after")}
+    block = {"m": first["m"], "problems": first["problems"], "counts": counts}
+    k = int(match[1])
+    boot = ProblemBootstrap(block, LEVEL, RESAMPLES, seed=0)
+    interval = boot.difference("after", "before", k) if 1 <= k <= boot.m else None
+    return None if interval is None else interval.to_json()

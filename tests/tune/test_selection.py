@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from es_lightning.tune.config import Selection
@@ -68,3 +69,44 @@ def test_candidates_from_trial_records_in_grid_order():
     first, second = candidates_of(records)
     assert (first.label, first.score) == ("lr=1", 0.125)  # (0.25 + 0.0) / 2
     assert second.label == "lr=2" and not second.eligible and choose([first, second]) is first
+
+
+def _trial(tmp_path, name: str, before, after) -> dict:
+    """A trial's record with its outcomes read from completions written as an evaluation does."""
+    from es_lightning.tune.selection import trial_outcomes
+    from tests.report.synthetic import TASK, write_outcomes
+
+    run_dir = tmp_path / name
+    write_outcomes(run_dir / "eval", "before", np.asarray(before))
+    write_outcomes(run_dir / "eval", "after", np.asarray(after))
+    return {"seed": int(name[-1]), "outcomes": trial_outcomes(run_dir, TASK)}
+
+
+def test_learned_reads_the_paired_bootstrap_of_the_validation_outcomes(tmp_path):
+    from es_lightning.tune.selection import delta_interval
+
+    rng = np.random.default_rng(0)
+    p = rng.beta(1, 2, size=200)
+    before = [rng.binomial(32, p) for _ in range(2)]
+    same = [rng.binomial(32, p) for _ in range(2)]  # a configuration that changed nothing
+    better = [rng.binomial(32, np.clip(p + 0.1, 0, 1)) for _ in range(2)]
+    nothing = [_trial(tmp_path, f"n{s}", before[s], same[s]) for s in range(2)]
+    learned = [_trial(tmp_path, f"l{s}", before[s], better[s]) for s in range(2)]
+    assert nothing[1]["outcomes"]["after"] == same[1].tolist()
+    flat, up = delta_interval(nothing, "pass@1"), delta_interval(learned, "pass@1")
+    expected = (np.mean(better) - np.mean(before)) / 32  # pooled over seeds and problems
+    assert up["estimate"] == pytest.approx(expected) and up["low"] > 0
+    assert flat["low"] <= 0 <= flat["high"]
+    assert delta_interval(learned, "greedy") is None  # only pass@k has per-problem counts here
+    assert delta_interval([{"seed": 0, "outcomes": None}], "pass@1") is None
+
+
+def test_tune_md_says_when_no_configuration_learned():
+    from es_lightning.tune.markdown import _learning_note
+
+    def summary(*learned):
+        return {"candidates": [{"label": f"c{i}", "learned": v} for i, v in enumerate(learned)]}
+
+    assert "No configuration of es learned" in _learning_note("es", summary(False, False))[0]
+    assert _learning_note("es", summary(False, True))[0].endswith(": c1.")
+    assert _learning_note("es", summary(None, True)) == []
