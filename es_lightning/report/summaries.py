@@ -1,0 +1,77 @@
+"""Small run summaries to keep in git: what a report or a tune needs to be rebuilt, no weights.
+
+    python -m es_lightning.report.summaries runs/report_cpu docs/report/cpu
+    python -m es_lightning.report.summaries runs/tune_cpu docs/tune/cpu
+
+copies from every run folder under ``SRC`` (any depth) the files the report and the tune read —
+resolved configs, ``metrics.jsonl``, ``pipeline.json``, the measured compute, ``eval/*.json``,
+``analysis`` JSON, the trajectory's evaluations, ``tune.json``/``TUNE.md``/``report.json`` — and
+the evaluations' ``*_completions.jsonl`` with the sampled texts left out (each row keeps its
+dataset fields and its ``rewards``: the per-problem correct counts the paired bootstrap reads;
+:mod:`~es_lightning.report.outcomes` identifies a problem without the sample fields). Checkpoints,
+TensorBoard files, logs and PNGs are not copied. Copying the summaries back into a run folder
+(``cp -r DST/. SRC``) lets ``es-lightning report`` / ``es-lightning tune`` reuse every finished
+run and rebuild the same REPORT.md / TUNE.md, and run only what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from es_lightning.evaluation.offline import COMPLETIONS_KEY, GREEDY_KEY
+
+KEEP_SUFFIXES = (".json", ".jsonl", ".yaml", ".md")
+"""What is copied (text summaries); anything under a ``checkpoints`` or ``tensorboard`` folder is not."""
+SKIP_PARTS = {"checkpoints", "tensorboard", "chosen_weights", ".model_meta"}
+STRIPPED = (COMPLETIONS_KEY, GREEDY_KEY)
+"""Sample texts dropped from ``*_completions.jsonl`` (their rewards stay)."""
+
+
+def strip_completions(src: Path, dst: Path) -> None:
+    """``src`` with the sampled texts of every row left out (rewards and dataset fields kept)."""
+    rows = []
+    for line in src.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        rows.append(json.dumps({k: v for k, v in row.items() if k not in STRIPPED}))
+    dst.write_text("\n".join(rows) + ("\n" if rows else ""), encoding="utf-8")
+
+
+def export_summaries(src: Path, dst: Path) -> list[Path]:
+    """Copy the summaries of ``src`` into ``dst`` (same relative paths); the files written."""
+    src, dst = Path(src), Path(dst)
+    if not src.is_dir():
+        raise FileNotFoundError(f"summaries: {str(src)!r} is not a folder")
+    if dst.resolve() == src.resolve() or src.resolve() in dst.resolve().parents:
+        raise ValueError(f"summaries: the destination {dst} must lie outside {src}")
+    written = []
+    for path in sorted(src.rglob("*")):
+        relative = path.relative_to(src)
+        if not path.is_file() or path.suffix not in KEEP_SUFFIXES or SKIP_PARTS & set(relative.parts):
+            continue
+        target = dst / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if path.name.endswith("_completions.jsonl"):
+            strip_completions(path, target)
+        else:
+            shutil.copyfile(path, target)
+        written.append(target)
+    return written
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] in ("-h", "--help"):
+        print("usage: python -m es_lightning.report.summaries SRC DST", file=sys.stderr)
+        return 2
+    written = export_summaries(Path(argv[0]), Path(argv[1]))
+    size = sum(p.stat().st_size for p in written)
+    print(f"[summaries] {len(written)} files, {size / 1e6:.2f} MB -> {argv[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
