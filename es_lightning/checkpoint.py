@@ -39,12 +39,18 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 
 from es_lightning.errors import MissingPathError
-from es_lightning.weight_files import SHARD_BYTES, iter_weights, served_files, weight_files, write_weights
+from es_lightning.weight_files import (
+    SHARD_BYTES,
+    STATE_FILE,
+    iter_weights,
+    served_files,
+    weight_files,
+    write_weights,
+)
 
 if TYPE_CHECKING:
     from es_lightning.models.loading import ModelLoading
 
-STATE_FILE = "trainer_state.json"
 HPARAMS_FILE = "hparams.yaml"
 CALLBACKS_FILE = "callbacks.pt"
 WeightsView = Literal["stored", "served"]

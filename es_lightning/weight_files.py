@@ -23,6 +23,9 @@ import torch
 from es_lightning.errors import MissingPathError
 
 MASTER_PREFIX = "master"
+STATE_FILE = "trainer_state.json"
+"""The file that makes a folder an es-lightning checkpoint (update index, seed, strategy, source model;
+see :mod:`es_lightning.checkpoint`)."""
 SHARD_BYTES = 4 * 2**30
 """Largest weights file written; bigger models are split into shards of at most this size."""
 

@@ -4,8 +4,9 @@ The paper's protocol is M = 32 samples at T = 0.6, reporting the unbiased Pass@K
 (see :mod:`es_lightning.evaluation.pass_at_k`), Maj@K and greedy accuracy, plus the samples' mean
 length in tokens (``response_len``) and the fraction that hit ``max_tokens`` (``truncated_frac``).
 
-The prompts are generated in chunks (about :data:`PROGRESS_CHUNKS` of them) so that a progress bar
-can advance, with the same samples as one ``generate`` call over all prompts: the built-in
+The prompts are generated in chunks (about ``PROGRESS_CHUNKS`` of them,
+:func:`~es_lightning.evaluation.sharding.chunk_size`) so that a progress bar can advance, with
+the same samples as one ``generate`` call over all prompts: the built-in
 backends seed by prompt index (vLLM seeds prompt i with ``seed + i``, transformers a batch that
 starts at prompt i with ``seed + i``), so chunk c is generated with ``seed + its first index``,
 and its boundaries fall on the transformers backend's own batches.
@@ -17,7 +18,6 @@ one rank (:mod:`es_lightning.evaluation.sharding`), and rank 0 gathers and summa
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,18 +27,13 @@ from tqdm.auto import tqdm
 
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.offline import write_completions_file
-from es_lightning.evaluation.sharding import gather_on_rank_zero, shard_alignment, shard_range
+from es_lightning.evaluation.sharding import chunk_size, gather_on_rank_zero, shard_alignment, shard_range
 from es_lightning.evaluation.summary import summarize
 from es_lightning.rollout.base import Rollout, RolloutOutput, SamplingConfig
 from es_lightning.tasks.base import Score
 
-PROGRESS_CHUNKS = 10
-"""About how many ``generate`` calls an evaluation's sampling is split into (the bar's steps)."""
 EVAL_SPLITS = ("test", "validation")
 """The splits an evaluation may read (``evaluation.split``)."""
-MIN_CHUNK_SEQUENCES = 1024
-"""The fewest sequences (prompts × M) per call to an engine that schedules its own batches (vLLM),
-so that it keeps full batches."""
 
 
 @dataclass
@@ -242,26 +237,6 @@ class _Scored:
         )
 
 
-def chunk_size(n_prompts: int, n: int, rollout: Rollout) -> int:
-    """Prompts per ``generate`` call: about ``n_prompts / PROGRESS_CHUNKS``. A rollout that
-    batches by ``batch_size`` sequences (transformers: ``batch_size // n`` prompts per batch) gets a
-    multiple of its batch, so its batches are those of one call over all prompts; any other (vLLM)
-    at least :data:`MIN_CHUNK_SEQUENCES` sequences.
-
-    >>> from es_lightning.rollout.hf import HFRollout
-    >>> chunk_size(500, 32, HFRollout(batch_size=64))  # 50 prompts: 25 batches of 64 // 32 = 2
-    50
-    >>> chunk_size(500, 4, HFRollout(batch_size=64))  # 64 prompts: 4 batches of 16
-    64
-    """
-    target = math.ceil(n_prompts / PROGRESS_CHUNKS)
-    batch = getattr(rollout, "batch_size", None)
-    if isinstance(batch, int) and batch > 0:
-        per_call = max(1, batch // n)
-        return max(1, math.ceil(target / per_call)) * per_call
-    return max(1, target, math.ceil(MIN_CHUNK_SEQUENCES / n))
-
-
 def generate_in_chunks(
     rollout: Rollout,
     prompts: Sequence[Sequence[int]],
@@ -271,7 +246,7 @@ def generate_in_chunks(
     first_index: int = 0,
 ) -> list[RolloutOutput]:
     """``rollout.generate(prompts, sampling)`` in calls of ``chunk`` prompts (default
-    :func:`chunk_size`), each seeded with ``sampling.seed`` + its first prompt's index (see the
+    :func:`~es_lightning.evaluation.sharding.chunk_size`), each seeded with ``sampling.seed`` + its first prompt's index (see the
     module docstring), counted from ``first_index`` (the index of ``prompts[0]`` in the whole
     evaluation, for a rank's shard); ``on_chunk(sequences)`` is called after each."""
     chunk = chunk or chunk_size(len(prompts), sampling.n, rollout)

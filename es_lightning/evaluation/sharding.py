@@ -1,4 +1,10 @@
-"""Evaluation sharded across ranks: each rank generates a contiguous share of the prompts.
+"""How an evaluation's prompts are split: into ``generate`` calls, and across ranks.
+
+One rank generates its prompts in chunks of :func:`chunk_size` prompts (about
+:data:`PROGRESS_CHUNKS` calls, so that a progress bar can advance; see
+:mod:`es_lightning.evaluation.runner` for why the samples are those of one call).
+
+Across ranks, each rank generates a contiguous share of the prompts.
 
 Every rank's engine serves the same weights (ES: the centre, whose checksum is compared across
 ranks after each update; GRPO: the policy each rank syncs into its own engine), so the ranks can
@@ -12,9 +18,8 @@ already restarts (see :mod:`es_lightning.evaluation.runner`), at a multiple of
 * :class:`~es_lightning.rollout.vllm.VLLMRollout`: anywhere (prompt i is seeded with ``seed + i``;
   as for the runner's chunks, this takes a request's samples not to depend on which other requests
   share the engine's batch);
-* any other rollout: on the single-rank evaluation's chunks
-  (:func:`~es_lightning.evaluation.runner.chunk_size`), so each rank makes exactly the
-  ``generate`` calls one rank would make.
+* any other rollout: on the single-rank evaluation's chunks (:func:`chunk_size`), so each rank
+  makes exactly the ``generate`` calls one rank would make.
 
 No setting needs a rank-0-only fallback: when one aligned block holds every prompt (a single batch
 or chunk), rank 0 simply gets them all and the other ranks nothing.
@@ -28,6 +33,11 @@ from typing import Any, TypeVar
 from es_lightning.rollout.base import Rollout
 
 T = TypeVar("T")
+PROGRESS_CHUNKS = 10
+"""About how many ``generate`` calls an evaluation's sampling is split into (the bar's steps)."""
+MIN_CHUNK_SEQUENCES = 1024
+"""The fewest sequences (prompts × M) per call to an engine that schedules its own batches (vLLM),
+so that it keeps full batches."""
 
 
 def shard_range(n_items: int, world_size: int, rank: int, align: int = 1) -> tuple[int, int]:
@@ -51,7 +61,6 @@ def shard_range(n_items: int, world_size: int, rank: int, align: int = 1) -> tup
 
 def shard_alignment(rollout: Rollout, n_prompts: int, n: int) -> int:
     """Prompts per aligned block for ``n`` samples per prompt (see the module docstring)."""
-    from es_lightning.evaluation.runner import chunk_size
     from es_lightning.rollout.vllm import VLLMRollout
 
     batch = getattr(rollout, "batch_size", None)
@@ -60,6 +69,26 @@ def shard_alignment(rollout: Rollout, n_prompts: int, n: int) -> int:
     if isinstance(rollout, VLLMRollout):
         return 1
     return chunk_size(n_prompts, n, rollout)
+
+
+def chunk_size(n_prompts: int, n: int, rollout: Rollout) -> int:
+    """Prompts per ``generate`` call: about ``n_prompts / PROGRESS_CHUNKS``. A rollout that
+    batches by ``batch_size`` sequences (transformers: ``batch_size // n`` prompts per batch) gets a
+    multiple of its batch, so its batches are those of one call over all prompts; any other (vLLM)
+    at least :data:`MIN_CHUNK_SEQUENCES` sequences.
+
+    >>> from es_lightning.rollout.hf import HFRollout
+    >>> chunk_size(500, 32, HFRollout(batch_size=64))  # 50 prompts: 25 batches of 64 // 32 = 2
+    50
+    >>> chunk_size(500, 4, HFRollout(batch_size=64))  # 64 prompts: 4 batches of 16
+    64
+    """
+    target = math.ceil(n_prompts / PROGRESS_CHUNKS)
+    batch = getattr(rollout, "batch_size", None)
+    if isinstance(batch, int) and batch > 0:
+        per_call = max(1, batch // n)
+        return max(1, math.ceil(target / per_call)) * per_call
+    return max(1, target, math.ceil(MIN_CHUNK_SEQUENCES / n))
 
 
 def gather_on_rank_zero(obj: T, world_size: int) -> list[T] | None:

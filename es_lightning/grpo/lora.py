@@ -143,8 +143,7 @@ def engine_holds_frozen_weights(engine_model: str | Path, serving_dtype: torch.d
     (a resume, a pipeline stage's start) whose served file is fp32 or ``serving_dtype``; False when
     that file was written in another dtype (e.g. a bf16 run resumed in fp32: the engine would hold
     bf16-rounded copies of the fp32 weights the trainer holds) or records none."""
-    from es_lightning.checkpoint import STATE_FILE
-    from es_lightning.weight_files import master_files
+    from es_lightning.weight_files import STATE_FILE, master_files
 
     folder = Path(engine_model)
     if not master_files(folder):

@@ -13,7 +13,7 @@ learning rate.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -21,12 +21,9 @@ from es_lightning.grpo.logprobs import token_logprobs_and_entropy
 from es_lightning.grpo.lora import seed_dropout
 from es_lightning.grpo.loss import grpo_loss
 
-if TYPE_CHECKING:
-    from es_lightning.strategies.grpo import _GRPO
-
 
 def optimize_policy(
-    self: _GRPO,
+    self: Any,  # the GRPO strategy: its settings, model, optimizer, π_ref and lr_at (strategies/grpo.py)
     fabric: Any,
     input_ids: torch.Tensor,  # (S, L)
     attention: torch.Tensor,  # (S, L)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from es_lightning.errors import ConfigError
+from es_lightning.models.hub import cached_config, hub_offline, looks_local
 
 _OWN_SETTINGS = {
     "dtype": "module.dtype",
@@ -68,8 +69,6 @@ class ModelLoading:
 
     def hub_kwargs(self, path: str) -> dict[str, Any]:
         """For ``AutoTokenizer``/``AutoConfig``/``GenerationConfig.from_pretrained(path, ...)``."""
-        from es_lightning.models.source import looks_local
-
         kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
         if self.revision is not None and not looks_local(str(path)):
             kwargs["revision"] = self.revision
@@ -94,8 +93,6 @@ class ModelLoading:
 def model_folder(model: str, revision: str | None = None) -> Path | None:
     """The folder holding ``model``'s files: the folder itself, or the hub snapshot at ``revision``
     (its Python files fetched when the hub can be reached); ``None`` when neither is at hand."""
-    from es_lightning.models.source import cached_config, hub_offline, looks_local
-
     if looks_local(model):
         folder = Path(model).expanduser()
         return folder if folder.is_dir() else None

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from es_lightning.errors import ConfigError, MissingPathError
+from es_lightning.models.hub import cached_config, hub_cache, hub_offline, looks_local
 
 if TYPE_CHECKING:
     from es_lightning.models.loading import ModelLoading
@@ -28,45 +29,6 @@ if TYPE_CHECKING:
 BUILTIN_PREFIX = "es-lightning/"
 HUB_TIMEOUT_S = 10.0
 """How long the hub may take to say whether an id that is not cached exists."""
-_TRUE = {"1", "on", "true", "yes"}
-
-
-def hub_offline() -> bool:
-    """Whether downloads are off (``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE``)."""
-    from huggingface_hub import constants
-
-    env = (os.environ.get(v, "").strip().lower() for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
-    return bool(constants.HF_HUB_OFFLINE) or any(v in _TRUE for v in env)
-
-
-def hub_cache() -> str:
-    """The folder the HF hub cache lives in (``$HF_HUB_CACHE``, default ``~/.cache/huggingface/hub``)."""
-    from huggingface_hub import constants
-
-    return str(constants.HF_HUB_CACHE)
-
-
-def looks_local(name: str) -> bool:
-    """Whether ``name`` is meant as a path rather than a hub id."""
-    return (
-        name.startswith((".", "/", "~"))
-        or name.count("/") > 1
-        or "\\" in name
-        or Path(name).expanduser().exists()
-    )
-
-
-def cached_config(repo_id: str, revision: str | None = None) -> str | None:
-    """The cached ``config.json`` of ``repo_id`` at ``revision`` (default ``main``), or ``None``."""
-    from huggingface_hub import try_to_load_from_cache
-
-    found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
-    return found if isinstance(found, str) else None
-
-
-def is_cached(repo_id: str, revision: str | None = None) -> bool:
-    """Whether ``repo_id``'s ``config.json`` (at ``revision``) is in the local HF hub cache."""
-    return cached_config(repo_id, revision) is not None
 
 
 def needs_remote_code(config: dict[str, Any]) -> bool:

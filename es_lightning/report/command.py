@@ -17,10 +17,6 @@ checkpoint evaluation, and retries the failed ones. ``--from_json`` judges a sav
 
 from __future__ import annotations
 
-import json
-import re
-import shlex
-import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +33,7 @@ from es_lightning.report.config import (
     VerdictSettings,
     split_overrides,
 )
+from es_lightning.report.output import report_command, write_report
 
 if TYPE_CHECKING:
     from es_lightning.report.runs import RunOutcome
@@ -69,15 +66,6 @@ def build_plan(
         quick=quick,
         **settings,
     )
-
-
-def _command() -> str | None:
-    """The ``es-lightning ...`` command line when this process is one (for REPORT.md)."""
-    program = Path(sys.argv[0]) if sys.argv else Path()
-    ours = program.name == "es-lightning" or (
-        program.name == "__main__.py" and program.parent.name == "es_lightning"
-    )
-    return shlex.join(["es-lightning", *sys.argv[1:]]) if ours else None
 
 
 def _finished(outcomes: list[RunOutcome]) -> tuple[RunDirs, dict[str, RunDirs]]:
@@ -140,7 +128,7 @@ def build_report(
     config["output_dir"] = str(plan.output_dir)
     runs = [o.to_json() for o in outcomes] + analyses + (trajectory_runs or [])
     report: dict[str, Any] = {
-        "command": _command(),
+        "command": report_command(),
         "config": config,
         "runs": runs,
         "failures": [r for r in runs if r["status"] in ("failed", "missing")],
@@ -159,28 +147,6 @@ def build_report(
     report["forgetting"] = collect_forgetting(plan, forgetting_runs)
     report.update(judge(report))
     return report
-
-
-def _compact(text: str) -> str:
-    """JSON with every list of plain numbers on one line (the per-problem counts stay readable)."""
-    return re.sub(
-        r"\[\s*(-?[\d.eE+-]+(?:,\s*-?[\d.eE+-]+)*)\s*\]",
-        lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",
-        text,
-    )
-
-
-def write_report(report: dict[str, Any], output_dir: Path) -> Path:
-    """Draw the figures, then write ``report.json`` and ``REPORT.md``; returns REPORT.md's path."""
-    from es_lightning.report.figures import make_figures
-    from es_lightning.report.markdown import render
-
-    output_dir.mkdir(parents=True, exist_ok=True)
-    report["figures"], report["skipped_figures"] = make_figures(report, output_dir)
-    (output_dir / "report.json").write_text(_compact(json.dumps(report, indent=2)))
-    path = output_dir / "REPORT.md"
-    path.write_text(render(report))
-    return path
 
 
 def run_report(

@@ -8,8 +8,8 @@ named in its legend. ``pass_at_k.png`` (mean ± sd over seeds per method, K on a
 updates marked, the base's sampling box, the end-point frontier dashed), ``entropy.png`` and
 ``heldout.png`` (:mod:`~es_lightning.report.figures_training`), ``drift.png`` and
 ``ablations.png`` (:mod:`~es_lightning.report.figures_drift`). :func:`make_figures` skips a figure
-whose inputs are absent and says why. Figures are drawn on matplotlib's Agg canvas without
-touching pyplot's global state.
+whose inputs are absent and says why. What the figures share (the Agg canvas, colours, the band)
+is in :mod:`~es_lightning.report.canvas`.
 """
 
 from __future__ import annotations
@@ -17,55 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
-COLORS = {
-    "base": "black",
-    "es": "tab:blue",
-    "grpo": "tab:red",
-    "es_then_grpo": "tab:purple",
-    "grpo_then_es": "tab:orange",
-    "es_permuted": "tab:gray",
-}
-BAND = {"color": "0.6", "alpha": 0.25}
-
-
-def pow2_ticks(ks: list[int]) -> list[int]:
-    """Powers of two between the smallest and largest K, plus both ends."""
-    return sorted(
-        {min(ks), max(ks), *(2**i for i in range(max(ks).bit_length()) if min(ks) <= 2**i <= max(ks))}
-    )
-
-
-def color(name: str, i: int) -> str:
-    return COLORS.get(name, f"C{(i + 5) % 10}")
-
-
-def new_figure(n_panels: int = 1, width: float = 6.4, height: float = 4.4) -> tuple[Figure, list[Any]]:
-    cols = min(n_panels, 3)
-    rows = -(-n_panels // cols)
-    fig = Figure(figsize=(width * cols * 0.8 if cols > 1 else width, height * rows), dpi=110)
-    FigureCanvasAgg(fig)
-    return fig, [fig.add_subplot(rows, cols, i + 1) for i in range(n_panels)]
-
-
-def save(fig: Figure, path: Path) -> Path:
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png")
-    return path
-
-
-def base_line(ax: Any, value: float, low: float, high: float, label: str) -> None:
-    """The base's value as a horizontal line with its noise band."""
-    ax.axhline(value, color="black", linewidth=1, linestyle=":")
-    ax.axhspan(low, high, label=label, **BAND)
-
-
-def level_label(report: dict[str, Any]) -> str:
-    level = (report["config"].get("verdicts") or {}).get("level", 0.95)
-    return f"one-sided {100 * level:g}%"
+from es_lightning.report.canvas import BAND, color, level_label, new_figure, pow2_ticks, save
+from es_lightning.report.figures_drift import has_ablation, has_drift, plot_ablations, plot_drift
+from es_lightning.report.figures_training import plot_entropy, plot_heldout
 
 
 def plot_pass_at_k(report: dict[str, Any], rows: dict[str, dict[str, Any]], path: Path) -> Path:
@@ -166,9 +120,6 @@ def _trajectory(ax: Any, report: dict[str, Any], intervals: dict[str, Any], k: s
 
 def make_figures(report: dict[str, Any], output_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Draw every figure whose inputs exist; ``({name: file}, {name: why it was skipped})``."""
-    from es_lightning.report.figures_drift import has_ablation, has_drift, plot_ablations, plot_drift
-    from es_lightning.report.figures_training import plot_entropy, plot_heldout
-
     made: dict[str, str] = {}
     skipped: dict[str, str] = {}
     rows = {m: r for m, r in (report["evaluations"].get("pass_at_k") or {}).items() if any(r.values())}

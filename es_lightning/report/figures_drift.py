@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from es_lightning.report.figures import BAND, base_line, color, level_label, new_figure, save
+from es_lightning.report.canvas import BAND, base_line, color, level_label, new_figure, save
 
 
 def has_drift(report: dict[str, Any]) -> bool:

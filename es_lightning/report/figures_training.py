@@ -15,7 +15,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from es_lightning.report.figures import base_line, color, new_figure, save
+from es_lightning.report.canvas import base_line, color, new_figure, save
 
 
 def _band(

@@ -58,7 +58,7 @@ def merged_verdicts(saved: dict[str, Any] | None, given: VerdictSettings) -> dic
 def rerender(path: Path, output_dir: Path, verdicts: VerdictSettings | None = None) -> dict[str, Any]:
     """Judge the report saved at ``path`` again and write it into ``output_dir``; returns it."""
     from es_lightning.report.claims import judge
-    from es_lightning.report.command import _command, write_report
+    from es_lightning.report.output import report_command, write_report
 
     report = load_saved(path)
     if Path(output_dir).resolve() == path.parent.resolve():
@@ -69,7 +69,7 @@ def rerender(path: Path, output_dir: Path, verdicts: VerdictSettings | None = No
     config["verdicts"] = merged_verdicts(config.get("verdicts"), verdicts or VerdictSettings())
     config.setdefault("trajectory", asdict(TrajectorySettings()))
     report["source"] = {"from_json": str(path), "command": report.get("command")}
-    report["command"] = _command()
+    report["command"] = report_command()
     empty = {
         "curves": {"entropy": {}, "entropy_change": {}, "heldout": {}, "heldout_final": {}},
         "drift": {"methods": {}, "ratio": None, "taus": []},

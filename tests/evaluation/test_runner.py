@@ -5,13 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from es_lightning.evaluation import runner
-from es_lightning.evaluation.runner import EvalConfig, chunk_size, evaluate_rows, generate_in_chunks
+from es_lightning.evaluation import sharding
+from es_lightning.evaluation.runner import EvalConfig, evaluate_rows, generate_in_chunks
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.rollout.hf import HFRollout
 from es_lightning.tasks import Echo
-from tests.helpers import generate_only_rollout
 
 TASK = Echo(length=4, n_train=4, n_test=10)
 
@@ -27,17 +26,6 @@ def small_batches(tiny_model_path):
     rollout.setup(str(tiny_model_path), torch.device("cpu"), torch.float32)
     yield rollout
     rollout.close()
-
-
-def test_chunks_are_whole_batches_of_a_transformers_rollout_and_full_batches_for_others():
-    assert chunk_size(500, 32, HFRollout(batch_size=64)) == 50  # 25 batches of 2 prompts
-    assert chunk_size(500, 4, HFRollout(batch_size=64)) == 64  # 50 prompts rounded up to 4 batches of 16
-    assert chunk_size(10, 4, HFRollout(batch_size=8)) == 2
-    assert chunk_size(3, 64, HFRollout(batch_size=8)) == 1  # one prompt per batch when n > batch_size
-    engine = generate_only_rollout()  # no batch_size: schedules its own batches, as vLLM does
-    assert chunk_size(500, 32, engine) == 50
-    assert chunk_size(40, 32, engine) == 32  # at least MIN_CHUNK_SEQUENCES = 1024 sequences
-    assert chunk_size(1, 1, engine) == 1024
 
 
 def test_chunked_sampling_equals_one_call_on_transformers(tiny_model_path, small_batches):
@@ -58,7 +46,7 @@ def test_chunked_sampling_equals_one_call_on_transformers(tiny_model_path, small
 def test_evaluate_rows_shows_a_bar_and_gives_the_samples_of_one_call(
     tiny_model_path, small_batches, monkeypatch, capsys
 ):
-    monkeypatch.setattr(runner, "PROGRESS_CHUNKS", 5)  # 10 prompts: 5 calls of 2
+    monkeypatch.setattr(sharding, "PROGRESS_CHUNKS", 5)  # 10 prompts: 5 calls of 2
     module = ReasoningModule(model=str(tiny_model_path), task=TASK)
     rows = TASK.load("test")
     config = EvalConfig(num_samples=4, temperature=1.0, max_tokens=8, ks=[1, 4], seed=3)

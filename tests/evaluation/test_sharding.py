@@ -1,4 +1,5 @@
-"""Evaluation sharded across ranks: the shares, and the same samples and summaries as one rank."""
+"""An evaluation split into calls and across ranks: the chunks, the shares, and the same samples and
+summaries as one rank."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import pytest
 import torch
 
 from es_lightning.evaluation import runner, sharding
-from es_lightning.evaluation.runner import EvalConfig, chunk_size, evaluate_rows, evaluate_rows_sharded
-from es_lightning.evaluation.sharding import shard_alignment, shard_range
+from es_lightning.evaluation.runner import EvalConfig, evaluate_rows, evaluate_rows_sharded
+from es_lightning.evaluation.sharding import chunk_size, shard_alignment, shard_range
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput
 from es_lightning.rollout.hf import HFRollout
@@ -60,6 +61,17 @@ def test_shard_range_matches_a_plain_reference():
                 assert shares[0][0] == 0 and shares[-1][1] == n_items
                 assert all(a[1] == b[0] for a, b in zip(shares, shares[1:]))
                 assert all(start % align == 0 or start == n_items for start, _ in shares)
+
+
+def test_chunks_are_whole_batches_of_a_transformers_rollout_and_full_batches_for_others():
+    assert chunk_size(500, 32, HFRollout(batch_size=64)) == 50  # 25 batches of 2 prompts
+    assert chunk_size(500, 4, HFRollout(batch_size=64)) == 64  # 50 prompts rounded up to 4 batches of 16
+    assert chunk_size(10, 4, HFRollout(batch_size=8)) == 2
+    assert chunk_size(3, 64, HFRollout(batch_size=8)) == 1  # one prompt per batch when n > batch_size
+    engine = generate_only_rollout()  # no batch_size: schedules its own batches, as vLLM does
+    assert chunk_size(500, 32, engine) == 50
+    assert chunk_size(40, 32, engine) == 32  # at least MIN_CHUNK_SEQUENCES = 1024 sequences
+    assert chunk_size(1, 1, engine) == 1024
 
 
 def test_alignment_is_the_batch_for_transformers_anywhere_for_vllm_else_the_chunk():
