@@ -4,18 +4,18 @@
   block of the completion; else the last fenced block of any language; else the whole completion.
   An unclosed final fence (a truncated completion) counts as running to the end of the text;
 * execution: the code, then the row's ``test_setup_code``, in a
-  :class:`~es_lightning.tasks.sandbox.Sandbox` child, never in this process. Every MBPP test is
+  :class:`~es_lightning.sandbox.sandbox.Sandbox` child, never in this process. Every MBPP test is
   ``assert <expr> == <literal>``: the child evaluates only ``<expr>`` and returns its value as
   plain data (an object of a model-defined class, or of a subclass of a builtin, fails the test);
   this process compares it with the literal, which the child never sees. Other assert forms take
-  the sandbox's two-phase path (:mod:`~es_lightning.tasks.sandbox`). The tests are the row's
+  the sandbox's two-phase path (:mod:`~es_lightning.sandbox.sandbox`). The tests are the row's
   ``test_list``, plus ``challenge_test_list`` when ``use_challenge_tests``;
 * isolation (``isolation``): ``"bwrap"`` (default) runs each child in a bubblewrap sandbox: no
   network; own pid, ipc, uts and mount namespaces; a read-only view of only the interpreter's base
   prefix and the system libraries (the dataset, the project and home directories are not there);
   a private size-limited ``/tmp``; uid/gid 65534 without capabilities; at most 16 processes
   (a warning says when the kernel cannot enforce that); every process killed at the end. Scoring raises
-  :class:`~es_lightning.tasks.sandbox.SandboxUnavailableError` when bubblewrap cannot run here.
+  :class:`~es_lightning.sandbox.sandbox.SandboxUnavailableError` when bubblewrap cannot run here.
   ``"process"`` is a plain child process with the same limits and protocol but **no security
   boundary** (an explicit opt-out; it warns once);
 * reward: ``1.0`` when every assert passes, else ``0.0``; ``Score.extra`` holds ``tests_passed``
@@ -29,11 +29,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from es_lightning.sandbox import Isolation, Sandbox, SandboxResult
 from es_lightning.tasks.base import Score
 from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.families import DatasetTask
 from es_lightning.tasks.registry import register_task
-from es_lightning.tasks.sandbox import Isolation, Sandbox, SandboxResult
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = {"python", "py", "python3"}

@@ -4,9 +4,9 @@ import time
 
 import pytest
 
+from es_lightning.sandbox.sandbox import Sandbox, SandboxUnavailableError
 from es_lightning.tasks import MBPP, DataSource
 from es_lightning.tasks.mbpp import extract_code
-from es_lightning.tasks.sandbox import Sandbox, SandboxUnavailableError
 from tests.helpers import ASSETS
 
 QUIET_PROCESS = pytest.mark.filterwarnings(

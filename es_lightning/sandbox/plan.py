@@ -30,7 +30,7 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Any
 
-from es_lightning.tasks.sandbox_protocol import Failure, value_source
+from es_lightning.sandbox.protocol import Failure, value_source
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 

@@ -1,4 +1,4 @@
-"""Starting, containing and ending one sandboxed child (:mod:`es_lightning.tasks.sandbox_child`).
+"""Starting, containing and ending one sandboxed child (:mod:`es_lightning.sandbox.child`).
 
 ``bwrap`` isolation (the default) runs the child in a bubblewrap (0.8 or later) sandbox
 (:func:`bwrap_argv`)::
@@ -30,7 +30,7 @@ The run ends by killing the sandbox's pid-1 process through a pidfd (its host pi
 ``--info-fd``) and waiting until it is gone, which kills every process in its pid namespace (a
 grandchild in its own session or a double fork included), on timeout and after a normal exit alike.
 
-``process`` isolation runs ``python -I -S -B sandbox_child.py`` as a plain child process in its own
+``process`` isolation runs ``python -I -S -B child.py`` as a plain child process in its own
 session, with a clean environment and a fresh temporary cwd, and kills its process group at the
 end. It is **not a security boundary**: the code can read and write whatever the trainer can, use
 the network, and leave processes behind (a ``setsid`` grandchild escapes the group kill).
@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 SANDBOX_UID = SANDBOX_GID = 65534
-CHILD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox_child.py")
+CHILD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 _INSIDE_SCRIPT = "/es_sandbox_child.py"
 _TAIL_CHARS = 2000
 

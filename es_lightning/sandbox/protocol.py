@@ -1,7 +1,7 @@
 """The wire format between a sandboxed child and the parent, and its strict decoder.
 
 Values cross from model code to the parent only as plain data, in the tagged encoding of
-:func:`es_lightning.tasks.sandbox_child.encode`: one JSON document, ASCII, without JSON numbers.
+:func:`es_lightning.sandbox.child.encode`: one JSON document, ASCII, without JSON numbers.
 ``null``/``true``/``false`` and strings stand for themselves, everything else is ``[tag, ...]``:
 ``i`` int (hex), ``f`` float (``float.hex``: nan and inf included), ``c`` complex, ``b`` bytes
 (hex), ``l`` list, ``t`` tuple, ``S`` set, ``F`` frozenset, ``d`` dict (keys and values

@@ -1,4 +1,4 @@
-"""The child side of the code sandbox: a script, run as ``python -I -S -B sandbox_child.py``.
+"""The child side of the code sandbox: a script, run as ``python -I -S -B child.py``.
 
 It imports only the standard library (inside the bubblewrap sandbox nothing else exists) and holds
 no secret: the job it reads from stdin carries the model's code, the row's setup code and the
@@ -19,7 +19,7 @@ no secret: the job it reads from stdin carries the model's code, the row's setup
 
 Model code shares this process with steps 3 and 4 and can rewrite them, so the parent trusts
 nothing in a phase-1 report beyond its being plain data: it decodes it strictly and compares the
-values itself (:mod:`es_lightning.tasks.sandbox_protocol`).
+values itself (:mod:`es_lightning.sandbox.protocol`).
 """
 
 import collections

@@ -4,7 +4,7 @@ cannot forge. Model code never runs in the calling process.
 **Principle.** Values produced by model code cross into this process only as strictly typed plain
 data, and the verdict is computed by code the model cannot reach:
 
-* **phase 1** (an untrusted child, :mod:`~es_lightning.tasks.sandbox_child`) runs the code and the
+* **phase 1** (an untrusted child, :mod:`~es_lightning.sandbox.child`) runs the code and the
   row's setup code, then evaluates *probe expressions* only and writes their values in a tagged
   plain-data encoding (int, float incl. nan/inf, complex, bool, None, str, bytes, list, tuple,
   dict, set, frozenset, range; builtin iterators and generators materialised up to a length cap).
@@ -17,10 +17,10 @@ data, and the verdict is computed by code the model cannot reach:
   this process compares the decoded value with ``ast.literal_eval(<literal>)``; any other test form
   takes the **two-phase** path, whose phase 2 is a second sandboxed child containing no model code:
   the model's module-level imports, the setup code and the test with each probe replaced by the
-  literal of its value. The rules are in :mod:`~es_lightning.tasks.sandbox_plan`, the encoding
-  in :mod:`~es_lightning.tasks.sandbox_protocol`.
+  literal of its value. The rules are in :mod:`~es_lightning.sandbox.plan`, the encoding
+  in :mod:`~es_lightning.sandbox.protocol`.
 
-**Isolation** (``Sandbox.isolation``, details in :mod:`~es_lightning.tasks.sandbox_isolation`):
+**Isolation** (``Sandbox.isolation``, details in :mod:`~es_lightning.sandbox.isolation`):
 
 * ``"bwrap"`` (default): each child runs in a bubblewrap sandbox with no network, its own pid, ipc,
   uts and mount namespaces, a read-only view of only the interpreter's base prefix and the system
@@ -51,9 +51,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from es_lightning.errors import ConfigError
-from es_lightning.tasks import sandbox_isolation as isolation_
-from es_lightning.tasks.sandbox_plan import Plan, plan
-from es_lightning.tasks.sandbox_protocol import (
+from es_lightning.sandbox import isolation as isolation_
+from es_lightning.sandbox.plan import Plan, plan
+from es_lightning.sandbox.protocol import (
     CAPS,
     FORMAT,
     Failure,
