@@ -84,6 +84,21 @@ def computed_settings(settings: str) -> Any:
     return loaded
 
 
+def _known(now: Any, record: Any) -> Any:
+    """``now`` without the mapping keys ``record`` lacks (at any depth)."""
+    if isinstance(now, dict) and isinstance(record, dict):
+        return {k: _known(v, record[k]) for k, v in now.items() if k in record}
+    return now
+
+
+def same_settings(recorded: str, now: str) -> bool:
+    """Whether a finished trial's recorded settings are today's, up to settings that change
+    nothing it computes (:func:`computed_settings`) and settings added since it ran (absent from
+    its record, as resume treats them: a new setting's default keeps the old behaviour)."""
+    old, new = computed_settings(recorded), computed_settings(now)
+    return old == _known(new, old)
+
+
 def _set_aside(run_dir: Path) -> Path:
     """Move a finished trial made with other settings out of the way (never deleted)."""
     n = 1
@@ -103,7 +118,7 @@ def run_trial(trial: Trial, launch: bool = True, timeout_s: float | None = None)
     stale = (
         is_finished(run_dir)
         and recorded.is_file()
-        and computed_settings(recorded.read_text()) != computed_settings(trial.settings)
+        and not same_settings(recorded.read_text(), trial.settings)
     )
     if stale and not launch:
         return TrialResult(trial, "missing", error="made with other settings (launch: false leaves it)")

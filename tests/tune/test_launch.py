@@ -105,3 +105,15 @@ def test_a_trial_made_with_other_settings_is_never_deleted(tmp_path):
     second = _set_aside(tmp_path / "t")
     assert (first.name, second.name) == ("t.other-settings-1", "t.other-settings-2")
     assert (first / "eval" / "after.json").is_file()
+
+
+def test_a_setting_added_since_the_trial_ran_is_not_compared(tmp_path):
+    from es_lightning.tune.launch import run_trial, same_settings
+
+    now = SETTINGS.format(window=20).replace("sigma: 0.01", "sigma: 0.01\n    antithetic_budget: rollouts")
+    assert same_settings(SETTINGS.format(window=20), now)
+    assert not same_settings(now, SETTINGS.format(window=20))  # a recorded setting gone is a change
+    trial = _finished_trial(tmp_path / "t", SETTINGS.format(window=20), now)
+    assert run_trial(trial, launch=False).status == "reused"
+    changed = now.replace("sigma: 0.01", "sigma: 0.02")
+    assert not same_settings(SETTINGS.format(window=20), changed)
