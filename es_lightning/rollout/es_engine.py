@@ -90,8 +90,9 @@ class ESEngine(ABC):
     def es_directions(
         self, names: Sequence[str], coeffs: Mapping[int, float] | None = None, mean: float | None = None
     ) -> dict[str, torch.Tensor]:
-        """Unscaled float32 directions of the tensors ``names`` on CPU: Σ_s c_s ε_s drawn again
-        (``coeffs``), or this engine's accumulated Σ_i sign_i (R_i − μ) ε_i (``mean`` = μ)."""
+        """Unscaled float32 directions of the tensors ``names`` (on the master's device, or CPU from
+        an engine in another process): Σ_s c_s ε_s drawn again (``coeffs``), or this engine's
+        accumulated Σ_i sign_i (R_i − μ) ε_i (``mean`` = μ)."""
 
     @abstractmethod
     def es_apply_directions(

@@ -258,7 +258,7 @@ class HFRollout(Rollout, ESEngine):
     def es_directions(
         self, names: Sequence[str], coeffs: Mapping[int, float] | None = None, mean: float | None = None
     ) -> dict[str, torch.Tensor]:
-        return {n: d.cpu() for n, d in self.es.directions(names, coeffs, mean).items()}
+        return self.es.directions(names, coeffs, mean)
 
     @override
     def es_apply_directions(

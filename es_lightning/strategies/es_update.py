@@ -64,15 +64,18 @@ class RankUpdate:
         """Per chunk of tensors: this rank's directions (``local(names)``; zeros for tensors it has
         none of), summed over the ranks."""
         numels = {n: int(np.prod(s, dtype=np.int64)) for n, s in shapes.items()}
+        device = self.strategy.root_device  # where the collective runs (gloo: CPU, NCCL: the GPU)
         for names in chunk_names(numels, EXCHANGE_NUMBERS):
             mine = local(names)
             flat = torch.cat(
                 [
-                    mine[n].reshape(-1) if n in mine else torch.zeros(numels[n], dtype=torch.float32)
+                    mine[n].reshape(-1).to(device)
+                    if n in mine
+                    else torch.zeros(numels[n], dtype=torch.float32, device=device)
                     for n in names
                 ]
             )
-            flat = self.strategy.all_reduce(flat.to(self.strategy.root_device), reduce_op="sum").cpu()
+            flat = self.strategy.all_reduce(flat, reduce_op="sum")
             parts = torch.split(flat, [numels[n] for n in names])
             yield {n: part.reshape(shapes[n]) for n, part in zip(names, parts, strict=True)}
 

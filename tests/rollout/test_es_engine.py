@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from transformers import AutoTokenizer
@@ -62,6 +63,39 @@ def test_vllm_and_hf_agree_on_perturbations_and_updates(vllm_rollout, hf_rollout
     nv = vllm_rollout.es_update(coeffs, lr=0.01, population_size=3)
     nh = hf_rollout.es_update(coeffs, lr=0.01, population_size=3)
     assert nv == pytest.approx(nh, rel=1e-12) and nv > 0
+    assert vllm_rollout.es_checksum() == hf_rollout.es_checksum()
+    assert vllm_rollout.checksum() == pytest.approx(hf_rollout.checksum(), rel=1e-12)
+
+
+@pytest.mark.vllm
+def test_vllm_and_hf_agree_on_accumulated_updates_and_exchanged_directions(vllm_rollout, hf_rollout):
+    """The accumulated update inside the vLLM worker (rewards riding on the next call) and the
+    directions streamed out of it and back in are the HF rollout's, bit for bit."""
+    hf_rollout.es_init()
+    members, rewards = [(1, 1.0), (2, 1.0), (3, 1.0)], [0.25, 1.0, 0.5]
+    for rollout in (vllm_rollout, hf_rollout):
+        rollout.es_accumulate(True)
+        for (seed, sign), reward in zip(members, rewards):
+            rollout.es_perturb(seed, sign, 0.05)
+            rollout.es_record_reward(reward)
+            rollout.es_restore()
+    mean, std = float(np.mean(rewards)), float(np.std(rewards))
+    nv = vllm_rollout.es_update_accumulated(mean, std, 0.01, 3)
+    nh = hf_rollout.es_update_accumulated(mean, std, 0.01, 3)
+    assert nv == pytest.approx(nh, rel=1e-12) and nv > 0
+    assert vllm_rollout.es_checksum() == hf_rollout.es_checksum()
+    assert vllm_rollout.es_fold_seconds() > 0
+    shapes = hf_rollout.es_tensor_shapes()
+    assert vllm_rollout.es_tensor_shapes() == shapes
+    names = list(shapes)
+    coeffs = {4: 0.5, 5: -1.5}
+    dv, dh = vllm_rollout.es_directions(names, coeffs=coeffs), hf_rollout.es_directions(names, coeffs=coeffs)
+    assert all(torch.equal(dv[n], dh[n]) for n in names)
+    half = len(names) // 2
+    chunks = [{n: dh[n].clone() for n in names[:half]}, {n: dh[n].clone() for n in names[half:]}]
+    nv = vllm_rollout.es_apply_directions(chunks, lr=0.01, population_size=2)
+    nh = hf_rollout.es_update(coeffs, lr=0.01, population_size=2)
+    assert nv == pytest.approx(nh, rel=1e-12)
     assert vllm_rollout.es_checksum() == hf_rollout.es_checksum()
     assert vllm_rollout.checksum() == pytest.approx(hf_rollout.checksum(), rel=1e-12)
 

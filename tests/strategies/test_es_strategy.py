@@ -234,6 +234,81 @@ def test_antithetic_logs_kappa_pair(tiny_model_path, hf_rollout, fabric_es):
     assert "es/kappa_pair" in metrics
 
 
+class _FirstCharacter(Task):
+    """Reward = (code of the response's first character mod 5)/4: varies as soon as a perturbation
+    changes the first greedy token, so small populations of the tiny model have varied rewards."""
+
+    name = "first_character"
+
+    def load(self, split="train"):
+        return [{"q": f"{i}{i}"} for i in range(4)]
+
+    def question(self, row):
+        return row["q"]
+
+    def score(self, completion, row):
+        return Score(reward=(ord(completion[0]) % 5) / 4 if completion else 0.0, answer=None)
+
+
+def test_antithetic_directions_budget_evaluates_both_signs_of_n_directions(
+    tiny_model_path, hf_rollout, fabric_es
+):
+    """``antithetic_budget: directions``: N directions, 2N members (ε_j then −ε_j), and the update
+    θ + α/(2N)·Σ_i sign_i z_i ε_i; its population is the ``rollouts`` population of 2N members."""
+    from es_lightning.es.update import Population
+
+    n, sigma, alpha = 3, 0.05, 0.02
+    fabric, strategy = fabric_es(
+        population_size=n,
+        sigma=sigma,
+        learning_rate=alpha,
+        estimator="antithetic",
+        antithetic_budget="directions",
+    )
+    module = _module(tiny_model_path, task=_FirstCharacter())
+    rows = module.task.load("train")
+    hf_rollout.es_init()
+    theta = {k: v.clone() for k, v in hf_rollout.es.master.items()}
+    result = strategy.training_step(fabric, module, hf_rollout, rows, step=3, run_seed=11)
+    population = result.population
+    base = seed_schedule(11, 3, n)
+    assert population.seeds == [s for s in base for _ in range(2)]
+    assert population.signs == [1.0, -1.0] * n
+    assert population.member_prompt_rewards.shape == (2 * n, len(rows))
+    assert Population.sample(11, 3, 2 * n, True, "rollouts") == strategy.population(11, 3)
+    r = population.rewards
+    assert r.std() > 0, "the test needs varied member rewards"
+    z = (r - r.mean()) / r.std()
+    for name, t in theta.items():
+        step = sum(
+            zi * sign * noise_like(seed, name, t.shape).double()
+            for seed, sign, zi in zip(population.seeds, population.signs, z, strict=True)
+        )
+        expected = t.double() + alpha / (2 * n) * step
+        assert torch.allclose(hf_rollout.es.master[name].double(), expected, atol=1e-6), name
+    assert "es/kappa_pair" in result.metrics
+
+
+def test_accumulated_and_redrawn_updates_agree(tiny_model_path, hf_rollout, fabric_es):
+    """The same two updates with ``update: accumulate`` and ``redraw``: the same rewards, centres
+    equal up to float32 summation order, and the accumulated update's folds counted as update time."""
+    module = _module(tiny_model_path, task=_FirstCharacter())
+    rows = module.task.load("train")
+    runs = {}
+    for update in ("accumulate", "redraw"):
+        fabric, strategy = fabric_es(population_size=4, sigma=0.05, learning_rate=0.05, update=update)
+        hf_rollout.es_init()
+        metrics = [strategy.training_step(fabric, module, hf_rollout, rows, t, 1).metrics for t in range(2)]
+        runs[update] = metrics, {k: v.clone() for k, v in hf_rollout.es.master.items()}
+    (acc_metrics, acc), (red_metrics, red) = runs["accumulate"], runs["redraw"]
+    assert [m["es/skipped"] for m in acc_metrics] == [0.0, 0.0], "the test needs two real updates"
+    assert [m["train/reward_mean"] for m in acc_metrics] == [m["train/reward_mean"] for m in red_metrics]
+    for name in acc:
+        torch.testing.assert_close(acc[name], red[name], rtol=0, atol=1e-6)
+    assert any(not torch.equal(acc[n], red[n]) for n in acc)  # two code paths, not one
+    assert all(m["time/update"] > 0 and m["time/perturb_restore"] > 0 for m in acc_metrics)
+
+
 def test_independent_member_seeds_change_what_members_sample(tiny_model_path, hf_rollout, fabric_es):
     """With common seeds two members that serve the same weights sample the same responses; with
     independent seeds they do not (the κ_pair ablation's two conditions)."""
@@ -305,6 +380,8 @@ def test_refuses_a_rollout_that_cannot_run_es(tiny_model_path, fabric_es):
         (dict(member_sampling_seeds="shared"), "member_sampling_seeds"),
         (dict(member_rollouts="cached"), "member_rollouts"),
         (dict(population_size=3, estimator="antithetic"), "even"),
+        (dict(antithetic_budget="pairs"), "unknown antithetic_budget 'pairs'; use rollouts, directions"),
+        (dict(update="lazy"), "unknown update 'lazy'; use accumulate, redraw"),
         (dict(estimator="two_point"), "estimator"),
         (dict(normalization="softmax"), "normalization"),
         (dict(sigma=0.0), "sigma"),
@@ -321,6 +398,12 @@ def test_refuses_a_rollout_that_cannot_run_es(tiny_model_path, fabric_es):
 def test_bad_settings_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ESStrategy(**kwargs)
+
+
+def test_an_odd_number_of_directions_is_fine():
+    strategy = ESStrategy(population_size=3, estimator="antithetic", antithetic_budget="directions")
+    assert strategy.population(0, 0).size == 6
+    assert ESStrategy(population_size=4, estimator="antithetic").population(0, 0).size == 4
 
 
 def test_registered_with_fabric_by_name():

@@ -28,8 +28,12 @@ _assert_bit_identical = assert_bit_identical
 
 @pytest.mark.slow
 def test_population_on_one_or_two_ranks_gives_the_same_update(tmp_path):
-    one = _fit(tmp_path, "one", "--trainer.max_steps", "2", "--trainer.devices", "1")
-    two = _fit(tmp_path, "two", "--trainer.max_steps", "2", "--trainer.devices", "2")
+    """With the update redrawn, two ranks split its tensors and exchange the directions: the centre
+    after two updates is one rank's, bit for bit (the accumulated update's sums over two ranks
+    differ in float32 summation order only: ``tests/strategies/test_es_update.py``)."""
+    redraw = ("--strategy.init_args.update", "redraw", "--trainer.max_steps", "2")
+    one = _fit(tmp_path, "one", *redraw, "--trainer.devices", "1")
+    two = _fit(tmp_path, "two", *redraw, "--trainer.devices", "2")
     _assert_bit_identical(_master(one, 2), _master(two, 2))
     m1, m2 = read_metrics(one / "metrics.jsonl"), read_metrics(two / "metrics.jsonl")
     assert [m["train/reward_mean"] for m in m1] == [m["train/reward_mean"] for m in m2]
