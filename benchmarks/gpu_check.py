@@ -286,8 +286,9 @@ def run_es(device: torch.device, model_path: Path, s: Settings, grpo_follows: bo
         )
         forced = result.metrics["es/skipped"] == 1.0
         if forced:  # all rewards equal (random weights score 0): time the update the step skipped
-            _, update_s = timed(device, lambda step=step: _forced_update(strategy, rollout, step))
-            result.metrics["time/update"] = update_s
+            update = _forced_update(strategy, rollout, step)
+            _, update_s = timed(device, update)
+            result.metrics["time/update"] += update_s  # an accumulated update's folds are in already
             es_s += update_s
         records.append(
             {
@@ -334,17 +335,26 @@ def _next_es_repeat_s(last: dict[str, Any], s: Settings, grpo_follows: bool) -> 
     return repeat + 60.0 + s.grpo_updates * 2.5 * per_member * s.grpo_max_tokens / s.es_max_tokens
 
 
-def _forced_update(strategy: Any, rollout: Any, step: int) -> float:
-    """The ``es_update`` call ``training_step`` makes, with the coefficients of z-scored random
-    rewards (``benchmarks/measures/es_step.py``'s, which cannot be imported without vLLM)."""
+def _forced_update(strategy: Any, rollout: Any, step: int) -> Any:
+    """The update ``training_step`` skipped (to be called, and timed, by the caller), with the
+    coefficients of z-scored random rewards (``benchmarks/measures/es_step.py``'s, which cannot be
+    imported without vLLM). An accumulated update dropped its sums on the skip: one member is
+    evaluated again here, so the update has its last fold to make, as in a real one."""
     import numpy as np
 
-    from es_lightning.es.update import Population, member_coefficients
+    from es_lightning.es.update import member_coefficients
+    from es_lightning.strategies.es_update import accumulates, take_update
 
-    population = Population.sample(0, step, strategy.population_size, strategy.estimator == "antithetic")
-    rewards = np.random.default_rng(step).normal(size=strategy.population_size)
+    population = strategy.population(0, step)
+    rewards = np.random.default_rng(step).normal(size=population.size)
     coeffs = member_coefficients(population, rewards, strategy.normalization)
-    return rollout.es_update(coeffs, strategy.learning_rate, strategy.population_size)
+    accumulated = accumulates(strategy.update, strategy.normalization, strategy.reward_control)
+    if accumulated:
+        rollout.es_accumulate(True)
+        rollout.es_perturb(*population.members[0], strategy.sigma)
+        rollout.es_record_reward(float(rewards[0]))
+        rollout.es_restore()
+    return lambda: take_update(strategy, rollout, coeffs, rewards, accumulated)
 
 
 def run_grpo(device: torch.device, model_path: Path, s: Settings) -> dict[str, Any]:

@@ -99,17 +99,26 @@ class Bench:
     def prepared(self) -> dict[str, Any]:
         return self.script("prepare", "prepare", ["--adapters", str(self.s["lora_adapters"])])
 
-    def es_step(self, model: str, devices: int) -> dict[str, Any]:
+    def es_step(self, model: str, devices: int, update: str = "accumulate") -> dict[str, Any]:
+        """One ES-step measure; on the bench model both update modes are measured side by side in
+        it (alternating per repeat, against the same generation), and ``update`` picks the records."""
         demo = model == DEMO_MODEL
         batch = self.s["demo_batch"] if demo else self.s["batch"]
         repeats = self.s["demo_repeats"] if demo else self.s["repeats"]
         args = ["--model", model, "--population", str(POPULATION), "--batch", str(batch)]
         args += ["--max-tokens", str(self.s["max_tokens"]), "--repeats", str(repeats)]
         args += ["--devices", str(devices), "--binds", "0-1" if devices == 1 else "0;1"]
+        args += ["--updates", "accumulate" if demo else "accumulate,redraw"]
+        if self.s.get("skip_cached"):
+            args += ["--skip-cached"]
         if demo:
             args += ["--temperature", "0.6"]
         name = f"es_step_{'demo' if demo else 'bench'}_{devices}rank"
-        return self.script(name, "es_step", args, timeout_s=3600)
+        step = self.script(name, "es_step", args, timeout_s=3600)
+        records = [r for r in step["records"] if r.get("update", "accumulate") == update]
+        if not records:
+            raise RuntimeError(f"{name}: no records with update {update!r}")
+        return {**step, "records": records, "es": summary([r["es_s"] for r in records])}
 
     def engine(self, role: str, **extra: str) -> dict[str, Any]:
         args = [
@@ -200,8 +209,8 @@ class Bench:
 
 
 # -- the measures: each returns (ratio summary, context) -----------------------------------------
-def es_over_generation(b: Bench, model: str | None = None):
-    r = b.es_step(model or b.prepared()["bench_model"], 1)["records"]
+def es_over_generation(b: Bench, model: str | None = None, update: str = "accumulate"):
+    r = b.es_step(model or b.prepared()["bench_model"], 1, update)["records"]
     ctx = {
         "es_update_s": summary([x["es_s"] for x in r]),
         "generate_s": summary([x["generate_s"] for x in r]),
@@ -209,8 +218,10 @@ def es_over_generation(b: Bench, model: str | None = None):
     return ratio_summary([x["es_s"] for x in r], [x["generate_s"] for x in r]), ctx
 
 
-def update_share(b: Bench, model: str | None = None):
-    step = b.es_step(model or b.prepared()["bench_model"], 1)
+def update_share(b: Bench, model: str | None = None, update: str = "accumulate"):
+    """The update's own seconds (with an accumulated update's folds, which run inside the
+    perturbations) over the whole ES step."""
+    step = b.es_step(model or b.prepared()["bench_model"], 1, update)
     r = step["records"]
     parts = {
         k: summary([x[f"time/{k}"] for x in r]) for k in ("generate", "perturb_restore", "score", "update")
@@ -220,8 +231,9 @@ def update_share(b: Bench, model: str | None = None):
     }  # fmt: skip
 
 
-def two_engine_speedup(b: Bench):
-    one, two = b.es_step(b.prepared()["bench_model"], 1), b.es_step(b.prepared()["bench_model"], 2)
+def two_engine_speedup(b: Bench, update: str = "accumulate"):
+    one = b.es_step(b.prepared()["bench_model"], 1, update)
+    two = b.es_step(b.prepared()["bench_model"], 2, update)
     value = ratio_summary([x["es_s"] for x in one["records"]], [x["es_s"] for x in two["records"]])
     raw, _ = two_engine_speedup_raw_vllm(b)
     ctx = {"one_rank_s": one["es"], "two_ranks_s": two["es"], "raw_vllm_speedup": raw["median"]}
@@ -335,9 +347,12 @@ def prefix_cache_stale_fraction(b: Bench):
 MEASURES = {
     "es_over_generation": es_over_generation,
     "update_share": update_share,
+    "es_over_generation_redraw": lambda b: es_over_generation(b, update="redraw"),
+    "update_share_redraw": lambda b: update_share(b, update="redraw"),
     "es_over_generation_demo": lambda b: es_over_generation(b, DEMO_MODEL),
     "update_share_demo": lambda b: update_share(b, DEMO_MODEL),
     "two_engine_speedup": two_engine_speedup,
+    "two_engine_speedup_redraw": lambda b: two_engine_speedup(b, update="redraw"),
     "two_engine_speedup_raw_vllm": two_engine_speedup_raw_vllm,
     "rss_es_over_grpo": rss_es_over_grpo,
     "vllm_over_hf": vllm_over_hf,
@@ -368,8 +383,16 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--pause-file", type=Path, help="wait before each measure while this file exists")
     parser.add_argument("--reuse", action="store_true", help="take results already in --work (after a crash)")
+    parser.add_argument(
+        "--set", nargs="+", default=[], metavar="KEY=N", help="override settings, e.g. batch=8 repeats=2"
+    )
     args = parser.parse_args(argv)
-    settings = QUICK if args.quick else FULL
+    settings = dict(QUICK if args.quick else FULL)
+    for item in args.set:
+        key, _, value = item.partition("=")
+        if key not in settings and key != "skip_cached":
+            parser.error(f"--set: unknown setting {key!r}; one of {', '.join(settings)}, skip_cached")
+        settings[key] = int(value)
     args.work.mkdir(parents=True, exist_ok=True)
     bench = Bench(settings, args.work, args.pause_file, args.reuse)
     started = time.time()
@@ -394,7 +417,7 @@ def main(argv: list[str] | None = None) -> None:
     print_table(results)
     if args.json:
         write_json(args.json, {"machine": info, "results": results, "raw": bench.raw})
-    markdown = args.markdown or (None if args.quick or args.only else REPO / "BENCHMARKS.md")
+    markdown = args.markdown or (None if args.quick or args.only or args.set else REPO / "BENCHMARKS.md")
     if markdown:
         write_markdown(markdown, info, results)
         print(f"wrote {markdown}")

@@ -13,7 +13,9 @@ the fp32 centre in it. After a warm-up, each repeat times, between barriers:
   none can reuse another's prompt KV, so prefilling is part of their rollouts);
   ``generate_cached`` is the same with the cache kept (prompts prefilled once), for context;
 * ``es``: ``ESStrategy.training_step`` itself (perturb, generate, score, restore, all-reduce,
-  update, checksum agreement), with its own ``time/*`` breakdown.
+  update, checksum agreement), with its own ``time/*`` breakdown, once per ``--updates`` mode
+  (``accumulate``, ``redraw``) in each repeat, the modes' order alternating between repeats, so
+  that both are measured side by side against the same generation on the same engine.
 
 Rank 0 also times the parts of one perturbation inside its worker (``ProfilingWorker``).
 """
@@ -39,6 +41,8 @@ def main() -> None:
     parser.add_argument("--devices", type=int, default=1)
     parser.add_argument("--binds", default="0-1", help="cores per rank, ';'-separated")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--updates", default="accumulate", help="ESStrategy update modes, ','-separated")
+    parser.add_argument("--skip-cached", action="store_true", help="do not time generate_cached")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
 
@@ -50,7 +54,10 @@ def main() -> None:
     from es_lightning.rollout.vllm import VLLMRollout
     from es_lightning.strategies import ESStrategy
 
-    strategy = ESStrategy(population_size=args.population, sigma=args.sigma, learning_rate=args.sigma)
+    updates = args.updates.split(",")
+    strategy = ESStrategy(
+        population_size=args.population, sigma=args.sigma, learning_rate=args.sigma, update=updates[0]
+    )
     fabric = Fabric(accelerator="cpu", devices=args.devices, strategy=strategy)
     fabric.launch()
     binds = args.binds.split(";")
@@ -95,33 +102,42 @@ def main() -> None:
             tokens += sum(len(c.token_ids) for out in outputs for c in out.completions)
         fabric.barrier()
         generate_s = time.perf_counter() - t0
-        fabric.barrier()
-        t0 = time.perf_counter()
-        for _ in members:
-            rollout.generate(prompt_ids, replace(sampling, seed=seeds[0] % (2**31)))
-        fabric.barrier()
-        generate_cached_s = time.perf_counter() - t0
-        fabric.barrier()
-        t0 = time.perf_counter()
-        result = strategy.training_step(fabric, module, rollout, rows, step, 0)
-        fabric.barrier()
-        es_s = time.perf_counter() - t0
-        forced = result.metrics["es/skipped"] == 1.0
-        if forced:  # all rewards equal (random weights score 0): time the update the step skipped
-            result.metrics["time/update"] = update_s = _forced_update(fabric, strategy, rollout, step)
-            es_s += update_s
-        records.append(
-            {
-                "generate_s": generate_s,
-                "generate_cached_s": generate_cached_s,
-                "es_s": es_s,
-                "generate_tokens_rank0": tokens,
-                "update_forced": forced,
-                **{k: v for k, v in result.metrics.items() if k.startswith("time/")},
-            }
-        )
-        if fabric.is_global_zero:
-            print(f"repeat {step}: generate {generate_s:.2f} s, ES update {es_s:.2f} s", flush=True)
+        generate_cached_s = None
+        if not args.skip_cached:
+            fabric.barrier()
+            t0 = time.perf_counter()
+            for _ in members:
+                rollout.generate(prompt_ids, replace(sampling, seed=seeds[0] % (2**31)))
+            fabric.barrier()
+            generate_cached_s = time.perf_counter() - t0
+        for update in updates if step % 2 == 0 else updates[::-1]:
+            strategy.update = update
+            fabric.barrier()
+            t0 = time.perf_counter()
+            result = strategy.training_step(fabric, module, rollout, rows, step, 0)
+            fabric.barrier()
+            es_s = time.perf_counter() - t0
+            forced = result.metrics["es/skipped"] == 1.0
+            if forced:  # all rewards equal (random weights score 0): time the update the step skipped
+                update_s = _forced_update(fabric, strategy, rollout, step, args.sigma)
+                result.metrics["time/update"] += update_s
+                es_s += update_s
+            records.append(
+                {
+                    "update": update,
+                    "generate_s": generate_s,
+                    "generate_cached_s": generate_cached_s,
+                    "es_s": es_s,
+                    "generate_tokens_rank0": tokens,
+                    "update_forced": forced,
+                    **{k: v for k, v in result.metrics.items() if k.startswith("time/")},
+                }
+            )
+            if fabric.is_global_zero:
+                print(
+                    f"repeat {step} ({update}): generate {generate_s:.2f} s, ES update {es_s:.2f} s",
+                    flush=True,
+                )
 
     profile = stale = None
     if fabric.is_global_zero:
@@ -144,8 +160,12 @@ def main() -> None:
                 "max_tokens": args.max_tokens,
                 "engine_start_s": start_s,
                 "records": records,
-                "generate": summary([r["generate_s"] for r in records]),
-                "es": summary([r["es_s"] for r in records]),
+                "updates": updates,
+                "generate": summary([r["generate_s"] for r in records if r["update"] == updates[0]]),
+                "es": summary([r["es_s"] for r in records if r["update"] == updates[0]]),
+                "es_by_update": {
+                    u: summary([r["es_s"] for r in records if r["update"] == u]) for u in updates
+                },
                 "profile": profile,
                 "prefix_cache": stale,
                 "prompt_tokens": [len(p) for p in prompt_ids],
@@ -153,19 +173,29 @@ def main() -> None:
         )
 
 
-def _forced_update(fabric, strategy, rollout, step: int) -> float:
-    """Seconds of the ``es_update`` call ``training_step`` makes, with the coefficients of
-    z-scored random rewards (the same on every rank), between barriers."""
+def _forced_update(fabric, strategy, rollout, step: int, sigma: float) -> float:
+    """Seconds of the update ``training_step`` skipped, taken with the coefficients of z-scored
+    random rewards (the same on every rank), between barriers. An accumulated update folded every
+    member during the step (whatever the rewards) and drops its sums on a skip: here each rank
+    evaluates one member again outside the timing, so the timed call has its last fold to make,
+    as in a real update."""
     import numpy as np
 
-    from es_lightning.es.update import Population, member_coefficients
+    from es_lightning.es.update import member_coefficients
+    from es_lightning.strategies.es_update import accumulates, take_update
 
-    population = Population.sample(0, step, strategy.population_size, strategy.estimator == "antithetic")
-    rewards = np.random.default_rng(step).normal(size=strategy.population_size)
+    population = strategy.population(0, step)
+    rewards = np.random.default_rng(step).normal(size=population.size)
     coeffs = member_coefficients(population, rewards, strategy.normalization)
+    accumulated = accumulates(strategy.update, strategy.normalization, strategy.reward_control)
+    if accumulated:
+        rollout.es_accumulate(True)
+        rollout.es_perturb(*population.members[strategy.global_rank], sigma)
+        rollout.es_record_reward(float(rewards[strategy.global_rank]))
+        rollout.es_restore()
     fabric.barrier()
     t0 = time.perf_counter()
-    rollout.es_update(coeffs, strategy.learning_rate, strategy.population_size)
+    take_update(strategy, rollout, coeffs, rewards, accumulated)
     fabric.barrier()
     return time.perf_counter() - t0
 

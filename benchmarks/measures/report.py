@@ -112,7 +112,7 @@ def context_line(key: str, r: dict[str, Any]) -> str:
             + ", ".join(f"{k} {med(v):.2f}" for k, v in p.items())
             + f" (N={c['population']})"
         )
-    if key == "two_engine_speedup":
+    if key in ("two_engine_speedup", "two_engine_speedup_redraw"):
         return f"1 rank {med(c['one_rank_s']):.2f} s, 2 ranks {med(c['two_ranks_s']):.2f} s; ES/raw {c.get('es_over_raw', float('nan')):.2f}"
     if key == "two_engine_speedup_raw_vllm":
         return f"{c['prompts']} prompts: 1 engine on 2 cores {c['one_engine_both_cores_s']:.2f} s, 2 engines on 1 core each {c['two_engines_one_core_each_s']:.2f} s"
