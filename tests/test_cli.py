@@ -80,7 +80,7 @@ def test_fit_recipe_parses_builds_and_takes_overrides(recipe, tmp_path):
     if recipe.name.startswith(("smoke", "demo")):
         return
     if recipe.name.startswith(("coverage_cpu_", "forgetting_cpu_")):  # CPU: own sizes, paper's protocol
-        assert fit.trainer.batch_size == 32 and fit.module.task.n_test == 200
+        assert fit.trainer.batch_size == 64 and fit.module.task.n_test == 200
         assert (fit.evaluation.num_samples, fit.evaluation.temperature, fit.evaluation.ks) == (32, 0.6, None)
         return
     strategies = [fit.strategy] if fit.stages is None else [s.strategy for s in fit.stages]
@@ -112,7 +112,8 @@ def test_coverage_recipes_share_one_budget():
         fits[method] = init.fit
     for fit in fits.values():
         assert fit.module.model.endswith("tiny-countdown")
-        assert (fit.trainer.max_steps, fit.trainer.batch_size) == (30, 32)
+        assert (fit.trainer.max_steps, fit.trainer.batch_size) == (120, 64)  # coverage setting v2
+        assert type(fit.rollout) is type(fits["es"].rollout)  # one backend for every method
         assert vars(fit.module.task) == vars(fits["es"].module.task)
         assert fit.evaluation == fits["es"].evaluation
     for method in ("es_then_grpo", "grpo_then_es"):

@@ -25,7 +25,7 @@ def test_cpu_recipe_quick_plan():
     assert list(kwargs["methods"]) == ["es", "grpo", "es_then_grpo", "grpo_then_es", "es_permuted"]
     assert all(r.startswith("recipes/coverage_cpu_") for r in kwargs["methods"].values())
     assert kwargs["methods"]["es_permuted"] == kwargs["methods"]["es"]  # ES's recipe, rewards shuffled
-    assert kwargs["trajectory"].method == "grpo" and kwargs["trajectory"].every == 5
+    assert kwargs["trajectory"].method == "grpo" and kwargs["trajectory"].every == 10
     assert kwargs["verdicts"].permuted_control == "es_permuted" and kwargs["verdicts"].pass_margin == 0.01
     assert set(kwargs["ablations"]) == {"population_size", "normalization", "estimator", "kappa_pair"}
     assert kwargs["ablations"]["kappa_pair"].reference == {
@@ -44,7 +44,7 @@ def test_cpu_recipe_quick_plan():
     assert kwargs["forgetting"].out_of_domain == "arithmetic" and kwargs["forgetting"].margin == 0.05
     by_method = {s.group: s.overrides for s in specs[:5]}
     assert by_method["es_permuted"][-2:] == ("--strategy.init_args.reward_control", "permuted")
-    assert by_method["grpo"][-4:] == ("--trainer.checkpoint_every", "5", "--trainer.keep_last", "null")
+    assert by_method["grpo"][-4:] == ("--trainer.checkpoint_every", "10", "--trainer.keep_last", "null")
     assert specs[0].overrides == (
         "--trainer.max_steps",
         "6",
