@@ -2,7 +2,7 @@
 
 Run it as a script (``--help`` lists every option)::
 
-    python -m es_lightning.models.sft_countdown --output runs/tiny-countdown --evaluate
+    python -m es_lightning.warmstart.countdown --output runs/tiny-countdown --evaluate
 
 (the defaults are the packaged model's settings) or call :func:`train_countdown_model`. What it
 does, top to bottom:
@@ -20,7 +20,7 @@ does, top to bottom:
    sampling time like a base model that was never taught to backtrack;
 4. minimises next-token cross-entropy on the completion and EOS tokens only with AdamW, linear
    warmup then cosine decay to zero, gradient clipping at 1 (the loop every warm start shares,
-   :func:`~es_lightning.models.sft_loop.fit_completions`);
+   :func:`~es_lightning.warmstart.loop.fit_completions`);
 5. saves an HF folder (float32 ``model.safetensors``, config, tokenizer) that transformers and vLLM
    both load, plus ``training_config.json`` with the settings used.
 
@@ -41,10 +41,10 @@ from typing import Any
 
 import torch
 
-from es_lightning.models.sft import arithmetic_config
-from es_lightning.models.sft_loop import IGNORE, Example, epoch_queue, fit_completions, sft_parser
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 from es_lightning.tasks.countdown_tiny import CountdownTiny, Step, classify, solutions, worked_solution
+from es_lightning.warmstart.arithmetic import arithmetic_config
+from es_lightning.warmstart.loop import IGNORE, Example, epoch_queue, fit_completions, sft_parser
 
 
 def countdown_config(seed: int = 0) -> TinyConfig:
@@ -259,7 +259,7 @@ def evaluate_countdown_model(
 
 def main(argv: list[str] | None = None) -> None:
     parser = sft_parser(
-        "python -m es_lightning.models.sft_countdown",
+        "python -m es_lightning.warmstart.countdown",
         "Train the tiny countdown model (es-lightning/tiny-countdown) on CPU.",
         steps=2000,
         threads=1,

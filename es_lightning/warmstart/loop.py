@@ -1,5 +1,5 @@
-"""The supervised warm-start loop shared by the tiny models' scripts (``sft``, ``sft_countdown``,
-``sft_two_tasks``).
+"""The supervised warm-start loop shared by the tiny models' scripts (``arithmetic``, ``countdown``,
+``two_tasks``).
 
 Each script builds its own examples, ``(input_ids, labels)`` with the prompt labelled ``IGNORE``,
 and hands :func:`fit_completions` a function that returns the next batch of them. The loop then:

@@ -5,19 +5,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from es_lightning.models import sft_countdown
 from es_lightning.models.registry import PACKAGED_MODELS, resolve_model
-from es_lightning.models.sft_countdown import (
+from es_lightning.models.tiny import TinyConfig, build_tiny_model
+from es_lightning.module import ReasoningModule
+from es_lightning.tasks import CountdownTiny
+from es_lightning.warmstart import countdown
+from es_lightning.warmstart.countdown import (
     build_examples,
     countdown_config,
     diagnose,
     error_profile,
     train_countdown_model,
 )
-from es_lightning.models.sft_loop import IGNORE
-from es_lightning.models.tiny import TinyConfig, build_tiny_model
-from es_lightning.module import ReasoningModule
-from es_lightning.tasks import CountdownTiny
+from es_lightning.warmstart.loop import IGNORE
 
 ROW = {"nums": [4, 8, 2], "target": 10}
 PATH = ((8, "-", 2, 6), (6, "+", 4, 10))
@@ -112,14 +112,14 @@ def test_bad_options_are_refused(tmp_path, kwargs, match):
 
 
 def test_the_training_set_never_holds_a_held_out_problem():
-    task = sft_countdown.training_task(n_problems=3000, held_out=1000)
+    task = countdown.training_task(n_problems=3000, held_out=1000)
     test_keys = {(tuple(sorted(r["nums"])), r["target"]) for r in CountdownTiny(n_test=1000).load("test")}
     assert not test_keys & {(tuple(sorted(r["nums"])), r["target"]) for r in task.load("train")}
 
 
 def test_cli_help(capsys):
     with pytest.raises(SystemExit) as exit_:
-        sft_countdown.main(["--help"])
+        countdown.main(["--help"])
     assert exit_.value.code == 0
     assert "--steps" in capsys.readouterr().out
 
@@ -148,7 +148,7 @@ def test_packaged_model_resolves_in_place_and_is_small(tmp_path, monkeypatch):
 def test_packaged_model_leaves_room_for_pass_at_k_to_rise_and_fall():
     """The coverage demo's starting point, through the project's evaluation runner (transformers
     rollout, T=0.6): Pass@1 in [15%, 40%] and Pass@16 in [50%, 85%] on held-out problems."""
-    summary = sft_countdown.evaluate_countdown_model(resolve_model(PACKAGED), n_test=100, num_samples=16)
+    summary = countdown.evaluate_countdown_model(resolve_model(PACKAGED), n_test=100, num_samples=16)
     assert 0.15 <= summary["pass@1"] <= 0.40, summary
     assert 0.50 <= summary["pass@16"] <= 0.85, summary
     # its mistakes are in the reasoning, not in the answer format

@@ -2,7 +2,7 @@
 
 Run it as a script (``--help`` lists every option)::
 
-    python -m es_lightning.models.sft --output runs/tiny-arithmetic --evaluate
+    python -m es_lightning.warmstart.arithmetic --output runs/tiny-arithmetic --evaluate
 
 (the defaults: ``--steps 900 --seed 0 --alt-answer-fraction 0.5 --threads 2``, the packaged model's
 settings)
@@ -22,7 +22,7 @@ or call :func:`train_arithmetic_model`. What it does, top to bottom:
    not reliably the grader's answer format, and has to learn it from the reward;
 4. minimises next-token cross-entropy on the completion and EOS tokens only (prompt and padding
    carry no loss) with AdamW, linear warmup then cosine decay to zero, gradient clipping at 1
-   (:func:`~es_lightning.models.sft_loop.fit_completions`, the loop every warm start shares);
+   (:func:`~es_lightning.warmstart.loop.fit_completions`, the loop every warm start shares);
 5. saves an HF folder (float32 ``model.safetensors``, config, tokenizer) that transformers and vLLM
    both load, plus ``training_config.json`` with the settings used.
 
@@ -41,9 +41,9 @@ from typing import Any
 
 import torch
 
-from es_lightning.models.sft_loop import IGNORE, Example, epoch_queue, fit_completions, sft_parser
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 from es_lightning.tasks.arithmetic import Arithmetic, worked_solution
+from es_lightning.warmstart.loop import IGNORE, Example, epoch_queue, fit_completions, sft_parser
 
 ALT_ANSWER_MARK = "Answer:"
 """The other answer style of the warm-start data (``Answer: 14``); the task's verifier reads only
@@ -204,7 +204,7 @@ def evaluate_arithmetic_model(
 
 def main(argv: list[str] | None = None) -> None:
     parser = sft_parser(
-        "python -m es_lightning.models.sft",
+        "python -m es_lightning.warmstart.arithmetic",
         "Train the tiny a+b-c model (es-lightning/tiny-arithmetic) on CPU.",
         steps=900,
         threads=2,

@@ -4,7 +4,7 @@ The setting where forgetting can be measured: post-train on ``countdown_tiny`` o
 on its test problems (in domain) and on ``arithmetic``'s (out of domain), before and after
 (``recipes/forgetting_cpu_{es,grpo}.yaml``). Run it as a script (``--help`` lists every option)::
 
-    python -m es_lightning.models.sft_two_tasks --output runs/tiny-countdown-arithmetic --evaluate
+    python -m es_lightning.warmstart.two_tasks --output runs/tiny-countdown-arithmetic --evaluate
 
 (the defaults are the packaged model's settings) or call :func:`train_two_task_model`. What it
 does, top to bottom:
@@ -14,10 +14,10 @@ does, top to bottom:
    covers both tasks' prompts and solutions (``Q: 4 8 2 -> 10`` and ``Q: 12+7-5=?``);
 2. takes the two training sets of the single-task warm starts, with their held-out discipline:
    ``countdown_tiny``: the ``n_problems`` problems after the first ``held_out`` of the
-   ``CountdownTiny(seed=0)`` stream (:func:`es_lightning.models.sft_countdown.training_task`, the
+   ``CountdownTiny(seed=0)`` stream (:func:`es_lightning.warmstart.countdown.training_task`, the
    problems ``tiny-countdown`` was trained on); ``arithmetic``: every ``a+b-c`` problem except
    the first ``held_out`` of the ``Arithmetic(seed=0)`` test stream
-   (:func:`es_lightning.models.sft.training_task`); so both tasks' test and validation splits
+   (:func:`es_lightning.warmstart.arithmetic.training_task`); so both tasks' test and validation splits
    (problems 1-200 and 201-400 of those streams) are never trained on;
 3. fills every batch with ``batch_size - arithmetic_per_batch`` countdown problems and
    ``arithmetic_per_batch`` arithmetic problems (:class:`MixedStream`), each task in epochs of
@@ -26,7 +26,7 @@ does, top to bottom:
    solution always ends ``A: r`` (no second answer style: a format the verifier ignores would
    turn "forgetting" into a formatting effect);
 4. trains with the loop every warm start shares
-   (:func:`~es_lightning.models.sft_loop.fit_completions`: completion-only cross-entropy, AdamW,
+   (:func:`~es_lightning.warmstart.loop.fit_completions`: completion-only cross-entropy, AdamW,
    warmup then cosine, clipping at 1) and saves an HF folder plus ``training_config.json``
    (which records the starting model and its sha256).
 
@@ -49,10 +49,11 @@ from typing import Any
 import torch
 
 from es_lightning.errors import ConfigError
-from es_lightning.models import sft, sft_countdown
-from es_lightning.models.sft_loop import Example, epoch_queue, fit_completions, sft_parser
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 from es_lightning.tasks.countdown_tiny import Step
+from es_lightning.warmstart import arithmetic as arithmetic_warmstart
+from es_lightning.warmstart import countdown as countdown_warmstart
+from es_lightning.warmstart.loop import Example, epoch_queue, fit_completions, sft_parser
 
 COUNTDOWN, ARITHMETIC = "countdown_tiny", "arithmetic"
 
@@ -74,7 +75,7 @@ class MixedStream:
     ``arithmetic_per_batch`` arithmetic ones, each task in epochs of its own ``randperm`` order.
 
     Seeded generators: ``seed`` orders countdown problems, ``seed + 1`` draws their solutions
-    (as in :mod:`~es_lightning.models.sft_countdown`), ``seed + 2`` orders arithmetic problems.
+    (as in :mod:`~es_lightning.warmstart.countdown`), ``seed + 2`` orders arithmetic problems.
     """
 
     def __init__(
@@ -124,12 +125,18 @@ def encode_problems(problems: list[Problem], countdown_module: Any, arithmetic_m
     arithmetic = [problems[i].row for i in at[ARITHMETIC]]
     examples: dict[int, Example] = {}
     if countdown:
-        built = sft_countdown.build_examples(
+        built = countdown_warmstart.build_examples(
             countdown_module, [p.row for p in countdown], [p.steps for p in countdown]
         )
         examples.update(zip(at[COUNTDOWN], built, strict=True))
     if arithmetic:
-        examples.update(zip(at[ARITHMETIC], sft.build_examples(arithmetic_module, arithmetic), strict=True))
+        examples.update(
+            zip(
+                at[ARITHMETIC],
+                arithmetic_warmstart.build_examples(arithmetic_module, arithmetic),
+                strict=True,
+            )
+        )
     return [examples[i] for i in range(len(problems))]
 
 
@@ -138,17 +145,17 @@ def training_sets(
 ) -> tuple[Any, Any, list[dict[str, Any]], list[tuple[tuple[Step, ...], ...]], list[dict[str, Any]]]:
     """``(countdown task, arithmetic task, countdown rows, their step sequences, arithmetic rows)``:
     the train splits of the two single-task warm starts (module docstring, point 2)."""
-    countdown = sft_countdown.training_task(n_problems, held_out)
-    arithmetic = sft.training_task(max_number, held_out)
+    countdown = countdown_warmstart.training_task(n_problems, held_out)
+    arithmetic = arithmetic_warmstart.training_task(max_number, held_out)
     countdown_rows = countdown.load("train")
-    paths = [sft_countdown.step_sequences(countdown, row) for row in countdown_rows]
+    paths = [countdown_warmstart.step_sequences(countdown, row) for row in countdown_rows]
     return countdown, arithmetic, countdown_rows, paths, arithmetic.load("train")
 
 
 def two_task_config(seed: int = 0) -> TinyConfig:
     """The size of ``es-lightning/tiny-countdown-arithmetic``, that of ``tiny-countdown``: hidden
     128, 4 layers, 2 heads of 64, 1 KV head, MLP 384 (about 0.8M parameters)."""
-    return sft_countdown.countdown_config(seed)
+    return countdown_warmstart.countdown_config(seed)
 
 
 HF_FILES = (
@@ -283,15 +290,17 @@ def evaluate_two_task_model(
     (``seed=0``): Pass@K (K = 1..``num_samples``), maj@K and greedy accuracy at ``temperature``,
     sampling seed 1234, at most 64 new tokens, through the project's evaluation runner and
     ``HFRollout(batch_size=512)`` on ``threads`` CPU threads; the countdown summary also holds
-    its ``errors/<verdict>`` shares (:func:`~es_lightning.models.sft_countdown.error_profile`)."""
+    its ``errors/<verdict>`` shares (:func:`~es_lightning.warmstart.countdown.error_profile`)."""
     saved_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         return {
-            COUNTDOWN: sft_countdown.evaluate_countdown_model(
+            COUNTDOWN: countdown_warmstart.evaluate_countdown_model(
                 folder, n_test, num_samples, temperature, threads=threads
             ),
-            ARITHMETIC: sft.evaluate_arithmetic_model(folder, n_test, num_samples, temperature),
+            ARITHMETIC: arithmetic_warmstart.evaluate_arithmetic_model(
+                folder, n_test, num_samples, temperature
+            ),
         }
     finally:
         torch.set_num_threads(saved_threads)
@@ -299,7 +308,7 @@ def evaluate_two_task_model(
 
 def main(argv: list[str] | None = None) -> None:
     parser = sft_parser(
-        "python -m es_lightning.models.sft_two_tasks",
+        "python -m es_lightning.warmstart.two_tasks",
         "Train the tiny two-task model (es-lightning/tiny-countdown-arithmetic) on CPU.",
         steps=150,
         threads=1,

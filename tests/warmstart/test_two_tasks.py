@@ -7,11 +7,14 @@ import pytest
 import torch
 
 from es_lightning.errors import ConfigError
-from es_lightning.models import sft_two_tasks
 from es_lightning.models.registry import PACKAGED_MODELS, resolve_model
-from es_lightning.models.sft_countdown import step_sequences
-from es_lightning.models.sft_loop import IGNORE
-from es_lightning.models.sft_two_tasks import (
+from es_lightning.models.tiny import TinyConfig, build_tiny_model
+from es_lightning.module import ReasoningModule
+from es_lightning.tasks import Arithmetic, CountdownTiny
+from es_lightning.warmstart import two_tasks
+from es_lightning.warmstart.countdown import step_sequences
+from es_lightning.warmstart.loop import IGNORE
+from es_lightning.warmstart.two_tasks import (
     ARITHMETIC,
     COUNTDOWN,
     MixedStream,
@@ -21,9 +24,6 @@ from es_lightning.models.sft_two_tasks import (
     training_sets,
     two_task_config,
 )
-from es_lightning.models.tiny import TinyConfig, build_tiny_model
-from es_lightning.module import ReasoningModule
-from es_lightning.tasks import Arithmetic, CountdownTiny
 
 PACKAGED = "es-lightning/tiny-countdown-arithmetic"
 SMALL = TinyConfig(hidden_size=64, num_attention_heads=1, num_hidden_layers=1, intermediate_size=64)
@@ -158,7 +158,7 @@ def test_three_step_run_writes_a_loadable_reproducible_model(tmp_path):
 
 
 def test_a_start_from_a_trained_model_copies_it_and_records_which(tmp_path, tiny_model_path):
-    from es_lightning.models.sft_two_tasks import HF_FILES, start_model
+    from es_lightning.warmstart.two_tasks import HF_FILES, start_model
 
     recorded = start_model(tmp_path / "out", str(tiny_model_path), None, seed=0)
     for name in HF_FILES:
@@ -181,7 +181,7 @@ def test_bad_settings_are_refused_before_any_work(tmp_path):
 
 def test_cli_help(capsys):
     with pytest.raises(SystemExit) as exit_:
-        sft_two_tasks.main(["--help"])
+        two_tasks.main(["--help"])
     assert exit_.value.code == 0
     assert "--arithmetic-per-batch" in capsys.readouterr().out
 
@@ -208,7 +208,7 @@ def test_packaged_model_resolves_in_place(tmp_path, monkeypatch):
 def test_packaged_model_knows_both_tasks_with_room_to_lose_and_gain():
     """The forgetting setting's starting point, through the project's evaluation runner
     (transformers rollout, T=0.6, the first 100 test problems of each task, 16 samples)."""
-    summaries = sft_two_tasks.evaluate_two_task_model(resolve_model(PACKAGED), n_test=100)
+    summaries = two_tasks.evaluate_two_task_model(resolve_model(PACKAGED), n_test=100)
     countdown, arithmetic = summaries[COUNTDOWN], summaries[ARITHMETIC]
     assert 0.15 <= countdown["pass@1"] <= 0.40 and countdown["pass@16"] <= 0.90, countdown
     assert 0.40 <= arithmetic["pass@1"] <= 0.85 and arithmetic["pass@16"] <= 0.95, arithmetic

@@ -5,13 +5,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from es_lightning.models import sft
 from es_lightning.models.registry import PACKAGED_MODELS, resolve_model
-from es_lightning.models.sft import arithmetic_config, build_examples, train_arithmetic_model
-from es_lightning.models.sft_loop import IGNORE, collate, completion_loss, lr_factor
 from es_lightning.models.tiny import build_tiny_model
 from es_lightning.module import ReasoningModule
 from es_lightning.tasks import Arithmetic
+from es_lightning.warmstart import arithmetic
+from es_lightning.warmstart.arithmetic import arithmetic_config, build_examples, train_arithmetic_model
+from es_lightning.warmstart.loop import IGNORE, collate, completion_loss, lr_factor
 
 ROW = {"a": 12, "b": 7, "c": 5}
 PACKAGED = "es-lightning/tiny-arithmetic"
@@ -40,8 +40,8 @@ def test_only_completion_and_eos_tokens_carry_labels(module):
 
 
 def test_alt_answer_style_is_trained_but_not_graded(module):
-    assert sft.solution_text(ROW) == "12+7=19\n19-5=14\nA: 14"
-    assert sft.solution_text(ROW, alt_answer=True) == "12+7=19\n19-5=14\nAnswer: 14"
+    assert arithmetic.solution_text(ROW) == "12+7=19\n19-5=14\nA: 14"
+    assert arithmetic.solution_text(ROW, alt_answer=True) == "12+7=19\n19-5=14\nAnswer: 14"
     rows = [ROW, {"a": 1, "b": 2, "c": 30}]
     (plain, _), (alt, alt_labels) = build_examples(module, rows, [False, True])
     assert module.tokenizer.decode(alt_labels[len(module.encode(rows[1:])[0]) :]) == (
@@ -128,7 +128,7 @@ def test_training_keeps_the_callers_rng_and_determinism_flag(tmp_path):
 
 def test_cli_help(capsys):
     with pytest.raises(SystemExit) as exit_:
-        sft.main(["--help"])
+        arithmetic.main(["--help"])
     assert exit_.value.code == 0
     assert "--steps" in capsys.readouterr().out
 
@@ -177,6 +177,6 @@ def test_packaged_model_loads_and_solves_held_out_problems():
 
 def test_packaged_model_leaves_room_for_both_optimizers():
     """The demo's starting point: Pass@1 in [20%, 60%] at T=0.6 and Pass@16 at least 20 points higher."""
-    summary = sft.evaluate_arithmetic_model(resolve_model(PACKAGED), n_test=100)
+    summary = arithmetic.evaluate_arithmetic_model(resolve_model(PACKAGED), n_test=100)
     assert 0.2 <= summary["pass@1"] <= 0.6, summary["pass@1"]
     assert summary["pass@16"] >= summary["pass@1"] + 0.2, summary
