@@ -5,7 +5,7 @@
     es-lightning report --from_json runs/report_cpu/report.json --output_dir runs/report_cpu_rejudged
 
 Steps: plan the runs (:mod:`~es_lightning.report.runs`), launch the unfinished ones one after
-another, analyse the final checkpoints (:mod:`~es_lightning.report.analysis`), evaluate GRPO's
+another, analyse the final checkpoints (:mod:`~es_lightning.report.weight_drift`), evaluate GRPO's
 intermediate checkpoints (:mod:`~es_lightning.report.trajectory`), collect the numbers
 (:mod:`~es_lightning.report.collect`, per-problem outcomes in :mod:`~es_lightning.report.outcomes`,
 compute in :mod:`~es_lightning.report.compute`), judge the paper's claims
@@ -103,7 +103,6 @@ def build_report(
     trajectory_runs: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Collect every number from the finished runs and judge the claims (no files written)."""
-    from es_lightning.report.analysis import collect_drift
     from es_lightning.report.claims import judge
     from es_lightning.report.collect import (
         choose_task,
@@ -117,6 +116,7 @@ def build_report(
     from es_lightning.report.forgetting import collect_forgetting
     from es_lightning.report.readers import run_updates
     from es_lightning.report.trajectory import collect_trajectory
+    from es_lightning.report.weight_drift import collect_drift
 
     methods, ablations = _finished(outcomes)
     forgetting_runs = ablations.pop(FORGETTING, {})
@@ -252,10 +252,10 @@ def run_report(
         verdicts=verdicts,
         forgetting=forgetting,
     )
-    from es_lightning.report.analysis import run_analyses
     from es_lightning.report.collect import choose_task
     from es_lightning.report.runs import plan_runs, run_all
     from es_lightning.report.trajectory import run_trajectory
+    from es_lightning.report.weight_drift import run_analyses
 
     print(f"[report] {len(plan.seeds)} seed(s), output {plan.output_dir}", flush=True)
     outcomes = run_all(plan_runs(plan), launch=launch, timeout_s=run_timeout_s)

@@ -53,8 +53,8 @@ from es_lightning.tasks.base import Task
 from es_lightning.training.batches import batch_rows, steps_for_epochs
 from es_lightning.training.callbacks import check_callbacks
 from es_lightning.training.config import TrainerConfig
+from es_lightning.training.eval_outputs import print_before_after, write_eval_outputs
 from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorboard_logger, truncate_metrics
-from es_lightning.training.report import print_before_after, write_eval_outputs
 from es_lightning.training.resume import check_resume_compatible
 from es_lightning.training.run_dir import prepare_run_dir, prune_checkpoints
 from es_lightning.training.samples import log_samples, truncate_samples

@@ -10,8 +10,8 @@ import pytest
 
 import es_lightning.report.runs as runs
 from es_lightning.report import DriftSettings
-from es_lightning.report.analysis import analysis_file, analyze_command, collect_drift, run_analyses
 from es_lightning.report.command import build_plan
+from es_lightning.report.weight_drift import analysis_file, analyze_command, collect_drift, run_analyses
 from tests.report.synthetic import summary, training_metrics, write_single
 
 
