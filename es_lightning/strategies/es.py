@@ -33,14 +33,18 @@ How this departs from the public ES-for-LLM code:
    different prompts never share random numbers.
 5. Optional antithetic pairs (±ε_j) with the pairing diagnostic κ_pair, and an optional Adam on
    the ES direction (the default, SGD, is the paper's update).
-7. The update is accumulated while the population is evaluated (step 5): no ε is drawn twice, at
-   the cost of three fp32 master-sized buffers per rank.
 6. Per-update signal diagnostics and a no-signal warning (step 6 above), and an optional empirical
    null, ``reward_control: permuted``: the same seeds, prompts and compute, rewards shuffled among
    the members before normalisation, so the run's drift is that of ES without signal.
+7. The update is accumulated while the population is evaluated (step 5 above): no ε is drawn
+   twice, at the cost of three fp32 master-sized buffers per rank.
+8. Antithetic pairs under either budget: N members as N/2 directions × ± (``antithetic_budget:
+   rollouts``, the same generations as one-point ES) or N directions × ± = 2N members
+   (``directions``, the same noise directions).
 
 No backward pass and no optimizer state (plain ES), so the torch model is never wrapped in DDP: the
-process group only carries seeds, rewards and checksums (gloo on CPU, NCCL on GPU).
+process group carries seeds, rewards and checksums, and with several ranks the update's directions
+(gloo on CPU, NCCL on GPU).
 """
 
 from __future__ import annotations
