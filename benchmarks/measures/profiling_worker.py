@@ -1,7 +1,7 @@
 """The project's vLLM worker extension plus one method that times a perturbation's parts in the worker.
 
 Served with ``VLLMRollout(engine_kwargs={"worker_extension_cls": PROFILING_WORKER})``; everything
-else is :class:`es_lightning.rollout.worker.WorkerExtension` unchanged.
+else is :class:`es_lightning.rollout.vllm.worker.WorkerExtension` unchanged.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 import torch
 
 from es_lightning.es.noise import noise_like
-from es_lightning.rollout.worker import WorkerExtension
+from es_lightning.rollout.vllm.worker import WorkerExtension
 
 PROFILING_WORKER = "benchmarks.measures.profiling_worker.ProfilingWorker"
 

@@ -64,5 +64,5 @@ def test_a_built_wheel_installs_callbacks_as_es_lightning_callbacks(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for module in ("base", "entropy", "drift", "attribution", "heldout", "diversity"):
         assert f"es_lightning/callbacks/{module}.py" in names
-    assert "es_lightning/rollout/vllm.py" in names and "es_lightning/training/trainer.py" in names
+    assert "es_lightning/rollout/vllm/rollout.py" in names and "es_lightning/training/trainer.py" in names
     assert "es_lightning/models/assets/tiny-arithmetic/model.safetensors" in names

@@ -2,7 +2,7 @@
 
 :class:`VLLMES` is the :class:`~es_lightning.rollout.es_engine.ESEngine` half of
 :class:`~es_lightning.rollout.vllm.VLLMRollout`; the fp32 master and the noise live in each worker
-(:class:`es_lightning.rollout.worker.WorkerExtension`), and only seeds, scalars and file names
+(:class:`es_lightning.rollout.vllm.worker.WorkerExtension`), and only seeds, scalars and file names
 cross the process boundary. After every weight change the engine's prefix cache is dropped
 (``_weights_changed``). ``es_restore`` is deferred: the served weights are written back to the
 centre only when something next reads them (``_serve_centre``, called by generation, scoring,
@@ -26,7 +26,7 @@ from es_lightning.weight_files import weight_files as default_weight_files
 
 
 class VLLMES(ESEngine):
-    """ES operations through ``rpc`` into the engine's workers (mixed into ``VLLMRollout``)."""
+    """ES operations through ``rpc`` into the engine's workers (mixed into ``VLLMRollout``, beside ``VLLMEngine``)."""
 
     model_path: str | None
     loading: ModelLoading
@@ -34,7 +34,7 @@ class VLLMES(ESEngine):
     _restore_pending: bool
     _reward: float | None = None  # a member's reward not yet sent to the workers
 
-    # provided by VLLMRollout: a call into every worker, and the prefix-cache reset after a change
+    # provided by VLLMEngine: a call into every worker, and the prefix-cache reset after a change
     rpc: Callable[..., list[Any]]
     _weights_changed: Callable[[], None]
 

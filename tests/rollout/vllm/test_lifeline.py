@@ -8,18 +8,18 @@ import time
 
 import psutil
 
-from es_lightning.rollout import lifeline
+from es_lightning.rollout.vllm import lifeline
 
 # A "trainer" marks itself, starts an "engine" child that runs the lifeline, prints its pid, waits.
 TRAINER = """
 import subprocess, sys, time
-from es_lightning.rollout.lifeline import mark_trainer
+from es_lightning.rollout.vllm.lifeline import mark_trainer
 mark_trainer()
 engine = subprocess.Popen([sys.executable, "-c", ENGINE])
 print(engine.pid, flush=True)
 time.sleep(120)
 """
-ENGINE = "from es_lightning.rollout.lifeline import start_lifeline; import time; start_lifeline(0.1); time.sleep(120)"
+ENGINE = "from es_lightning.rollout.vllm.lifeline import start_lifeline; import time; start_lifeline(0.1); time.sleep(120)"
 
 
 def test_engine_dies_with_a_killed_trainer():

@@ -12,7 +12,7 @@ from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from es_lightning.rollout.base import SamplingConfig
-from es_lightning.rollout.vllm import weight_chunks
+from es_lightning.rollout.vllm.rollout import weight_chunks
 
 
 def test_chunks_hold_at_most_max_bytes_in_order_and_a_large_tensor_alone():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from es_lightning.rollout.lifeline import start_lifeline
+from es_lightning.rollout.vllm.lifeline import start_lifeline
 
 _keep_cpu_weights_patched = False
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from es_lightning.rollout.placement import environment, rank_cores
+from es_lightning.rollout.vllm.placement import environment, rank_cores
 
 
 def _reference_shares(cores: list[int], ranks: int) -> list[list[int]]:
