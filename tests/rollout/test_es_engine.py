@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -98,6 +100,7 @@ def test_vllm_and_hf_agree_on_accumulated_updates_and_exchanged_directions(vllm_
     assert nv == pytest.approx(nh, rel=1e-12)
     assert vllm_rollout.es_checksum() == hf_rollout.es_checksum()
     assert vllm_rollout.checksum() == pytest.approx(hf_rollout.checksum(), rel=1e-12)
+    assert not list(Path("/dev/shm").glob("es-lightning-exchange-*"))  # the exchange files are gone
 
 
 @pytest.mark.parametrize("backend", ["hf_rollout", pytest.param("vllm_rollout", marks=pytest.mark.vllm)])

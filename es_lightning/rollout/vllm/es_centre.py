@@ -13,6 +13,7 @@ with the next call that needs it (the next perturbation, or the update), not in 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ from typing_extensions import override
 from es_lightning.es.weights import OptimizerName
 from es_lightning.models.loading import ModelLoading
 from es_lightning.rollout.es_engine import ESEngine
+from es_lightning.rollout.vllm.exchange import exchange_file, unflatten
 from es_lightning.weight_files import weight_files as default_weight_files
 
 
@@ -51,6 +53,7 @@ class VLLMES(ESEngine):
             else default_weight_files(self.model_path, revision=self.loading.revision)
         )
         self.rpc("es_init", files, optimizer, optimizer_state)
+        self._master_shapes = None
         self._restore_pending = False
         self._weights_changed()
 
@@ -118,27 +121,39 @@ class VLLMES(ESEngine):
     def es_directions(
         self, names: Sequence[str], coeffs: Mapping[int, float] | None = None, mean: float | None = None
     ) -> dict[str, torch.Tensor]:
+        """The workers write the directions into a shared-memory file this process then maps (one
+        copy each way, no serialisation: about 3× faster than bytes through ``collective_rpc``)."""
         coeffs = None if coeffs is None else dict(coeffs)
-        chunk = self.rpc("es_direction_chunk", list(names), coeffs, mean, self._take_reward())[0]
-        return {
-            name: torch.frombuffer(bytearray(data), dtype=torch.float32).reshape(shape)
-            for name, (shape, data) in chunk.items()
-        }
+        shapes = self._es_shapes(names)
+        total = sum(math.prod(s) for s in shapes.values())
+        with exchange_file(total) as path:
+            self.rpc("es_directions_to_file", list(names), coeffs, mean, self._take_reward(), path)
+            flat = torch.from_file(path, shared=False, size=total, dtype=torch.float32)
+        return unflatten(flat, shapes)
 
     @override
     def es_apply_directions(
         self, chunks: Iterable[Mapping[str, torch.Tensor]], lr: float, population_size: int, std: float = 1.0
     ) -> float:
         for chunk in chunks:
-            encoded = {}
-            for name, t in chunk.items():
-                t = t.detach().to("cpu", torch.float32).contiguous()
-                encoded[name] = (list(t.shape), t.view(torch.uint8).numpy().tobytes())
-            self.rpc("es_stage_directions", encoded)
+            total = sum(t.numel() for t in chunk.values())
+            with exchange_file(total) as path:
+                flat = torch.from_file(path, shared=True, size=total, dtype=torch.float32)
+                offset = 0
+                for t in chunk.values():
+                    flat[offset : offset + t.numel()].copy_(t.detach().reshape(-1))
+                    offset += t.numel()
+                self.rpc("es_stage_directions_from_file", list(chunk), path)
         norm = self.rpc("es_apply_staged", lr, population_size, std)[0]
         self._restore_pending = False
         self._weights_changed()
         return norm
+
+    def _es_shapes(self, names: Sequence[str]) -> dict[str, tuple[int, ...]]:
+        shapes = getattr(self, "_master_shapes", None)
+        if shapes is None:
+            shapes = self._master_shapes = self.es_tensor_shapes()
+        return {n: shapes[n] for n in names}
 
     @override
     def es_checksum(self) -> float:

@@ -8,6 +8,8 @@ per bounded chunk of a load (:meth:`WorkerExtension.load_weights_from_file`).
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from es_lightning.rollout.vllm.lifeline import start_lifeline
@@ -193,27 +195,36 @@ class WorkerExtension:
     def es_tensor_shapes(self) -> dict[str, list[int]]:
         return {name: list(m.shape) for name, m in self._es.master.items()}
 
-    def es_direction_chunk(
-        self, names: list[str], coeffs: dict | None, mean: float | None, reward: float | None
-    ) -> dict[str, tuple[list[int], bytes]]:
-        """Unscaled directions of ``names`` as (shape, raw float32 bytes)."""
+    def es_directions_to_file(
+        self, names: list[str], coeffs: dict | None, mean: float | None, reward: float | None, path: str
+    ) -> None:
+        """Unscaled directions of ``names``, one after another as float32, into the file ``path``
+        (made by the trainer for them: :mod:`es_lightning.rollout.vllm.exchange`)."""
         if reward is not None:
             self._es.record_reward(reward)
         coeffs = None if coeffs is None else {int(k): float(v) for k, v in coeffs.items()}
-        out = {}
-        for name, d in self._es.directions(names, coeffs, mean).items():
-            d = d.to("cpu").contiguous()
-            out[name] = (list(d.shape), d.view(torch.uint8).numpy().tobytes())
-        return out
+        directions = self._es.directions(names, coeffs, mean)
+        numbers = sum(d.numel() for d in directions.values())
+        flat = torch.from_file(path, shared=True, size=numbers, dtype=torch.float32)
+        offset = 0
+        for d in directions.values():
+            flat[offset : offset + d.numel()].copy_(d.reshape(-1))
+            offset += d.numel()
 
-    def es_stage_directions(self, chunk: dict[str, tuple[list[int], bytes]]) -> None:
-        """Keep the summed directions of some tensors until :meth:`es_apply_staged`."""
+    def es_stage_directions_from_file(self, names: list[str], path: str) -> None:
+        """Keep the summed directions of ``names`` (float32, one after another in the file
+        ``path``) until :meth:`es_apply_staged`."""
+        from es_lightning.rollout.vllm.exchange import unflatten
+
         staged = getattr(self, "_staged", None)
         if staged is None:
             staged = self._staged = {}
+        shapes = {n: tuple(self._es.master[n].shape) for n in names}
+        numbers = sum(math.prod(s) for s in shapes.values())
+        flat = torch.from_file(path, shared=True, size=numbers, dtype=torch.float32)  # scaled in place
         device = next(iter(self._es.master.values())).device
-        for name, (shape, data) in chunk.items():
-            staged[name] = torch.frombuffer(bytearray(data), dtype=torch.float32).reshape(shape).to(device)
+        for name, t in unflatten(flat, shapes).items():
+            staged[name] = t.to(device)
 
     def es_apply_staged(self, lr: float, population_size: int, std: float) -> float:
         staged, self._staged = getattr(self, "_staged", {}), {}

@@ -1,0 +1,47 @@
+"""Float32 tensors between the trainer and a vLLM worker through a shared-memory file.
+
+The ES update on several ranks moves a master-sized direction out of every worker and the summed one
+back in (:mod:`es_lightning.strategies.es_update`). As bytes through ``collective_rpc`` that took
+0.9 s out and 1.2 s in for the 30.5M-parameter bench model (serialised, copied several times on
+the way); through a file in ``/dev/shm`` one side writes the numbers once and the other maps them.
+The file is made by the trainer, sized for the numbers, and removed when the call returns (a
+mapping outlives the name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+
+import torch
+
+__all__ = ["exchange_file", "unflatten"]
+
+
+@contextlib.contextmanager
+def exchange_file(numbers: int) -> Iterator[str]:
+    """A fresh file for ``numbers`` float32 values in shared memory (else the temporary folder)."""
+    folder = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    fd, path = tempfile.mkstemp(prefix="es-lightning-exchange-", suffix=".f32", dir=folder)
+    try:
+        os.ftruncate(fd, 4 * max(int(numbers), 1))
+        os.close(fd)
+        yield path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def unflatten(flat: torch.Tensor, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, torch.Tensor]:
+    """Views of ``flat`` with the given shapes, one after another in ``shapes``' order."""
+    out, offset = {}, 0
+    for name, shape in shapes.items():
+        n = math.prod(shape)
+        out[name] = flat[offset : offset + n].view(shape)
+        offset += n
+    if offset != flat.numel():
+        raise ValueError(f"unflatten: {flat.numel()} numbers for shapes of {offset}")
+    return out
