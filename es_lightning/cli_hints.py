@@ -105,13 +105,25 @@ def hinting_parser_class() -> type:
 
 def prepare_parsing() -> None:
     """What every command's parser relies on: dataclass field docstrings as ``--help``, and the
-    built-in rollouts imported, so that their short class names parse (``--rollout HFRollout``;
-    vLLM itself is imported when an engine starts)."""
+    built-in rollouts and callbacks imported, so that their short class names parse (``--rollout
+    HFRollout``, ``--callbacks+=ParameterDrift``; vLLM itself is imported when an engine starts).
+
+    The callbacks are loaded by name, as a recipe's ``class_path`` is: they sit above every command
+    (the repository's ``callbacks/`` folder, installed as ``es_lightning.callbacks``), and a source
+    tree that was not installed has none."""
+    import importlib
+
     from jsonargparse import set_parsing_settings
 
     set_parsing_settings(docstring_parse_attribute_docstrings=True)
     import es_lightning.rollout.hf  # noqa: F401
     import es_lightning.rollout.vllm  # noqa: F401
+
+    try:
+        importlib.import_module("es_lightning.callbacks")
+    except ModuleNotFoundError as err:
+        if err.name != "es_lightning.callbacks":
+            raise
 
 
 def command_parser(description: str, prog: str | None = None) -> Any:
