@@ -24,7 +24,7 @@ venv="${VENV:-.venv}"
 if [ "$flavour" = cpu ]; then
   "$venv/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec || true
 fi
-# MBPP scoring runs model-written code in a bubblewrap sandbox (es_lightning/tasks/sandbox.py).
+# MBPP scoring runs model-written code in a bubblewrap sandbox (es_lightning/sandbox/).
 if ! command -v bwrap >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     if ! (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap); then

@@ -1,7 +1,7 @@
 """The plain-text table of evaluation results: one row per task and metric, one column per evaluation.
 
 ``columns`` maps a column's label (``"before"``, ``"after es"``, a model's name) to what one
-evaluation wrote, ``{task: summary}`` (the JSON of :func:`~es_lightning.evaluation.suite.write_summary`
+evaluation wrote, ``{task: summary}`` (the JSON of :func:`~es_lightning.evaluation.command.write_summary`
 and of the trainer's ``eval/{tag}.json``). The rows are every task that any column holds, in the
 order first seen, and within a task its ``pass@k``, ``maj@k`` and ``greedy`` keys (k ascending;
 counts and task extras are left out). A cell is the value in percent, ``-`` where a column lacks
