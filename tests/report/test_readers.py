@@ -86,4 +86,4 @@ def test_starting_model_from_the_config_fit_writes(tmp_path):
     (tmp_path / "config.yaml").write_text(dumped)
     assert "init_args" in dumped
     assert starting_model(tmp_path) == "es-lightning/tiny-countdown"
-    assert run_updates(tmp_path) == 30
+    assert run_updates(tmp_path) == 120
