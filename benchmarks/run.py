@@ -114,7 +114,7 @@ class Bench:
         if demo:
             args += ["--temperature", "0.6"]
         name = f"es_step_{'demo' if demo else 'bench'}_{devices}rank"
-        step = self.script(name, "es_step", args, timeout_s=3600)
+        step = self.script(name, "es_step", args, timeout_s=5400)
         records = [r for r in step["records"] if r.get("update", "accumulate") == update]
         if not records:
             raise RuntimeError(f"{name}: no records with update {update!r}")
@@ -215,6 +215,8 @@ def es_over_generation(b: Bench, model: str | None = None, update: str = "accumu
         "es_update_s": summary([x["es_s"] for x in r]),
         "generate_s": summary([x["generate_s"] for x in r]),
     }
+    if all("es_cpu_s" in x for x in r):  # CPU seconds of the process trees: robust to foreign load
+        ctx["cpu_ratio"] = ratio_summary([x["es_cpu_s"] for x in r], [x["generate_cpu_s"] for x in r])
     return ratio_summary([x["es_s"] for x in r], [x["generate_s"] for x in r]), ctx
 
 

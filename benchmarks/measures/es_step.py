@@ -17,6 +17,10 @@ the fp32 centre in it. After a warm-up, each repeat times, between barriers:
   (``accumulate``, ``redraw``) in each repeat, the modes' order alternating between repeats, so
   that both are measured side by side against the same generation on the same engine.
 
+Next to each wall time, the CPU seconds (user + system) that the ranks' process trees (trainer,
+engine core, workers) used in it, summed over the ranks (``*_cpu_s``): on a machine shared with
+other work the wall times stretch with the foreign load, the CPU seconds much less.
+
 Rank 0 also times the parts of one perturbation inside its worker (``ProfilingWorker``).
 """
 
@@ -25,6 +29,8 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import replace
+
+import torch
 
 from benchmarks.measures.common import resolve, summary, task_for, write_json
 from benchmarks.measures.profiling_worker import PROFILING_WORKER
@@ -90,10 +96,14 @@ def main() -> None:
     rollout.es_perturb(12345, 1.0, args.sigma)
     rollout.es_restore()
 
+    def cpu_s() -> float:  # this rank's process tree so far, summed over the ranks
+        return float(fabric.all_reduce(torch.tensor(_tree_cpu_s(), dtype=torch.float64), reduce_op="sum"))
+
     records = []
     for step in range(args.repeats):
         seeds = seed_schedule(0 ^ 0x5A5A, step, args.population)  # ESStrategy's common sampling seed
         tokens = 0
+        c0 = cpu_s()
         fabric.barrier()
         t0 = time.perf_counter()
         for _ in members:
@@ -102,6 +112,7 @@ def main() -> None:
             tokens += sum(len(c.token_ids) for out in outputs for c in out.completions)
         fabric.barrier()
         generate_s = time.perf_counter() - t0
+        generate_cpu_s = cpu_s() - c0
         generate_cached_s = None
         if not args.skip_cached:
             fabric.barrier()
@@ -112,22 +123,27 @@ def main() -> None:
             generate_cached_s = time.perf_counter() - t0
         for update in updates if step % 2 == 0 else updates[::-1]:
             strategy.update = update
+            c0 = cpu_s()
             fabric.barrier()
             t0 = time.perf_counter()
             result = strategy.training_step(fabric, module, rollout, rows, step, 0)
             fabric.barrier()
             es_s = time.perf_counter() - t0
+            es_cpu_s = cpu_s() - c0
             forced = result.metrics["es/skipped"] == 1.0
             if forced:  # all rewards equal (random weights score 0): time the update the step skipped
-                update_s = _forced_update(fabric, strategy, rollout, step, args.sigma)
+                update_s, update_cpu_s = _forced_update(fabric, strategy, rollout, step, args.sigma, cpu_s)
                 result.metrics["time/update"] += update_s
                 es_s += update_s
+                es_cpu_s += update_cpu_s
             records.append(
                 {
                     "update": update,
                     "generate_s": generate_s,
                     "generate_cached_s": generate_cached_s,
                     "es_s": es_s,
+                    "generate_cpu_s": generate_cpu_s,
+                    "es_cpu_s": es_cpu_s,
                     "generate_tokens_rank0": tokens,
                     "update_forced": forced,
                     **{k: v for k, v in result.metrics.items() if k.startswith("time/")},
@@ -135,7 +151,8 @@ def main() -> None:
             )
             if fabric.is_global_zero:
                 print(
-                    f"repeat {step} ({update}): generate {generate_s:.2f} s, ES update {es_s:.2f} s",
+                    f"repeat {step} ({update}): generate {generate_s:.2f} s ({generate_cpu_s:.1f} CPU s), "
+                    f"ES update {es_s:.2f} s ({es_cpu_s:.1f} CPU s)",
                     flush=True,
                 )
 
@@ -173,9 +190,24 @@ def main() -> None:
         )
 
 
-def _forced_update(fabric, strategy, rollout, step: int, sigma: float) -> float:
-    """Seconds of the update ``training_step`` skipped, taken with the coefficients of z-scored
-    random rewards (the same on every rank), between barriers. An accumulated update folded every
+def _tree_cpu_s() -> float:
+    """CPU seconds (user + system) used so far by this process and every process it started."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+            total += times.user + times.system
+        except psutil.Error:  # ended meanwhile
+            pass
+    return total
+
+
+def _forced_update(fabric, strategy, rollout, step: int, sigma: float, cpu_s) -> tuple[float, float]:
+    """Seconds (and CPU seconds) of the update ``training_step`` skipped, taken with the
+    coefficients of z-scored random rewards (the same on every rank), between barriers. An accumulated update folded every
     member during the step (whatever the rewards) and drops its sums on a skip: here each rank
     evaluates one member again outside the timing, so the timed call has its last fold to make,
     as in a real update."""
@@ -193,11 +225,12 @@ def _forced_update(fabric, strategy, rollout, step: int, sigma: float) -> float:
         rollout.es_perturb(*population.members[strategy.global_rank], sigma)
         rollout.es_record_reward(float(rewards[strategy.global_rank]))
         rollout.es_restore()
+    c0 = cpu_s()
     fabric.barrier()
     t0 = time.perf_counter()
     take_update(strategy, rollout, coeffs, rewards, accumulated)
     fabric.barrier()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, cpu_s() - c0
 
 
 def prefix_cache_check(rollout, prompt_ids, sampling, sigma: float = 1e-2) -> dict:

@@ -102,8 +102,10 @@ def context_line(key: str, r: dict[str, Any]) -> str:
     c = r["context"]
     med = lambda s: s["median"] if isinstance(s, dict) else s  # noqa: E731
     if key.startswith("es_over_generation"):
+        cpu = f"; in CPU seconds {med(c['cpu_ratio']):.3f}" if c.get("cpu_ratio") else ""
         return (
             f"ES update {med(c['es_update_s']):.2f} s vs generation {med(c['generate_s']):.2f} s per update"
+            + cpu
         )
     if key.startswith("update_share"):
         p = c["parts_s"]
