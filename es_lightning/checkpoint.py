@@ -15,6 +15,7 @@ Layout of ``{output_dir}/checkpoints/step-000004/``::
     callbacks.pt                                           # callbacks' state (curves, θ_0 norms, ...)
     trainer_state.json                                     # update index, seed, strategy, source model
     hparams.yaml                                           # the run's resolved settings
+    manifest.json                                          # every file's size and CRC-32, written last
 
 Weights larger than ``shard_bytes`` are split as transformers does (``model-00001-of-00003.safetensors``
 + ``model.safetensors.index.json``; ``master-…`` likewise), so no more than one shard is ever held
@@ -22,7 +23,10 @@ in memory: weights arrive as an iterator of ``(name, tensor)`` pairs and leave t
 (:func:`~es_lightning.weight_files.iter_weights`, :meth:`Checkpoint.named_weights`).
 
 A checkpoint is written into a temporary folder, its files fsynced, then renamed into place, and
-``latest`` is replaced atomically, so a crash never leaves a half-written ``step-*`` folder.
+``latest`` is replaced atomically, so a crash never leaves a half-written ``step-*`` folder. Damage
+done later (a truncated copy, a deleted file) is found by the manifest
+(:mod:`es_lightning.checkpoint_manifest`): a resume of the newest checkpoint falls back to the newest
+intact one and says so (:func:`resolve_resume`); a checkpoint named explicitly is refused.
 Every rank calls :func:`save_checkpoint` (sharded strategies gather weights and optimizer state
 collectively); only the writer rank touches the disk.
 """
@@ -32,12 +36,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
+from es_lightning.checkpoint_manifest import (
+    MANIFEST_FILE,
+    DamagedCheckpointError,
+    Verdict,
+    verify_checkpoint,
+    write_manifest,
+)
 from es_lightning.errors import MissingPathError
 from es_lightning.weight_files import (
     SHARD_BYTES,
@@ -122,31 +134,119 @@ def latest_checkpoint(output_dir: str | Path) -> Path | None:
 
 
 def resolve_resume(resume: bool | str, output_dir: str | Path) -> Path | None:
-    """The checkpoint a run continues from, or ``None`` for a fresh run.
+    """The checkpoint a run continues from, or ``None`` for a fresh run; its files are checked
+    against its manifest first.
+
+    ``true``/``auto`` take the newest *intact* checkpoint: a damaged newer one is skipped with a
+    warning line naming its first damaged file and the checkpoint resumed from instead. A path
+    names that exact checkpoint: a damaged one is refused. A checkpoint without a manifest
+    (written before they existed) is accepted with a warning that it is unverified.
 
     Raises:
         MissingPathError: ``resume`` asks for the newest checkpoint and ``output_dir`` has none, or
             names a folder that is not a checkpoint (a ``FileNotFoundError`` and a ``ConfigError``).
+        DamagedCheckpointError: ``resume`` names a damaged checkpoint, or every checkpoint of
+            ``output_dir`` is damaged (a ``ConfigError``).
     """
     if resume is False or resume in ("", "false", "False"):
         return None
-    if resume == "auto":  # the newest checkpoint when there is one, else a fresh run
-        return latest_checkpoint(output_dir)
-    if resume is True or resume in ("true", "True", "latest"):
-        found = latest_checkpoint(output_dir)
-        if found is None:
+    if resume == "auto" or resume is True or resume in ("true", "True", "latest"):
+        found = newest_intact_checkpoint(output_dir)
+        if found is None and resume != "auto":  # auto: the newest checkpoint, else a fresh run
             raise MissingPathError(
                 f"trainer.resume: no checkpoint in {checkpoints_root(output_dir)} to resume from"
             )
         return found
     path = Path(str(resume)).expanduser()
-    if not (path / STATE_FILE).is_file():
+    if not (path / STATE_FILE).is_file() and not (path / MANIFEST_FILE).is_file():
         what = "does not exist" if not path.exists() else f"is not a checkpoint folder (no {STATE_FILE})"
         raise MissingPathError(
             f"trainer.resume: {path} {what}; give a checkpoints/step-NNNNNN folder, `true` for the "
             "newest checkpoint in trainer.output_dir, or `auto` (the newest if there is one)"
         )
+    verdict = verify_checkpoint(path)
+    if not verdict.intact:
+        raise DamagedCheckpointError(
+            f"trainer.resume: checkpoint {path} is damaged: {verdict.problem}; name another "
+            "checkpoint, or give `true` to resume from the newest intact one"
+        )
+    _say_once(_resuming_line(verdict))
     return path
+
+
+def check_if_checkpoint(path: str | Path | None, what: str) -> None:
+    """When ``path`` is an es-lightning checkpoint folder, check its files against its manifest
+    (the commands that read one: ``analyze``, ``evaluate --model``, ``compare``); any other model
+    (a hub id, an HF folder) passes.
+
+    Raises:
+        DamagedCheckpointError: the checkpoint is damaged; the message names ``what`` and the file.
+    """
+    folder = Path(str(path)).expanduser() if path is not None else None
+    if folder is None or not ((folder / STATE_FILE).is_file() or (folder / MANIFEST_FILE).is_file()):
+        return
+    verdict = verify_checkpoint(folder)
+    if not verdict.intact:
+        raise DamagedCheckpointError(f"{what}: checkpoint {folder} is damaged: {verdict.problem}")
+    if not verdict.verified:
+        _say_once(
+            f"warning: checkpoint {folder} is unverified (no {MANIFEST_FILE}: written by an older version)"
+        )
+
+
+def newest_intact_checkpoint(output_dir: str | Path) -> Path | None:
+    """The newest checkpoint of ``output_dir`` whose files match its manifest (``None``: there
+    are no checkpoints), saying which damaged ones it skipped and what it takes instead. The one
+    ``latest`` names comes first, then the older ones, newest first (a folder newer than
+    ``latest`` was left by an attempt that a resume from an older checkpoint replaced).
+
+    Raises:
+        DamagedCheckpointError: there are checkpoints and every one is damaged.
+    """
+    root = checkpoints_root(output_dir)
+    candidates = sorted(
+        (p for p in root.glob("step-*") if (p / STATE_FILE).is_file() or (p / MANIFEST_FILE).is_file()),
+        reverse=True,
+    )
+    pointer = root / "latest"
+    named = root / pointer.read_text().strip() if pointer.is_file() else None
+    if named in candidates:  # ``latest`` first, then older ones (newer ones are another attempt's)
+        candidates = [p for p in candidates if p.name <= named.name]
+    damaged: list[Verdict] = []
+    for folder in candidates:
+        verdict = verify_checkpoint(folder)
+        if verdict.intact:
+            for bad in damaged:
+                _say_once(f"warning: checkpoint {bad.path} is damaged ({bad.problem}); skipped")
+            _say_once(_resuming_line(verdict))
+            return folder
+        damaged.append(verdict)
+    if damaged:
+        raise DamagedCheckpointError(
+            f"trainer.resume: every checkpoint in {root} is damaged; the newest, {damaged[0].path}: "
+            f"{damaged[0].problem}"
+        )
+    return None
+
+
+def _resuming_line(verdict: Verdict) -> str:
+    if verdict.verified:
+        return f"resuming from {verdict.path} (files match its manifest)"
+    return (
+        f"warning: resuming from {verdict.path} unverified (no {MANIFEST_FILE}: written by an older version)"
+    )
+
+
+_said: set[str] = set()
+
+
+def _say_once(message: str) -> None:
+    """``es-lightning: <message>`` on stderr, once per process, from the first process of a launch."""
+    ranks = (os.environ.get(name, "") for name in ("RANK", "LOCAL_RANK", "NODE_RANK"))
+    if message in _said or any(r.strip().isdigit() and int(r) > 0 for r in ranks):
+        return
+    _said.add(message)
+    print(f"es-lightning: {message}", file=sys.stderr, flush=True)
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -251,6 +351,7 @@ def save_checkpoint(
     (tmp / HPARAMS_FILE).write_text(yaml.safe_dump(hparams or {}, sort_keys=False))
     state = {**trainer_state, "step": step, "strategy": strategy_name, "serving_dtype": str(serving_dtype)}
     (tmp / STATE_FILE).write_text(json.dumps(state, indent=2))
+    write_manifest(tmp)  # last: it lists every file above with its size and checksum
     _fsync_tree(tmp)
     if final.exists():
         shutil.rmtree(final)

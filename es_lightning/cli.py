@@ -149,18 +149,45 @@ def debug_requested(args: Sequence[str]) -> bool:
     return "--debug" in top_level
 
 
+def _check_checkpoints(name: str, kwargs: dict[str, Any]) -> None:
+    """The checkpoints a command reads are checked against their manifests before it starts."""
+    from es_lightning.checkpoint import check_if_checkpoint
+
+    if name == "analyze":
+        for key in ("checkpoint", "base", "compare"):
+            check_if_checkpoint(kwargs.get(key), f"analyze --{key}")
+    elif name == "evaluate":
+        check_if_checkpoint(kwargs.get("model"), "evaluate --model")
+    elif name == "compare":
+        for run in kwargs.get("runs") or []:
+            check_if_checkpoint(run, "compare")
+
+
 def _run(parser: Any, cfg: Any) -> None:
     name = cfg.subcommand
     init = parser.instantiate(cfg)
     kwargs = {k: v for k, v in init[name].items() if k != "config"}
+    _check_checkpoints(name, kwargs)
     if name == "fit":
-        from es_lightning.training.command import prepare_fit, run_fit
+        from es_lightning.training.command import finished_run, prepare_fit, run_fit
+        from es_lightning.training.lock import release_run_lock
 
-        out_dir = prepare_fit(kwargs["trainer"], has_stages=kwargs.get("stages") is not None)
-        sub = parser._subcommands_action._name_parser_map["fit"]
-        dumped = sub.dump(cfg[name], skip_none=False)
-        (out_dir / "config.yaml").write_text(dumped)
-        run_fit(**kwargs, hparams=yaml.safe_load(dumped))
+        module, trainer = kwargs["module"], kwargs["trainer"]
+        out_dir = prepare_fit(
+            trainer, kwargs.get("stages") is not None, kwargs.get("strategy"), module.task.name
+        )
+        try:  # prepare_fit took the folder's lock
+            evaluates_after = trainer.eval_after and kwargs.get("evaluation") is not None
+            finished = None if kwargs.get("stages") is not None else finished_run(trainer, evaluates_after)
+            if finished is not None:  # nothing is written or started
+                print(f"es-lightning: {finished}", flush=True)
+                return
+            sub = parser._subcommands_action._name_parser_map["fit"]
+            dumped = sub.dump(cfg[name], skip_none=False)
+            (out_dir / "config.yaml").write_text(dumped)
+            run_fit(**kwargs, hparams=yaml.safe_load(dumped))
+        finally:
+            release_run_lock(out_dir)
     elif name == "report":
         from es_lightning.report import run_report
 

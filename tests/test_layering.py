@@ -16,7 +16,11 @@ from tests.helpers import REPO
 
 LAYERS = (
     ("es_lightning.errors",),  # the error types everything raises
-    ("es_lightning.weight_files", "es_lightning.sandbox"),  # weights on disk by name; the code sandbox
+    (
+        "es_lightning.weight_files",
+        "es_lightning.checkpoint_manifest",
+        "es_lightning.sandbox",
+    ),  # weights on disk by name; checkpoint manifests; the code sandbox
     ("es_lightning.es", "es_lightning.grpo", "es_lightning.tasks"),  # the algorithms' math; tasks, verifiers
     ("es_lightning.models", "es_lightning.checkpoint"),  # model sources and loading; checkpoint layout
     ("es_lightning.rollout",),  # generation engines (transformers, vLLM), in-engine ES

@@ -54,13 +54,16 @@ def run_fit(
             ``generate``); default: vLLM when installed, else transformers; ``--rollout.help
             VLLMRollout`` lists a backend's options.
         trainer: run length, batch size, output directory, devices, checkpoints, resume.
-        evaluation: Pass@K evaluation settings (``null`` skips evaluation).
+        evaluation: Pass@K evaluation settings (``null`` skips evaluation), or a named protocol
+            (``evaluation: paper``; ``{protocol: paper, max_tokens: 64}`` changes some fields).
         eval_tasks: tasks evaluated before/after training, by the name used in metric keys
             (``eval/{name}/pass@k``), or a named suite (``easy``, ``easy_heldout``, ``hard``,
             ``hard_math``, ``hard_heldout``) or a list of suite names; default: the training task's test split.
         callbacks: ``es_lightning.callbacks`` instances (TokenEntropy, ParameterDrift,
             LayerAttribution, HeldOutPassAtK, PopulationDiversity, your own), or objects with hooks
-            such as ``on_train_batch_end(trainer, step, metrics)``; see callbacks/README.md.
+            such as ``on_train_batch_end(trainer, step, metrics)``; see callbacks/README.md. Named
+            instrument sets stand for their callbacks (``callbacks: paper_instruments``, or names
+            among the entries: ``[weight_change, {class_path: ...}]``).
         loggers: further Fabric/Lightning loggers by ``class_path`` (e.g.
             ``lightning.pytorch.loggers.CSVLogger``, ``WandbLogger``, ``MLFlowLogger``), added to
             the run's own TensorBoard files and ``metrics.jsonl``; each gets every metric and, once,
@@ -106,34 +109,71 @@ def fit_parser() -> Any:
     from jsonargparse import ActionConfigFile
 
     from es_lightning.cli_hints import command_parser
+    from es_lightning.training.recipe_names import accept_names
 
     parser = command_parser(run_fit.__doc__.split("\n")[0], prog="es-lightning fit")
     parser.add_argument("--config", action=ActionConfigFile, help="YAML recipe (see recipes/).")
     parser.add_function_arguments(run_fit, fail_untyped=False, skip={"hparams"})
-    return parser
+    return accept_names(parser)  # evaluation: paper, callbacks: paper_instruments
 
 
-def prepare_fit(trainer: TrainerConfig, has_stages: bool = False) -> Path:
-    """Checks of a fit's paths before anything is written or started: the run directory can be
-    created, and ``trainer.resume`` names a checkpoint (single-strategy runs; a pipeline resumes
-    each stage from its own folder). Returns the created run directory.
+def prepare_fit(
+    trainer: TrainerConfig,
+    has_stages: bool = False,
+    strategy: ReasoningStrategy | None = None,
+    task_name: str | None = None,
+) -> Path:
+    """Checks of a fit's paths before anything is written or started: ``trainer.resume`` names a
+    checkpoint (single-strategy runs; a pipeline resumes each stage from its own folder) that is
+    intact and was written with ``strategy``'s settings and the task ``task_name`` (when given),
+    the run directory can be created, and no other process is running in it. Returns the created run
+    directory, whose lock (:mod:`es_lightning.training.lock`) this process then holds until
+    :func:`~es_lightning.training.lock.release_run_lock` or its end.
 
     Raises:
         ConfigError: ``output_dir`` cannot be created (a file is in the way, no permission), or it
             holds a run and neither ``resume`` nor ``overwrite`` is set.
+        RunLockedError: another live process holds ``output_dir`` (a ``ConfigError`` naming its pid).
         MissingPathError: ``resume`` names no checkpoint.
+        DamagedCheckpointError: ``resume`` names a damaged checkpoint, or all are damaged.
     """
-    from es_lightning.checkpoint import resolve_resume
-    from es_lightning.training.run_dir import prepare_run_dir
+    from es_lightning.checkpoint import Checkpoint, resolve_resume
+    from es_lightning.training.lock import acquire_run_lock, release_run_lock
+    from es_lightning.training.resume import check_resume_compatible
+    from es_lightning.training.run_dir import launched_rank, prepare_run_dir
 
     out_dir = Path(trainer.output_dir)
-    if not has_stages:
-        resolve_resume(trainer.resume, out_dir)
-    prepare_run_dir(out_dir, trainer.resume, trainer.overwrite)  # one run per folder
+    resume = None if has_stages else resolve_resume(trainer.resume, out_dir)
+    if resume is not None and isinstance(strategy, ReasoningStrategy):  # refused before writing
+        check_resume_compatible(
+            Checkpoint(resume), strategy.strategy_name, strategy.hparams(), trainer, task_name=task_name
+        )
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ConfigError(
             f"trainer.output_dir {str(out_dir)!r} cannot be created: {err.strerror or err}"
         ) from None
+    if launched_rank() > 0:  # the ranks of a launch share rank 0's folder and lock
+        return out_dir
+    acquire_run_lock(out_dir)  # one run per folder at a time, before anything in it is touched
+    try:
+        prepare_run_dir(out_dir, trainer.resume, trainer.overwrite)  # one run per folder
+    except BaseException:
+        release_run_lock(out_dir)
+        raise
     return out_dir
+
+
+def finished_run(trainer: TrainerConfig, evaluates_after: bool) -> str | None:
+    """What to say instead of running when ``trainer.resume`` continues a run that is finished at
+    ``trainer.max_steps`` (:func:`~es_lightning.training.resume.finished_message`); ``None`` otherwise
+    (a run whose length is set in epochs is checked by the trainer, once its data is read)."""
+    from es_lightning.checkpoint import Checkpoint, resolve_resume
+    from es_lightning.training.resume import finished_message
+
+    if trainer.max_steps is None:
+        return None
+    path = resolve_resume(trainer.resume, trainer.output_dir)
+    checkpoint = Checkpoint(path) if path is not None else None
+    return finished_message(checkpoint, trainer.max_steps, trainer.output_dir, evaluates_after)

@@ -30,13 +30,14 @@ from typing import Any
 
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 
-from es_lightning.checkpoint import Checkpoint, latest_checkpoint
+from es_lightning.checkpoint import Checkpoint, latest_checkpoint, newest_intact_checkpoint
 from es_lightning.errors import ConfigError
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.strategies.base import ReasoningStrategy
 from es_lightning.training.batches import steps_for_epochs
+from es_lightning.training.lock import hold_run_lock
 from es_lightning.training.loggers import tensorboard_logger
-from es_lightning.training.run_dir import prepare_run_dir
+from es_lightning.training.run_dir import launched_rank, prepare_run_dir
 
 
 @dataclass
@@ -103,7 +104,6 @@ def run_pipeline(
 ) -> dict[str, Any]:
     """Run the stages one after another; returns ``{stage_name: trainer results}`` (``loggers``, the
     user's further loggers, receive every stage's metrics on the pipeline's step axis)."""
-    from es_lightning.training.trainer import Trainer
 
     names = stage_names(stages)
     if len(set(names)) != len(names):
@@ -113,13 +113,44 @@ def run_pipeline(
         rows = module.task.load("train")[: config.train_limit]
         total = steps_for_epochs(len(rows), config.batch_size, config.epochs)
     budgets = split_budget(total, stages)
-    prepare_run_dir(config.output_dir, config.resume, config.overwrite)  # one pipeline per folder
+    with hold_run_lock(config.output_dir, enabled=launched_rank() == 0):  # one process per folder
+        prepare_run_dir(config.output_dir, config.resume, config.overwrite)  # one pipeline per folder
+        return _run_stages(
+            module,
+            stages,
+            names,
+            budgets,
+            rollout,
+            config,
+            evaluation,
+            eval_tasks,
+            callbacks,
+            hparams,
+            loggers,
+        )
+
+
+def _run_stages(
+    module: Any,
+    stages: list[Stage],
+    names: list[str],
+    budgets: list[int],
+    rollout: Any,
+    config: Any,
+    evaluation: Any,
+    eval_tasks: dict | None,
+    callbacks: list[Any] | None,
+    hparams: dict[str, Any] | None,
+    loggers: list[Any] | None,
+) -> dict[str, Any]:
+    from es_lightning.training.trainer import Trainer
+
     _write_plan(Path(config.output_dir), names, budgets)
     results: dict[str, Any] = {}
     model, offset = module.model, config.data_offset
     for i, (stage, name, steps) in enumerate(zip(stages, names, budgets)):
         out = Path(config.output_dir) / f"stage{i + 1}_{name}"
-        done = latest_checkpoint(out) if config.resume else None
+        done = newest_intact_checkpoint(out) if config.resume else None
         if done is not None and Checkpoint(done).step >= steps:
             model, offset = str(done), offset + steps
             continue

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from es_lightning.checkpoint import Checkpoint
@@ -130,3 +131,19 @@ def _allowed(key: str, allow: bool | Collection[str]) -> bool:
     if isinstance(allow, bool):
         return allow
     return key in allow or key.split(".", 1)[-1] in allow
+
+
+def finished_message(
+    checkpoint: Checkpoint | None, max_steps: int | None, output_dir: str | Path, evaluates_after: bool
+) -> str | None:
+    """What to say instead of resuming a run that is already done: ``checkpoint`` is at
+    ``max_steps`` or beyond and the final evaluation, when the run makes one, is written
+    (``eval/after.json``); ``None`` when there is something left to do."""
+    if checkpoint is None or max_steps is None or checkpoint.step < max_steps:
+        return None
+    if evaluates_after and not (Path(output_dir) / "eval" / "after.json").is_file():
+        return None  # stopped between its last update and its final evaluation: that is left
+    return (
+        f"{output_dir} is finished: {checkpoint.path.name} is at update {checkpoint.step} "
+        f"(trainer.max_steps {max_steps}); nothing to do (raise trainer.max_steps to train further)"
+    )

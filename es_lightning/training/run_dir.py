@@ -57,7 +57,7 @@ def prepare_run_dir(output_dir: str | Path, resume: bool | str, overwrite: bool)
     Raises:
         ConfigError: ``output_dir`` holds a run and neither ``resume`` nor ``overwrite`` is set.
     """
-    if _launched_rank() > 0:
+    if launched_rank() > 0:
         return
     if resume == "auto":
         if latest_checkpoint(output_dir) is not None or _pipeline_checkpoints(output_dir):
@@ -82,7 +82,7 @@ def prepare_run_dir(output_dir: str | Path, resume: bool | str, overwrite: bool)
             path.unlink()
 
 
-def _launched_rank() -> int:
+def launched_rank() -> int:
     """The largest of the launch variables' ranks (0 in a single process or on rank 0)."""
     ranks = [os.environ.get(name, "") for name in ("RANK", "LOCAL_RANK", "NODE_RANK")]
     return max((int(r) for r in ranks if r.strip().isdigit()), default=0)

@@ -54,9 +54,10 @@ from es_lightning.training.batches import batch_rows, steps_for_epochs
 from es_lightning.training.callbacks import check_callbacks
 from es_lightning.training.config import TrainerConfig
 from es_lightning.training.eval_outputs import print_before_after, write_eval_outputs
+from es_lightning.training.lock import hold_run_lock
 from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorboard_logger, truncate_metrics
-from es_lightning.training.resume import check_resume_compatible
-from es_lightning.training.run_dir import prepare_run_dir, prune_checkpoints
+from es_lightning.training.resume import check_resume_compatible, finished_message
+from es_lightning.training.run_dir import launched_rank, prepare_run_dir, prune_checkpoints
 from es_lightning.training.samples import log_samples, truncate_samples
 from es_lightning.training.signals import RunInterrupted, StopSignals
 
@@ -101,6 +102,12 @@ class Trainer:
         self.results: dict[str, Any] = {}
 
     def fit(self) -> dict[str, Any]:
+        """Train, evaluate and checkpoint as the module docstring says; returns the evaluations.
+        The run holds its folder's lock (:mod:`es_lightning.training.lock`) throughout."""
+        with hold_run_lock(self.output_dir, enabled=launched_rank() == 0):
+            return self._fit()
+
+    def _fit(self) -> dict[str, Any]:
         cfg = self.config
         prepare_run_dir(self.output_dir, cfg.resume, cfg.overwrite)  # one run per folder
         self.module.check_model_source()
@@ -120,6 +127,11 @@ class Trainer:
         resume = Checkpoint(resume_path) if resume_path is not None else None
         if resume is not None:  # before any engine starts: a changed setting would not continue the run
             self._check_resume(resume)
+        finished = finished_message(resume, max_steps, self.output_dir, self._evaluates_after())
+        if finished is not None:  # resuming a finished run changes nothing
+            if launched_rank() == 0:
+                print(f"es-lightning: {finished}", flush=True)
+            return self.results
 
         fabric = self.fabric = Fabric(
             accelerator=cfg.accelerator,
@@ -234,6 +246,9 @@ class Trainer:
                 f"(tensorboard --logdir {self.output_dir}), eval/, trained model {latest}",
                 flush=True,
             )
+
+    def _evaluates_after(self) -> bool:
+        return bool(self.config.eval_after and self.evaluation is not None and self.eval_tasks)
 
     def _check_resume(self, resume: Checkpoint) -> None:
         """Refuse a resume whose settings differ from the checkpoint's (``resume_allow_changes``)."""

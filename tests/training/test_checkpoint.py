@@ -6,6 +6,7 @@ import torch
 from safetensors.torch import load_file
 
 from es_lightning.checkpoint import (
+    MANIFEST_FILE,
     STATE_FILE,
     Checkpoint,
     checkpoints_root,
@@ -14,6 +15,7 @@ from es_lightning.checkpoint import (
     save_checkpoint,
     write_model_meta,
 )
+from es_lightning.checkpoint_manifest import DamagedCheckpointError
 
 
 def _tensors(value: float) -> dict[str, torch.Tensor]:
@@ -61,7 +63,15 @@ def test_save_checkpoint_layout_state_and_latest(tmp_path, meta_dir):
     )
     assert folder == out / "checkpoints" / "step-000004"
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        ["config.json", STATE_FILE, "model.safetensors", "es_state", "hparams.yaml", "callbacks.pt"]
+        [
+            "config.json",
+            STATE_FILE,
+            "model.safetensors",
+            "es_state",
+            "hparams.yaml",
+            "callbacks.pt",
+            MANIFEST_FILE,
+        ]
     )
     assert sorted(p.name for p in (folder / "es_state").iterdir()) == ["master.safetensors", "optimizer.pt"]
     served, master = (
@@ -243,3 +253,68 @@ def test_write_model_meta_with_the_tiny_model(tiny_model_path, tmp_path):
     # the folder is a usable meta_dir for a checkpoint
     folder = _save(tmp_path / "run", 5, 0.0, directory)
     assert (folder / "tokenizer.json").is_file() and (folder / "config.json").is_file()
+
+
+def test_every_checkpoint_records_a_manifest_of_its_files_last(tmp_path, meta_dir):
+    folder = _save(tmp_path / "run", 1, 1.0, meta_dir, hparams={"sigma": 0.1})
+    listed = json.loads((folder / MANIFEST_FILE).read_text())["files"]
+    on_disk = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    assert set(listed) == on_disk - {MANIFEST_FILE}
+    assert {"trainer_state.json", "hparams.yaml", "es_state/master.safetensors"} <= set(listed)
+
+
+def _truncate(path: Path) -> None:
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size // 2)
+
+
+def test_resume_falls_back_to_the_newest_intact_checkpoint_and_says_so(tmp_path, meta_dir, capsys):
+    out = tmp_path / "run"
+    first, second, third = (_save(out, step, float(step), meta_dir) for step in (1, 2, 3))
+    _truncate(third / "es_state" / "master.safetensors")
+    (second / STATE_FILE).unlink()
+    for value in (True, "auto"):
+        assert resolve_resume(value, out) == first
+    err = capsys.readouterr().err.splitlines()
+    assert err == [  # each said once per process, however often it is asked
+        f"es-lightning: warning: checkpoint {third} is damaged (es_state/master.safetensors is "
+        f"{(third / 'es_state' / 'master.safetensors').stat().st_size} bytes, the manifest says "
+        f"{2 * (third / 'es_state' / 'master.safetensors').stat().st_size}); skipped",
+        f"es-lightning: warning: checkpoint {second} is damaged (trainer_state.json is missing); skipped",
+        f"es-lightning: resuming from {first} (files match its manifest)",
+    ]
+
+
+def test_a_damaged_checkpoint_named_explicitly_is_refused(tmp_path, meta_dir):
+    out = tmp_path / "run"
+    _save(out, 1, 1.0, meta_dir)
+    second = _save(out, 2, 2.0, meta_dir)
+    _truncate(second / "model.safetensors")
+    with pytest.raises(DamagedCheckpointError, match=f"checkpoint {second} is damaged: model.safetensors is"):
+        resolve_resume(str(second), out)
+
+
+def test_every_checkpoint_damaged_is_refused_even_with_auto(tmp_path, meta_dir):
+    out = tmp_path / "run"
+    only = _save(out, 1, 1.0, meta_dir)
+    (only / STATE_FILE).unlink()
+    with pytest.raises(DamagedCheckpointError, match="every checkpoint in .* is damaged"):
+        resolve_resume("auto", out)  # not a fresh run that would delete what is left
+
+
+def test_a_checkpoint_without_manifest_resumes_unverified(tmp_path, meta_dir, capsys):
+    out = tmp_path / "run"
+    old = _save(out, 1, 1.0, meta_dir)
+    (old / MANIFEST_FILE).unlink()  # as written before manifests existed
+    assert resolve_resume(True, out) == old
+    assert f"es-lightning: warning: resuming from {old} unverified" in capsys.readouterr().err
+
+
+def test_latest_comes_first_and_newer_folders_are_another_attempts(tmp_path, meta_dir):
+    out = tmp_path / "run"
+    for step in (1, 2, 4):
+        _save(out, step, float(step), meta_dir)
+    three = _save(out, 3, 3.0, meta_dir)  # resumed from step 2: step-000004 is an abandoned attempt's
+    assert resolve_resume(True, out) == three
+    _truncate(three / "model.safetensors")
+    assert resolve_resume(True, out) == checkpoints_root(out) / "step-000002"

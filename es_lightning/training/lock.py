@@ -1,0 +1,109 @@
+"""One run per folder at a time: an advisory lock on ``{output_dir}/.es-lightning.lock``.
+
+Two ``fit`` processes writing one folder would interleave their checkpoints and logs (and an
+``overwrite`` would delete a live run's files), so a run holds an exclusive :func:`fcntl.flock` on
+a lock file in its folder from before it touches the folder until its process ends. The kernel
+releases a ``flock`` when its process dies, however it dies (SIGKILL, a lost node's OOM kill), so a
+lock left by a dead process never blocks: the file stays, the lock does not. The holder writes its
+pid into the file; a second run is refused with a :class:`RunLockedError` that names it::
+
+    with hold_run_lock(output_dir):      # refuses at once if another process holds the folder
+        ...                              # the run
+
+Locks are per process and re-entrant: the CLI takes it before it writes ``config.yaml`` and the
+trainer takes it again for the same folder (a pipeline's stages take their own folders' locks
+inside the pipeline's). Processes of a multi-process launch other than the first leave the lock
+to rank 0 (their ranks run the same command in the same folder). ``flock`` on a network file
+system is only as good as the file system's support of it (NFSv4 and Lustre with ``flock`` mounts
+honour it).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from es_lightning.errors import ConfigError
+
+LOCK_FILE = ".es-lightning.lock"
+
+
+class RunLockedError(ConfigError):
+    """Another live process holds the run folder's lock; the message names its pid."""
+
+
+_held: dict[Path, tuple[int, int]] = {}
+"""Folders this process holds: resolved path -> (open file descriptor, nesting depth)."""
+
+
+def acquire_run_lock(output_dir: str | Path) -> Path:
+    """Take ``output_dir``'s lock (creating the folder), or raise when another process holds it.
+
+    Re-entrant within a process: each call needs one :func:`release_run_lock`.
+
+    Raises:
+        RunLockedError: another process holds it (the message names its pid and the lock file).
+        ConfigError: the folder or the lock file cannot be created.
+    """
+    folder = Path(output_dir).expanduser().resolve()
+    if folder in _held:
+        fd, depth = _held[folder]
+        _held[folder] = (fd, depth + 1)
+        return folder
+    path = folder / LOCK_FILE
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise ConfigError(
+            f"trainer.output_dir {str(output_dir)!r}: cannot create its lock file {path}: "
+            f"{err.strerror or err}"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise RunLockedError(
+            f"trainer.output_dir {str(output_dir)!r} is in use by another run (pid {holder}, lock "
+            f"{path}); wait for it to end, stop it, or choose another output_dir"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _held[folder] = (fd, 1)
+    return folder
+
+
+def release_run_lock(output_dir: str | Path) -> None:
+    """Undo one :func:`acquire_run_lock`; the last one unlocks (the file stays, empty of meaning)."""
+    folder = Path(output_dir).expanduser().resolve()
+    if folder not in _held:
+        return
+    fd, depth = _held[folder]
+    if depth > 1:
+        _held[folder] = (fd, depth - 1)
+        return
+    del _held[folder]
+    os.close(fd)  # closing the last descriptor releases the flock
+
+
+def holds_run_lock(output_dir: str | Path) -> bool:
+    """Whether this process holds ``output_dir``'s lock."""
+    return Path(output_dir).expanduser().resolve() in _held
+
+
+@contextmanager
+def hold_run_lock(output_dir: str | Path, enabled: bool = True) -> Iterator[None]:
+    """Hold ``output_dir``'s lock for the ``with`` block (``enabled=False``: do nothing, e.g. on
+    the ranks of a launch other than the first)."""
+    if not enabled:
+        yield
+        return
+    acquire_run_lock(output_dir)
+    try:
+        yield
+    finally:
+        release_run_lock(output_dir)
