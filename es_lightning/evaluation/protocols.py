@@ -30,6 +30,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from es_lightning.errors import ConfigError, UnknownNameError
 from es_lightning.evaluation.runner import EvalConfig
 
@@ -86,6 +88,7 @@ def expand_protocol(value: Any) -> Any:
 
     * ``"paper"``: the settings of ``paper``;
     * ``{"protocol": "paper", "max_tokens": 64}``: those settings with the other keys applied;
+    * the same mapping as inline YAML (``"{protocol: paper, max_tokens: 64}"``, the command line);
     * anything else (a mapping of settings, ``None``, a path to a YAML file): unchanged.
 
     Raises:
@@ -96,6 +99,8 @@ def expand_protocol(value: Any) -> Any:
         return get_protocol(value).settings()
     if isinstance(value, str) and _looks_like_name(value):
         get_protocol(value)  # raises, naming the known protocols
+    if isinstance(value, str) and value.lstrip().startswith("{") and PROTOCOL_KEY in value:
+        return expand_protocol(_load(value))  # inline YAML from the command line
     if isinstance(value, dict) and PROTOCOL_KEY in value:
         changes = dict(value)
         name = changes.pop(PROTOCOL_KEY)
@@ -105,11 +110,17 @@ def expand_protocol(value: Any) -> Any:
     return value
 
 
+def _load(text: str) -> Any:
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"evaluation: {text!r} does not read as YAML: {err}") from None
+    return loaded if isinstance(loaded, dict) else text
+
+
 def _looks_like_name(value: str) -> bool:
     """A bare word meant as a name (``paper``), not ``null``, a number, a file path or inline YAML
     (which jsonargparse reads itself)."""
-    import yaml
-
     return value.replace("_", "").isalnum() and isinstance(yaml.safe_load(value), str)
 
 

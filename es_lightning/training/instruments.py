@@ -102,13 +102,19 @@ def expand_instruments(value: Any) -> Any:
     * ``"paper_instruments"``: that set's entries;
     * a list: each name replaced in place by its entries, other items (``class_path`` mappings,
       class names such as ``ParameterDrift``) kept;
-    * anything else (``None``, ``null``, inline YAML): unchanged.
+    * inline YAML of a list (``"[weight_change, ParameterDrift]"``, from the command line): read,
+      and expanded as a list when it names a set;
+    * anything else (``None``, ``null``, a class name): unchanged.
 
     Raises:
         UnknownNameError: a lower-case bare word that names no set (the message lists the known ones).
     """
     if isinstance(value, str) and _NAME.fullmatch(value) and isinstance(yaml.safe_load(value), str):
         return get_instrument_set(value).entries()
+    if isinstance(value, str) and value.lstrip().startswith("["):  # inline YAML from the command line
+        loaded = _load(value)
+        expanded = expand_instruments(loaded) if isinstance(loaded, list) else loaded
+        return expanded if expanded != loaded else value  # no name: jsonargparse reads the text
     if isinstance(value, list):
         out: list[Any] = []
         for item in value:
@@ -118,6 +124,13 @@ def expand_instruments(value: Any) -> Any:
                 out.append(item)
         return out
     return value
+
+
+def _load(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None  # jsonargparse reports the text's error
 
 
 def describe_instrument_sets() -> str:
