@@ -11,6 +11,10 @@ recorded and folds it into running sums (:mod:`es_lightning.es.accumulate`), and
 :meth:`ESWeights.update_accumulated` reads those. With several ranks each rank hands out its part of
 the direction (:meth:`ESWeights.directions`) and applies the summed one
 (:meth:`ESWeights.apply_directions`).
+
+With :attr:`ESWeights.noise` set to a :class:`~es_lightning.es.lowrank.LowRankNoise` every member
+and update uses the low-rank directions A·Bᵀ/√r of the matrices instead (1-D tensors stay put);
+the update then always draws them again (they are cheap), never accumulates.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Literal
 import torch
 
 from es_lightning.es.accumulate import RewardAccumulator
+from es_lightning.es.lowrank import LowRankNoise
 from es_lightning.es.noise import noise_like
 from es_lightning.es.parallel import map_tensors
 from es_lightning.es.update import Direction, apply_direction, assign_direction_grad_, redrawn_direction
@@ -38,6 +43,8 @@ class ESWeights:
         serving_dtype: dtype the serving model holds.
         optimizer: ``sgd`` = plain ES (θ ← θ + Δ); ``adam`` feeds −Δ/α as the gradient to
             ``torch.optim.Adam(lr=α)``.
+        noise: ``None`` (full-rank ε per tensor) or low-rank directions of the matrices
+            (:mod:`es_lightning.es.lowrank`).
     """
 
     def __init__(
@@ -48,6 +55,7 @@ class ESWeights:
         optimizer: OptimizerName = "sgd",
         adam_betas: tuple[float, float] = (0.9, 0.999),
         adam_eps: float = 1e-8,
+        noise: LowRankNoise | None = None,
     ) -> None:
         if optimizer not in ("sgd", "adam"):
             raise ValueError(f"ESWeights: unknown optimizer {optimizer!r}; use 'sgd' or 'adam'")
@@ -58,13 +66,24 @@ class ESWeights:
         self._adam: torch.optim.Adam | None = None
         self._adam_args = dict(betas=adam_betas, eps=adam_eps)
         self.accumulator = RewardAccumulator()
+        self.noise = noise
+
+    def _redrawn(self, coeffs: Mapping[int, float]) -> Direction:
+        """Σ_s c_s ε_s drawn again from the seeds, full-rank or low-rank as :attr:`noise` says."""
+        return redrawn_direction(coeffs) if self.noise is None else self.noise.direction(coeffs)
 
     def perturbed(self, seed: int, sign: float, sigma: float) -> Iterator[tuple[str, torch.Tensor]]:
         """θ + sign·σ·ε_seed per tensor, computed in fp32 and cast once to the serving dtype
         (tensors drawn on several CPU threads, yielded in order: :mod:`es_lightning.es.parallel`).
         While accumulating, ε_seed is drawn into the accumulator's held buffer (and kept)."""
         scale, dtype = float(sign) * float(sigma), self.serving_dtype
-        if self.accumulator.active:
+        noise = self.noise
+        if noise is not None:  # low-rank: W + sign·σ·A Bᵀ/√r for matrices, other tensors as they are
+
+            def member(name: str, m: torch.Tensor) -> tuple[str, torch.Tensor]:
+                return name, torch.add(m, noise.noise(seed, name, m.shape, m.device), alpha=scale).to(dtype)
+
+        elif self.accumulator.active:
             fresh = self.accumulator.begin_member(seed, sign, self.master)
             held = self.accumulator.held
 
@@ -92,6 +111,10 @@ class ESWeights:
     def accumulate(self, active: bool) -> None:
         """From the next :meth:`perturb` on, keep each member's ε and fold its recorded reward
         (``True``; starts a population), or stop and drop the sums (``False``)."""
+        if active and self.noise is not None:
+            raise ValueError(
+                "ESWeights: a low-rank update draws its directions again; it does not accumulate"
+            )
         if active:
             self.accumulator.start(self.master)
         else:
@@ -105,7 +128,7 @@ class ESWeights:
     def update(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:
         """θ ← θ + (α/N)·Σ_s c_s ε_s, every ε_s drawn again (or the Adam step on it); writes the new
         centre; returns ‖Δ‖₂."""
-        return self._step(redrawn_direction(coeffs), lr, population_size)
+        return self._step(self._redrawn(coeffs), lr, population_size)
 
     @torch.no_grad()
     def update_accumulated(self, mean: float, std: float, lr: float, population_size: int) -> float:
@@ -123,7 +146,7 @@ class ESWeights:
         if (coeffs is None) == (mean is None):
             raise ValueError("ESWeights.directions: give coeffs (redraw) or mean (accumulated), not both")
         if coeffs is not None:
-            direction = redrawn_direction(coeffs)
+            direction = self._redrawn(coeffs)
         else:
             self.accumulator.finish(self.master)
             direction = lambda name, _: self.accumulator.direction(name, mean)  # noqa: E731
@@ -216,14 +239,16 @@ def es_weights_from_files(
     optimizer: OptimizerName = "sgd",
     optimizer_state: str | None = None,
     names: set[str] | None = None,
+    noise: LowRankNoise | None = None,
 ) -> ESWeights:
     """The centre read from safetensors ``files`` in fp32 on ``device`` (keeping only ``names``
-    when given), with the optimizer state of a checkpoint when ``optimizer_state`` names its file.
+    when given), with the optimizer state of a checkpoint when ``optimizer_state`` names its file;
+    ``noise``: the low-rank directions, or ``None`` for full-rank ε.
     Nothing is written into the serving model yet (call :meth:`ESWeights.restore`)."""
     from es_lightning.weight_files import load_weights
 
     master = load_weights(files, names=names, device=device)
-    weights = ESWeights(master, write, serving_dtype, optimizer=optimizer)
+    weights = ESWeights(master, write, serving_dtype, optimizer=optimizer, noise=noise)
     if optimizer_state is not None:
         weights.load_state_dict(torch.load(optimizer_state, map_location=device, weights_only=True))
     return weights

@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 import torch
 from typing_extensions import override
 
 from es_lightning.errors import ConfigError
+from es_lightning.es.lowrank import LowRankNoise
 from es_lightning.es.weights import ESWeights, OptimizerName, es_weights_from_files
 from es_lightning.models.loading import ModelLoading
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig, weights_digest
 from es_lightning.rollout.es_engine import ESEngine
+from es_lightning.rollout.population_engine import PopulationEngine
 from es_lightning.rollout.seeds import chunk_seed
 from es_lightning.weight_files import weight_files as default_weight_files
 
 
-class HFRollout(Rollout, ESEngine):
+class HFRollout(Rollout, ESEngine, PopulationEngine):
     """transformers ``generate`` behind the rollout contract, with the ES centre in the same process.
+
+    Low-rank ES populations are generated in one call, every member's rows under its own weights
+    (:mod:`es_lightning.rollout.hf_population`).
 
     Args:
         batch_size: most sequences (prompts × n) generated in one ``generate`` call.
@@ -59,60 +66,79 @@ class HFRollout(Rollout, ESEngine):
             raise RuntimeError("HFRollout: call setup(model_path, device, dtype) before generating")
         return self.model
 
+    @property
+    def served_model(self) -> torch.nn.Module:
+        """The torch model that generates (the weights it holds now)."""
+        return self._model
+
     @override
     @torch.inference_mode()
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[RolloutOutput]:
         self._serve_centre()
+        outputs = [RolloutOutput(prompt_token_ids=list(p)) for p in prompts]
+        per_call = max(1, self.batch_size // sampling.n)
+        for start in range(0, len(prompts), per_call):
+            # hashed: torch keeps 32 bits (es_lightning/rollout/seeds.py)
+            seed = None if sampling.seed is None else chunk_seed(sampling.seed, start)
+            completions = self._generate_call(prompts[start : start + per_call], sampling, torch_seed=seed)
+            for j, completion in enumerate(completions):
+                outputs[start + j // sampling.n].completions.append(completion)
+        return outputs
+
+    @torch.inference_mode()
+    def generate_rows(
+        self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig, row_seeds: Sequence[int | None]
+    ) -> list[Completion]:
+        """The ``sampling.n`` completions of every prompt (prompt-major) in one ``generate`` call of
+        the weights served now, each row sampled from its own stream ``row_seeds[row]``
+        (:class:`~es_lightning.rollout.hf_population.RowSampler`; greedy when the temperature is 0)."""
+        from es_lightning.rollout.hf_population import RowSampler
+
+        sampler = None if sampling.temperature == 0 else RowSampler(row_seeds, sampling)
+        rows = [p for p in prompts for _ in range(sampling.n)]  # a row per response (greedy takes n = 1)
+        return self._generate_call(rows, replace(sampling, n=1), row_sampler=sampler)
+
+    def _generate_call(
+        self,
+        prompts: Sequence[Sequence[int]],
+        sampling: SamplingConfig,
+        torch_seed: int | None = None,
+        row_sampler: object | None = None,
+    ) -> list[Completion]:
+        """One ``generate`` call: ``sampling.n`` completions per prompt, prompt-major. Sampled by
+        ``generate`` from the torch stream seeded ``torch_seed``, or by ``row_sampler`` (a logits
+        processor that picks every token itself; decoding is then greedy)."""
         model, tok = self._model, self.tokenizer
         eos = {tok.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
         eos.discard(None)
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        outputs = [RolloutOutput(prompt_token_ids=list(p)) for p in prompts]
-        per_call = max(1, self.batch_size // sampling.n)
-        for start in range(0, len(prompts), per_call):
-            chunk = prompts[start : start + per_call]
-            width = max(len(p) for p in chunk)
-            ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
-            mask = torch.zeros((len(chunk), width), dtype=torch.long)
-            for row, p in enumerate(chunk):  # left padding keeps the last prompt token adjacent
-                ids[row, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-                mask[row, width - len(p) :] = 1
-            greedy = sampling.temperature == 0
-            kwargs = dict(
-                input_ids=ids.to(self.device),
-                attention_mask=mask.to(self.device),
-                max_new_tokens=sampling.max_tokens,
-                do_sample=not greedy,
-                num_return_sequences=sampling.n,
-                pad_token_id=pad_id,
-                eos_token_id=sorted(eos),
-                return_dict_in_generate=True,
-                output_logits=sampling.logprobs,
+        ids, mask = _left_padded(prompts, pad_id)
+        kwargs = _generate_kwargs(
+            sampling, pad_id, sorted(eos), greedy=sampling.temperature == 0 or row_sampler is not None
+        )
+        kwargs.update(input_ids=ids.to(self.device), attention_mask=mask.to(self.device))
+        if row_sampler is not None:
+            from transformers import LogitsProcessorList
+
+            kwargs.update(logits_processor=LogitsProcessorList([row_sampler]))
+        if sampling.stop:
+            kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
+        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            if torch_seed is not None:
+                torch.manual_seed(torch_seed)
+            result = model.generate(**kwargs)
+        new = result.sequences[:, ids.shape[1] :].cpu()  # (len(prompts) * n, T_new)
+        logps = None
+        if sampling.logprobs:
+            logits = torch.stack(result.logits, dim=1).float()  # (len(prompts) * n, T_new, V)
+            logps = torch.log_softmax(logits, -1).gather(
+                -1, new[:, : logits.shape[1], None].to(logits.device)
             )
-            if not greedy:
-                kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
-            else:
-                kwargs.update(temperature=None, top_p=None, top_k=None)
-            if sampling.stop:
-                kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
-            with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
-                if sampling.seed is not None:  # hashed: torch keeps 32 bits (es_lightning/rollout/seeds.py)
-                    torch.manual_seed(chunk_seed(sampling.seed, start))
-                result = model.generate(**kwargs)
-            new = result.sequences[:, width:].cpu()  # (len(chunk) * n, T_new)
-            logps = None
-            if sampling.logprobs:
-                logits = torch.stack(result.logits, dim=1).float()  # (len(chunk) * n, T_new, V)
-                logps = torch.log_softmax(logits, -1).gather(
-                    -1, new[:, : logits.shape[1], None].to(logits.device)
-                )
-                logps = logps.squeeze(-1).cpu()
-            for j in range(new.shape[0]):
-                out = outputs[start + j // sampling.n]
-                out.completions.append(
-                    self._completion(new[j], None if logps is None else logps[j], eos, sampling)
-                )
-        return outputs
+            logps = logps.squeeze(-1).cpu()
+        return [
+            self._completion(new[j], None if logps is None else logps[j], eos, sampling)
+            for j in range(new.shape[0])
+        ]
 
     def _completion(
         self, new_ids: torch.Tensor, logps: torch.Tensor | None, eos: set[int], sampling: SamplingConfig
@@ -223,6 +249,10 @@ class HFRollout(Rollout, ESEngine):
         next member's perturbation or the update overwrites them all anyway)."""
         self._restore_pending = True
 
+    def serve_centre(self) -> None:
+        """Write the centre into the served model if a restore is pending."""
+        self._serve_centre()
+
     def _serve_centre(self) -> None:
         if self._restore_pending:
             self.es.restore()
@@ -281,11 +311,59 @@ class HFRollout(Rollout, ESEngine):
         torch.save(self.es.state_dict(), path)
 
     @override
+    def es_use_lowrank(self, rank: int | None) -> None:
+        self.es.noise = None if rank is None else LowRankNoise(rank)
+
+    @override
+    def es_generate_population(
+        self,
+        prompts: Sequence[Sequence[int]],
+        sampling: SamplingConfig,
+        members: Sequence[tuple[int, float]],
+        sigma: float,
+        sampling_seeds: Sequence[int],
+    ) -> list[list[RolloutOutput]]:
+        """All members in one ``generate`` call (:func:`~es_lightning.rollout.hf_population.generate_population`;
+        ``batch_size`` does not split it: N·B·n rows at once)."""
+        from es_lightning.rollout.hf_population import generate_population
+
+        return generate_population(self, prompts, sampling, members, sigma, sampling_seeds)
+
+    @override
     def close(self) -> None:
         """Release the served model and the ES centre (its fp32 master and optimizer state)."""
         self.model = None
         self._es = None
         self._restore_pending = False
+
+
+def _left_padded(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids and attention mask (rows, width), left padded: the last prompt tokens line up."""
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, p in enumerate(prompts):
+        ids[row, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+        mask[row, width - len(p) :] = 1
+    return ids, mask
+
+
+def _generate_kwargs(sampling: SamplingConfig, pad_id: int, eos: list[int], greedy: bool) -> dict[str, Any]:
+    """``generate``'s keyword arguments for ``sampling`` (no inputs): ``greedy`` turns its own sampler off."""
+    kwargs: dict[str, Any] = dict(
+        max_new_tokens=sampling.max_tokens,
+        do_sample=not greedy,
+        num_return_sequences=sampling.n,
+        pad_token_id=pad_id,
+        eos_token_id=eos,
+        return_dict_in_generate=True,
+        output_logits=sampling.logprobs,
+    )
+    if not greedy:
+        kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+    else:
+        kwargs.update(temperature=None, top_p=None, top_k=None)
+    return kwargs
 
 
 def _as_list(x: int | list[int] | None) -> list[int]:

@@ -41,6 +41,10 @@ How this departs from the public ES-for-LLM code:
 8. Antithetic pairs under either budget: N members as N/2 directions × ± (``antithetic_budget:
    rollouts``, the same generations as one-point ES) or N directions × ± = 2N members
    (``directions``, the same noise directions).
+9. Optional low-rank directions (``perturbation: lowrank``, EGGROLL): each weight matrix moves by
+   σ·A_i B_iᵀ/√r instead of σ·ε_i, 1-D tensors (norms, biases) stay put
+   (:mod:`es_lightning.es.lowrank`); on the transformers rollout a rank's members then generate in
+   one call, each batch row under its own member's weights (:mod:`es_lightning.rollout.hf_population`).
 
 No backward pass and no optimizer state (plain ES), so the torch model is never wrapped in DDP: the
 process group carries seeds, rewards and checksums, and with several ranks the update's directions
@@ -49,11 +53,10 @@ process group carries seeds, rewards and checksums, and with several ranks the u
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 import torch
@@ -62,16 +65,19 @@ from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.rank_zero import rank_zero_warn
 from typing_extensions import override
 
+from es_lightning.errors import ConfigError
 from es_lightning.es.control import RewardControl, controlled_rewards
 from es_lightning.es.diagnostics import SignalMonitor, flip_rate, split_half_reliability
+from es_lightning.es.lowrank import Perturbation
 from es_lightning.es.noise import seed_schedule
 from es_lightning.es.normalize import normalize_rewards
 from es_lightning.es.update import AntitheticBudget, Population, kappa_pair, member_coefficients
 from es_lightning.rollout.base import Rollout
 from es_lightning.rollout.es_engine import ESEngine
+from es_lightning.rollout.population_engine import PopulationEngine
 from es_lightning.rollout.seeds import spaced_seeds
 from es_lightning.strategies.base import PopulationResult, ReasoningStrategy, Row, StepResult
-from es_lightning.strategies.es_members import MemberResults, evaluate_members
+from es_lightning.strategies.es_members import MemberResults, evaluate_members, evaluate_population
 from es_lightning.strategies.es_settings import check_es_settings
 from es_lightning.strategies.es_update import UpdateMode, accumulates, take_update
 from es_lightning.strategies.metrics import gather_values, member_metrics, response_metrics, reward_metrics
@@ -82,6 +88,7 @@ if TYPE_CHECKING:
 
     from es_lightning.checkpoint import Checkpoint
     from es_lightning.module import ReasoningModule
+    from es_lightning.strategies.es_members import ESRollout
 
 OPTIMIZER_FILE = "optimizer.pt"
 
@@ -124,6 +131,13 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             [−1, 1]) has no signal, as has one in which most updates were skipped.
         checksum_tolerance: largest allowed difference of the centre's checksum across ranks
             (0: bit-identical, the default).
+        perturbation: ``full`` (the default: a full-rank ε_i per tensor, the paper) or ``lowrank``
+            (EGGROLL: every weight matrix W (d_out × d_in) moves by σ·A_i B_iᵀ/√r, A_i (d_out × r)
+            and B_i (d_in × r) standard normal from the tensor's (seed, name) generator; 1-D tensors
+            (norm weights, biases) are neither perturbed nor updated; the update is
+            α·(1/N)·Σ z_i A_i B_iᵀ/√r, drawn again from the seeds; the transformers rollout
+            generates all of a rank's members in one call; the vLLM rollout refuses it).
+        rank: r, the rank of the low-rank directions (>= 1; ``perturbation: lowrank`` only).
         process_group_backend: ``gloo``/``nccl``; default: NCCL on GPU, gloo on CPU.
     """
 
@@ -146,6 +160,8 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         signal_window: int | None = 20,
         signal_threshold: float = 0.1,
         checksum_tolerance: float = 0.0,
+        perturbation: Perturbation = "full",
+        rank: int = 1,
         process_group_backend: str | None = None,
     ) -> None:
         check_es_settings(
@@ -164,6 +180,8 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             signal_window=signal_window,
             signal_threshold=signal_threshold,
             checksum_tolerance=checksum_tolerance,
+            perturbation=perturbation,
+            rank=rank,
         )
         # no DDP options: the model is never wrapped, the process group only carries seeds and rewards
         super().__init__(process_group_backend=process_group_backend)
@@ -182,6 +200,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         self.signal_window, self.signal_threshold = signal_window, signal_threshold
         self._signal = None if signal_window is None else SignalMonitor(signal_window, signal_threshold)
         self.checksum_tolerance = checksum_tolerance
+        self.perturbation, self.rank = perturbation, rank
 
     @classmethod
     @override
@@ -203,6 +222,12 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
                 f"ESStrategy: rollout {type(rollout).__name__} cannot run ES; it generates only. Use a "
                 "rollout that implements es_lightning.rollout.es_engine.ESEngine (VLLMRollout, HFRollout)"
             )
+        if self.perturbation == "lowrank" and not isinstance(rollout, PopulationEngine):
+            raise ConfigError(
+                f"ESStrategy: perturbation: lowrank needs a rollout that serves low-rank members "
+                f"(es_lightning.rollout.hf.HFRollout); {type(rollout).__name__} serves perturbation: "
+                "full only. Use --rollout es_lightning.rollout.hf.HFRollout or perturbation: full"
+            )
         files = (
             resume.weight_files("stored")
             if resume is not None
@@ -210,6 +235,8 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         )
         state = resume.state_dir(self.strategy_name) / OPTIMIZER_FILE if resume is not None else None
         rollout.es_init(files, self.optimizer, str(state) if state and state.is_file() else None)
+        if isinstance(rollout, PopulationEngine):
+            rollout.es_use_lowrank(self.rank if self.perturbation == "lowrank" else None)
 
     @override
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
@@ -241,66 +268,41 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         run_seed: int,
     ) -> StepResult:
         """One ES update on the mini-batch ``rows``; returns the metrics and the population."""
-        engine: Any = rollout
+        engine = cast("ESRollout", rollout)  # prepare() refused any other rollout
         population = self.population(run_seed, step)
-        accumulated = accumulates(self.update, self.normalization, self.reward_control)
+        accumulated = accumulates(self.update, self.normalization, self.reward_control, self.perturbation)
         engine.es_accumulate(accumulated)  # before the first member: each ε is kept until R_i is known
         local = self._evaluate(engine, module, rows, population, run_seed, step, accumulated)
-        rewards, per_prompt, tokens, per_response = self._gather(local)
-        update_rewards = controlled_rewards(rewards, self.reward_control, run_seed, step)  # (M,)
+        gathered = self._gather(local)
+        update_rewards = controlled_rewards(gathered.rewards, self.reward_control, run_seed, step)  # (M,)
         coeffs = member_coefficients(population, update_rewards, self.normalization)
-        update_norm = self._update(engine, coeffs, update_rewards, accumulated, local.timings)
+        update_norm = self._update(engine, coeffs, update_rewards, accumulated, local)
         self._check_agreement(engine.es_checksum())
-
-        metrics = {
-            **reward_metrics(per_response[:, 0]),
-            **response_metrics(per_response[:, 1], per_response[:, 2]),
-            **member_metrics(rewards),
-            "es/update_norm": update_norm,
-            "es/skipped": float(coeffs is None),
-            "es/reward_reliability": split_half_reliability(per_prompt[0]),
-            "es/flip_rate": flip_rate(per_prompt[0]),
-            "time/tokens_per_s": tokens / max(local.timings["generate"], 1e-9),
-            **{f"time/{k}": v for k, v in local.timings.items()},
-        }
-        if self.estimator == "antithetic":
-            metrics["es/kappa_pair"] = kappa_pair(rewards, population)
-        if self._signal is not None:
-            warning = self._signal.observe(metrics["es/reward_reliability"], coeffs is None)
-            if warning is not None:
-                rank_zero_warn(warning)
-        result = PopulationResult(
-            seeds=list(population.seeds),
-            signs=list(population.signs),
-            rewards=rewards,
-            member_prompt_rewards=per_prompt[0],
-            member_prompt_success=per_prompt[1],
-            z=None if coeffs is None else normalize_rewards(update_rewards, self.normalization),
-            rows=list(rows),
-        )
-        return StepResult(metrics=metrics, population=result, samples=local.samples)
+        metrics = self._metrics(gathered, local, population, update_norm, skipped=coeffs is None)
+        self._watch_signal(metrics)
+        z = None if coeffs is None else normalize_rewards(update_rewards, self.normalization)
+        return StepResult(metrics, gathered.population_result(population, z, rows), local.samples)
 
     def _update(
         self,
-        engine: Any,
+        engine: ESEngine,
         coeffs: dict[int, float] | None,
         update_rewards: np.ndarray,
         accumulated: bool,
-        timings: dict[str, float],
+        local: MemberResults,
     ) -> float:
         """Take the update on every rank (:func:`~es_lightning.strategies.es_update.take_update`);
-        ``timings["update"]`` gets its seconds, with the folds of an accumulated update, which ran
+        ``time/update`` gets its seconds, with the folds of an accumulated update, which ran
         inside the perturbations (moved out of ``perturb_restore``)."""
         fold_s = engine.es_fold_seconds() if accumulated else 0.0
-        t0 = time.perf_counter()
-        norm = take_update(self, engine, coeffs, update_rewards, accumulated)
-        timings["perturb_restore"] -= fold_s
-        timings["update"] = fold_s + time.perf_counter() - t0
-        return norm
+        local.timings["perturb_restore"] -= fold_s
+        local.timings["update"] = fold_s
+        with local.timed("update"):
+            return take_update(self, engine, coeffs, update_rewards, accumulated)
 
     def _evaluate(
         self,
-        engine: Any,
+        engine: ESRollout,
         module: ReasoningModule,
         rows: list[Row],
         population: Population,
@@ -308,29 +310,71 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         step: int,
         accumulated: bool,
     ) -> MemberResults:
-        """This rank's members (i ≡ rank mod world size), evaluated in order."""
+        """This rank's members (i ≡ rank mod world size): low-rank ones in one generation call,
+        others one after another."""
+        members = range(self.global_rank, population.size, self.world_size)
+        sampling = replace(module.train_sampling, n=self.responses_per_prompt)
+        seeds = member_sampling_seeds(run_seed, step, population.size, self.member_sampling_seeds)
+        if self.perturbation == "lowrank" and self.member_rollouts == "regenerate":
+            batched = cast("PopulationEngine", engine)
+            return evaluate_population(
+                batched, module, rows, population, members, sampling, seeds, self.sigma
+            )
         return evaluate_members(
             engine,
             module,
             rows,
             population,
-            members=range(self.global_rank, population.size, self.world_size),
-            sampling=replace(module.train_sampling, n=self.responses_per_prompt),
-            sampling_seeds=member_sampling_seeds(run_seed, step, population.size, self.member_sampling_seeds),
+            members=members,
+            sampling=sampling,
+            sampling_seeds=seeds,
             sigma=self.sigma,
             fixed_rollouts=self.member_rollouts == "fixed",
             record_rewards=accumulated,
             keeps_centre_samples=self.global_rank == 0,
         )
 
-    def _gather(self, local: MemberResults) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
-        """Every rank's results: rewards (M,), per-prompt (2, M, P), tokens, per-response rows."""
+    def _metrics(
+        self,
+        gathered: Gathered,
+        local: MemberResults,
+        population: Population,
+        update_norm: float,
+        skipped: bool,
+    ) -> dict[str, float]:
+        """The update's scalars: ``train/`` over every response, ``es/`` over the members and the
+        update, ``time/`` this rank's seconds per phase."""
+        per_response, per_prompt = gathered.per_response, gathered.per_prompt
+        metrics = {
+            **reward_metrics(per_response[:, 0]),
+            **response_metrics(per_response[:, 1], per_response[:, 2]),
+            **member_metrics(gathered.rewards),
+            "es/update_norm": update_norm,
+            "es/skipped": float(skipped),
+            "es/reward_reliability": split_half_reliability(per_prompt[0]),
+            "es/flip_rate": flip_rate(per_prompt[0]),
+            "time/tokens_per_s": gathered.tokens / max(local.timings["generate"], 1e-9),
+            **{f"time/{k}": v for k, v in local.timings.items()},
+        }
+        if self.estimator == "antithetic":
+            metrics["es/kappa_pair"] = kappa_pair(gathered.rewards, population)
+        return metrics
+
+    def _watch_signal(self, metrics: dict[str, float]) -> None:
+        """Feed the no-signal monitor; its one warning goes to the console."""
+        if self._signal is not None:
+            warning = self._signal.observe(metrics["es/reward_reliability"], metrics["es/skipped"] == 1.0)
+            if warning is not None:
+                rank_zero_warn(warning)
+
+    def _gather(self, local: MemberResults) -> Gathered:
+        """Every rank's results, summed or gathered over the ranks."""
         rewards = self.all_reduce(local.rewards.to(self.root_device), reduce_op="sum").cpu().numpy()
         per_prompt = self.all_reduce(local.per_prompt.to(self.root_device), reduce_op="sum").cpu().numpy()
         tokens = torch.tensor(float(local.tokens), device=self.root_device)
         tokens_total = float(self.all_reduce(tokens, reduce_op="sum"))
         responses = torch.tensor(local.responses, dtype=torch.float64)
-        return rewards, per_prompt, tokens_total, gather_values(self, responses).reshape(-1, 3)
+        return Gathered(rewards, per_prompt, tokens_total, gather_values(self, responses).reshape(-1, 3))
 
     def _check_agreement(self, checksum: float) -> None:
         if self.world_size == 1:
@@ -341,6 +385,30 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             raise RuntimeError(
                 f"ESStrategy: the ranks' centres disagree after the update (checksums {values})"
             )
+
+
+@dataclass
+class Gathered:
+    """One update's measurements from every rank."""
+
+    rewards: np.ndarray  # (M,) R_i
+    per_prompt: np.ndarray  # (2, M, P): per member and prompt, mean reward and fraction correct
+    tokens: float  # generated tokens, all ranks
+    per_response: np.ndarray  # (responses, 3): reward, tokens, truncated
+
+    def population_result(
+        self, population: Population, z: np.ndarray | None, rows: list[Row]
+    ) -> PopulationResult:
+        """What population-level callbacks get (``z``: the normalised rewards the update applied)."""
+        return PopulationResult(
+            seeds=list(population.seeds),
+            signs=list(population.signs),
+            rewards=self.rewards,
+            member_prompt_rewards=self.per_prompt[0],
+            member_prompt_success=self.per_prompt[1],
+            z=z,
+            rows=list(rows),
+        )
 
 
 def member_sampling_seeds(

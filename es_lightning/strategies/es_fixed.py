@@ -4,7 +4,7 @@ importance weights and the re-scored rewards)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -16,6 +16,7 @@ from es_lightning.strategies.metrics import response_stats, text_samples
 
 if TYPE_CHECKING:
     from es_lightning.module import ReasoningModule
+    from es_lightning.rollout.base import Rollout, SamplingConfig
 
 
 class FixedRollouts:
@@ -23,11 +24,11 @@ class FixedRollouts:
 
     def __init__(
         self,
-        engine: Any,
+        engine: Rollout,
         module: ReasoningModule,
         rows: list[Row],
         prompt_ids: list[list[int]],
-        sampling: Any,
+        sampling: SamplingConfig,
     ) -> None:
         outputs = engine.generate(prompt_ids, sampling)
         scores = module.score(rows, outputs)
@@ -42,10 +43,10 @@ class FixedRollouts:
         self.samples = text_samples(module, rows, outputs, scores)
         self.centre = self._loglik(engine)
 
-    def _loglik(self, engine: Any) -> np.ndarray:
+    def _loglik(self, engine: Rollout) -> np.ndarray:
         return np.array([sum(lp) for lp in engine.score_logprobs(self.prompts, self.responses)])
 
-    def rescore(self, engine: Any) -> tuple[float, torch.Tensor, torch.Tensor]:
+    def rescore(self, engine: Rollout) -> tuple[float, torch.Tensor, torch.Tensor]:
         """(R_i, per-prompt weighted rewards, per-prompt weighted success) of the served member."""
         weights = importance_weights(self._loglik(engine), self.centre)
         reward, per_prompt = rescored_rewards(weights, self.rewards, self.prompt_of, self.n_prompts)

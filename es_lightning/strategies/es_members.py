@@ -1,5 +1,8 @@
 """One rank's share of an ES population: perturb, generate, score and restore each of its members.
 
+(Low-rank populations on an engine that can: every member of the rank in one generation call,
+:func:`evaluate_population`.)
+
 Rank r evaluates members i ≡ r (mod world size). For each: serve θ + sign_i·σ·ε_i, generate the
 mini-batch's responses (or re-score the centre's, ``member_rollouts: fixed``), R_i = the mean
 reward, restore θ. When the update is accumulated, R_i goes back to the engine right away
@@ -10,8 +13,10 @@ the next member's replaces it.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -24,7 +29,13 @@ from es_lightning.strategies.metrics import response_stats, text_samples
 
 if TYPE_CHECKING:
     from es_lightning.module import ReasoningModule
-    from es_lightning.rollout.base import SamplingConfig
+    from es_lightning.rollout.base import Rollout, RolloutOutput, SamplingConfig
+    from es_lightning.rollout.es_engine import ESEngine
+    from es_lightning.rollout.population_engine import PopulationEngine
+
+    class ESRollout(Rollout, ESEngine):
+        """A rollout that is also an ES engine (the type :class:`~es_lightning.strategies.ESStrategy`
+        checks for before the first update)."""
 
 
 @dataclass
@@ -40,9 +51,38 @@ class MemberResults:
         default_factory=lambda: dict.fromkeys(("generate", "perturb_restore", "score"), 0.0)
     )
 
+    @classmethod
+    def empty(cls, population_size: int, n_prompts: int) -> MemberResults:
+        """Nothing measured yet: zero rewards for ``population_size`` members and ``n_prompts`` prompts."""
+        return cls(
+            rewards=torch.zeros(population_size, dtype=torch.float64),
+            per_prompt=torch.zeros(2, population_size, n_prompts, dtype=torch.float64),
+        )
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Add the seconds of the block to ``timings[phase]``."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - t0
+
+    def record(self, i: int, module: ReasoningModule, rows: list[Row], outputs: list[RolloutOutput]) -> None:
+        """Score member ``i``'s ``outputs`` (one per row): R_i, its per-prompt rewards and
+        successes, tokens and response statistics; the first member recorded gives the samples."""
+        scores = module.score(rows, outputs)
+        self.rewards[i] = float(np.mean([s.reward for per_prompt in scores for s in per_prompt]))
+        self.per_prompt[0, i] = torch.tensor([np.mean([s.reward for s in per]) for per in scores])
+        self.per_prompt[1, i] = torch.tensor([np.mean([is_correct(s) for s in per]) for per in scores])
+        self.tokens += sum(len(c.token_ids) for o in outputs for c in o.completions)
+        self.responses += response_stats(outputs, scores)
+        if not self.samples:
+            self.samples = text_samples(module, rows, outputs, scores, member=i)
+
 
 def evaluate_members(
-    engine: Any,
+    engine: ESRollout,
     module: ReasoningModule,
     rows: list[Row],
     population: Population,
@@ -54,50 +94,59 @@ def evaluate_members(
     record_rewards: bool,
     keeps_centre_samples: bool,
 ) -> MemberResults:
-    """Evaluate ``members`` of ``population`` on ``rows`` (see the module docstring).
+    """Evaluate ``members`` of ``population`` on ``rows``, one after another (module docstring).
 
     ``fixed_rollouts``: the centre samples once (with member 0's sampling seed) and every member
     re-scores those responses; ``keeps_centre_samples``: this rank reports the centre's responses
     and samples then (rank 0). ``record_rewards``: hand each R_i to the engine (accumulating).
     """
     prompt_ids = module.encode(rows)
-    out = MemberResults(
-        rewards=torch.zeros(population.size, dtype=torch.float64),
-        per_prompt=torch.zeros(2, population.size, len(rows), dtype=torch.float64),
-    )
-    timings = out.timings
+    out = MemberResults.empty(population.size, len(rows))
     fixed = None
     if fixed_rollouts:  # sampled once at the centre, re-scored by every member
-        t0 = time.perf_counter()
-        fixed = FixedRollouts(engine, module, rows, prompt_ids, replace(sampling, seed=sampling_seeds[0]))
-        timings["generate"] += time.perf_counter() - t0
+        with out.timed("generate"):
+            fixed = FixedRollouts(engine, module, rows, prompt_ids, replace(sampling, seed=sampling_seeds[0]))
         out.tokens += fixed.tokens
         if keeps_centre_samples:  # the centre's responses stand for the update's
             out.responses, out.samples = fixed.stats, fixed.samples
     for i in members:
         seed, sign = population.members[i]
-        t0 = time.perf_counter()
-        engine.es_perturb(seed, sign, sigma)
-        t1 = time.perf_counter()
+        with out.timed("perturb_restore"):
+            engine.es_perturb(seed, sign, sigma)
         if fixed is None:
-            outputs = engine.generate(prompt_ids, replace(sampling, seed=sampling_seeds[i]))
-            t2 = time.perf_counter()
-            scores = module.score(rows, outputs)
-            out.rewards[i] = float(np.mean([s.reward for per_prompt in scores for s in per_prompt]))
-            out.per_prompt[0, i] = torch.tensor([np.mean([s.reward for s in per]) for per in scores])
-            out.per_prompt[1, i] = torch.tensor([np.mean([is_correct(s) for s in per]) for per in scores])
-            out.tokens += sum(len(c.token_ids) for o in outputs for c in o.completions)
-            out.responses += response_stats(outputs, scores)
-            if not out.samples:
-                out.samples = text_samples(module, rows, outputs, scores, member=i)
+            with out.timed("generate"):
+                outputs = engine.generate(prompt_ids, replace(sampling, seed=sampling_seeds[i]))
+            with out.timed("score"):
+                out.record(i, module, rows, outputs)
         else:
-            t2 = time.perf_counter()
-            out.rewards[i], out.per_prompt[0, i], out.per_prompt[1, i] = fixed.rescore(engine)
-        t3 = time.perf_counter()
-        if record_rewards:
-            engine.es_record_reward(float(out.rewards[i]))
-        engine.es_restore()
-        timings["perturb_restore"] += t1 - t0 + time.perf_counter() - t3
-        timings["generate"] += t2 - t1
-        timings["score"] += t3 - t2
+            with out.timed("score"):
+                out.rewards[i], out.per_prompt[0, i], out.per_prompt[1, i] = fixed.rescore(engine)
+        with out.timed("perturb_restore"):
+            if record_rewards:
+                engine.es_record_reward(float(out.rewards[i]))
+            engine.es_restore()
+    return out
+
+
+def evaluate_population(
+    engine: PopulationEngine,
+    module: ReasoningModule,
+    rows: list[Row],
+    population: Population,
+    members: range,
+    sampling: SamplingConfig,
+    sampling_seeds: list[int],
+    sigma: float,
+) -> MemberResults:
+    """Evaluate ``members`` of a low-rank ``population`` on ``rows`` in one generation call
+    (:meth:`~es_lightning.rollout.population_engine.PopulationEngine.es_generate_population`)."""
+    out = MemberResults.empty(population.size, len(rows))
+    chosen = [population.members[i] for i in members]
+    with out.timed("generate"):
+        outputs = engine.es_generate_population(
+            module.encode(rows), sampling, chosen, sigma, [sampling_seeds[i] for i in members]
+        )
+    with out.timed("score"):
+        for i, member_outputs in zip(members, outputs, strict=True):
+            out.record(i, module, rows, member_outputs)
     return out

@@ -6,6 +6,7 @@ import math
 
 from es_lightning.errors import ConfigError
 from es_lightning.es.control import REWARD_CONTROLS
+from es_lightning.es.lowrank import PERTURBATIONS
 from es_lightning.es.update import ANTITHETIC_BUDGETS
 from es_lightning.strategies.es_update import UPDATE_MODES
 
@@ -27,6 +28,8 @@ def check_es_settings(
     signal_window: int | None,
     signal_threshold: float,
     checksum_tolerance: float,
+    perturbation: str = "full",
+    rank: int = 1,
 ) -> None:
     """Refuse nonsensical ES settings, naming the first bad one and what is accepted."""
     choices = {
@@ -38,6 +41,7 @@ def check_es_settings(
         "optimizer": (optimizer, ("sgd", "adam")),
         "update": (update, UPDATE_MODES),
         "reward_control": (reward_control, REWARD_CONTROLS),
+        "perturbation": (perturbation, PERTURBATIONS),
     }
     for name, (value, allowed) in choices.items():
         if value not in allowed:
@@ -63,3 +67,5 @@ def check_es_settings(
         raise ConfigError(f"ESStrategy: signal_threshold must be in [-1, 1], got {signal_threshold}")
     if not checksum_tolerance >= 0:
         raise ConfigError(f"ESStrategy: checksum_tolerance must be >= 0, got {checksum_tolerance}")
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+        raise ConfigError(f"ESStrategy: rank must be an integer >= 1 (the rank r of A·Bᵀ), got {rank!r}")

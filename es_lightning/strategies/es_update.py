@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 import torch
@@ -33,16 +33,27 @@ import torch
 from es_lightning.es.accumulate import LINEAR_NORMALIZATIONS
 from es_lightning.es.split import assign_tensors, chunk_names
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from es_lightning.rollout.es_engine import ESEngine
+
 UpdateMode = Literal["accumulate", "redraw"]
 UPDATE_MODES: tuple[str, ...] = ("accumulate", "redraw")
 EXCHANGE_NUMBERS = 16 * 2**20
 """Numbers per exchanged chunk (64 MiB of float32)."""
 
 
-def accumulates(update: str, normalization: str, reward_control: str) -> bool:
+def accumulates(update: str, normalization: str, reward_control: str, perturbation: str = "full") -> bool:
     """Whether ``update: accumulate`` applies: the normalised rewards are affine in R (z-score or
-    none) and are the members' own (not permuted)."""
-    return update == "accumulate" and normalization in LINEAR_NORMALIZATIONS and reward_control == "none"
+    none), are the members' own (not permuted), and the directions are full-rank (low-rank ones are
+    cheap to draw again, :mod:`es_lightning.es.lowrank`)."""
+    return (
+        update == "accumulate"
+        and normalization in LINEAR_NORMALIZATIONS
+        and reward_control == "none"
+        and perturbation == "full"
+    )
 
 
 def reward_moments(rewards: np.ndarray, normalization: str) -> tuple[float, float]:
@@ -53,14 +64,36 @@ def reward_moments(rewards: np.ndarray, normalization: str) -> tuple[float, floa
     return float(rewards.mean()), float(rewards.std())
 
 
+class UpdateStrategy(Protocol):
+    """What the update needs of :class:`~es_lightning.strategies.ESStrategy`: its step size,
+    normalisation and collectives."""
+
+    learning_rate: float
+    normalization: str
+
+    @property
+    def world_size(self) -> int: ...
+    @property
+    def global_rank(self) -> int: ...
+    @property
+    def root_device(self) -> torch.device: ...
+    def all_reduce(
+        self, tensor: torch.Tensor, group: object = None, reduce_op: str = "mean"
+    ) -> torch.Tensor: ...
+
+
 @dataclass
 class RankUpdate:
     """The collective part of an update on several ranks: the strategy's all-reduce and its device."""
 
-    strategy: Any  # an ESStrategy (all_reduce, world_size, global_rank, root_device)
-    engine: Any  # an ESEngine
+    strategy: UpdateStrategy
+    engine: ESEngine
 
-    def _summed(self, shapes: Mapping[str, tuple[int, ...]], local: Any) -> Iterator[dict[str, torch.Tensor]]:
+    def _summed(
+        self,
+        shapes: Mapping[str, tuple[int, ...]],
+        local: Callable[[list[str]], Mapping[str, torch.Tensor]],
+    ) -> Iterator[dict[str, torch.Tensor]]:
         """Per chunk of tensors: this rank's directions (``local(names)``; zeros for tensors it has
         none of), summed over the ranks."""
         numels = {n: int(np.prod(s, dtype=np.int64)) for n, s in shapes.items()}
@@ -98,8 +131,8 @@ class RankUpdate:
 
 
 def take_update(
-    strategy: Any,
-    engine: Any,
+    strategy: UpdateStrategy,
+    engine: ESEngine,
     coeffs: Mapping[int, float] | None,
     rewards: np.ndarray,
     accumulated: bool,

@@ -1,0 +1,133 @@
+"""Low-rank ES directions (EGGROLL, "Evolution Strategies at the Hyperscale"): ε = A·Bᵀ/√r per matrix.
+
+``perturbation: lowrank`` replaces the full-rank ε_s of every weight *matrix* W (d_out × d_in) by
+
+    E_s = A_s·B_sᵀ/√r,   A_s ∈ R^{d_out×r},  B_s ∈ R^{d_in×r}  standard normal,
+
+drawn from the generator of (member seed s, W's name) that full-rank noise draws ε from
+(:func:`~es_lightning.es.noise.param_seed`): A first, then B. Only seeds cross processes, as before.
+The 1/√r keeps every entry of E_s at unit variance, as the entries of a full-rank ε (an entry is a
+sum of r products of independent unit normals), so σ means the same per entry in both modes.
+
+Which tensors move. Matrices (2-D tensors: the linear layers, the embedding) are perturbed with
+E_s; every other tensor (1-D: norm weights, biases) is neither perturbed nor updated. Tied
+embeddings are one tensor under one name: perturbed once, and the embedding lookup and the output
+projection both see the same E_s.
+
+The update from seeds alone, exactly, on the fp32 master (:meth:`LowRankNoise.direction`)::
+
+    θ_W ← θ_W + (α/N)·Σ_s c_s·A_s B_sᵀ/√r = θ_W + (α/(N√r))·[c_1 A_1 | … | c_S A_S]·[B_1 | … | B_S]ᵀ,
+
+one (d_out × S·r)·(S·r × d_in) float32 product per matrix, c_s the per-seed coefficients of
+:func:`~es_lightning.es.update.member_coefficients` (z-score, rank or no normalisation; antithetic
+pairs fold into one c_s). Drawing the factors again is cheap ((d_out + d_in)·r numbers per seed and
+matrix), so the low-rank update never accumulates (``update: accumulate`` does not apply).
+
+How the rollout serves a member without writing W + σE_s (:mod:`es_lightning.rollout.hf_population`):
+a linear layer's output gains σ·(x·B_s)·A_sᵀ/√r, an embedding lookup of token t gains σ·A_s[t]·B_sᵀ/√r.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from es_lightning.es.noise import param_seed
+from es_lightning.es.update import Direction
+
+__all__ = ["PERTURBATIONS", "LowRankNoise", "Perturbation", "is_perturbed", "lowrank_factors"]
+
+Perturbation = Literal["full", "lowrank"]
+PERTURBATIONS: tuple[str, ...] = ("full", "lowrank")
+
+
+def is_perturbed(shape: Sequence[int] | torch.Size) -> bool:
+    """Whether a tensor of ``shape`` moves under low-rank ES: matrices only."""
+    return len(shape) == 2
+
+
+def lowrank_factors(
+    seed: int,
+    name: str,
+    shape: Sequence[int] | torch.Size,
+    rank: int,
+    device: torch.device | str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(A, B), float32 standard normal of shapes (d_out, r) and (d_in, r), for the matrix ``name``
+    of ``shape`` = (d_out, d_in) under member seed ``seed``: A then B from one generator seeded
+    with :func:`~es_lightning.es.noise.param_seed` on ``device`` (CPU and CUDA draw different
+    numbers, as for full-rank noise)."""
+    if not is_perturbed(shape):
+        raise ValueError(f"lowrank_factors: {name!r} has shape {tuple(shape)}, not a matrix")
+    device = torch.device("cpu") if device is None else torch.device(device)
+    gen = torch.Generator(device=device)
+    gen.manual_seed(param_seed(seed, name))
+    d_out, d_in = int(shape[0]), int(shape[1])
+    a = torch.randn((d_out, rank), generator=gen, device=device, dtype=torch.float32)
+    b = torch.randn((d_in, rank), generator=gen, device=device, dtype=torch.float32)
+    return a, b
+
+
+@dataclass(frozen=True)
+class LowRankNoise:
+    """The low-rank directions E_s = A_s B_sᵀ/√r of rank ``rank`` (see the module docstring)."""
+
+    rank: int
+
+    def __post_init__(self) -> None:
+        if self.rank < 1:
+            raise ValueError(f"LowRankNoise: rank must be >= 1, got {self.rank}")
+
+    @property
+    def scale(self) -> float:
+        """1/√r."""
+        return 1.0 / math.sqrt(self.rank)
+
+    def noise(
+        self,
+        seed: int,
+        name: str,
+        shape: Sequence[int] | torch.Size,
+        device: torch.device | str | None = None,
+    ) -> torch.Tensor:
+        """E_s of tensor ``name`` as a dense float32 tensor (zeros for a tensor that does not move)."""
+        if not is_perturbed(shape):
+            return torch.zeros(tuple(shape), dtype=torch.float32, device=device)
+        a, b = lowrank_factors(seed, name, shape, self.rank, device)
+        return (a @ b.T).mul_(self.scale)
+
+    def direction(self, coeffs: Mapping[int, float]) -> Direction:
+        """D = Σ_s c_s·A_s B_sᵀ/√r per tensor (zeros for tensors that do not move), drawn from the
+        seeds on the master tensor's device."""
+
+        def direction(name: str, master: torch.Tensor) -> torch.Tensor:
+            used = [(s, float(c)) for s, c in coeffs.items() if c != 0.0]
+            if not is_perturbed(master.shape) or not used:
+                return torch.zeros(master.shape, dtype=torch.float32, device=master.device)
+            factors = [lowrank_factors(s, name, master.shape, self.rank, master.device) for s, _ in used]
+            a = torch.cat([f[0].mul_(c) for f, (_, c) in zip(factors, used, strict=True)], dim=1)
+            b = torch.cat([f[1] for f in factors], dim=1)  # (d_in, S·r)
+            return (a @ b.T).mul_(self.scale)  # (d_out, S·r) @ (S·r, d_in)
+
+        return direction
+
+    def member_factors(
+        self,
+        members: Sequence[tuple[int, float]],
+        name: str,
+        shape: Sequence[int] | torch.Size,
+        sigma: float,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Stacked factors of ``members`` ((seed, sign) each) for a batched forward: A (M, d_out, r)
+        scaled by sign·σ/√r and B (M, d_in, r), so member m's perturbation is A[m]·B[m]ᵀ."""
+        pairs = [lowrank_factors(seed, name, shape, self.rank, device) for seed, _ in members]
+        scales = torch.tensor([sign * sigma * self.scale for _, sign in members], dtype=torch.float32)
+        a = torch.stack([p[0] for p in pairs]) * scales.to(pairs[0][0].device)[:, None, None]
+        b = torch.stack([p[1] for p in pairs])
+        return a.to(dtype), b.to(dtype)

@@ -1,0 +1,199 @@
+"""A low-rank ES population in one transformers ``generate`` call: N members × B prompts as rows.
+
+Member m (seed s_m, sign ±) of a low-rank population (:mod:`es_lightning.es.lowrank`) serves
+W + sign·σ·A_m B_mᵀ/√r for every weight matrix W. Instead of writing those weights N times, the
+rows of one batch are laid out member-major (member m owns rows m·R … (m+1)·R − 1, R = B·n) and a
+forward hook adds each row's own term to the output of every layer whose weight moves:
+
+* ``nn.Linear`` (y = x·Wᵀ + b):   y_row += (x_row·B_m)·(sign·σ/√r·A_m)ᵀ       # (L, d_in)→(L, r)→(L, d_out)
+* ``nn.Embedding`` (y = W[t]):    y_row += (sign·σ/√r·A_m)[t]·B_mᵀ             # (L, r)→(L, d)
+
+which is x·(W + sign·σ·A_m B_mᵀ/√r)ᵀ up to float rounding; the centre's weights are never touched.
+A tied output projection holds the embedding's tensor, so it gets the embedding's factors.
+
+Sampling. ``generate``'s own sampler draws every row's token from one shared torch stream, so a
+row's randomness would depend on its neighbours. :class:`RowSampler` samples instead: response k
+to prompt j of member m uses the uniforms of its own generator, seeded
+:func:`~es_lightning.rollout.seeds.sample_seed` (sampling seed of m, j, k), one U(0, 1) per new
+token, inverted through the (temperature-scaled, top-p-truncated) distribution. Members with a
+common sampling seed therefore share every stream (common random numbers), and the same member
+generated alone (:func:`generate_population` with ``batched=False``: weights written, one member
+per call) samples the same tokens from the same logits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from es_lightning.errors import ConfigError
+from es_lightning.es.lowrank import LowRankNoise, is_perturbed
+from es_lightning.rollout.base import RolloutOutput, SamplingConfig
+from es_lightning.rollout.seeds import sample_seed
+
+if TYPE_CHECKING:
+    from es_lightning.rollout.hf import HFRollout
+
+Factors = tuple[torch.Tensor, torch.Tensor]  # A (M, d_out, r) scaled by sign·σ/√r, B (M, d_in, r)
+
+
+def sample_rows(
+    logits: torch.Tensor, uniforms: torch.Tensor, temperature: float, top_p: float
+) -> torch.Tensor:
+    """One token per row (``logits`` (rows, V), ``uniforms`` (rows,) in [0, 1)): the token whose
+    cumulative probability first exceeds u, over softmax(logits/T) restricted to the smallest set
+    of most probable tokens whose mass reaches ``top_p`` (stable order: ties by token id)."""
+    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    sorted_probs, order = torch.sort(probs, dim=-1, descending=True, stable=True)
+    cumulative = sorted_probs.cumsum(-1)
+    kept = (cumulative - sorted_probs) < top_p  # the mass before a token is below top_p (first kept)
+    sorted_probs = sorted_probs * kept
+    cdf = sorted_probs.cumsum(-1)
+    target = uniforms.to(cdf) * cdf[:, -1]
+    index = torch.searchsorted(cdf, target[:, None], right=True)
+    index = torch.minimum(index, kept.sum(-1, keepdim=True) - 1)  # u·total rounded up to total
+    return order.gather(-1, index).squeeze(-1)
+
+
+class RowSampler:
+    """A logits processor that samples every row from its own stream (see the module docstring) and
+    returns scores that are 0 at the sampled token and −inf elsewhere, so greedy decoding keeps it."""
+
+    def __init__(self, row_seeds: Sequence[int | None], sampling: SamplingConfig) -> None:
+        streams = []
+        for seed in row_seeds:
+            gen = torch.Generator()
+            if seed is None:
+                gen.seed()
+            else:
+                gen.manual_seed(seed)
+            streams.append(torch.rand(sampling.max_tokens, generator=gen, dtype=torch.float64))
+        self.uniforms = torch.stack(streams)  # (rows, max_tokens)
+        self.temperature, self.top_p = sampling.temperature, sampling.top_p
+        self.step = 0
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        tokens = sample_rows(scores, self.uniforms[:, self.step], self.temperature, self.top_p)
+        self.step += 1
+        out = torch.full_like(scores, float("-inf"))
+        return out.scatter_(1, tokens[:, None].to(scores.device), 0.0)
+
+
+def row_seeds(sampling_seeds: Sequence[int | None], n_prompts: int, n: int) -> list[int | None]:
+    """The seed of every row, member-major: (member m, prompt j, response k) → sample_seed(s_m, j, k)."""
+    return [
+        None if seed is None else sample_seed(seed, j, k)
+        for seed in sampling_seeds
+        for j in range(n_prompts)
+        for k in range(n)
+    ]
+
+
+def _linear_hook(a: torch.Tensor, b: torch.Tensor):
+    def hook(module: nn.Module, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> torch.Tensor:
+        x = inputs[0].reshape(a.shape[0], -1, inputs[0].shape[-1])  # (M, L, d_in): a member's rows
+        delta = (x @ b) @ a.transpose(1, 2)  # (M, L, r) -> (M, L, d_out)
+        return output + delta.reshape(output.shape)
+
+    return hook
+
+
+def _embedding_hook(a: torch.Tensor, b: torch.Tensor):
+    def hook(module: nn.Module, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> torch.Tensor:
+        ids = inputs[0].reshape(a.shape[0], -1)  # (M, L)
+        picked = a[torch.arange(a.shape[0], device=ids.device)[:, None], ids]  # (M, L, r)
+        return output + (picked @ b.transpose(1, 2)).reshape(output.shape)  # (M, L, d)
+
+    return hook
+
+
+def hooked_layers(model: nn.Module, moving: Mapping[str, torch.Tensor]) -> list[tuple[nn.Module, str]]:
+    """(layer, master name) of every linear or embedding layer whose weight is a moving matrix of
+    ``moving``; refuses a moving matrix that no such layer holds (a batched forward would miss it)."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    layers = []
+    for module in model.modules():
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            name = names.get(id(module.weight))
+            if name is not None and name in moving and is_perturbed(moving[name].shape):
+                layers.append((module, name))
+    missing = sorted({n for n, t in moving.items() if is_perturbed(t.shape)} - {n for _, n in layers})
+    if missing:
+        raise ConfigError(
+            f"perturbation: lowrank: the batched rollout adds the members' terms to nn.Linear and "
+            f"nn.Embedding outputs, but {missing[0]!r} (and {len(missing) - 1} more) belong to other layers"
+        )
+    return layers
+
+
+@contextmanager
+def population_hooks(
+    model: nn.Module,
+    master: Mapping[str, torch.Tensor],
+    noise: LowRankNoise,
+    members: Sequence[tuple[int, float]],
+    sigma: float,
+) -> Iterator[None]:
+    """While open, row block m of every forward pass runs member m's weights (module docstring)."""
+    dtype = next(model.parameters()).dtype
+    factors: dict[str, Factors] = {}
+    handles = []
+    try:
+        for module, name in hooked_layers(model, master):
+            if name not in factors:  # a tied tensor: one set of factors
+                device = module.weight.device
+                factors[name] = noise.member_factors(members, name, master[name].shape, sigma, device, dtype)
+                factors[name] = tuple(f.to(device) for f in factors[name])  # type: ignore[assignment]
+            make = _embedding_hook if isinstance(module, nn.Embedding) else _linear_hook
+            handles.append(module.register_forward_hook(make(*factors[name])))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def generate_population(
+    rollout: HFRollout,
+    prompts: Sequence[Sequence[int]],
+    sampling: SamplingConfig,
+    members: Sequence[tuple[int, float]],
+    sigma: float,
+    sampling_seeds: Sequence[int | None],
+    batched: bool = True,
+) -> list[list[RolloutOutput]]:
+    """``[m][j]``: member m's output for prompt j. ``batched``: all members in one ``generate`` call
+    (hooks); otherwise member by member with its weights written (the reference)."""
+    if len(sampling_seeds) != len(members):
+        raise ValueError(f"{len(members)} members but {len(sampling_seeds)} sampling seeds")
+    seeds = row_seeds(sampling_seeds, len(prompts), sampling.n)
+    per_member = len(prompts) * sampling.n
+    if batched:
+        rollout.serve_centre()
+        with population_hooks(rollout.served_model, rollout.es.master, _noise(rollout), members, sigma):
+            rows = rollout.generate_rows([p for _ in members for p in prompts], sampling, seeds)
+        blocks = [rows[m * per_member : (m + 1) * per_member] for m in range(len(members))]
+    else:
+        blocks = []
+        for m, (seed, sign) in enumerate(members):
+            rollout.es_perturb(seed, sign, sigma)
+            blocks.append(
+                rollout.generate_rows(prompts, sampling, seeds[m * per_member : (m + 1) * per_member])
+            )
+            rollout.es_restore()
+    return [
+        [
+            RolloutOutput(prompt_token_ids=list(p), completions=block[j * sampling.n : (j + 1) * sampling.n])
+            for j, p in enumerate(prompts)
+        ]
+        for block in blocks
+    ]
+
+
+def _noise(rollout: HFRollout) -> LowRankNoise:
+    if rollout.es.noise is None:
+        raise RuntimeError("HFRollout: es_use_lowrank(rank) before generating a low-rank population")
+    return rollout.es.noise

@@ -1,0 +1,46 @@
+"""The low-rank ES part of a rollout: every member of a population served in one generation call.
+
+With ``perturbation: lowrank`` (:mod:`es_lightning.es.lowrank`) member i's weights differ from the
+centre by σ·A_i B_iᵀ/√r per matrix, a change a forward pass can add per batch row without writing
+any weight. A backend that can do that implements :class:`PopulationEngine` beside
+:class:`~es_lightning.rollout.es_engine.ESEngine`::
+
+    engine.es_init(...)
+    engine.es_use_lowrank(r)                      # perturb, restore and update with A Bᵀ/√r
+    outputs = engine.es_generate_population(prompts, sampling, members, σ, sampling_seeds)
+    # outputs[m][j]: member m's responses to prompt j
+
+:class:`~es_lightning.strategies.ESStrategy` refuses ``perturbation: lowrank`` with a rollout that
+is not a :class:`PopulationEngine` (the vLLM rollout serves full-rank ES only).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from es_lightning.rollout.base import RolloutOutput, SamplingConfig
+
+
+class PopulationEngine(ABC):
+    """Low-rank ES members generated together, each batch row under its own member's weights."""
+
+    @abstractmethod
+    def es_use_lowrank(self, rank: int | None) -> None:
+        """From now on perturb, restore and update the centre with low-rank directions of rank
+        ``rank`` (``None``: full-rank ε again); call after ``es_init``."""
+
+    @abstractmethod
+    def es_generate_population(
+        self,
+        prompts: Sequence[Sequence[int]],
+        sampling: SamplingConfig,
+        members: Sequence[tuple[int, float]],
+        sigma: float,
+        sampling_seeds: Sequence[int],
+    ) -> list[list[RolloutOutput]]:
+        """Every member's responses to ``prompts``: member m = (seed, sign) serves
+        θ + sign·σ·A_seed B_seedᵀ/√r and samples with ``sampling_seeds[m]``; ``[m][j]`` is member
+        m's output for prompt j. Response k to prompt j of member m draws its own random stream,
+        :func:`~es_lightning.rollout.seeds.sample_seed` (sampling_seeds[m], j, k), so members that
+        share a sampling seed share every stream (common random numbers)."""
