@@ -88,7 +88,7 @@ def test_fit_recipe_parses_builds_and_takes_overrides(recipe, tmp_path):
         if isinstance(strategy, ESStrategy):
             assert (strategy.population_size, strategy.sigma, strategy.learning_rate) == (32, 1.5e-3, 2.5e-4)
         else:
-            assert isinstance(strategy, GRPOStrategy) and strategy.group_size == 8
+            assert isinstance(strategy, GRPOStrategy) and strategy.settings.group_size == 8
     if fit.stages is not None:
         assert [s.fraction for s in fit.stages] == [0.5, 0.5]
         assert {s.train_sampling.temperature for s in fit.stages if isinstance(s.strategy, GRPOStrategy)} == {
@@ -324,7 +324,7 @@ def test_paper_grpo_recipes_use_the_papers_sequence_mean(recipe):
     strategies = [fit.strategy] if fit.stages is None else [s.strategy for s in fit.stages]
     grpo = [s for s in strategies if isinstance(s, GRPOStrategy)]
     assert bool(grpo) == ("grpo" in recipe.name)
-    assert all(s.loss_aggregation == "sequence_mean" for s in grpo)
+    assert all(s.loss.loss_aggregation == "sequence_mean" for s in grpo)
 
 
 @pytest.mark.parametrize("recipe", POPSIZE_RECIPES)

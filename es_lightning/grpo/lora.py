@@ -21,11 +21,14 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from es_lightning.errors import ConfigError
+
+if TYPE_CHECKING:
+    from peft import PeftModel
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 """The attention and MLP projections of Qwen2 / Llama-style models."""
@@ -98,7 +101,7 @@ def wrap_with_lora(model: torch.nn.Module, settings: LoRASettings) -> Any:
     config = LoraConfig(
         task_type=TaskType.CAUSAL_LM,
         r=settings.rank,
-        lora_alpha=settings.alpha,
+        lora_alpha=settings.alpha,  # pyright: ignore[reportArgumentType]  (annotated int; α/r is computed in float)
         lora_dropout=settings.dropout,
         target_modules=list(settings.target_modules),
     )
@@ -130,7 +133,8 @@ def merged_weights(model: torch.nn.Module, adapted_only: bool = False) -> Iterat
         if layer is not None:
             weight = weight.float()
             for adapter in layer.active_adapters:
-                weight = weight + layer.get_delta_weight(adapter).float()
+                # every LoRA layer type defines get_delta_weight; their base class does not declare it
+                weight = weight + layer.get_delta_weight(adapter).float()  # pyright: ignore[reportAttributeAccessIssue]
         yield hf_name(name), weight
 
 
@@ -168,7 +172,9 @@ class AdaptersOff(torch.nn.Module):
     """The base model inside a PeftModel, adapters disabled: GRPO's frozen reference (β > 0)
     without a second copy of the weights."""
 
-    def __init__(self, peft_model: Any) -> None:
+    peft_model: PeftModel
+
+    def __init__(self, peft_model: PeftModel) -> None:
         super().__init__()
         self.__dict__["peft_model"] = peft_model  # not a submodule: its parameters are the policy's
 

@@ -22,19 +22,24 @@ Aggregation over the mask M_{i,t} (1 on response tokens):
 Tokens where the clipped branch is active get zero gradient: (ρ > 1 + ε_high and Â > 0) or
 (ρ < 1 − ε_low and Â < 0). ``clip_frac`` is the fraction of response tokens where that happens.
 Padding positions are masked before ``exp``, so garbage there can never produce inf/NaN.
+
+:class:`GRPOLoss` holds the objective's settings (ε, ε_high, β, the aggregation), checked once when
+it is built, as torchtune's loss modules hold theirs; calling it is :func:`grpo_loss` with them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 
-__all__ = ["LossAggregation", "LossStats", "grpo_loss", "k3_kl"]
+from es_lightning.grpo.checked import checked, field_values, refuse_invalid
+
+__all__ = ["GRPOLoss", "LossAggregation", "LossStats", "grpo_loss", "k3_kl"]
 
 LossAggregation = Literal["token_mean", "sequence_mean"]
-_AGGREGATIONS: tuple[str, ...] = ("token_mean", "sequence_mean")
+_AGGREGATIONS: tuple[str, ...] = get_args(LossAggregation)
 
 
 @dataclass
@@ -103,32 +108,10 @@ def grpo_loss(
         ValueError: on mismatched shapes, negative ε or β, ``beta > 0`` without ``ref_logp``,
             an unknown ``aggregation`` or a non-positive ``num_tokens``/``num_sequences``.
     """
-    if logp.ndim != 2:
-        raise ValueError(f"grpo_loss: logp must have shape (B, T), got {tuple(logp.shape)}")
-    _check_same_shape("old_logp", old_logp, logp.shape)
-    _check_same_shape("mask", mask, logp.shape)
-    if ref_logp is not None:
-        _check_same_shape("ref_logp", ref_logp, logp.shape)
-    if advantages.shape != logp.shape[:1]:
-        raise ValueError(
-            f"grpo_loss: advantages must have shape (B,) = {tuple(logp.shape[:1])}, got {tuple(advantages.shape)}"
-        )
+    _check_arguments(logp, old_logp, advantages, mask, ref_logp, num_tokens, num_sequences)
+    _check_settings(clip_eps, clip_eps_high, beta, aggregation, has_reference=ref_logp is not None)
     eps_low = clip_eps
     eps_high = clip_eps if clip_eps_high is None else clip_eps_high
-    if eps_low < 0 or eps_high < 0:
-        raise ValueError(
-            f"grpo_loss: clip_eps and clip_eps_high must be >= 0, got {clip_eps}, {clip_eps_high}"
-        )
-    if beta < 0:
-        raise ValueError(f"grpo_loss: beta must be >= 0, got {beta}")
-    if beta > 0 and ref_logp is None:
-        raise ValueError("grpo_loss: beta > 0 needs ref_logp (the reference log-probs for the KL term)")
-    if aggregation not in _AGGREGATIONS:
-        raise ValueError(f"grpo_loss: unknown aggregation {aggregation!r}; expected one of {_AGGREGATIONS}")
-    if num_tokens is not None and not num_tokens > 0:
-        raise ValueError(f"grpo_loss: num_tokens must be > 0, got {num_tokens}")
-    if num_sequences is not None and not num_sequences > 0:
-        raise ValueError(f"grpo_loss: num_sequences must be > 0, got {num_sequences}")
 
     m = mask.to(dtype=logp.dtype)  # (B, T)
     on = m > 0  # (B, T)
@@ -155,7 +138,63 @@ def grpo_loss(
     else:
         per_seq = per_token.sum(dim=1) / m.sum(dim=1).clamp(min=1.0)  # (B,), 0 for empty rows
         loss = per_seq.sum() / (logp.shape[0] if num_sequences is None else float(num_sequences))
+    return loss, _statistics(loss, ratio, adv, m, kl, eps_low, eps_high)
 
+
+def _check_arguments(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    ref_logp: torch.Tensor | None,
+    num_tokens: float | None,
+    num_sequences: float | None,
+) -> None:
+    """The tensors' shapes and the normalisers of one :func:`grpo_loss` call."""
+    if logp.ndim != 2:
+        raise ValueError(f"grpo_loss: logp must have shape (B, T), got {tuple(logp.shape)}")
+    _check_same_shape("old_logp", old_logp, logp.shape)
+    _check_same_shape("mask", mask, logp.shape)
+    if ref_logp is not None:
+        _check_same_shape("ref_logp", ref_logp, logp.shape)
+    if advantages.shape != logp.shape[:1]:
+        raise ValueError(
+            f"grpo_loss: advantages must have shape (B,) = {tuple(logp.shape[:1])}, got {tuple(advantages.shape)}"
+        )
+    if num_tokens is not None and not num_tokens > 0:
+        raise ValueError(f"grpo_loss: num_tokens must be > 0, got {num_tokens}")
+    if num_sequences is not None and not num_sequences > 0:
+        raise ValueError(f"grpo_loss: num_sequences must be > 0, got {num_sequences}")
+
+
+def _check_settings(
+    clip_eps: float, clip_eps_high: float | None, beta: float, aggregation: str, has_reference: bool
+) -> None:
+    """ε, ε_high, β and the aggregation of one :func:`grpo_loss` call (:class:`GRPOLoss` checks
+    its own, stricter, once when it is built)."""
+    eps_high = clip_eps if clip_eps_high is None else clip_eps_high
+    if clip_eps < 0 or eps_high < 0:
+        raise ValueError(
+            f"grpo_loss: clip_eps and clip_eps_high must be >= 0, got {clip_eps}, {clip_eps_high}"
+        )
+    if beta < 0:
+        raise ValueError(f"grpo_loss: beta must be >= 0, got {beta}")
+    if beta > 0 and not has_reference:
+        raise ValueError("grpo_loss: beta > 0 needs ref_logp (the reference log-probs for the KL term)")
+    if aggregation not in _AGGREGATIONS:
+        raise ValueError(f"grpo_loss: unknown aggregation {aggregation!r}; expected one of {_AGGREGATIONS}")
+
+
+def _statistics(
+    loss: torch.Tensor,  # ()
+    ratio: torch.Tensor,  # (B, T)
+    adv: torch.Tensor,  # (B, 1)
+    m: torch.Tensor,  # (B, T)
+    kl: torch.Tensor | None,  # (B, T)
+    eps_low: float,
+    eps_high: float,
+) -> LossStats:
+    """The :class:`LossStats` of one call, read from the device in one sync."""
     with torch.no_grad():
         n = m.sum()
         clipped = ((ratio > 1.0 + eps_high) & (adv > 0)) | ((ratio < 1.0 - eps_low) & (adv < 0))  # (B, T)
@@ -167,4 +206,53 @@ def grpo_loss(
                 torch.where(n > 0, (ratio * m).sum() / n.clamp(min=1.0), torch.ones_like(n)),
             ]
         ).tolist()  # one device sync
-    return loss, LossStats(loss=stats[0], clip_frac=stats[1], kl=stats[2], ratio_mean=stats[3])
+    return LossStats(loss=stats[0], clip_frac=stats[1], kl=stats[2], ratio_mean=stats[3])
+
+
+@dataclass(frozen=True)
+class GRPOLoss:
+    """The clipped GRPO objective with its settings, checked once here (a
+    :class:`~es_lightning.errors.ConfigError` names every bad value); ``loss(logp, old_logp,
+    advantages, mask, ...)`` is :func:`grpo_loss` with them. The GRPO strategy's ``clip_eps``,
+    ``clip_eps_high``, ``beta`` and ``loss_aggregation`` are these fields."""
+
+    clip_eps: float = checked(0.2, lambda eps: 0 < eps < 1, "in (0, 1)")
+    """ε (ε_low) of the clipped ratio, in (0, 1)."""
+    clip_eps_high: float | None = checked(None, lambda eps: eps is None or eps > 0, "null or > 0")
+    """ε_high (DAPO's asymmetric clip); ``None``: same as ``clip_eps``."""
+    beta: float = checked(0.0, lambda beta: beta >= 0, ">= 0")
+    """β, weight of the k3 KL to the frozen starting model (0: no reference model)."""
+    loss_aggregation: LossAggregation = checked(
+        "token_mean", lambda a: a in _AGGREGATIONS, "token_mean or sequence_mean"
+    )
+    """``token_mean`` (default) or ``sequence_mean`` (original GRPO)."""
+
+    def __post_init__(self) -> None:
+        refuse_invalid("GRPOLoss", field_values(self), GRPOLoss)
+
+    def __call__(
+        self,
+        logp: torch.Tensor,
+        old_logp: torch.Tensor,
+        advantages: torch.Tensor,
+        mask: torch.Tensor,
+        ref_logp: torch.Tensor | None = None,
+        num_tokens: float | None = None,
+        num_sequences: float | None = None,
+    ) -> tuple[torch.Tensor, LossStats]:
+        """The loss (to minimise) of B sequences × T tokens and its :class:`LossStats`; the
+        arguments are :func:`grpo_loss`'s: logp, old_logp, mask (and ref_logp, needed when β > 0)
+        (B, T), advantages (B,)."""
+        return grpo_loss(
+            logp,
+            old_logp,
+            advantages,
+            mask,
+            clip_eps=self.clip_eps,
+            clip_eps_high=self.clip_eps_high,
+            ref_logp=ref_logp,
+            beta=self.beta,
+            aggregation=self.loss_aggregation,
+            num_tokens=num_tokens,
+            num_sequences=num_sequences,
+        )

@@ -4,80 +4,92 @@ For each inner iteration, micro-batches of sequences accumulate gradients of
 
     L = −min(ρ_t A, clip(ρ_t, 1 − ε_low, 1 + ε_high) A) + β · KL_k3(π_θ ‖ π_ref),
 
-(:func:`~es_lightning.grpo.loss.grpo_loss`), with π_old recomputed once before the first step when
-μ > 1 (with μ = 1 the ratio is exactly 1) and π_ref's log-probabilities when β > 0; gradients are
-clipped, the learning rate follows the schedule, and the optimizer steps. Returns the first
-iteration's loss, clip fraction, KL, token entropy (per response token), gradient norm and
-learning rate.
+(:class:`~es_lightning.grpo.loss.GRPOLoss`), with π_old recomputed once before the first step when
+μ > 1 (with μ = 1 the ratio is exactly 1) and π_ref's log-probabilities when there is a reference
+(β > 0); gradients are clipped, the learning rate follows the schedule, and the optimizer steps.
+Returns the first iteration's loss, clip fraction, KL, token entropy (per response token),
+gradient norm and learning rate.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from es_lightning.grpo.logprobs import token_logprobs_and_entropy
-from es_lightning.grpo.lora import seed_dropout
-from es_lightning.grpo.loss import grpo_loss
+from es_lightning.grpo.loss import GRPOLoss
+
+if TYPE_CHECKING:
+    from lightning.fabric import Fabric
+    from lightning.fabric.wrappers import _FabricModule, _FabricOptimizer
+
+
+@dataclass(frozen=True)
+class PolicyBatch:
+    """The sampled responses of one update, packed: S sequences of length L (prompt + response)."""
+
+    input_ids: torch.Tensor  # (S, L)
+    attention: torch.Tensor  # (S, L)
+    response_mask: torch.Tensor  # (S, L), 1 on response tokens
+    advantages: torch.Tensor  # (S,), Â of each sequence
+
+    def micro_batches(self, size: int) -> list[slice]:
+        """The sequences in consecutive slices of at most ``size``."""
+        return [slice(i, i + size) for i in range(0, self.input_ids.shape[0], size)]
+
+    def on(self, device: torch.device, rows: slice) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``rows``' input ids, attention and response mask on ``device``, each (s, L)."""
+        return (
+            self.input_ids[rows].to(device),
+            self.attention[rows].to(device),
+            self.response_mask[rows].to(device),
+        )
 
 
 def optimize_policy(
-    self: Any,  # the GRPO strategy: its settings, model, optimizer, π_ref and lr_at (strategies/grpo.py)
-    fabric: Any,
-    input_ids: torch.Tensor,  # (S, L)
-    attention: torch.Tensor,  # (S, L)
-    response_mask: torch.Tensor,  # (S, L)
-    advantages: torch.Tensor,  # (S,)
+    fabric: Fabric,
+    model: _FabricModule,
+    optimizer: _FabricOptimizer,
+    loss_fn: GRPOLoss,
+    batch: PolicyBatch,
+    learning_rates: Sequence[float],
+    *,
     temperature: float,
-    step: int,
+    micro_batch_size: int,
+    max_grad_norm: float | None,
+    reference: torch.nn.Module | None = None,
 ) -> dict[str, float]:
-    """μ optimizer steps of the clipped GRPO objective on one batch of sampled responses
-    (micro-batches accumulate into each step; the first iteration's statistics are returned)."""
-    device = fabric.device
-    if self.lora is not None:
-        seed_dropout(self.lora, step, self.global_rank)
-    total_tokens = float(response_mask.sum())
-    n_seq = input_ids.shape[0]
-    chunks = [slice(i, i + self.micro_batch_size) for i in range(0, n_seq, self.micro_batch_size)]
-    old_logps: list[torch.Tensor | None] = [None] * len(chunks)
-    ref_logps: list[torch.Tensor | None] = [None] * len(chunks)
-    if self.inner_iterations > 1 or self.beta > 0:
-        with torch.no_grad(), fabric.autocast():
-            for j, sl in enumerate(chunks):
-                ids, att, mask = (
-                    input_ids[sl].to(device),
-                    attention[sl].to(device),
-                    response_mask[sl].to(device),
-                )
-                if self.inner_iterations > 1:
-                    old_logps[j] = token_logprobs_and_entropy(self.model, ids, att, mask, temperature)[0]
-                if self.reference is not None:
-                    ref_logps[j] = token_logprobs_and_entropy(self.reference, ids, att, mask, temperature)[0]
-    sums = dict.fromkeys(("loss", "clip_frac", "kl", "entropy", "grad_norm"), 0.0)
-    for it in range(self.inner_iterations):
-        for j, sl in enumerate(chunks):
-            ids, att, mask = (
-                input_ids[sl].to(device),
-                attention[sl].to(device),
-                response_mask[sl].to(device),
-            )
+    """μ optimizer steps of the clipped GRPO objective on one batch of sampled responses, one per
+    entry of ``learning_rates`` (η of each step), for the policy ``model`` and its AdamW
+    ``optimizer`` as ``fabric.setup`` returned them (DDP or FSDP); micro-batches of ``micro_batch_size`` sequences
+    accumulate into each step, gradients are clipped to ``max_grad_norm`` (``None``: not), and
+    ``reference`` gives π_ref for the KL. The first iteration's statistics are returned."""
+    inner_iterations = len(learning_rates)
+    total_tokens = float(batch.response_mask.sum())
+    chunks = batch.micro_batches(micro_batch_size)
+    old_logps, ref_logps = _fixed_logps(
+        fabric, model, reference, batch, chunks, inner_iterations > 1, temperature
+    )
+    sums: dict[str, float] = dict.fromkeys(("loss", "clip_frac", "kl", "entropy", "grad_norm"), 0.0)
+    for it, lr in enumerate(learning_rates):
+        for j, rows in enumerate(chunks):
+            ids, att, mask = batch.on(fabric.device, rows)
             last = j == len(chunks) - 1
-            with fabric.no_backward_sync(self.model, enabled=not last), fabric.autocast():
-                logp, entropy = token_logprobs_and_entropy(self.model, ids, att, mask, temperature)
-                old = logp.detach() if old_logps[j] is None else old_logps[j]
-                loss, st = grpo_loss(
+            with fabric.no_backward_sync(model, enabled=not last), fabric.autocast():
+                logp, entropy = token_logprobs_and_entropy(model, ids, att, mask, temperature)
+                old = old_logps[j]
+                loss, st = loss_fn(
                     logp,
-                    old,
-                    advantages[sl].to(device),
+                    logp.detach() if old is None else old,
+                    batch.advantages[rows].to(fabric.device),
                     mask.float(),
-                    clip_eps=self.clip_eps,
-                    clip_eps_high=self.clip_eps_high,
                     ref_logp=ref_logps[j],
-                    beta=self.beta,
-                    aggregation=self.loss_aggregation,
                     num_tokens=total_tokens,
-                    num_sequences=float(n_seq),
+                    num_sequences=float(batch.input_ids.shape[0]),
                 )
                 fabric.backward(loss)
             if it == 0:
@@ -86,25 +98,50 @@ def optimize_policy(
                 sums["clip_frac"] += st.clip_frac * tokens
                 sums["kl"] += st.kl * tokens
                 sums["loss"] += st.loss
-        if self.max_grad_norm is not None:
-            norm = fabric.clip_gradients(self.model, self.optimizer, max_norm=self.max_grad_norm)
-        else:
-            norm = torch.sqrt(
-                sum(p.grad.float().square().sum() for p in self.model.parameters() if p.grad is not None)
-            )
+        norm = _step(fabric, model, optimizer, lr, max_grad_norm)
         if it == 0:
-            sums["grad_norm"] = float(norm)
-        lr = self.lr_at(step * self.inner_iterations + it)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        if it == 0:
-            sums["lr"] = lr
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+            sums["grad_norm"], sums["lr"] = norm, lr
     denom = max(total_tokens, 1.0)
-    return {
-        **sums,
-        "entropy": sums["entropy"] / denom,
-        "clip_frac": sums["clip_frac"] / denom,
-        "kl": sums["kl"] / denom,
-    }
+    return {**sums, **{k: sums[k] / denom for k in ("entropy", "clip_frac", "kl")}}
+
+
+def _fixed_logps(
+    fabric: Fabric,
+    model: _FabricModule,
+    reference: torch.nn.Module | None,
+    batch: PolicyBatch,
+    chunks: list[slice],
+    recompute_old: bool,
+    temperature: float,
+) -> tuple[list[torch.Tensor | None], list[torch.Tensor | None]]:
+    """Per micro-batch, log π_old (when ``recompute_old``: μ > 1) and log π_ref (with a
+    ``reference``) of the sampled tokens, each (s, L), before the first step; ``None`` otherwise."""
+    old_logps: list[torch.Tensor | None] = [None] * len(chunks)
+    ref_logps: list[torch.Tensor | None] = [None] * len(chunks)
+    if recompute_old or reference is not None:
+        with torch.no_grad(), fabric.autocast():
+            for j, rows in enumerate(chunks):
+                ids, att, mask = batch.on(fabric.device, rows)
+                if recompute_old:
+                    old_logps[j] = token_logprobs_and_entropy(model, ids, att, mask, temperature)[0]
+                if reference is not None:
+                    ref_logps[j] = token_logprobs_and_entropy(reference, ids, att, mask, temperature)[0]
+    return old_logps, ref_logps
+
+
+def _step(
+    fabric: Fabric, model: _FabricModule, optimizer: _FabricOptimizer, lr: float, max_grad_norm: float | None
+) -> float:
+    """Clip the accumulated gradients (or only measure their norm), step with η = ``lr``, zero the
+    gradients; returns the norm before clipping."""
+    if max_grad_norm is not None:
+        norm = fabric.clip_gradients(model, optimizer, max_norm=max_grad_norm)
+        assert norm is not None  # with max_norm, Fabric returns the total norm
+    else:
+        squares = [p.grad.float().square().sum() for p in model.parameters() if p.grad is not None]
+        norm = torch.sqrt(functools.reduce(torch.add, squares))  # the sum in parameter order
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return float(norm)

@@ -1,60 +1,96 @@
-"""The checks of GRPO's settings: every bad value named at once, before anything starts."""
+"""GRPO's settings: :class:`GRPOSettings` (sampling, optimizer, schedule, batching) and the loss's
+own :class:`~es_lightning.grpo.loss.GRPOLoss` (ε, ε_high, β, aggregation), each field written once
+with its default, its check and its docstring.
+
+The GRPO strategy takes the settings one by one (its constructor's keyword arguments are the
+recipes' ``strategy.init_args``); :func:`build_settings` checks them all, naming every bad one at
+once, before anything starts, and :func:`settings_hparams` gives them back for ``hparams.yaml``.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any, get_args
 
-from es_lightning.errors import ConfigError
+from es_lightning.grpo.advantages import ADVANTAGE_MODES, AdvantageMode
+from es_lightning.grpo.checked import checked, field_values, refuse_invalid
+from es_lightning.grpo.lora import LoRASettings
+from es_lightning.grpo.loss import GRPOLoss
+from es_lightning.grpo.schedule import Schedule
 
 
-def check_grpo_settings(
-    *,
-    group_size: int,
-    learning_rate: float,
-    lr_schedule: str,
-    warmup_steps: int,
-    warmup_ratio: float,
-    weight_decay: float,
-    adam_betas: tuple[float, ...],
-    clip_eps: float,
-    clip_eps_high: float | None,
-    beta: float,
-    advantage: str,
-    loss_aggregation: str,
-    inner_iterations: int,
-    micro_batch_size: int,
-    max_grad_norm: float | None,
-) -> None:
-    """Refuse nonsensical GRPO settings, naming every bad one with its value and what is accepted."""
-    checks = {
-        "group_size": (group_size, group_size >= 2, ">= 2"),
-        "learning_rate": (learning_rate, math.isfinite(learning_rate) and learning_rate > 0, "> 0"),
-        "lr_schedule": (
-            lr_schedule,
-            lr_schedule in ("constant", "linear", "cosine"),
-            "constant, linear or cosine",
-        ),
-        "warmup_steps": (warmup_steps, warmup_steps >= 0, ">= 0"),
-        "warmup_ratio": (warmup_ratio, 0 <= warmup_ratio < 1, "in [0, 1)"),
-        "weight_decay": (weight_decay, weight_decay >= 0, ">= 0"),
-        "adam_betas": (
-            list(adam_betas),
-            len(adam_betas) == 2 and all(0 <= b < 1 for b in adam_betas),
-            "two values in [0, 1)",
-        ),
-        "clip_eps": (clip_eps, 0 < clip_eps < 1, "in (0, 1)"),
-        "clip_eps_high": (clip_eps_high, clip_eps_high is None or clip_eps_high > 0, "null or > 0"),
-        "beta": (beta, beta >= 0, ">= 0"),
-        "advantage": (advantage, advantage in ("group", "batch", "none"), "group, batch or none"),
-        "loss_aggregation": (
-            loss_aggregation,
-            loss_aggregation in ("token_mean", "sequence_mean"),
-            "token_mean or sequence_mean",
-        ),
-        "inner_iterations": (inner_iterations, inner_iterations >= 1, ">= 1"),
-        "micro_batch_size": (micro_batch_size, micro_batch_size >= 1, ">= 1"),
-        "max_grad_norm": (max_grad_norm, max_grad_norm is None or max_grad_norm > 0, "null or > 0"),
-    }
-    bad = [f"{name}={value!r} (must be {rule})" for name, (value, ok, rule) in checks.items() if not ok]
-    if bad:
-        raise ConfigError(f"GRPOStrategy: invalid {'; '.join(bad)}")
+def _betas_ok(betas: Any) -> bool:
+    return len(betas) == 2 and all(0 <= b < 1 for b in betas)
+
+
+@dataclass(frozen=True)
+class GRPOSettings:
+    """How GRPO samples, steps and batches (the strategy's settings besides its loss's)."""
+
+    group_size: int = checked(8, lambda g: g >= 2, ">= 2")
+    """G, responses per prompt (>= 2)."""
+    learning_rate: float = checked(1e-6, lambda lr: math.isfinite(lr) and lr > 0, "> 0")
+    """AdamW learning rate η (> 0), the peak of the schedule."""
+    lr_schedule: Schedule = checked(
+        "constant", lambda s: s in get_args(Schedule), "constant, linear or cosine"
+    )
+    """``constant`` (default), ``linear`` or ``cosine`` decay after the warmup, over the run's
+    updates × μ optimizer steps (``es_lightning/grpo/schedule.py``; a pipeline stage schedules over
+    its own updates)."""
+    warmup_steps: int = checked(0, lambda n: n >= 0, ">= 0")
+    """optimizer steps of linear warmup from 0 (overrides ``warmup_ratio``)."""
+    warmup_ratio: float = checked(0.0, lambda r: 0 <= r < 1, "in [0, 1)")
+    """warmup as a fraction of the run's optimizer steps."""
+    weight_decay: float = checked(0.0, lambda wd: wd >= 0, ">= 0")
+    """AdamW weight decay."""
+    adam_betas: tuple[float, float] = checked((0.9, 0.999), _betas_ok, "two values in [0, 1)")
+    """AdamW betas."""
+    advantage: AdvantageMode = checked("group", lambda a: a in ADVANTAGE_MODES, "group, batch or none")
+    """``group`` (default), ``batch`` or ``none``."""
+    inner_iterations: int = checked(1, lambda mu: mu >= 1, ">= 1")
+    """μ, optimizer steps per batch of rollouts."""
+    micro_batch_size: int = checked(8, lambda n: n >= 1, ">= 1")
+    """sequences per forward/backward (gradients accumulate over the batch)."""
+    max_grad_norm: float | None = checked(1.0, lambda n: n is None or n > 0, "null or > 0")
+    """gradient clipping norm (``None``: no clipping)."""
+    gradient_checkpointing: bool = False
+    """trade compute for memory in the trainer model."""
+    lora: LoRASettings | None = None
+    """train low-rank adapters only (``LoRASettings``; ``pip install "es-lightning[lora]"``; DDP
+    only); engine, checkpoints and callbacks get the merged W + (α/r)·B·A, the state folder also the
+    adapter in PEFT's format (:mod:`es_lightning.grpo.lora`)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "adam_betas", tuple(self.adam_betas))  # YAML and the CLI give a list
+        refuse_invalid("GRPOSettings", field_values(self), GRPOSettings)
+
+
+SETTING_NAMES: tuple[str, ...] = tuple(f.name for cls in (GRPOSettings, GRPOLoss) for f in fields(cls))
+"""Every GRPO setting: the fields of :class:`GRPOSettings` and :class:`GRPOLoss` (no name in both)."""
+
+
+def build_settings(values: Mapping[str, Any]) -> tuple[GRPOSettings, GRPOLoss]:
+    """The settings and the loss from ``values`` (``{setting name: value}``, e.g. the strategy's
+    keyword arguments); a :class:`~es_lightning.errors.ConfigError` names every bad value, in the
+    order of ``values``, before either is built."""
+    refuse_invalid("GRPOStrategy", values, GRPOSettings, GRPOLoss)
+    loss_names = {f.name for f in fields(GRPOLoss)}
+    settings = GRPOSettings(**{k: v for k, v in values.items() if k in SETTING_NAMES and k not in loss_names})
+    return settings, GRPOLoss(**{k: v for k, v in values.items() if k in loss_names})
+
+
+def settings_hparams(settings: GRPOSettings, loss: GRPOLoss) -> dict[str, Any]:
+    """``{setting name: plain value}`` of every GRPO setting, once each (tuples as lists, ``lora``
+    as a mapping), as ``hparams.yaml`` records them."""
+    values = {**field_values(settings), **field_values(loss)}
+    return {name: _plain(values[name]) for name in SETTING_NAMES}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in field_values(value).items()}
+    return value

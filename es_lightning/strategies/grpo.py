@@ -39,13 +39,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
-from lightning.fabric.strategies import DDPStrategy, FSDPStrategy
+from lightning.fabric.strategies.ddp import DDPStrategy
+from lightning.fabric.strategies.fsdp import FSDPStrategy
+from lightning.fabric.strategies.parallel import ParallelStrategy
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from typing_extensions import override
 
 from es_lightning.errors import ConfigError, MissingPathError
 from es_lightning.es.noise import seed_schedule
 from es_lightning.grpo import compute_advantages, pack_sequences
+from es_lightning.grpo.checked import settings_help
 from es_lightning.grpo.lora import (
     AdaptersOff,
     LoRASettings,
@@ -53,12 +56,14 @@ from es_lightning.grpo.lora import (
     merged_weights,
     require_peft,
     save_adapter,
+    seed_dropout,
     wrap_with_lora,
 )
-from es_lightning.grpo.optimize import optimize_policy
+from es_lightning.grpo.loss import GRPOLoss
+from es_lightning.grpo.optimize import PolicyBatch, optimize_policy
 from es_lightning.grpo.schedule import Schedule, lr_multiplier, resolve_warmup
-from es_lightning.grpo.settings import check_grpo_settings
-from es_lightning.rollout.base import Rollout
+from es_lightning.grpo.settings import SETTING_NAMES, GRPOSettings, build_settings, settings_hparams
+from es_lightning.rollout.base import Rollout, RolloutOutput
 from es_lightning.rollout.seeds import spaced_seeds
 from es_lightning.strategies.base import ReasoningStrategy, Row, StepResult
 from es_lightning.strategies.metrics import (
@@ -72,6 +77,7 @@ from es_lightning.weight_files import load_weights, master_files
 
 if TYPE_CHECKING:
     from lightning.fabric import Fabric
+    from lightning.fabric.wrappers import _FabricModule, _FabricOptimizer
 
     from es_lightning.checkpoint import Checkpoint
     from es_lightning.module import ReasoningModule
@@ -80,99 +86,65 @@ FABRIC_STATE = "fabric_state.ckpt"
 """The trainer model and AdamW state, written with ``fabric.save`` (sharded under FSDP)."""
 
 
-class _GRPO(ReasoningStrategy):
-    """GRPO with a trainer copy of the model and weight sync into the rollout engine.
+class _GRPO(ReasoningStrategy, ParallelStrategy):
+    """GRPO with a trainer copy of the model and weight sync into the rollout engine; a Fabric
+    parallel strategy, made concrete by the DDP or FSDP strategy it is mixed with.
+
+    The settings are :class:`~es_lightning.grpo.settings.GRPOSettings`'s and
+    :class:`~es_lightning.grpo.loss.GRPOLoss`'s fields (``self.settings``, ``self.loss``), taken
+    here one by one as the recipes' ``strategy.init_args``; their documentation below is the
+    fields' docstrings.
 
     Args:
-        group_size: G, responses per prompt (>= 2).
-        learning_rate: AdamW learning rate η (> 0), the peak of the schedule.
-        lr_schedule: ``constant`` (default), ``linear`` or ``cosine`` decay after the warmup, over
-            the run's updates × μ optimizer steps (``es_lightning/grpo/schedule.py``; a pipeline
-            stage schedules over its own updates).
-        warmup_steps: optimizer steps of linear warmup from 0 (overrides ``warmup_ratio``).
-        warmup_ratio: warmup as a fraction of the run's optimizer steps.
-        weight_decay: AdamW weight decay.
-        adam_betas: AdamW betas.
-        clip_eps: ε (ε_low) of the clipped ratio, in (0, 1).
-        clip_eps_high: ε_high (DAPO's asymmetric clip); ``None``: same as ``clip_eps``.
-        beta: β, weight of the k3 KL to the frozen starting model (0: no reference model).
-        advantage: ``group`` (default), ``batch`` or ``none``.
-        loss_aggregation: ``token_mean`` (default) or ``sequence_mean`` (original GRPO).
-        inner_iterations: μ, optimizer steps per batch of rollouts.
-        micro_batch_size: sequences per forward/backward (gradients accumulate over the batch).
-        max_grad_norm: gradient clipping norm (``None``: no clipping).
-        gradient_checkpointing: trade compute for memory in the trainer model.
-        lora: train low-rank adapters only (``LoRASettings``; ``pip install "es-lightning[lora]"``;
-            DDP only); engine, checkpoints and callbacks get the merged W + (α/r)·B·A, the state
-            folder also the adapter in PEFT's format (:mod:`es_lightning.grpo.lora`).
         process_group_backend: ``gloo``/``nccl``; default: NCCL on GPU, gloo on CPU.
         kwargs: further arguments of the Fabric strategy underneath (DDP or FSDP).
     """
 
     strategy_name = "grpo"
+    _process_group_backend: str | None  # set by the DDP or FSDP strategy underneath
 
     def __init__(
         self,
-        group_size: int = 8,
-        learning_rate: float = 1e-6,
-        lr_schedule: Schedule = "constant",
-        warmup_steps: int = 0,
-        warmup_ratio: float = 0.0,
-        weight_decay: float = 0.0,
-        adam_betas: tuple[float, float] = (0.9, 0.999),
-        clip_eps: float = 0.2,
-        clip_eps_high: float | None = None,
-        beta: float = 0.0,
-        advantage: Literal["group", "batch", "none"] = "group",
-        loss_aggregation: Literal["token_mean", "sequence_mean"] = "token_mean",
-        inner_iterations: int = 1,
-        micro_batch_size: int = 8,
-        max_grad_norm: float | None = 1.0,
-        gradient_checkpointing: bool = False,
-        lora: LoRASettings | None = None,
+        group_size: int = GRPOSettings.group_size,
+        learning_rate: float = GRPOSettings.learning_rate,
+        lr_schedule: Schedule = GRPOSettings.lr_schedule,
+        warmup_steps: int = GRPOSettings.warmup_steps,
+        warmup_ratio: float = GRPOSettings.warmup_ratio,
+        weight_decay: float = GRPOSettings.weight_decay,
+        adam_betas: tuple[float, float] = GRPOSettings.adam_betas,
+        clip_eps: float = GRPOLoss.clip_eps,
+        clip_eps_high: float | None = GRPOLoss.clip_eps_high,
+        beta: float = GRPOLoss.beta,
+        advantage: Literal["group", "batch", "none"] = GRPOSettings.advantage,
+        loss_aggregation: Literal["token_mean", "sequence_mean"] = GRPOLoss.loss_aggregation,
+        inner_iterations: int = GRPOSettings.inner_iterations,
+        micro_batch_size: int = GRPOSettings.micro_batch_size,
+        max_grad_norm: float | None = GRPOSettings.max_grad_norm,
+        gradient_checkpointing: bool = GRPOSettings.gradient_checkpointing,
+        lora: LoRASettings | None = GRPOSettings.lora,
         process_group_backend: str | None = None,
         **kwargs: Any,
     ) -> None:
-        check_grpo_settings(
-            group_size=group_size,
-            learning_rate=learning_rate,
-            lr_schedule=lr_schedule,
-            warmup_steps=warmup_steps,
-            warmup_ratio=warmup_ratio,
-            weight_decay=weight_decay,
-            adam_betas=tuple(adam_betas),
-            clip_eps=clip_eps,
-            clip_eps_high=clip_eps_high,
-            beta=beta,
-            advantage=advantage,
-            loss_aggregation=loss_aggregation,
-            inner_iterations=inner_iterations,
-            micro_batch_size=micro_batch_size,
-            max_grad_norm=max_grad_norm,
-        )
+        given = dict(locals())  # the arguments as passed, in the signature's order
+        self.settings, self.loss = build_settings({k: v for k, v in given.items() if k in SETTING_NAMES})
         if lora is not None and isinstance(self, FSDPStrategy):
             raise ConfigError("GRPOFSDPStrategy: lora is not supported under FSDP; use GRPOStrategy (DDP)")
         if lora is not None:
             require_peft()
-        super().__init__(process_group_backend=process_group_backend, **kwargs)
-        self.group_size = group_size
-        self.learning_rate = learning_rate
-        self.lr_schedule, self.warmup_steps, self.warmup_ratio = lr_schedule, warmup_steps, warmup_ratio
-        self.weight_decay = weight_decay
-        self.adam_betas = tuple(adam_betas)
-        self.clip_eps = clip_eps
-        self.clip_eps_high = clip_eps_high
-        self.beta = beta
-        self.advantage = advantage
-        self.loss_aggregation = loss_aggregation
-        self.inner_iterations = inner_iterations
-        self.micro_batch_size = micro_batch_size
-        self.max_grad_norm = max_grad_norm
-        self.gradient_checkpointing = gradient_checkpointing
-        self.lora = lora
-        self.model: torch.nn.Module | None = None
-        self.optimizer: torch.optim.Optimizer | None = None
+        kwargs["process_group_backend"] = process_group_backend  # a DDP and FSDP argument: the
+        super().__init__(**kwargs)  # concrete class's (GRPOStrategy, GRPOFSDPStrategy) strategy takes it
+        self.model: _FabricModule | None = None
+        self.optimizer: _FabricOptimizer | None = None
         self.reference: torch.nn.Module | None = None
+
+    @override
+    def hparams(self) -> dict[str, Any]:
+        """Every setting once (:func:`~es_lightning.grpo.settings.settings_hparams`) and the
+        process group backend."""
+        return {
+            **settings_hparams(self.settings, self.loss),
+            "process_group_backend": self._process_group_backend,
+        }
 
     # -- the trainer's interface (es_lightning.strategies.base.ReasoningStrategy) -----------------
     @override
@@ -191,21 +163,22 @@ class _GRPO(ReasoningStrategy):
             missing, unexpected = model.load_state_dict(load_weights(start), strict=False)
             if unexpected or [m for m in missing if not m.endswith("lm_head.weight")]:
                 raise KeyError(f"GRPO: {start} does not match the model ({missing[:3]}, {unexpected[:3]})")
-        if self.beta > 0 and self.lora is None:
-            self.reference = copy.deepcopy(model).eval().requires_grad_(False).to(fabric.device)
-        if self.gradient_checkpointing:
+        settings, lora = self.settings, self.settings.lora
+        if self.loss.beta > 0 and lora is None:
+            self.reference = _frozen_copy(model, fabric.device)
+        if settings.gradient_checkpointing:
             model.gradient_checkpointing_enable()
-            if self.lora is not None:  # frozen embeddings: checkpointed blocks must still pass gradients
+            if lora is not None:  # frozen embeddings: checkpointed blocks must still pass gradients
                 model.enable_input_require_grads()
         model.config.use_cache = False
-        if self.lora is not None:  # only the adapters train; the frozen base is the β reference
-            model = wrap_with_lora(model, self.lora)
-            self.reference = AdaptersOff(model) if self.beta > 0 else None
+        if lora is not None:  # only the adapters train; the frozen base is the β reference
+            model = wrap_with_lora(model, lora)
+            self.reference = AdaptersOff(model) if self.loss.beta > 0 else None
         optimizer = torch.optim.AdamW(
             [p for p in model.parameters() if p.requires_grad],
-            lr=self.learning_rate,
-            betas=self.adam_betas,
-            weight_decay=self.weight_decay,
+            lr=settings.learning_rate,
+            betas=settings.adam_betas,
+            weight_decay=settings.weight_decay,
         )
         self.model, self.optimizer = fabric.setup(model, optimizer)
         if resume is not None:
@@ -222,28 +195,33 @@ class _GRPO(ReasoningStrategy):
 
     def lr_at(self, optimizer_step: int) -> float:
         """η at optimizer step ``optimizer_step`` (0-based) of the run's ``total_updates`` × μ."""
-        if self.lr_schedule == "constant" and not (self.warmup_steps or self.warmup_ratio):
-            return self.learning_rate
+        settings = self.settings
+        if settings.lr_schedule == "constant" and not (settings.warmup_steps or settings.warmup_ratio):
+            return settings.learning_rate
         if not self.total_updates:
             raise ConfigError(
-                f"GRPOStrategy: lr_schedule={self.lr_schedule!r} with warmup needs the run's length "
+                f"GRPOStrategy: lr_schedule={settings.lr_schedule!r} with warmup needs the run's length "
                 "(the trainer sets total_updates from trainer.max_steps or epochs)"
             )
-        total = self.total_updates * self.inner_iterations
-        warmup = resolve_warmup(total, self.warmup_steps, self.warmup_ratio)
-        return self.learning_rate * lr_multiplier(optimizer_step, total, warmup, self.lr_schedule)
+        total = self.total_updates * settings.inner_iterations
+        warmup = resolve_warmup(total, settings.warmup_steps, settings.warmup_ratio)
+        return settings.learning_rate * lr_multiplier(optimizer_step, total, warmup, settings.lr_schedule)
 
     def _unwrapped(self) -> torch.nn.Module:
-        model = self.model
-        while hasattr(model, "module"):
-            model = model.module
+        """The trainer's model without Fabric's and DDP's/FSDP's wrappers (with LoRA: the PeftModel)."""
+        if self.model is None:
+            raise RuntimeError("GRPO: call prepare(fabric, module, rollout, resume) first")
+        model: torch.nn.Module = self.model
+        inner = model.module
+        while isinstance(inner, torch.nn.Module):
+            model, inner = inner, getattr(inner, "module", None)
         return model
 
     @override
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
         """Every weight under its HF name, fp32, on the model's device (every rank); with LoRA the
         merged W + (α/r)·B·A, never the adapters themselves."""
-        if self.lora is not None:
+        if self.settings.lora is not None:
             yield from merged_weights(self._unwrapped())
             return
         for name, p in self._unwrapped().named_parameters():
@@ -256,7 +234,7 @@ class _GRPO(ReasoningStrategy):
         already serves it from its start (the base model; after a resume the checkpoint's served
         weights, whose frozen part is the base's). ``everything``: send all weights regardless
         (prepare does when the engine's start files may not hold the frozen weights exactly)."""
-        if self.lora is not None and not everything:
+        if self.settings.lora is not None and not everything:
             rollout.load_weights(merged_weights(self._unwrapped(), adapted_only=True))
         else:
             rollout.load_weights(self.named_weights(rollout))
@@ -266,7 +244,7 @@ class _GRPO(ReasoningStrategy):
         """The trainer model and AdamW state through ``fabric.save`` (every rank takes part); with
         LoRA also the adapter in PEFT's format (``PeftModel.from_pretrained(base, folder)``)."""
         fabric.save(folder / FABRIC_STATE, {"model": self.model, "optimizer": self.optimizer})
-        if self.lora is not None and fabric.is_global_zero:
+        if self.settings.lora is not None and fabric.is_global_zero:
             save_adapter(self._unwrapped(), folder)
 
     @override
@@ -289,7 +267,7 @@ class _GRPO(ReasoningStrategy):
         t0 = time.perf_counter()
         sampling = replace(
             module.train_sampling,
-            n=self.group_size,
+            n=self.settings.group_size,
             seed=rank_sampling_seed(run_seed, step, self.global_rank),
         )
         prompts = module.encode(rows)
@@ -300,34 +278,60 @@ class _GRPO(ReasoningStrategy):
         rewards = torch.tensor([[s.reward for s in per] for per in scores], dtype=torch.float32)  # (P, G)
         timings["score"] = time.perf_counter() - t0
         per_response = torch.tensor(response_stats(outputs, scores), dtype=torch.float64)  # (P*G, 3)
-        per_response = gather_values(self, per_response).reshape(-1, 3)
+        per_response = gather_values(self, per_response).reshape(-1, 3)  # (P_all*G, 3)
         flat_groups = gather_values(self, (rewards.amax(1) == rewards.amin(1)).double())  # (P_all,)
-        advantages = compute_advantages(rewards, mode=self.advantage).flatten()  # (P*G,)
-
-        pairs = [(p, c.token_ids) for p, out in zip(prompts, outputs) for c in out.completions]
-        pad = module.tokenizer.pad_token_id
-        input_ids, attention, response_mask, _ = pack_sequences(
-            [p for p, _ in pairs], [r for _, r in pairs], pad
-        )
-        temperature = sampling.temperature if sampling.temperature > 0 else 1.0
+        advantages = compute_advantages(rewards, mode=self.settings.advantage).flatten()  # (P*G,)
+        batch = policy_batch(prompts, outputs, advantages, module.tokenizer.pad_token_id)
 
         t0 = time.perf_counter()
-        stats = optimize_policy(
-            self, fabric, input_ids, attention, response_mask, advantages, temperature, step
-        )
+        stats = self._optimize(fabric, batch, sampling.temperature if sampling.temperature > 0 else 1.0, step)
         timings["train"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         self.sync_weights(rollout)
         timings["sync"] = time.perf_counter() - t0
 
-        def reduce(x: float | torch.Tensor) -> float:  # mean over ranks
-            return float(self.all_reduce(torch.tensor(float(x), device=self.root_device), reduce_op="mean"))
-
-        lengths = response_mask.sum(1).float()
         metrics = {
             **reward_metrics(per_response[:, 0]),
             **response_metrics(per_response[:, 1], per_response[:, 2]),
             "grpo/zero_std_frac": float(flat_groups.mean()),
+            **self._update_metrics(stats, advantages),
+            "time/tokens_per_s": float(batch.response_mask.sum(1).float().sum())
+            / max(timings["generate"], 1e-9),
+            **{f"time/{k}": v for k, v in timings.items()},
+        }
+        samples = text_samples(module, rows, outputs, scores) if self.global_rank == 0 else []
+        return StepResult(metrics=metrics, samples=samples)
+
+    def _optimize(
+        self, fabric: Fabric, batch: PolicyBatch, temperature: float, step: int
+    ) -> dict[str, float]:
+        """μ optimizer steps on ``batch`` at update ``step`` (:func:`~es_lightning.grpo.optimize.optimize_policy`)."""
+        if self.model is None or self.optimizer is None:
+            raise RuntimeError("GRPO: call prepare(fabric, module, rollout, resume) before training_step")
+        settings = self.settings
+        if settings.lora is not None:
+            seed_dropout(settings.lora, step, self.global_rank)
+        mu = settings.inner_iterations
+        return optimize_policy(
+            fabric,
+            self.model,
+            self.optimizer,
+            self.loss,
+            batch,
+            [self.lr_at(step * mu + it) for it in range(mu)],
+            temperature=temperature,
+            micro_batch_size=settings.micro_batch_size,
+            max_grad_norm=settings.max_grad_norm,
+            reference=self.reference,
+        )
+
+    def _update_metrics(self, stats: dict[str, float], advantages: torch.Tensor) -> dict[str, float]:
+        """The optimisation's statistics, each a mean over the ranks (the learning rate as it is)."""
+
+        def reduce(x: float | torch.Tensor) -> float:  # mean over ranks
+            return float(self.all_reduce(torch.tensor(float(x), device=self.root_device), reduce_op="mean"))
+
+        return {
             "train/entropy": reduce(stats["entropy"]),
             "train/loss": reduce(stats["loss"]),
             "grpo/clip_frac": reduce(stats["clip_frac"]),
@@ -335,11 +339,19 @@ class _GRPO(ReasoningStrategy):
             "grpo/adv_std": reduce(advantages.std(unbiased=False)),
             "grpo/grad_norm": reduce(stats["grad_norm"]),
             "train/lr": stats["lr"],
-            "time/tokens_per_s": float(lengths.sum()) / max(timings["generate"], 1e-9),
-            **{f"time/{k}": v for k, v in timings.items()},
         }
-        samples = text_samples(module, rows, outputs, scores) if self.global_rank == 0 else []
-        return StepResult(metrics=metrics, samples=samples)
+
+
+def policy_batch(
+    prompts: list[list[int]], outputs: list[RolloutOutput], advantages: torch.Tensor, pad_token_id: int
+) -> PolicyBatch:
+    """Every (prompt, response) pair of ``outputs`` packed for the trainer, with its advantage
+    (``advantages``: (P*G,), prompt-major as the responses)."""
+    pairs = [(p, c.token_ids) for p, out in zip(prompts, outputs) for c in out.completions]
+    input_ids, attention, response_mask, _ = pack_sequences(
+        [p for p, _ in pairs], [r for _, r in pairs], pad_token_id
+    )
+    return PolicyBatch(input_ids, attention, response_mask, advantages)
 
 
 def rank_sampling_seed(run_seed: int, step: int, rank: int) -> int:
@@ -348,6 +360,11 @@ def rank_sampling_seed(run_seed: int, step: int, rank: int) -> int:
     so the ranks' groups draw disjoint random streams; rank 0's is the seed a single rank uses."""
     base = seed_schedule(run_seed ^ 0x6A6A, step, 1)[0] % (2**31)
     return spaced_seeds(base, rank + 1)[rank]
+
+
+_GRPO.__doc__ = (_GRPO.__doc__ or "").replace(
+    "    Args:\n", "    Args:\n" + settings_help(GRPOSettings, GRPOLoss), 1
+)
 
 
 class GRPOStrategy(_GRPO, DDPStrategy):
@@ -378,11 +395,18 @@ class GRPOFSDPStrategy(_GRPO, FSDPStrategy):
         a collective, so every rank must call it."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
+        if self.model is None:
+            raise RuntimeError("GRPO: call prepare(fabric, module, rollout, resume) first")
         state = get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True))
         names = {_strip_fsdp_prefix(name) for name, _ in self._unwrapped().named_parameters()}
         for key, value in state.items():
-            if _strip_fsdp_prefix(key) in names:
+            if _strip_fsdp_prefix(key) in names and isinstance(value, torch.Tensor):  # (all are)
                 yield _strip_fsdp_prefix(key), value
+
+
+def _frozen_copy(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """A copy of ``model`` on ``device`` in eval mode without gradients: π_ref for the KL (β > 0)."""
+    return copy.deepcopy(model).eval().requires_grad_(False).to(device)
 
 
 def _strip_fsdp_prefix(name: str) -> str:

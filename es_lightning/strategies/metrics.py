@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from lightning.fabric.strategies import Strategy
+from lightning.fabric.strategies.parallel import ParallelStrategy
 
 from es_lightning.strategies.base import Sample
 
@@ -86,7 +86,7 @@ def text_samples(
     ]
 
 
-def gather_values(strategy: Strategy, local: torch.Tensor) -> np.ndarray:
+def gather_values(strategy: ParallelStrategy, local: torch.Tensor) -> np.ndarray:
     """Every rank's 1-D ``local`` values, concatenated in rank order (ranks may hold different
     counts: each is padded to the longest with NaN for the gather, then dropped)."""
     local = local.detach().reshape(-1).to(torch.float64)

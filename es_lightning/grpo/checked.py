@@ -1,0 +1,95 @@
+"""Settings fields that carry their own check, so each setting is written once: name, type, default,
+rule and docstring on one dataclass field.
+
+    group_size: int = checked(8, lambda g: g >= 2, ">= 2")
+    \"\"\"G, responses per prompt (>= 2).\"\"\"
+
+:func:`invalid_settings` judges given values against the fields of one or more such dataclasses and
+names every bad one at once (``group_size=1 (must be >= 2); clip_eps=2.0 (must be in (0, 1))``);
+:func:`refuse_invalid` raises it as a :class:`~es_lightning.errors.ConfigError`, as a dataclass's
+``__post_init__`` does. :func:`settings_help` turns the fields' docstrings into a Google-style
+``Args:`` section, so a constructor that takes the settings one by one documents them in
+``--help`` without writing them again.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import Field, field, fields, is_dataclass
+from typing import Any, TypeVar
+
+from es_lightning.errors import ConfigError
+
+T = TypeVar("T")
+
+CHECK = "check"
+"""The metadata key of a field's check: ``(ok(value) -> bool, what is accepted)``."""
+
+
+def checked(default: T, ok: Callable[[Any], bool], rule: str) -> T:
+    """A dataclass field with ``default`` whose values must pass ``ok``; ``rule`` says what is
+    accepted (``">= 2"``, ``"in (0, 1)"``) in the error that names a bad value."""
+    return field(default=default, metadata={CHECK: (ok, rule)})
+
+
+def _shown(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value  # YAML's and the CLI's spelling
+
+
+def _fields(*classes: type) -> Iterator[Field[Any]]:
+    for cls in classes:
+        if not is_dataclass(cls):
+            raise TypeError(f"{cls!r} is not a dataclass")
+        yield from fields(cls)
+
+
+def invalid_settings(values: Mapping[str, Any], *classes: type) -> list[str]:
+    """``name=value (must be rule)`` for every value in ``values`` (in its order) that fails the check
+    of the same-named field of one of ``classes``; values without a checked field are not judged."""
+    checks = {f.name: f.metadata[CHECK] for f in _fields(*classes) if CHECK in f.metadata}
+    bad = []
+    for name, value in values.items():
+        if name in checks:
+            ok, rule = checks[name]
+            if not ok(value):
+                bad.append(f"{name}={_shown(value)!r} (must be {rule})")
+    return bad
+
+
+def refuse_invalid(owner: str, values: Mapping[str, Any], *classes: type) -> None:
+    """Raise ``ConfigError("{owner}: invalid a=…; b=…")`` naming every bad value, or nothing."""
+    bad = invalid_settings(values, *classes)
+    if bad:
+        raise ConfigError(f"{owner}: invalid {'; '.join(bad)}")
+
+
+def field_values(settings: Any) -> dict[str, Any]:
+    """``{field name: value}`` of a settings dataclass instance (shallow: nested dataclasses stay)."""
+    return {f.name: getattr(settings, f.name) for f in fields(settings)}
+
+
+def field_docs(*classes: type) -> dict[str, str]:
+    """``{field name: its docstring}`` of the fields of ``classes`` that have one (read from the
+    source, as jsonargparse reads them for ``--help``)."""
+    from docstring_parser import parse_from_object
+
+    names = {f.name for f in _fields(*classes)}
+    docs: dict[str, str] = {}
+    for cls in classes:
+        for param in parse_from_object(cls).params:
+            if param.arg_name in names and param.description:
+                docs[param.arg_name] = param.description
+    return docs
+
+
+def settings_help(*classes: type, indent: str = "        ") -> str:
+    """The ``Args:`` lines documenting the fields of ``classes`` (Google style, one entry per
+    field, its docstring as the description), to put into a constructor's docstring."""
+    lines = []
+    for name, doc in field_docs(*classes).items():
+        text = " ".join(doc.split())
+        lines.append(
+            textwrap.fill(f"{name}: {text}", 100, initial_indent=indent, subsequent_indent=indent + "    ")
+        )
+    return "\n".join(lines) + "\n"
