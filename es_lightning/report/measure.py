@@ -5,6 +5,13 @@ Writes ``OUT.json`` with ``wall_seconds``, ``peak_rss_mb`` (the largest resident
 and of every process it waited for, e.g. its rollout engines: ``getrusage(RUSAGE_CHILDREN)``, in
 MiB) and ``returncode``, then exits with the command's status. The report launches each run and
 the tune each trial through it, so a run's memory is measured whatever the run itself logs.
+
+A run may take several attempts (a report resumed after its machine went away continues a run from
+its last checkpoint): each attempt is a *segment* appended to ``OUT.json``'s ``segments``, and the
+totals are over the segments, ``wall_seconds`` summed and ``peak_rss_mb`` the largest. While the
+command runs, its segment's ``wall_seconds`` is rewritten every :data:`HEARTBEAT_S` seconds, so an
+attempt killed with its measurer (``SIGKILL``, a lost machine) still counts up to its last
+heartbeat; its ``peak_rss_mb`` and ``returncode`` stay ``null`` (not recorded).
 """
 
 from __future__ import annotations
@@ -15,19 +22,67 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+HEARTBEAT_S = 30.0
+"""How often a running segment's wall-clock time is written."""
 
 
-def measured(argv: list[str], out: Path) -> int:
-    """Run ``argv`` (output inherited), write ``out``; the command's exit status."""
+def earlier_segments(out: Path) -> list[dict[str, Any]]:
+    """The segments an earlier attempt recorded in ``out`` (none when it is absent or unreadable;
+    a record from before segments existed is one segment)."""
+    try:
+        data = json.loads(out.read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    segments = data.get("segments")
+    if isinstance(segments, list):
+        return [s for s in segments if isinstance(s, dict)]
+    return [{k: data.get(k) for k in ("wall_seconds", "peak_rss_mb", "returncode")}]
+
+
+def totals(segments: list[dict[str, Any]]) -> dict[str, Any]:
+    """The record of a run made of ``segments``: wall seconds summed, the largest peak, the last
+    segment's return code (``None`` each where no segment recorded it)."""
+    walls = [s["wall_seconds"] for s in segments if s.get("wall_seconds") is not None]
+    peaks = [s["peak_rss_mb"] for s in segments if s.get("peak_rss_mb") is not None]
+    return {
+        "wall_seconds": round(sum(walls), 3) if walls else None,
+        "peak_rss_mb": max(peaks) if peaks else None,
+        "returncode": segments[-1].get("returncode") if segments else None,
+        "segments": segments,
+    }
+
+
+def _write(out: Path, segments: list[dict[str, Any]]) -> None:
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(totals(segments), indent=2))
+    tmp.replace(out)
+
+
+def measured(argv: list[str], out: Path, heartbeat_s: float = HEARTBEAT_S) -> int:
+    """Run ``argv`` (output inherited), record it as a new segment of ``out``; its exit status."""
+    earlier = earlier_segments(out)
     start = time.perf_counter()
-    returncode = subprocess.call(argv)
+    segment: dict[str, Any] = {"wall_seconds": 0.0, "peak_rss_mb": None, "returncode": None}
+    _write(out, [*earlier, segment])
+    proc = subprocess.Popen(argv)
+    while True:
+        try:
+            returncode = proc.wait(timeout=heartbeat_s)
+            break
+        except subprocess.TimeoutExpired:
+            segment["wall_seconds"] = round(time.perf_counter() - start, 3)
+            _write(out, [*earlier, segment])
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    record = {
+    segment = {
         "wall_seconds": round(time.perf_counter() - start, 3),
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: KiB
         "returncode": returncode,
     }
-    out.write_text(json.dumps(record, indent=2))
+    _write(out, [*earlier, segment])
     return returncode
 
 

@@ -9,8 +9,11 @@ Layout under the report's ``output_dir``::
 
 Each run is ``python -m es_lightning fit --config <recipe> --trainer.output_dir <run dir>
 --trainer.seed <k> <overrides...>`` with stdout and stderr in ``<run dir>/report_run.log``. A run
-whose final evaluation exists is reused as it is; an unfinished folder (a killed or failed earlier
-attempt) is cleared and run again. A failed run is recorded (exit code, last lines of its log) and
+whose final evaluation exists is reused as it is. An unfinished folder (a killed or failed earlier
+attempt) continues from its newest checkpoint (``--trainer.resume auto``: bit for bit the run
+that was interrupted, as resume is) when it was started with the same resolved configuration and
+saved one (give the runs ``--trainer.checkpoint_every``); otherwise, or when the resume is
+refused, it is cleared and run again. A failed run is recorded (exit code, last lines of its log) and
 the others go on. Two runs whose resolved configurations are the same (an ablation's value that
 equals its recipe's own, e.g. ``normalization: zscore`` beside the ``es`` method) are one run: the
 second folder is a link to the first. A finished run records its resolved configuration
@@ -40,6 +43,11 @@ MEASURE_NAME = "report_run_measure.json"
 """The run's wall-clock time and peak memory (:mod:`~es_lightning.report.measure`)."""
 CONFIG_NAME = "report_run_config.yaml"
 """The resolved configuration a finished run was made with; a run made with another is rerun."""
+ATTEMPT_NAME = "report_run_attempt.yaml"
+"""The resolved configuration an attempt was started with: an unfinished attempt continues from
+its newest checkpoint only when the run it was is still the one asked for."""
+RESUME = ("--trainer.resume", "auto")
+"""Added to a run's command to continue an unfinished attempt from its newest checkpoint."""
 
 
 @dataclass(frozen=True)
@@ -164,11 +172,14 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
-def run_logged(argv: list[str], log: Path, timeout_s: float | None = None) -> int | None:
-    """Run ``argv`` in its own process group with stdout and stderr in ``log``; the exit code, or
-    ``None`` when it ran past ``timeout_s`` (then it is stopped). Interrupting the report stops it too."""
+def run_logged(
+    argv: list[str], log: Path, timeout_s: float | None = None, append: bool = False
+) -> int | None:
+    """Run ``argv`` in its own process group with stdout and stderr in ``log`` (after what it holds
+    with ``append``); the exit code, or ``None`` when it ran past ``timeout_s`` (then it is
+    stopped). Interrupting the report stops it too."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    with log.open("w") as out:
+    with log.open("a" if append else "w") as out:
         out.write("$ " + shlex.join(argv) + "\n")
         out.flush()
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -208,12 +219,39 @@ def execute(
         return RunOutcome(spec, "reused")
     if not Path(spec.recipe).is_file():
         return RunOutcome(spec, "failed", error=f"recipe {spec.recipe} not found (cwd {Path.cwd()})")
+    key = resolved_key(spec)
+    if can_resume(spec, key):
+        outcome = _attempt(spec, timeout_s, [*command(spec), *RESUME])
+        if outcome.returncode != 2:  # 2: the resume was refused (a usage error); start over below
+            return outcome
     if spec.run_dir.exists():
         shutil.rmtree(spec.run_dir)  # an unfinished earlier attempt
     spec.run_dir.mkdir(parents=True)
+    if key is not None:
+        (spec.run_dir / ATTEMPT_NAME).write_text(key)
+    return _attempt(spec, timeout_s, command(spec))
+
+
+def can_resume(spec: RunSpec, key: str | None) -> bool:
+    """Whether an unfinished attempt of this very run (the same resolved configuration) left a
+    checkpoint to continue from."""
+    from es_lightning.checkpoint import latest_checkpoint
+
+    attempt = spec.run_dir / ATTEMPT_NAME
+    return (
+        spec.command == "fit"
+        and key is not None
+        and attempt.is_file()
+        and attempt.read_text() == key
+        and latest_checkpoint(spec.run_dir) is not None
+    )
+
+
+def _attempt(spec: RunSpec, timeout_s: float | None, argv: list[str]) -> RunOutcome:
+    """Run ``argv`` for ``spec`` (its log appended to), the outcome judged by the final evaluation."""
     log = spec.run_dir / LOG_NAME
     start = time.perf_counter()
-    code = run_logged(command(spec), log, timeout_s)
+    code = run_logged(argv, log, timeout_s, append=True)
     seconds = time.perf_counter() - start
     if code == 0 and is_finished(spec.run_dir):
         return RunOutcome(spec, "finished", 0, seconds, log=str(log))

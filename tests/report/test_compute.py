@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -68,3 +69,23 @@ def test_a_measured_run_records_its_wall_clock_and_peak_memory(tmp_path):
     got = run_compute(run_dir)
     assert got["peak_rss_mb"] > 300 and got["wall_seconds"] > 0
     assert (run_dir / MEASURE_NAME).is_file()
+
+
+def test_a_run_in_several_attempts_sums_its_wall_clock_and_keeps_its_largest_peak(tmp_path):
+    """Segments: an earlier record (the format from before segments, then a killed attempt that
+    only reached a heartbeat) and a new attempt; totals by hand."""
+    from es_lightning.report.measure import earlier_segments, measured, totals
+
+    out = tmp_path / "measure.json"
+    out.write_text(json.dumps({"wall_seconds": 10.0, "peak_rss_mb": 300.0, "returncode": -9}))
+    assert earlier_segments(out) == [{"wall_seconds": 10.0, "peak_rss_mb": 300.0, "returncode": -9}]
+    killed = {"wall_seconds": 5.5, "peak_rss_mb": None, "returncode": None}
+    out.write_text(json.dumps(totals([*earlier_segments(out), killed])))
+    assert measured([sys.executable, "-c", "import time; time.sleep(0.3)"], out, heartbeat_s=0.1) == 0
+    record = json.loads(out.read_text())
+    assert [s["returncode"] for s in record["segments"]] == [-9, None, 0]
+    last = record["segments"][-1]
+    assert 0.3 <= last["wall_seconds"] < 10 and last["peak_rss_mb"] > 0
+    assert record["wall_seconds"] == pytest.approx(10.0 + 5.5 + last["wall_seconds"], abs=1e-3)
+    assert record["peak_rss_mb"] == max(300.0, last["peak_rss_mb"]) and record["returncode"] == 0
+    assert totals([]) == {"wall_seconds": None, "peak_rss_mb": None, "returncode": None, "segments": []}

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from es_lightning.report import Ablation, DriftSettings, run_report
 from es_lightning.report.command import build_plan
@@ -221,3 +222,71 @@ def test_a_run_made_with_other_settings_is_run_again(tmp_path):
     changed = RunSpec("es", None, 0, recipe, ("--trainer.max_steps", "7"), run_dir)
     assert [o.status for o in run_all([changed], command=fake_command)] == ["finished"]
     assert "max_steps: 7" in (run_dir / "report_run_config.yaml").read_text()
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_continues_from_its_checkpoint_bit_for_bit(tmp_path, monkeypatch):
+    """A run stopped after its step-2 checkpoint (here: an attempt of 2 of its 4 updates, no final
+    evaluation) continues from that checkpoint when the report runs again; its final weights are
+    the uninterrupted run's, its log and measured compute hold both attempts."""
+    from safetensors.torch import load_file
+
+    from es_lightning.report.runs import ATTEMPT_NAME, MEASURE_NAME, measured_command
+    from tests.helpers import DISTRIBUTED_VARS, TINY_ES_RECIPE, assert_bit_identical, subprocess_env
+
+    for name in DISTRIBUTED_VARS:  # the runs are their own processes, as in a report
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PYTHONPATH", subprocess_env()["PYTHONPATH"])
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(
+        TINY_ES_RECIPE.replace(
+            "evaluation: null", "evaluation: {num_samples: 2, temperature: 0.6, max_tokens: 6, ks: [1]}"
+        )
+    )
+    overrides = ("--trainer.max_steps", "4", "--trainer.checkpoint_every", "2")
+    straight = RunSpec("es", None, 0, str(recipe), overrides, tmp_path / "straight" / "seed0")
+    cut = RunSpec("es", None, 0, str(recipe), overrides, tmp_path / "cut" / "seed0")
+    assert [o.status for o in run_all([straight])] == ["finished"]
+
+    def stopped_early(spec: RunSpec) -> list[str]:
+        return [*measured_command(spec), "--trainer.max_steps", "2", "--trainer.eval_after", "false"]
+
+    [first] = run_all([cut], command=stopped_early)
+    assert first.status == "failed" and (cut.run_dir / "checkpoints" / "step-000002").is_dir()
+    assert (cut.run_dir / ATTEMPT_NAME).is_file()
+    [second] = run_all([cut])
+    assert second.status == "finished"
+
+    def master(run: RunSpec) -> dict:
+        return load_file(run.run_dir / "checkpoints" / "step-000004" / "es_state" / "master.safetensors")
+
+    assert_bit_identical(master(straight), master(cut))
+    log = (cut.run_dir / LOG_NAME).read_text()
+    assert log.count("$ ") == 2 and "--trainer.resume auto" in log
+    steps = [json.loads(line)["step"] for line in (cut.run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [s for s in steps if s] == sorted(s for s in steps if s) and max(steps) == 4
+    measure = json.loads((cut.run_dir / MEASURE_NAME).read_text())
+    assert len(measure["segments"]) == 2 and measure["returncode"] == 0
+    assert measure["wall_seconds"] == pytest.approx(
+        sum(s["wall_seconds"] for s in measure["segments"]), abs=1e-2
+    )
+
+
+def test_an_attempt_made_with_other_settings_is_not_continued(tmp_path):
+    """An unfinished attempt whose recorded configuration is not the run's is cleared and run
+    again, checkpoint or not."""
+    from es_lightning.report.runs import ATTEMPT_NAME, can_resume
+
+    recipes = _recipes(tmp_path)
+    run_dir = tmp_path / "runs" / "good" / "seed0"
+    step = run_dir / "checkpoints" / "step-000002"
+    step.mkdir(parents=True)
+    (step / "trainer_state.json").write_text('{"step": 2}')
+    (run_dir / ATTEMPT_NAME).write_text("another: configuration\n")
+    spec = RunSpec("good", None, 0, recipes["good"], (), run_dir)
+    assert not can_resume(spec, "this: configuration\n")
+    (run_dir / ATTEMPT_NAME).write_text("this: configuration\n")
+    assert can_resume(spec, "this: configuration\n")
+    assert not can_resume(
+        RunSpec("good", None, 0, recipes["good"], (), run_dir, "evaluate"), "this: configuration\n"
+    )
