@@ -110,7 +110,8 @@ def score_completions_file(task: Task, path: str | Path, ks: Sequence[int] | Non
         )
     n_sampled = len(rows) * m
     per_prompt = [scores[p * m : (p + 1) * m] for p in range(len(rows))]
-    return summarize(per_prompt, ks=ks, greedy=scores[n_sampled:] if greedy is not None else None)
+    greedy_scores = scores[n_sampled:] if greedy is not None else None
+    return summarize(per_prompt, ks=ks, greedy=greedy_scores, majority=task.extracts_answers)
 
 
 def write_completions_file(

@@ -195,7 +195,9 @@ def evaluate_rows_sharded(
     # every rank's shares in rank order, i.e. prompt order; greedy: [] or [the greedy pass]
     sampled, *greedy = (_Scored.concat([mine[i] for mine in gathered]) for i in range(len(passes)))
     greedy_scores = [per[0] for per in greedy[0].scores] if greedy else None
-    summary = summarize(sampled.scores, ks=config.ks, greedy=greedy_scores)
+    summary = summarize(
+        sampled.scores, ks=config.ks, greedy=greedy_scores, majority=module.task.extracts_answers
+    )
     lengths = [n for per in sampled.lengths for n in per]  # the M samples (greedy excluded)
     truncated = [t for per in sampled.truncated for t in per]
     summary["response_len"] = sum(lengths) / len(lengths)

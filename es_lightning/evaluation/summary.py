@@ -5,7 +5,8 @@ Given the ``M`` scored samples of each of ``P`` prompts (and optionally one gree
 
     n_prompts, n_samples (= M), mean_reward
     pass@k = (1/P) Σ_p [1 - C(M - c_p, k) / C(M, k)]         c_p: correct samples of prompt p
-    maj@k  = (1/P) Σ_p maj_at_k(answers_p, correct_p, k)       vote over the first k samples
+    maj@k  = (1/P) Σ_p maj_at_k(answers_p, correct_p, k)       vote of k samples, mean over all
+                                                               C(M, k) subsets (ties split evenly)
     greedy = (1/P) Σ_p 1[greedy sample of p is correct]
     <extra> = mean over samples of Score.extra[<extra>]        e.g. "f1"; greedy_<extra> likewise
 
@@ -56,6 +57,7 @@ def summarize(
     scores: Sequence[Sequence[Score]],
     ks: Sequence[int] | None = None,
     greedy: Sequence[Score] | None = None,
+    majority: bool = True,
 ) -> dict[str, float]:
     """Summarise one task's evaluation (see the module docstring for every formula).
 
@@ -64,9 +66,12 @@ def summarize(
             samples (the same ``M`` for every prompt).
         ks: the ``k`` of ``pass@k`` and ``maj@k``, each in ``[1, M]``; default ``1, ..., M``.
         greedy: one score per prompt from greedy decoding, aligned with ``scores``.
+        majority: whether to report ``maj@k``; ``False`` for a task whose verifier extracts no
+            answer to vote on (:attr:`~es_lightning.tasks.base.Task.extracts_answers`), where a
+            vote would only ever read 0.
 
     Returns:
-        ``{"n_prompts", "n_samples", "mean_reward", "pass@k"..., "maj@k"..., ["greedy"], extras}``.
+        ``{"n_prompts", "n_samples", "mean_reward", "pass@k"..., ["maj@k"...], ["greedy"], extras}``.
 
     Raises:
         ValueError: on no prompts, a prompt with no samples or a different ``M`` (the prompt index
@@ -97,7 +102,7 @@ def summarize(
         "mean_reward": sum(s.reward for s in flat) / len(flat),
     }
     out.update(_pass_at_k(correct, ks))
-    for k in ks:
+    for k in ks if majority else ():
         votes = [maj_at_k(a, c, k) for a, c in zip(answers, correct, strict=True)]
         out[f"maj@{k}"] = sum(votes) / len(votes)
 

@@ -70,6 +70,9 @@ class Task(ABC):
     name: str = "task"
     """Registered name; metric names use it (``eval/{name}/pass@{k}``)."""
     default_template: str = "{question}"
+    extracts_answers: ClassVar[bool] = True
+    """Whether the verifier extracts a final answer (:attr:`Score.answer`) to majority-vote on;
+    ``False`` (e.g. user reward functions, program tests) leaves ``maj@k`` out of evaluations."""
 
     def __init__(
         self,

@@ -71,6 +71,7 @@ class FunctionTask(DatasetTask):
     """
 
     name = "function"
+    extracts_answers = False  # rewards only: no answer to majority-vote on, so no maj@k
 
     def __init__(
         self,

@@ -46,8 +46,8 @@ def test_round_trip_scores_in_one_batch(tmp_path):
     assert out["n_prompts"] == 2 and out["n_samples"] == 3
     assert out["pass@1"] == pytest.approx((1 / 3 + 1 / 3) / 2)
     assert out["pass@3"] == 1.0
-    assert out["maj@1"] == 0.5  # "2" right, "4" wrong
-    assert out["maj@3"] == 0.0  # "3" wins prompt 0; prompt 1: " " is no answer, tie "4"/"5" -> "4"
+    assert out["maj@1"] == pytest.approx(1 / 3)  # = pass@1 (maj@k averages over the k-subsets)
+    assert out["maj@3"] == 0.25  # "3" wins prompt 0; prompt 1: " " is no answer, "4"/"5" tie: 1/2
     assert out["greedy"] == 0.5
     assert out["chars"] == pytest.approx(1.0)
     first = json.loads(path.read_text().splitlines()[0])
@@ -131,3 +131,18 @@ def test_gsm8k_gold_solutions_and_wrong_numbers(tmp_path, gsm8k_test_file):
     bad = write_completions_file(tmp_path / "wrong.jsonl", rows, [[wrong(r["answer"])] for r in rows])
     out = score_completions_file(task, bad)
     assert out["pass@1"] == 0.0 and out["maj@1"] == 0.0
+
+
+def _exact(prompts, completions, target, **columns):
+    return [float(c.strip() == t) for c, t in zip(completions, target, strict=True)]
+
+
+def test_reward_function_task_has_pass_at_k_but_no_maj_at_k(tmp_path):
+    """A FunctionTask extracts no answer: maj@k is absent (not a 0 that reads as a failed vote)."""
+    from es_lightning.tasks.function import FunctionTask
+
+    rows = [{"prompt": r["q"], "target": r["target"]} for r in ROWS]
+    path = write_completions_file(tmp_path / "c.jsonl", rows, COMPLETIONS)
+    out = score_completions_file(FunctionTask(reward_funcs=[_exact]), path, ks=[1, 3])
+    assert out["pass@1"] == pytest.approx(1 / 3) and out["pass@3"] == 1.0
+    assert not [key for key in out if key.startswith("maj@")]

@@ -34,9 +34,10 @@ def test_hand_worked_example():
         "pass@1": (1 / 3 + 0 + 2 / 3) / 3,  # 1/3
         "pass@2": ((1 - 1 / 3) + 0 + 1) / 3,  # 5/9
         "pass@3": 2 / 3,
-        "maj@1": 2 / 3,  # "7" ok, "2" wrong, "5" ok
-        "maj@2": 2 / 3,  # A: tie "7"/"3" -> "7" (first)
-        "maj@3": 1 / 3,  # A: "3" wins
+        # maj@k: the vote of k samples averaged over the C(3, k) subsets, ties split evenly
+        "maj@1": (1 / 3 + 0 + 2 / 3) / 3,  # = pass@1: single samples
+        "maj@2": (1 / 3 + 0 + 2 / 3) / 3,  # A: {7,3} twice at 1/2, {3,3} 0; C: {5,5} 1, {5,6} twice at 1/2
+        "maj@3": 1 / 3,  # A: "3" wins; C: "5" wins
         "greedy": 2 / 3,  # 1 - 1e-12 counts as correct
         "greedy_f1": 0.5,
         "f1": 0.5,  # mean over the samples that report f1
@@ -50,7 +51,7 @@ def test_selected_ks_and_no_greedy():
     out = summarize(SCORES, ks=[2])
     assert "greedy" not in out and "pass@1" not in out and "maj@3" not in out
     assert out["pass@2"] == pytest.approx(5 / 9)
-    assert out["maj@2"] == pytest.approx(2 / 3)
+    assert out["maj@2"] == pytest.approx(1 / 3)
 
 
 def test_correct_counts_go_through_the_pass_at_k_metric(monkeypatch):
@@ -128,3 +129,10 @@ def test_average_over_tasks():
         average_over_tasks({})
     with pytest.raises(ValueError, match="average"):
         average_over_tasks({"average": {"pass@1": 1.0}})
+
+
+def test_majority_false_leaves_maj_at_k_out():
+    """A task that extracts no answer (e.g. reward functions) has no maj@k at all, not zeros."""
+    out = summarize(SCORES, greedy=GREEDY, majority=False)
+    assert not [key for key in out if key.startswith("maj@")]
+    assert out == {k: v for k, v in summarize(SCORES, greedy=GREEDY).items() if not k.startswith("maj@")}
