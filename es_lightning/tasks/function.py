@@ -16,13 +16,14 @@ text}]``, as in TRL, else the text. The reward of a completion is Σᵢ wᵢ·r�
 that returned a number for it (``reward_weights``, default 1 each); each function's own reward is
 kept as ``rewards/<function name>`` in the score's extras. As for every task, Pass@K counts a
 completion as solved when its reward is at least 1. Functions are given as callables or, from YAML, by import
-path (``my_rewards.exact``).
+path (``my_rewards.exact``). A function that raises, or returns anything but one finite number (or
+``None``) per completion, ends the run with one line naming it, its file and line, and the row or
+value (:mod:`es_lightning.tasks.reward_calls`).
 """
 
 from __future__ import annotations
 
 import importlib
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ from es_lightning.tasks.base import Score
 from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.families import DatasetTask
 from es_lightning.tasks.registry import register_task
+from es_lightning.tasks.reward_calls import call_reward_function
 
 RewardFunc = Callable[..., Sequence[float | None]]
 
@@ -121,30 +123,16 @@ class FunctionTask(DatasetTask):
         columns = (
             {k: [row.get(k) for row in rows] for k in rows[0] if k != self.prompt_column} if rows else {}
         )
-        per_func = []
-        for func in self.reward_funcs:
-            rewards = list(func(prompts=prompts, completions=shown, **columns))
-            if len(rewards) != len(completions):
-                raise ValueError(
-                    f"{self.name}: reward function {_name(func)} returned {len(rewards)} rewards "
-                    f"for {len(completions)} completions"
-                )
-            per_func.append(rewards)
+        per_func = [call_reward_function(func, prompts, shown, columns) for func in self.reward_funcs]
         scores = []
         for i in range(len(completions)):
-            given = [(w, r[i]) for w, r in zip(self.reward_weights, per_func) if _is_number(r[i])]
-            reward = sum(w * float(r) for w, r in given)
+            given = [(w, r[i]) for w, r in zip(self.reward_weights, per_func) if r[i] is not None]
+            reward = sum(w * r for w, r in given)
             extra = {
-                f"rewards/{_name(f)}": float(r[i])
-                for f, r in zip(self.reward_funcs, per_func)
-                if _is_number(r[i])
+                f"rewards/{_name(f)}": r[i] for f, r in zip(self.reward_funcs, per_func) if r[i] is not None
             }
             scores.append(Score(reward=reward, answer=None, extra=extra))
         return scores
-
-
-def _is_number(value: Any) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
 def _name(func: Callable) -> str:

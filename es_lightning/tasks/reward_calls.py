@@ -1,0 +1,163 @@
+"""Calls into your reward functions: a failure, or a reward that is not a finite number, is yours
+to fix and is said in one line that names the function, where it is and the value or row.
+
+A reward function returns one reward per completion, a number or ``None`` (it does not apply to that
+completion). :func:`call_reward_function` calls it and refuses, with a :class:`RewardFunctionError`:
+
+* an exception it raises: ``my_rewards.exact (my_rewards.py:12) raised KeyError: 'answer' on row 3
+  (prompt: 'What is 2 + 2?')``, the row found by calling it again on each row of the batch alone
+  (the original traceback is kept as the error's cause; ``es-lightning --debug`` prints it);
+* anything but a list (a scalar, a string, ``None``), or a list of another length than the
+  completions;
+* a reward that is not a number (a string, a list) or is not finite (NaN, ±inf, Python's
+  ``float('nan')`` included): the ES z-scores and the GRPO advantages of a batch with one NaN are
+  all NaN, and an update made of them destroys the weights.
+
+A :class:`RewardFunctionError` is a :class:`~es_lightning.errors.ConfigError`, so the command ends
+with ``es-lightning: error: ...`` and exit status 2; the trainer shuts its engines down on the way
+out and the checkpoints already written stay.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from es_lightning.errors import ConfigError
+
+
+class RewardFunctionError(ConfigError):
+    """A reward function raised, or returned something that is not one finite number per completion."""
+
+
+def describe(func: Callable) -> str:
+    """``module.name`` of a reward function (its class's for a callable object)."""
+    target = func if hasattr(func, "__qualname__") else type(func)
+    module = getattr(target, "__module__", None)
+    name = getattr(target, "__qualname__", None) or type(func).__name__
+    return f"{module}.{name}" if module and module not in ("builtins", "__main__") else name
+
+
+def _source_file(func: Callable) -> str | None:
+    try:
+        target = func if inspect.isroutine(func) else type(func)
+        return inspect.getsourcefile(inspect.unwrap(target))
+    except TypeError:
+        return None
+
+
+def where(func: Callable, error: BaseException | None = None) -> str:
+    """``file:line`` of the innermost frame of ``error``'s traceback in ``func``'s file (where it
+    raised), else of ``func``'s definition."""
+    file = _source_file(func)
+    if error is not None and file is not None:
+        frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == file]
+        if frames:
+            return f"{file}:{frames[-1].lineno}"
+    try:
+        target = inspect.unwrap(func if inspect.isroutine(func) else type(func))
+        return f"{file}:{inspect.getsourcelines(target)[1]}" if file else "<unknown>"
+    except (OSError, TypeError):
+        return file or "<unknown>"
+
+
+def call_reward_function(
+    func: Callable,
+    prompts: Sequence[Any],
+    completions: Sequence[Any],
+    columns: dict[str, list[Any]],
+) -> list[float | None]:
+    """``func(prompts=..., completions=..., **columns)`` checked: one finite float (or ``None``)
+    per completion.
+
+    Raises:
+        RewardFunctionError: as the module docstring lists, naming ``func`` and the value or row.
+    """
+    try:
+        returned = func(prompts=prompts, completions=completions, **columns)
+    except Exception as err:
+        row = _failing_row(func, prompts, completions, columns)
+        at = (
+            f" on row {row} (prompt: {_short(prompts[row])})"
+            if row is not None
+            else f" on a batch of {len(prompts)} rows"
+        )
+        message = str(err).splitlines()[0] if str(err) else ""
+        raise RewardFunctionError(
+            f"{describe(func)} ({where(func, err)}) raised {type(err).__name__}: {message}{at}"
+        ) from err
+    return check_rewards(func, returned, len(completions))
+
+
+def check_rewards(func: Callable, returned: Any, expected: int) -> list[float | None]:
+    """``returned`` as a list of floats (``None`` kept) after the checks of the module docstring."""
+    name = f"{describe(func)} ({where(func)})"
+    if returned is None or isinstance(returned, (str, bytes, dict)) or not _iterable(returned):
+        raise RewardFunctionError(
+            f"{name} returned {_short(returned)} (a {type(returned).__name__}); a reward function "
+            f"returns a list of {expected} rewards, one per completion (None where it does not apply)"
+        )
+    rewards = list(returned)
+    if len(rewards) != expected:
+        raise RewardFunctionError(f"{name} returned {len(rewards)} rewards for {expected} completions")
+    checked: list[float | None] = []
+    for row, value in enumerate(rewards):
+        if value is None:
+            checked.append(None)
+            continue
+        number = _as_float(value)
+        if number is None:
+            raise RewardFunctionError(
+                f"{name} returned {_short(value)} (a {type(value).__name__}) on row {row}; rewards "
+                "are numbers (or None where the function does not apply)"
+            )
+        if not math.isfinite(number):
+            raise RewardFunctionError(
+                f"{name} returned {number} on row {row}; rewards must be finite numbers (None where "
+                "the function does not apply)"
+            )
+        checked.append(number)
+    return checked
+
+
+def _failing_row(
+    func: Callable, prompts: Sequence[Any], completions: Sequence[Any], columns: dict[str, list[Any]]
+) -> int | None:
+    """The first row on which ``func`` alone raises (``None``: it raises on none alone)."""
+    if len(prompts) <= 1:
+        return 0 if prompts else None
+    for i in range(len(prompts)):
+        try:
+            func(
+                prompts=[prompts[i]], completions=[completions[i]], **{k: [v[i]] for k, v in columns.items()}
+            )
+        except Exception:
+            return i
+    return None
+
+
+def _iterable(value: Any) -> bool:
+    if getattr(value, "ndim", 1) == 0:  # a 0-d tensor or array is a scalar
+        return False
+    try:
+        iter(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _as_float(value: Any) -> float | None:
+    if isinstance(value, (str, bytes)):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

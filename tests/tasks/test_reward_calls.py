@@ -1,0 +1,144 @@
+"""A reward function that raises, or returns anything but one finite number per completion, is
+refused in one line naming the function, its file and line, and the row or value."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from es_lightning.tasks import FunctionTask
+from es_lightning.tasks.reward_calls import RewardFunctionError
+
+SOURCE = """
+import math
+
+
+def picky(completions, answer, **kwargs):
+    out = []
+    for c, a in zip(completions, answer):
+        if a == "boom":
+            raise KeyError(f"no rule for {a}")
+        out.append(float(c == a))
+    return out
+
+
+def nan_on_two(completions, **kwargs):
+    return [float("nan") if c == "2" else 1.0 for c in completions]
+
+
+def inf_reward(completions, **kwargs):
+    return [math.inf for _ in completions]
+
+
+def scalar(completions, **kwargs):
+    return 0.5
+
+
+def short(completions, **kwargs):
+    return [1.0]
+
+
+def words(completions, **kwargs):
+    return ["yes" for _ in completions]
+
+
+def as_array(completions, **kwargs):
+    import numpy
+
+    return numpy.array([1.0, None, 2], dtype=object)
+
+
+def fails_on_batches(completions, **kwargs):
+    if len(completions) > 1:
+        raise RuntimeError("needs one at a time")
+    return [1.0]
+"""
+
+ROWS = [
+    {"prompt": "say 1", "answer": "1"},
+    {"prompt": "say 2", "answer": "2"},
+    {"prompt": "say it", "answer": "boom"},
+]
+
+
+@pytest.fixture()
+def rewards(tmp_path: Path):
+    """The reward functions above, imported from a real file as a recipe would name them."""
+    file = tmp_path / "user_rewards_mod.py"
+    file.write_text(textwrap.dedent(SOURCE))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield importlib.import_module("user_rewards_mod"), file
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("user_rewards_mod", None)
+
+
+def _line(file: Path, text: str) -> int:
+    return next(i for i, line in enumerate(file.read_text().splitlines(), 1) if text in line)
+
+
+def _refusal(func, completions=("1", "2", "x")) -> str:
+    task = FunctionTask(reward_funcs=[func])
+    with pytest.raises(RewardFunctionError) as err:
+        task.score_many(list(completions), ROWS)
+    assert "\n" not in str(err.value)
+    return str(err.value)
+
+
+def test_an_exception_names_function_file_line_error_and_row(rewards):
+    module, file = rewards
+    message = _refusal(module.picky)
+    line = _line(file, "raise KeyError")
+    assert message == (
+        f"user_rewards_mod.picky ({file}:{line}) raised KeyError: 'no rule for boom' on row 2 "
+        "(prompt: 'say it')"
+    )
+
+
+def test_the_original_traceback_is_kept_as_the_cause(rewards):
+    module, _ = rewards
+    with pytest.raises(RewardFunctionError) as err:
+        FunctionTask(reward_funcs=[module.picky]).score_many(["1", "2", "x"], ROWS)
+    assert isinstance(err.value.__cause__, KeyError)
+
+
+def test_a_failure_only_on_the_batch_is_said_so(rewards):
+    module, file = rewards
+    assert _refusal(module.fails_on_batches).endswith(
+        f"({file}:{_line(file, 'raise RuntimeError')}) raised RuntimeError: needs one at a time on a batch of 3 rows"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("nan_on_two", "returned nan on row 1; rewards must be finite numbers"),
+        ("inf_reward", "returned inf on row 0; rewards must be finite numbers"),
+        (
+            "scalar",
+            "returned 0.5 (a float); a reward function returns a list of 3 rewards, one per completion",
+        ),
+        ("short", "returned 1 rewards for 3 completions"),
+        ("words", "returned 'yes' (a str) on row 0; rewards are numbers"),
+    ],
+)
+def test_what_is_not_one_finite_number_per_completion_is_refused_by_name(rewards, name, expected):
+    module, file = rewards
+    message = _refusal(getattr(module, name))
+    assert message.startswith(f"user_rewards_mod.{name} ({file}:{_line(file, f'def {name}(')}) ")
+    assert expected in message
+
+
+def test_numbers_of_any_kind_and_none_are_accepted(rewards):
+    module, _ = rewards
+    scores = FunctionTask(reward_funcs=[module.as_array]).score_many(["a", "b", "c"], ROWS)
+    assert [s.reward for s in scores] == [1.0, 0.0, 2.0]  # None: does not apply, adds nothing
+    assert [s.extra for s in scores] == [{"rewards/as_array": 1.0}, {}, {"rewards/as_array": 2.0}]
+    numpy_floats = FunctionTask(reward_funcs=[lambda completions, **kw: np.array([0.25, 1, 2])])
+    assert [s.reward for s in numpy_floats.score_many(["a", "b", "c"], ROWS)] == [0.25, 1.0, 2.0]
