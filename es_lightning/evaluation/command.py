@@ -12,7 +12,6 @@ Pass@K profile::
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import torch
 
 from es_lightning.errors import ConfigError, MissingPathError
 from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
+from es_lightning.evaluation.strict_json import strict_dumps
 from es_lightning.evaluation.summary import average_over_tasks
 from es_lightning.evaluation.table import print_table
 from es_lightning.models.loading import ModelLoading
@@ -167,6 +167,6 @@ def write_summary(path: Path, summaries: dict[str, Any], label: str | None = Non
     :func:`~es_lightning.evaluation.table.format_table` headed ``label`` (default: the file's stem)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summaries, indent=2))
+    path.write_text(strict_dumps(summaries, indent=2))  # non-finite numbers as null
     print_table({label or path.stem: summaries})
     print(f"written: {path}")

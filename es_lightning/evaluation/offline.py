@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from es_lightning.errors import ConfigError, MissingPathError
+from es_lightning.evaluation.strict_json import strict_dumps
 from es_lightning.evaluation.summary import summarize
 from es_lightning.tasks.base import Task
 
@@ -165,7 +166,7 @@ def write_completions_file(
             if greedy_rewards is not None:
                 record[GREEDY_REWARD_KEY] = float(greedy_rewards[i])
         try:
-            lines.append(json.dumps(record, ensure_ascii=False))
+            lines.append(strict_dumps(record, ensure_ascii=False))  # non-finite rewards as null
         except TypeError as e:
             raise TypeError(f"write_completions_file: row {i} is not JSON-serialisable: {e}") from e
     path = Path(path)

@@ -20,6 +20,7 @@ matrix, then computed), so a sharded evaluation can sync the same state across r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from es_lightning.evaluation.majority import maj_at_k
@@ -32,8 +33,9 @@ AVERAGE_KEY = "average"
 
 
 def is_correct(score: Score) -> bool:
-    """Whether ``score`` counts as correct: ``reward >= 1 - 1e-9``."""
-    return score.reward >= CORRECT_THRESHOLD
+    """Whether ``score`` counts as correct: ``reward >= 1 - 1e-9`` and finite (a NaN or an
+    infinite reward is a verifier's failure, never a solve)."""
+    return math.isfinite(score.reward) and score.reward >= CORRECT_THRESHOLD
 
 
 def is_accuracy_key(key: str) -> bool:

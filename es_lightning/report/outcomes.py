@@ -74,7 +74,8 @@ def read_outcomes(path: Path | None) -> Outcomes | None:
         base = problem_id(row)
         seen[base] = seen.get(base, 0) + 1
         problems.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
-        counts.append(sum(float(r) >= CORRECT_THRESHOLD for r in rewards))
+        solved = (r is not None and float(r) >= CORRECT_THRESHOLD for r in rewards)  # null: NaN/inf
+        counts.append(sum(solved))
     return Outcomes(problems, counts, m) if m else None
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from es_lightning.evaluation.runner import EvalResult
+from es_lightning.evaluation.strict_json import strict_dumps
 from es_lightning.evaluation.table import print_table
 
 
@@ -20,7 +21,7 @@ def write_eval_outputs(
     summary_file = eval_dir / f"{tag}.json"
     summaries = json.loads(summary_file.read_text()) if summary_file.is_file() else {}
     summaries[task] = {**result.summary, **({"split": split} if split is not None else {})}
-    summary_file.write_text(json.dumps(summaries, indent=2))
+    summary_file.write_text(strict_dumps(summaries, indent=2))  # non-finite numbers as null
     result.write_completions(eval_dir / f"{tag}_{task}_completions.jsonl")
 
     from es_lightning.evaluation.plots import plot_pass_at_k

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load
 
 from es_lightning.checkpoint import STATE_FILE
 from es_lightning.training.loggers import read_metrics
@@ -23,9 +23,12 @@ def _ckpt(out: Path, step: int) -> Path:
 
 
 def _weights(out: Path, step: int) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-    """(fp32 master, served weights) of checkpoint ``step``."""
+    """(fp32 master, served weights) of checkpoint ``step``, read into memory (``load_file`` maps
+    the file, whose bytes the test then damages)."""
     folder = _ckpt(out, step)
-    return load_file(folder / "es_state" / "master.safetensors"), load_file(folder / "model.safetensors")
+    return tuple(
+        load((folder / name).read_bytes()) for name in ("es_state/master.safetensors", "model.safetensors")
+    )
 
 
 def _cli(tmp_path: Path, out: Path, *overrides: str) -> subprocess.CompletedProcess:
