@@ -58,7 +58,7 @@ def _process_cores() -> set[int]:
     return cores
 
 
-def _spread(cores: set[int]) -> None:
+def _spread(cores: frozenset[int]) -> None:
     """Set up a pool thread: its torch ops run on itself alone (the pool is the parallelism; an
     OpenMP team per pool thread would put twice as many threads as cores), on any of ``cores``."""
     torch.set_num_threads(1)  # per thread: OpenMP's thread count is the calling thread's setting

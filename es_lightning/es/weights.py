@@ -64,7 +64,7 @@ class ESWeights:
         self.serving_dtype = serving_dtype
         self.optimizer_name = optimizer
         self._adam: torch.optim.Adam | None = None
-        self._adam_args = dict(betas=adam_betas, eps=adam_eps)
+        self._adam_betas, self._adam_eps = adam_betas, adam_eps
         self.accumulator = RewardAccumulator()
         self.noise = noise
 
@@ -149,7 +149,8 @@ class ESWeights:
             direction = self._redrawn(coeffs)
         else:
             self.accumulator.finish(self.master)
-            direction = lambda name, _: self.accumulator.direction(name, mean)  # noqa: E731
+            shift = float(mean) if mean is not None else 0.0
+            direction = lambda name, _: self.accumulator.direction(name, shift)  # noqa: E731
         items = [(n, self.master[n]) for n in names]
         return dict(zip(names, map_tensors(direction, items), strict=True))
 
@@ -197,20 +198,25 @@ class ESWeights:
             if self._adam is None:
                 for m in self.master.values():
                     m.requires_grad_(True)
-                self._adam = torch.optim.Adam(list(self.master.values()), lr=lr, **self._adam_args)
+                self._adam = self._new_adam(lr)
             for group in self._adam.param_groups:  # α may differ from the one a resumed state was made with
                 group["lr"] = lr
             assign_direction_grad_(self.master, direction, -1.0 / population_size / std)
             self._adam.step()
             self._adam.zero_grad(set_to_none=True)
             norm = float(
-                torch.sqrt(
-                    sum(((m.detach() - before[n]).double().square().sum() for n, m in self.master.items()))
+                torch.stack(
+                    [(m.detach() - before[n]).double().square().sum() for n, m in self.master.items()]
                 )
+                .sum()
+                .sqrt()
             )
         self.accumulator.stop()
         self.restore()
         return norm
+
+    def _new_adam(self, lr: float) -> torch.optim.Adam:
+        return torch.optim.Adam(list(self.master.values()), lr=lr, betas=self._adam_betas, eps=self._adam_eps)
 
     def checksum(self) -> float:
         return float(sum(m.detach().double().sum().item() for m in self.master.values()))
@@ -227,7 +233,7 @@ class ESWeights:
                 raise ValueError("ESWeights: the checkpoint holds Adam state but the optimizer is 'sgd'")
             for m in self.master.values():
                 m.requires_grad_(True)
-            self._adam = torch.optim.Adam(list(self.master.values()), lr=0.0, **self._adam_args)
+            self._adam = self._new_adam(0.0)
             self._adam.load_state_dict(state["optimizer"])
 
 

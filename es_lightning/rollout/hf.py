@@ -15,6 +15,7 @@ from es_lightning.es.weights import ESWeights, OptimizerName, es_weights_from_fi
 from es_lightning.models.loading import ModelLoading
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig, weights_digest
 from es_lightning.rollout.es_engine import ESEngine
+from es_lightning.rollout.generation_options import check_known_kwargs
 from es_lightning.rollout.population_engine import PopulationEngine
 from es_lightning.rollout.seeds import chunk_seed
 from es_lightning.weight_files import weight_files as default_weight_files
@@ -34,8 +35,9 @@ class HFRollout(Rollout, ESEngine, PopulationEngine):
         if batch_size < 1:
             raise ConfigError(f"HFRollout: batch_size must be >= 1, got {batch_size}")
         self.batch_size = batch_size
-        self.model: torch.nn.Module | None = None
-        self.tokenizer = None
+        self.model: Any = None  # a transformers PreTrainedModel once set up
+        self.tokenizer: Any = None  # its tokenizer
+        self._es: ESWeights | None = None
         self.loading = ModelLoading()
         self.device = torch.device("cpu")
         self._restore_pending = False  # es_restore's write, deferred to the next read
@@ -55,13 +57,13 @@ class HFRollout(Rollout, ESEngine, PopulationEngine):
         self.model_path = str(model_path)
         self.dtype = dtype
         self.tokenizer = AutoTokenizer.from_pretrained(model_path, **loading.hub_kwargs(model_path))
-        model = AutoModelForCausalLM.from_pretrained(
+        model: Any = AutoModelForCausalLM.from_pretrained(
             model_path, dtype=dtype, **loading.model_kwargs_for(model_path)
         )
         self.model = model.to(self.device).eval()
 
     @property
-    def _model(self) -> torch.nn.Module:
+    def _model(self) -> Any:
         if self.model is None:
             raise RuntimeError("HFRollout: call setup(model_path, device, dtype) before generating")
         return self.model
@@ -233,9 +235,10 @@ class HFRollout(Rollout, ESEngine, PopulationEngine):
 
     @property
     def es(self) -> ESWeights:
-        if getattr(self, "_es", None) is None:
+        es = self._es
+        if es is None:
             raise RuntimeError("HFRollout: call es_init() before ES operations")
-        return self._es
+        return es
 
     @override
     def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
@@ -360,9 +363,21 @@ def _generate_kwargs(sampling: SamplingConfig, pad_id: int, eos: list[int], gree
         output_logits=sampling.logprobs,
     )
     if not greedy:
-        kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+        kwargs.update(
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=sampling.top_k,  # 0: every token
+            min_p=sampling.min_p or None,
+        )
     else:
-        kwargs.update(temperature=None, top_p=None, top_k=None)
+        kwargs.update(temperature=None, top_p=None, top_k=None, min_p=None)
+    kwargs.update(repetition_penalty=sampling.repetition_penalty)  # 1.0: off; greedy too
+    if sampling.generation_kwargs:
+        from transformers import GenerationConfig
+
+        known = set(GenerationConfig().to_dict())
+        check_known_kwargs("transformers generate (GenerationConfig)", sampling.generation_kwargs, known)
+        kwargs.update(sampling.generation_kwargs)
     return kwargs
 
 

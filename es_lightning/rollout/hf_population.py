@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch import nn
@@ -42,15 +42,29 @@ Factors = tuple[torch.Tensor, torch.Tensor]  # A (M, d_out, r) scaled by sign·�
 
 
 def sample_rows(
-    logits: torch.Tensor, uniforms: torch.Tensor, temperature: float, top_p: float
+    logits: torch.Tensor,
+    uniforms: torch.Tensor,
+    temperature: float,
+    top_p: float,
+    top_k: int = 0,
+    min_p: float = 0.0,
 ) -> torch.Tensor:
     """One token per row (``logits`` (rows, V), ``uniforms`` (rows,) in [0, 1)): the token whose
     cumulative probability first exceeds u, over softmax(logits/T) restricted to the smallest set
-    of most probable tokens whose mass reaches ``top_p`` (stable order: ties by token id)."""
+    of most probable tokens whose mass reaches ``top_p`` (stable order: ties by token id). As
+    transformers does, ``top_k > 0`` keeps the k most probable tokens first (top-p then works on
+    their renormalised mass) and ``min_p > 0`` then drops tokens below ``min_p · p_max``."""
     probs = torch.softmax(logits.float() / temperature, dim=-1)
     sorted_probs, order = torch.sort(probs, dim=-1, descending=True, stable=True)
+    if top_k > 0:
+        sorted_probs[:, top_k:] = 0.0
+        sorted_probs = sorted_probs / sorted_probs.sum(-1, keepdim=True)
     cumulative = sorted_probs.cumsum(-1)
     kept = (cumulative - sorted_probs) < top_p  # the mass before a token is below top_p (first kept)
+    if top_k > 0:
+        kept[:, top_k:] = False
+    if min_p > 0:
+        kept &= sorted_probs >= min_p * sorted_probs[:, :1]  # the most probable token always stays
     sorted_probs = sorted_probs * kept
     cdf = sorted_probs.cumsum(-1)
     target = uniforms.to(cdf) * cdf[:, -1]
@@ -73,11 +87,12 @@ class RowSampler:
                 gen.manual_seed(seed)
             streams.append(torch.rand(sampling.max_tokens, generator=gen, dtype=torch.float64))
         self.uniforms = torch.stack(streams)  # (rows, max_tokens)
-        self.temperature, self.top_p = sampling.temperature, sampling.top_p
+        self.sampling = sampling
         self.step = 0
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        tokens = sample_rows(scores, self.uniforms[:, self.step], self.temperature, self.top_p)
+        s = self.sampling  # scores arrive after transformers' repetition penalty, if any
+        tokens = sample_rows(scores, self.uniforms[:, self.step], s.temperature, s.top_p, s.top_k, s.min_p)
         self.step += 1
         out = torch.full_like(scores, float("-inf"))
         return out.scatter_(1, tokens[:, None].to(scores.device), 0.0)
@@ -145,7 +160,7 @@ def population_hooks(
     try:
         for module, name in hooked_layers(model, master):
             if name not in factors:  # a tied tensor: one set of factors
-                device = module.weight.device
+                device = cast(torch.Tensor, module.weight).device
                 factors[name] = noise.member_factors(members, name, master[name].shape, sigma, device, dtype)
                 factors[name] = tuple(f.to(device) for f in factors[name])  # type: ignore[assignment]
             make = _embedding_hook if isinstance(module, nn.Embedding) else _linear_hook

@@ -60,9 +60,9 @@ from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 import torch
-from lightning.fabric.strategies import DDPStrategy
+from lightning.fabric.strategies.ddp import DDPStrategy
 from lightning.fabric.strategies.registry import _StrategyRegistry
-from lightning.fabric.utilities.rank_zero import rank_zero_warn
+from lightning.fabric.utilities import rank_zero_warn
 from typing_extensions import override
 
 from es_lightning.errors import ConfigError
@@ -70,7 +70,7 @@ from es_lightning.es.control import RewardControl, controlled_rewards
 from es_lightning.es.diagnostics import SignalMonitor, flip_rate, split_half_reliability
 from es_lightning.es.lowrank import Perturbation
 from es_lightning.es.noise import seed_schedule
-from es_lightning.es.normalize import normalize_rewards
+from es_lightning.es.normalize import Normalization, normalize_rewards
 from es_lightning.es.update import AntitheticBudget, Population, kappa_pair, member_coefficients
 from es_lightning.rollout.base import Rollout
 from es_lightning.rollout.es_engine import ESEngine
@@ -188,19 +188,20 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         self.population_size = population_size
         self.sigma = sigma
         self.learning_rate = learning_rate
-        self.normalization = normalization
+        self.normalization: Normalization = normalization
         self.estimator = estimator
-        self.antithetic_budget = antithetic_budget
+        self.antithetic_budget: AntitheticBudget = antithetic_budget
         self.responses_per_prompt = responses_per_prompt
-        self.member_sampling_seeds = member_sampling_seeds
+        self.member_sampling_seeds: Literal["common", "independent"] = member_sampling_seeds
         self.member_rollouts = member_rollouts
-        self.optimizer = optimizer
+        self.optimizer: Literal["sgd", "adam"] = optimizer
         self.update = update
-        self.reward_control = reward_control
+        self.reward_control: RewardControl = reward_control
         self.signal_window, self.signal_threshold = signal_window, signal_threshold
         self._signal = None if signal_window is None else SignalMonitor(signal_window, signal_threshold)
         self.checksum_tolerance = checksum_tolerance
-        self.perturbation, self.rank = perturbation, rank
+        self.perturbation: Perturbation = perturbation
+        self.rank = rank
 
     @classmethod
     @override

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 import torch
@@ -35,6 +35,8 @@ from es_lightning.es.split import assign_tensors, chunk_names
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from torch.distributed import ReduceOp
 
     from es_lightning.rollout.es_engine import ESEngine
 
@@ -68,9 +70,10 @@ class UpdateStrategy(Protocol):
     """What the update needs of :class:`~es_lightning.strategies.ESStrategy`: its step size,
     normalisation and collectives."""
 
-    learning_rate: float
-    normalization: str
-
+    @property
+    def learning_rate(self) -> float: ...
+    @property
+    def normalization(self) -> str: ...
     @property
     def world_size(self) -> int: ...
     @property
@@ -78,7 +81,7 @@ class UpdateStrategy(Protocol):
     @property
     def root_device(self) -> torch.device: ...
     def all_reduce(
-        self, tensor: torch.Tensor, group: object = None, reduce_op: str = "mean"
+        self, tensor: torch.Tensor, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean"
     ) -> torch.Tensor: ...
 
 
