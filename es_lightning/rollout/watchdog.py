@@ -71,7 +71,9 @@ class EngineWatchdog:
         """Run the body as the call ``what`` under the heartbeat and a timeout (``timeout_s``,
         by default the watchdog's own)."""
         self._ensure_thread()
-        limit = self.timeout_s if timeout_s == "default" else timeout_s
+        if isinstance(timeout_s, str) and timeout_s != "default":
+            raise ValueError(f"{self.name}: timeout_s must be seconds, None or 'default', got {timeout_s!r}")
+        limit = self.timeout_s if isinstance(timeout_s, str) else timeout_s
         with self._lock:
             self._call, self._expired = (what, time.monotonic(), limit), None
         self._wake.set()
@@ -130,7 +132,7 @@ class EngineWatchdog:
                     except Exception:  # keep watching; the next try may work
                         log.exception("%s: could not wake the waiting call %r", self.name, what)
             elif limit is not None and elapsed > limit:
-                self._expire(call, elapsed)
+                self._expire(call, limit, elapsed)
                 beats = 0
             elif elapsed >= (beats + 1) * self.heartbeat_s:
                 beats += 1
@@ -138,14 +140,14 @@ class EngineWatchdog:
                 log.warning("%s: %r still running after %.0f s (timeout %s)", self.name, what, elapsed, shown)
             time.sleep(min(0.2, self.heartbeat_s))
 
-    def _expire(self, call: tuple[str, float, float], elapsed: float) -> None:
-        """Kill the engine under the call ``call`` that ran past its limit."""
+    def _expire(self, call: tuple[str, float, float | None], limit: float, elapsed: float) -> None:
+        """Kill the engine under the call ``call`` that ran past its limit ``limit`` (its third item)."""
         pids = self.pids()
         with self._lock:
             if self._call is not call:  # it finished meanwhile
                 return
-            self._expired = (call[0], call[2], elapsed, pids)
-        log.error("%s: %r ran past %g s; killing pids %s", self.name, call[0], call[2], pids)
+            self._expired = (call[0], limit, elapsed, pids)
+        log.error("%s: %r ran past %g s; killing pids %s", self.name, call[0], limit, pids)
         for pid in pids:
             _kill(pid)
 
