@@ -25,18 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 import torch
 from torch import nn
 
 from es_lightning.errors import ConfigError
 from es_lightning.es.lowrank import LowRankNoise, is_perturbed
-from es_lightning.rollout.base import RolloutOutput, SamplingConfig
+from es_lightning.es.weights import ESWeights
+from es_lightning.rollout.base import Completion, RolloutOutput, SamplingConfig
 from es_lightning.rollout.seeds import sample_seed
-
-if TYPE_CHECKING:
-    from es_lightning.rollout.hf import HFRollout
 
 Factors = tuple[torch.Tensor, torch.Tensor]  # A (M, d_out, r) scaled by sign·σ/√r, B (M, d_in, r)
 
@@ -171,8 +169,23 @@ def population_hooks(
             handle.remove()
 
 
+class PopulationRollout(Protocol):
+    """What :func:`generate_population` needs of the transformers rollout."""
+
+    @property
+    def es(self) -> ESWeights: ...
+    @property
+    def served_model(self) -> nn.Module: ...
+    def serve_centre(self) -> None: ...
+    def es_perturb(self, seed: int, sign: float, sigma: float) -> None: ...
+    def es_restore(self) -> None: ...
+    def generate_rows(
+        self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig, row_seeds: Sequence[int | None]
+    ) -> list[Completion]: ...
+
+
 def generate_population(
-    rollout: HFRollout,
+    rollout: PopulationRollout,
     prompts: Sequence[Sequence[int]],
     sampling: SamplingConfig,
     members: Sequence[tuple[int, float]],
@@ -208,7 +221,7 @@ def generate_population(
     ]
 
 
-def _noise(rollout: HFRollout) -> LowRankNoise:
+def _noise(rollout: PopulationRollout) -> LowRankNoise:
     if rollout.es.noise is None:
         raise RuntimeError("HFRollout: es_use_lowrank(rank) before generating a low-rank population")
     return rollout.es.noise
