@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from es_lightning.errors import ConfigError, UnknownNameError
@@ -15,16 +17,12 @@ from es_lightning.evaluation.protocols import (
 from es_lightning.evaluation.runner import EvalConfig
 
 PAPER = {
+    **dataclasses.asdict(EvalConfig()),  # the fields the recipes left at their defaults
     "num_samples": 32,  # M (docs/paper.md: M = 32 samples at T = 0.6, K in {1, 16, 32})
     "temperature": 0.6,
-    "top_p": 1.0,
     "max_tokens": 2048,
     "ks": [1, 16, 32],
     "greedy": True,
-    "limit": None,
-    "split": "test",
-    "seed": 1234,
-    "stop": None,
 }
 """The ``evaluation:`` block the easy recipes spelled out, with EvalConfig's defaults filled in."""
 
