@@ -30,6 +30,7 @@ from es_lightning.evaluation.offline import write_completions_file
 from es_lightning.evaluation.sharding import chunk_size, gather_on_rank_zero, shard_alignment, shard_range
 from es_lightning.evaluation.summary import summarize
 from es_lightning.rollout.base import Rollout, RolloutOutput, SamplingConfig
+from es_lightning.rollout.generation_options import check_generation_options
 from es_lightning.tasks.base import Score
 
 EVAL_SPLITS = ("test", "validation")
@@ -61,6 +62,15 @@ class EvalConfig:
     """Sampling seed (the same seed and weights give the same samples)."""
     stop: list[str] | None = field(default=None)
     """Strings that end a sample."""
+    top_k: int = 0
+    """The M samples draw from the k most probable tokens only; 0: every token."""
+    min_p: float = 0.0
+    """The M samples drop tokens less probable than min_p times the most probable one, in [0, 1]; 0: off."""
+    repetition_penalty: float = 1.0
+    """CTRL repetition penalty of the M samples (> 0; 1: off); the greedy pass stays plain greedy."""
+    generation_kwargs: dict[str, Any] | None = None
+    """Further keyword arguments for the backend (transformers ``generate`` / ``vllm.SamplingParams``)
+    when drawing the M samples, passed as they are."""
 
     def __post_init__(self) -> None:
         """Refuse nonsensical settings, naming each (:class:`~es_lightning.errors.ConfigError`)."""
@@ -84,8 +94,12 @@ class EvalConfig:
             raise ConfigError(f"evaluation.top_p must be in (0, 1], got {self.top_p}")
         if self.max_tokens < 1:
             raise ConfigError(f"evaluation.max_tokens must be >= 1, got {self.max_tokens}")
+        check_generation_options(
+            "evaluation", self.top_k, self.min_p, self.repetition_penalty, self.generation_kwargs
+        )
 
     def sampling(self) -> SamplingConfig:
+        """The M samples' :class:`SamplingConfig`."""
         return SamplingConfig(
             n=self.num_samples,
             temperature=self.temperature,
@@ -93,6 +107,10 @@ class EvalConfig:
             max_tokens=self.max_tokens,
             seed=self.seed,
             stop=self.stop,
+            top_k=self.top_k,
+            min_p=self.min_p,
+            repetition_penalty=self.repetition_penalty,
+            generation_kwargs=self.generation_kwargs,
         )
 
 

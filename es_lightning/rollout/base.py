@@ -18,11 +18,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from es_lightning.errors import ConfigError
+from es_lightning.rollout.generation_options import check_generation_options
 
 if TYPE_CHECKING:
     from es_lightning.models.loading import ModelLoading
@@ -46,6 +47,16 @@ class SamplingConfig:
     """Strings that end a completion (not included in its text)."""
     logprobs: bool = False
     """Return the log-probability of each sampled token."""
+    top_k: int = 0
+    """Sample among the k most probable tokens only; 0: every token."""
+    min_p: float = 0.0
+    """Drop tokens less probable than min_p times the most probable one, in [0, 1]; 0: off."""
+    repetition_penalty: float = 1.0
+    """CTRL penalty on tokens already in the prompt or completion (logit ℓ → ℓ/r if ℓ > 0, else
+    ℓ·r), > 0; 1: off. Applies to greedy decoding too."""
+    generation_kwargs: dict[str, Any] | None = None
+    """Further keyword arguments passed as they are to the backend (transformers ``generate`` or
+    ``vllm.SamplingParams``), e.g. ``{typical_p: 0.9}``; keys the settings above set are refused."""
 
     def __post_init__(self) -> None:
         if self.n < 1:
@@ -56,6 +67,9 @@ class SamplingConfig:
             raise ConfigError(f"SamplingConfig.top_p must be in (0, 1], got {self.top_p}")
         if self.max_tokens < 1:
             raise ConfigError(f"SamplingConfig.max_tokens must be >= 1, got {self.max_tokens}")
+        check_generation_options(
+            "SamplingConfig", self.top_k, self.min_p, self.repetition_penalty, self.generation_kwargs
+        )
 
 
 @dataclass

@@ -18,6 +18,7 @@ from typing_extensions import override
 from es_lightning.errors import ConfigError
 from es_lightning.models.loading import ModelLoading
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig
+from es_lightning.rollout.generation_options import check_known_kwargs
 from es_lightning.rollout.seeds import sample_seeds
 from es_lightning.rollout.vllm.engine import VLLMEngine, vllm_available
 from es_lightning.rollout.vllm.es_centre import VLLMES
@@ -86,15 +87,22 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMES):
         same random numbers; it fans ``n`` out into separate requests anyway."""
         from vllm import SamplingParams
 
+        extra = dict(sampling.generation_kwargs or {})
+        known = {f for f in SamplingParams.__struct_fields__ if not f.startswith("_")}
+        check_known_kwargs("vllm.SamplingParams", extra, known)
         return [
             SamplingParams(
                 n=1,
                 temperature=sampling.temperature,
                 top_p=sampling.top_p,
+                top_k=sampling.top_k,  # 0: every token
+                min_p=sampling.min_p,
+                repetition_penalty=sampling.repetition_penalty,
                 max_tokens=sampling.max_tokens,
                 seed=seed,
                 stop=sampling.stop,
                 logprobs=0 if sampling.logprobs else None,
+                **extra,
             )
             for per_prompt in sample_seeds(sampling.seed, n_prompts, sampling.n)
             for seed in per_prompt
