@@ -46,6 +46,10 @@ def test_cpu_recipe_quick_plan():
     assert by_method["es_permuted"][-2:] == ("--strategy.init_args.reward_control", "permuted")
     assert by_method["grpo"][-4:] == ("--trainer.checkpoint_every", "10", "--trainer.keep_last", "null")
     assert specs[0].overrides == (
+        "--trainer.checkpoint_every",  # every run checkpoints, so an interrupted one continues
+        "10",
+        "--trainer.keep_last",
+        "2",
         "--trainer.max_steps",
         "6",
         "--evaluation.limit",
