@@ -72,13 +72,53 @@ class JSONLLogger(Logger):
         pass  # the resolved config is saved as config.yaml by the CLI
 
 
+class RunTensorBoardLogger(TensorBoardLogger):
+    """Fabric's TensorBoard logger that fills TensorBoard's HPARAMS tab when the run ends.
+
+    TensorBoard shows hyperparameters only beside metrics, and the run's metrics are known only at
+    its end: the resolved configuration given to :meth:`log_hyperparams` is kept, and when the run
+    finishes (``finalize("success")``) it is written as an hparams summary with the last value of
+    every ``eval/…`` metric logged (the final evaluation's ``eval/{task}/pass@k``, ``maj@k``,
+    ``greedy``, …). A run that ends without an evaluation, or is interrupted, writes none.
+    """
+
+    FINAL_PREFIX = "eval/"
+    """The metrics that go beside the hyperparameters."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._run_hparams: dict[str, Any] | None = None
+        self._final: dict[str, float] = {}
+        self._final_step: int | None = None
+
+    @override
+    def log_hyperparams(self, params: Any, metrics: Any = None, step: int | None = None) -> None:
+        self._run_hparams = dict(params)
+        super().log_hyperparams(params, metrics, step)
+
+    @override
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        super().log_metrics(metrics, step)
+        final = {k: float(v) for k, v in metrics.items() if k.startswith(self.FINAL_PREFIX)}
+        if final:
+            self._final.update(final)
+            self._final_step = step
+
+    @override
+    def finalize(self, status: str) -> None:
+        if status == "success" and self._run_hparams is not None and self._final:
+            super().log_hyperparams(self._run_hparams, metrics=dict(self._final), step=self._final_step)
+        super().finalize(status)
+
+
 def tensorboard_logger(folder: str | Path, purge_step: int = 0) -> TensorBoardLogger:
-    """The run's TensorBoard files in ``{folder}/tensorboard/`` (one run, no version folders).
+    """The run's TensorBoard files in ``{folder}/tensorboard/`` (one run, no version folders), with
+    the HPARAMS tab written at the end (:class:`RunTensorBoardLogger`).
 
     Each process's event file starts with a restart marker at ``purge_step``: TensorBoard reads a
     run's first marker as its start and each later one as a restart, dropping what the earlier
     files hold at that step and after (a resumed run logs the steps after its checkpoint again)."""
-    return TensorBoardLogger(
+    return RunTensorBoardLogger(
         folder, name="tensorboard", version="", default_hp_metric=False, purge_step=purge_step
     )
 
