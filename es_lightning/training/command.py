@@ -67,7 +67,9 @@ def run_fit(
         loggers: further Fabric/Lightning loggers by ``class_path`` (e.g.
             ``lightning.pytorch.loggers.CSVLogger``, ``WandbLogger``, ``MLFlowLogger``), added to
             the run's own TensorBoard files and ``metrics.jsonl``; each gets every metric and, once,
-            the resolved configuration as hyperparameters.
+            the resolved configuration as hyperparameters. A ``save_dir`` left at its default goes
+            into ``trainer.output_dir``; a logger whose package is missing is refused
+            (``pip install 'es-lightning[wandb]'``, ``[mlflow]``).
         hparams: the run's resolved configuration, recorded in every checkpoint (the CLI fills it).
     """
     from es_lightning.evaluation.suites import resolve_eval_tasks
@@ -110,11 +112,13 @@ def fit_parser() -> Any:
 
     from es_lightning.cli_hints import command_parser
     from es_lightning.training.recipe_names import accept_names
+    from es_lightning.training.user_loggers import prepare_user_loggers
 
     parser = command_parser(run_fit.__doc__.split("\n")[0], prog="es-lightning fit")
     parser.add_argument("--config", action=ActionConfigFile, help="YAML recipe (see recipes/).")
     parser.add_function_arguments(run_fit, fail_untyped=False, skip={"hparams"})
-    return accept_names(parser)  # evaluation: paper, callbacks: paper_instruments
+    accept_names(parser)  # evaluation: paper, callbacks: paper_instruments
+    return prepare_user_loggers(parser)  # a missing package named; save_dir into the run folder
 
 
 def prepare_fit(
