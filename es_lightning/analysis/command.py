@@ -19,6 +19,7 @@ export and evaluate the thresholded checkpoints (:mod:`~es_lightning.analysis.th
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -108,9 +109,50 @@ def run_analyze(
     Returns:
         What ``output`` holds.
     """
-    from tqdm.auto import tqdm
+    tau_list, export_taus, task = _check_settings(
+        taus, export_thresholded, top_k, threshold_view, device, evaluate, keep_exports
+    )
+    evaluation = evaluation or EvalConfig()
+    output = Path(output)
+    base_w, ckpt_w, compare_w = _locate_models(base, checkpoint, compare)
+    walks = read_walks(ckpt_w.folder, base, random_walk)
+    compare_walks = read_walks(compare_w.folder, base) if compare_w is not None else None
+    output.parent.mkdir(parents=True, exist_ok=True)
 
-    # -- settings, before anything is read --------------------------------------------------------
+    index = WeightIndex(base_w.files)
+    bar = _progress_bars(len(base_w.specs), progress)
+    result: dict[str, Any] = {"base": base, "base_stored_as": base_w.stored_as, "taus": tau_list}
+    result.update(_analyze_model(index, ckpt_w, "checkpoint", walks, tau_list, top_k, bar))
+    if compare_w is not None and compare_walks is not None:
+        result["compare"] = _analyze_model(index, compare_w, "compare", compare_walks, tau_list, top_k, bar)
+        result["rel_l2_ratio"] = _ratio(result["rel_l2"], result["compare"]["rel_l2"])
+        result["bf16"]["rel_l2_ratio"] = _ratio(result["bf16"]["rel_l2"], result["compare"]["bf16"]["rel_l2"])
+    output.write_text(json.dumps(result, indent=2))
+    print(format_summary(result))
+    if export_taus:
+        root = Path(export_dir) if export_dir is not None else output.with_name(f"{output.stem}_thresholded")
+        provenance = {"base": base, "checkpoint": checkpoint}
+        png = output.with_name(f"{output.stem}_sparsity_curve.png")
+        _export_thresholded(
+            result, index, ckpt_w, export_taus, root, threshold_view, keep_exports, provenance, bar,
+            task, evaluation, rollout, device, dtype, png,
+        )  # fmt: skip
+        output.write_text(json.dumps(result, indent=2))
+    print(f"written: {output}")
+    return result
+
+
+def _check_settings(
+    taus: str | list[float],
+    export_thresholded: str | list[float] | None,
+    top_k: int,
+    threshold_view: View,
+    device: str,
+    evaluate: str | Task | None,
+    keep_exports: bool,
+) -> tuple[list[float], list[float], Task | None]:
+    """The thresholds τ, the export thresholds and the evaluation task; bad settings raise here,
+    before any weight is read."""
     tau_list = parse_taus(taus, "taus")
     export_taus = parse_taus(export_thresholded, "export_thresholded")
     if top_k < 1:
@@ -123,91 +165,111 @@ def run_analyze(
         except RuntimeError as err:
             raise ConfigError(f"--device {device!r}: {err}") from None
     task = _resolve_task(evaluate, export_taus, keep_exports)
-    evaluation = evaluation or EvalConfig()
-    output = Path(output)
-    # -- the models, their names and shapes (file headers only) -----------------------------------
+    return tau_list, export_taus, task
+
+
+def _locate_models(
+    base: str, checkpoint: str, compare: str | None
+) -> tuple[ModelWeights, ModelWeights, ModelWeights | None]:
+    """Each model's weight files, with the checkpoint's (and ``compare``'s) tensor names and shapes
+    checked against the base's from the file headers only."""
     base_w = locate_model(base, "base")
     ckpt_w = locate_model(checkpoint, "checkpoint")
     check_pair(base_w.specs, ckpt_w.specs, f"--base {base}", f"--checkpoint {checkpoint}")
     compare_w = locate_model(compare, "compare") if compare is not None else None
     if compare_w is not None:
         check_pair(base_w.specs, compare_w.specs, f"--base {base}", f"--compare {compare}")
-    walks = read_walks(ckpt_w.folder, base, random_walk)
-    compare_walks = read_walks(compare_w.folder, base) if compare_w is not None else None
-    output.parent.mkdir(parents=True, exist_ok=True)
+    return base_w, ckpt_w, compare_w
 
-    index = WeightIndex(base_w.files)
+
+def _progress_bars(total: int, progress: bool) -> Callable[[str], Any]:
+    """``bar(desc)``: a tqdm factory over the ``total`` tensors of a model (silent unless ``progress``)."""
+    from tqdm.auto import tqdm
 
     def bar(desc: str) -> Any:
-        return partial(
-            tqdm, desc=desc, total=len(base_w.specs), unit="tensor", disable=not progress, leave=False
-        )
+        return partial(tqdm, desc=desc, total=total, unit="tensor", disable=not progress, leave=False)
 
-    def analyze(model: ModelWeights, label: str, model_walks: RunWalks) -> dict[str, Any]:
-        views = analyze_pair(
-            index, iter_weights(model.files), tau_list, top_k, VIEWS, bar(f"analyze {label}")
-        )
-        head = {"checkpoint": model.given, "stored_as": model.stored_as}
-        stored, bf16 = views["stored"], views["bf16"]
-        if model_walks.reason is not None:
-            stored["null"] = {"modelled": False, "reason": model_walks.reason}
-            bf16["null"] = {"modelled": False, "reason": model_walks.reason}
-        else:
-            stored["null"] = null_block(stored, model_walks.walks, tau_list, model_walks.describe())
-            bf16["null"] = {"modelled": False, "reason": BF16_NOT_MODELLED}
-        return {**head, **stored, "bf16": bf16}
+    return bar
 
-    result: dict[str, Any] = {"base": base, "base_stored_as": base_w.stored_as, "taus": tau_list}
-    result.update(analyze(ckpt_w, "checkpoint", walks))
-    if compare_w is not None and compare_walks is not None:
-        result["compare"] = analyze(compare_w, "compare", compare_walks)
-        result["rel_l2_ratio"] = _ratio(result["rel_l2"], result["compare"]["rel_l2"])
-        result["bf16"]["rel_l2_ratio"] = _ratio(result["bf16"]["rel_l2"], result["compare"]["bf16"]["rel_l2"])
-    output.write_text(json.dumps(result, indent=2))
-    print(format_summary(result))
-    if export_taus:
-        root = Path(export_dir) if export_dir is not None else output.with_name(f"{output.stem}_thresholded")
-        provenance = {"base": base, "checkpoint": checkpoint}
-        exports = export_all(
-            export_taus,
-            index,
-            ckpt_w.files,
+
+def _analyze_model(
+    index: WeightIndex,
+    model: ModelWeights,
+    label: str,
+    model_walks: RunWalks,
+    tau_list: list[float],
+    top_k: int,
+    bar: Callable[[str], Any],
+) -> dict[str, Any]:
+    """Both views of one model against the base, each with its random-walk null beside it."""
+    views = analyze_pair(index, iter_weights(model.files), tau_list, top_k, VIEWS, bar(f"analyze {label}"))
+    head = {"checkpoint": model.given, "stored_as": model.stored_as}
+    stored, bf16 = views["stored"], views["bf16"]
+    if model_walks.reason is not None:
+        stored["null"] = {"modelled": False, "reason": model_walks.reason}
+        bf16["null"] = {"modelled": False, "reason": model_walks.reason}
+    else:
+        stored["null"] = null_block(stored, model_walks.walks, tau_list, model_walks.describe())
+        bf16["null"] = {"modelled": False, "reason": BF16_NOT_MODELLED}
+    return {**head, **stored, "bf16": bf16}
+
+
+def _export_thresholded(
+    result: dict[str, Any],
+    index: WeightIndex,
+    ckpt_w: ModelWeights,
+    export_taus: list[float],
+    root: Path,
+    threshold_view: View,
+    keep_exports: bool,
+    provenance: dict[str, str],
+    bar: Callable[[str], Any],
+    task: Task | None,
+    evaluation: EvalConfig,
+    rollout: Rollout | None,
+    device: str,
+    dtype: DTypeName,
+    png: Path,
+) -> None:
+    """Export θ_τ for each τ under ``root``; without a task, list the exports under ``thresholded``;
+    with one, score the checkpoint (τ = 0) and each export as it is written, add ``sparsity_curve``
+    to ``result``, draw ``png`` and print the curve."""
+    exports = export_all(
+        export_taus,
+        index,
+        ckpt_w.files,
+        ckpt_w.folder,
+        root,
+        threshold_view,
+        keep_exports,
+        provenance,
+        bar,
+    )
+    if task is None:
+        result["thresholded"] = list(exports)
+        return
+    if rollout is None:
+        from es_lightning.rollout.default import default_rollout
+
+        rollout = default_rollout()
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    analysis = result if threshold_view == "stored" else result["bf16"]
+    result.update(
+        sparsity_curve(
+            analysis,
             ckpt_w.folder,
-            root,
-            threshold_view,
-            keep_exports,
-            provenance,
-            bar,
+            exports,
+            task,
+            evaluation,
+            rollout,
+            torch.device(device),
+            dtype,
+            root / "completions",
+            png,
         )
-        if task is None:
-            result["thresholded"] = list(exports)
-        else:
-            if rollout is None:
-                from es_lightning.rollout.default import default_rollout
-
-                rollout = default_rollout()
-            if device == "auto":
-                device = "cuda" if torch.cuda.is_available() else "cpu"
-            analysis = result if threshold_view == "stored" else result["bf16"]
-            png = output.with_name(f"{output.stem}_sparsity_curve.png")
-            result.update(
-                sparsity_curve(
-                    analysis,
-                    ckpt_w.folder,
-                    exports,
-                    task,
-                    evaluation,
-                    rollout,
-                    torch.device(device),
-                    dtype,
-                    root / "completions",
-                    png,
-                )
-            )
-            print(format_curve(result["sparsity_curve"]))
-        output.write_text(json.dumps(result, indent=2))
-    print(f"written: {output}")
-    return result
+    )
+    print(format_curve(result["sparsity_curve"]))
 
 
 def _resolve_task(evaluate: str | Task | None, export_taus: list[float], keep_exports: bool) -> Task | None:
