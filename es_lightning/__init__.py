@@ -18,6 +18,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+__version__ = "0.1.0"
+"""The release (pyproject.toml's ``version``; ``es-lightning --version`` prefers the installed
+distribution's metadata)."""
+
 _EXPORTS = {
     "Trainer": "es_lightning.training.trainer",
     "TrainerConfig": "es_lightning.training.config",

@@ -53,6 +53,7 @@ def build_parser():
     parser = ArgumentParser(
         prog="es-lightning", description="Post-train LLMs with Evolution Strategies and GRPO."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     parser.add_argument(
         "--debug",
         action="store_true",
@@ -89,6 +90,19 @@ def build_parser():
         "tune", tune_parser(), help="Each method's grid on the validation split, one budget; writes TUNE.md."
     )
     return parser
+
+
+def package_version() -> str:
+    """The installed distribution's version (``importlib.metadata``), else the package's own
+    ``es_lightning.__version__`` (a source tree that is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("es-lightning")
+    except PackageNotFoundError:
+        from es_lightning import __version__
+
+        return __version__
 
 
 def main(argv: list[str] | None = None) -> int:
