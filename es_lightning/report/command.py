@@ -230,28 +230,18 @@ def run_report(
     if not methods:
         raise ConfigError("report: give `methods` ({name: fit recipe}) or --from_json OLD/report.json")
     plan = build_plan(
-        methods,
-        output_dir,
-        quick,
-        seeds,
-        first_seed,
-        overrides,
-        quick_overrides,
-        base=base,
-        task=task,
-        ks=ks,
-        pareto_ks=pareto_ks,
-        ablation_ks=ablation_ks,
-        frontier_methods=frontier_methods,
-        reward_window=reward_window,
-        curves=curves,
-        drift=drift,
-        ablations=ablations,
-        method_overrides=method_overrides,
-        trajectory=trajectory,
-        verdicts=verdicts,
-        forgetting=forgetting,
-    )
+        methods, output_dir, quick, seeds, first_seed, overrides, quick_overrides,
+        base=base, task=task, ks=ks, pareto_ks=pareto_ks, ablation_ks=ablation_ks,
+        frontier_methods=frontier_methods, reward_window=reward_window, curves=curves, drift=drift,
+        ablations=ablations, method_overrides=method_overrides, trajectory=trajectory,
+        verdicts=verdicts, forgetting=forgetting,
+    )  # fmt: skip
+    return _run_and_write(plan, launch, run_timeout_s)
+
+
+def _run_and_write(plan: ReportPlan, launch: bool, run_timeout_s: float | None) -> dict[str, Any]:
+    """Run the plan's unfinished runs (with ``launch``), analyse and evaluate the finished ones,
+    then build the report and write it into ``plan.output_dir``."""
     from es_lightning.report.collect import choose_task
     from es_lightning.report.runs import plan_runs, run_all
     from es_lightning.report.trajectory import run_trajectory
