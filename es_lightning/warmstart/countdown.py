@@ -35,6 +35,7 @@ import json
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -133,26 +134,13 @@ def train_countdown_model(
     settings = dict(
         steps=steps, seed=seed, batch_size=batch_size, lr=lr, warmup_steps=warmup, weight_decay=weight_decay,
         n_problems=n_problems, held_out=held_out, threads=threads, model=asdict(config),
-        task=dict(max_number=task.max_number, max_target=task.max_target, max_value=task.max_value,
-                  four_number_fraction=task.four_number_fraction, min_solutions=task.min_solutions, seed=0),
+        task=_task_settings(task),
     )  # fmt: skip
 
     build_tiny_model(output, config)  # random weights from config.seed + the tokenizer
     module = ReasoningModule(model=str(output), task=task)
-    rows = task.load("train")
-    paths = [step_sequences(task, row) for row in rows]
+    next_batch = _batch_sampler(module, task, batch_size, seed)
     pad_id = module.tokenizer.pad_token_id
-
-    take = epoch_queue(len(rows), torch.Generator().manual_seed(seed))
-    pick = torch.Generator().manual_seed(seed + 1)
-
-    def next_batch() -> list[Example]:
-        indices = take(batch_size)
-        draws = [int(torch.randint(len(paths[i]), (1,), generator=pick)) for i in indices]
-        return build_examples(
-            module, [rows[i] for i in indices], [paths[i][d] for i, d in zip(indices, draws)]
-        )
-
     fit_completions(
         output,
         next_batch,
@@ -168,6 +156,34 @@ def train_countdown_model(
     )
     (output / "training_config.json").write_text(json.dumps(settings, indent=2) + "\n")
     return output
+
+
+def _task_settings(task: CountdownTiny) -> dict[str, Any]:
+    """The generator settings of the training task, as recorded in ``training_config.json``."""
+    return dict(
+        max_number=task.max_number, max_target=task.max_target, max_value=task.max_value,
+        four_number_fraction=task.four_number_fraction, min_solutions=task.min_solutions, seed=0,
+    )  # fmt: skip
+
+
+def _batch_sampler(
+    module: Any, task: CountdownTiny, batch_size: int, seed: int
+) -> Callable[[], list[Example]]:
+    """``next_batch()``: ``batch_size`` training problems in a seeded epoch order (``seed``), each with
+    one of its worked solutions drawn at random (``seed + 1``)."""
+    rows = task.load("train")
+    paths = [step_sequences(task, row) for row in rows]
+    take = epoch_queue(len(rows), torch.Generator().manual_seed(seed))
+    pick = torch.Generator().manual_seed(seed + 1)
+
+    def next_batch() -> list[Example]:
+        indices = take(batch_size)
+        draws = [int(torch.randint(len(paths[i]), (1,), generator=pick)) for i in indices]
+        return build_examples(
+            module, [rows[i] for i in indices], [paths[i][d] for i, d in zip(indices, draws)]
+        )
+
+    return next_batch
 
 
 _WORKING_LINE = re.compile(r"(\d+)([+\-*/])(\d+)=(\d+)")

@@ -196,6 +196,35 @@ def start_model(output: Path, init: str | None, config: TinyConfig | None, seed:
     return dict(init=init, init_sha256=sha256, model=model)
 
 
+def _check_sizes(steps: int, batch_size: int, n_problems: int, arithmetic_per_batch: int) -> None:
+    """Refuse sizes that cannot train, before any work."""
+    if steps < 1 or batch_size < 1 or n_problems < 1:
+        raise ConfigError(
+            "train_two_task_model: steps, batch_size and n_problems must be >= 1, "
+            f"got {steps}, {batch_size}, {n_problems}"
+        )
+    if not 0 <= arithmetic_per_batch <= batch_size:
+        raise ConfigError(
+            f"train_two_task_model: arithmetic_per_batch must be in [0, batch_size={batch_size}], "
+            f"got {arithmetic_per_batch}"
+        )
+
+
+def _task_settings(
+    countdown: Any,
+    arithmetic: Any,
+    countdown_rows: list[dict[str, Any]],
+    arithmetic_rows: list[dict[str, Any]],
+) -> dict[str, dict[str, Any]]:
+    """Each task's generator settings and training-set size, as recorded in ``training_config.json``."""
+    return {
+        COUNTDOWN: dict(max_number=countdown.max_number, max_target=countdown.max_target,
+                        max_value=countdown.max_value, four_number_fraction=countdown.four_number_fraction,
+                        min_solutions=countdown.min_solutions, seed=0, train_problems=len(countdown_rows)),
+        ARITHMETIC: dict(max_number=arithmetic.max_number, seed=0, train_problems=len(arithmetic_rows)),
+    }  # fmt: skip
+
+
 def train_two_task_model(
     output: Path,
     steps: int = 150,
@@ -238,16 +267,7 @@ def train_two_task_model(
     """
     from es_lightning.module import ReasoningModule
 
-    if steps < 1 or batch_size < 1 or n_problems < 1:
-        raise ConfigError(
-            "train_two_task_model: steps, batch_size and n_problems must be >= 1, "
-            f"got {steps}, {batch_size}, {n_problems}"
-        )
-    if not 0 <= arithmetic_per_batch <= batch_size:
-        raise ConfigError(
-            f"train_two_task_model: arithmetic_per_batch must be in [0, batch_size={batch_size}], "
-            f"got {arithmetic_per_batch}"
-        )
+    _check_sizes(steps, batch_size, n_problems, arithmetic_per_batch)
     output = Path(output)
     warmup = warmup_steps if warmup_steps is not None else max(1, steps // 20)
     start = start_model(output, init, config, seed)
@@ -256,10 +276,7 @@ def train_two_task_model(
         steps=steps, seed=seed, batch_size=batch_size, arithmetic_per_batch=arithmetic_per_batch, lr=lr,
         warmup_steps=warmup, weight_decay=weight_decay, n_problems=n_problems, held_out=held_out,
         threads=threads, **start,
-        tasks={COUNTDOWN: dict(max_number=countdown.max_number, max_target=countdown.max_target,
-                               max_value=countdown.max_value, four_number_fraction=countdown.four_number_fraction,
-                               min_solutions=countdown.min_solutions, seed=0, train_problems=len(countdown_rows)),
-               ARITHMETIC: dict(max_number=arithmetic.max_number, seed=0, train_problems=len(arithmetic_rows))},
+        tasks=_task_settings(countdown, arithmetic, countdown_rows, arithmetic_rows),
     )  # fmt: skip
 
     countdown_module = ReasoningModule(model=str(output), task=countdown)
