@@ -49,23 +49,7 @@ def plot_pass_at_k(
         ValueError: on no curves, an empty curve, a ``k < 1`` or a value outside [0, 1] (the
             label is named).
     """
-    if not curves:
-        raise ValueError("plot_pass_at_k: no curves to plot")
-    all_ks: set[int] = set()
-    for label, curve in curves.items():
-        if not curve:
-            raise ValueError(f"plot_pass_at_k: curve {label!r} has no points")
-        bad_k = [k for k in curve if int(k) < 1]
-        if bad_k:
-            raise ValueError(f"plot_pass_at_k: curve {label!r} has k={bad_k[0]}; k must be >= 1")
-        bad_v = [v for v in curve.values() if not 0.0 <= float(v) <= 1.0]
-        if bad_v:
-            raise ValueError(
-                f"plot_pass_at_k: curve {label!r} has value {bad_v[0]} outside [0, 1] "
-                "(pass fractions, not percentages)"
-            )
-        all_ks.update(int(k) for k in curve)
-
+    all_ks = _checked_ks(curves)
     fig = Figure(figsize=(6.4, 4.4), dpi=120)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -100,3 +84,25 @@ def plot_pass_at_k(
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
     return path
+
+
+def _checked_ks(curves: Mapping[str, Mapping[int, float]]) -> set[int]:
+    """Every K of the curves; raises ``ValueError`` naming the curve on no curves, an empty curve,
+    a ``k < 1`` or a value outside [0, 1]."""
+    if not curves:
+        raise ValueError("plot_pass_at_k: no curves to plot")
+    all_ks: set[int] = set()
+    for label, curve in curves.items():
+        if not curve:
+            raise ValueError(f"plot_pass_at_k: curve {label!r} has no points")
+        bad_k = [k for k in curve if int(k) < 1]
+        if bad_k:
+            raise ValueError(f"plot_pass_at_k: curve {label!r} has k={bad_k[0]}; k must be >= 1")
+        bad_v = [v for v in curve.values() if not 0.0 <= float(v) <= 1.0]
+        if bad_v:
+            raise ValueError(
+                f"plot_pass_at_k: curve {label!r} has value {bad_v[0]} outside [0, 1] "
+                "(pass fractions, not percentages)"
+            )
+        all_ks.update(int(k) for k in curve)
+    return all_ks
