@@ -106,6 +106,18 @@ def build_examples(
     return examples
 
 
+def _check_arguments(steps: int, batch_size: int, alt_answer_fraction: float) -> None:
+    """Refuse settings that cannot train, before any work."""
+    if steps < 1 or batch_size < 1:
+        raise ValueError(
+            f"train_arithmetic_model: steps and batch_size must be >= 1, got {steps}, {batch_size}"
+        )
+    if not 0.0 <= alt_answer_fraction <= 1.0:
+        raise ValueError(
+            f"train_arithmetic_model: alt_answer_fraction must be in [0, 1], got {alt_answer_fraction}"
+        )
+
+
 def train_arithmetic_model(
     output: Path,
     steps: int = 900,
@@ -143,14 +155,7 @@ def train_arithmetic_model(
     """
     from es_lightning.module import ReasoningModule
 
-    if steps < 1 or batch_size < 1:
-        raise ValueError(
-            f"train_arithmetic_model: steps and batch_size must be >= 1, got {steps}, {batch_size}"
-        )
-    if not 0.0 <= alt_answer_fraction <= 1.0:
-        raise ValueError(
-            f"train_arithmetic_model: alt_answer_fraction must be in [0, 1], got {alt_answer_fraction}"
-        )
+    _check_arguments(steps, batch_size, alt_answer_fraction)
     output = Path(output)
     config = config or arithmetic_config(seed)
     warmup = warmup_steps if warmup_steps is not None else max(1, steps // 20)
