@@ -119,12 +119,27 @@ def test_maj_at_1_is_pass_at_1_and_maj_at_m_the_full_vote():
         assert maj_at_k(answers, correct, m) == pytest.approx((truth in tied) / len(tied), abs=1e-15)
 
 
-def test_large_m_is_fast_and_bounded():
-    """64 samples, all different answers (the costliest shape): every k in well under a second each."""
+def test_large_m_all_answers_different():
+    """64 samples, all different answers (the costliest shape for the program): by symmetry each
+    answer wins a k-subset's vote with chance 1/64."""
     answers = [str(i) for i in range(64)]
     correct = [i == 0 for i in range(64)]
     for k in (1, 16, 32, 64):
-        assert maj_at_k(answers, correct, k) == pytest.approx(1 / 64, abs=1e-15)  # symmetry
+        assert maj_at_k(answers, correct, k) == pytest.approx(1 / 64, abs=1e-15)
+
+
+def test_large_m_two_answers_against_the_hypergeometric_sum():
+    """Two answers (25 right, 35 wrong of M = 60): maj@k = P(X > k - X) + P(X = k - X) / 2 with X
+    the right answers among k drawn, X ~ Hypergeometric(60, 25, k), summed plainly."""
+    answers = ["right"] * 25 + ["wrong"] * 35
+    correct = [a == "right" for a in answers]
+    for k in range(1, 61):
+        total = comb(60, k)
+        expected = sum(
+            comb(25, x) * comb(35, k - x) / total * (1.0 if 2 * x > k else 0.5 if 2 * x == k else 0.0)
+            for x in range(0, min(25, k) + 1)
+        )
+        assert maj_at_k(answers, correct, k) == pytest.approx(expected, abs=1e-12), k
 
 
 def test_errors():
