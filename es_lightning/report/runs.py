@@ -18,7 +18,8 @@ the others go on. Two runs whose resolved configurations are the same (an ablati
 equals its recipe's own, e.g. ``normalization: zscore`` beside the ``es`` method) are one run: the
 second folder is a link to the first. A finished run records its resolved configuration
 (``report_run_config.yaml``); one made with other settings (a changed recipe or override) is run
-again instead of reused.
+again instead of reused; settings added to the project since it ran do not count as a change
+(:mod:`~es_lightning.report.same_run`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any
 
 from es_lightning.report.config import FORGETTING, ReportPlan, split_overrides
 from es_lightning.report.readers import final_eval_file, is_finished
+from es_lightning.report.same_run import same_settings
 
 LOG_NAME = "report_run.log"
 MEASURE_NAME = "report_run_measure.json"
@@ -242,7 +244,7 @@ def can_resume(spec: RunSpec, key: str | None) -> bool:
         spec.command == "fit"
         and key is not None
         and attempt.is_file()
-        and attempt.read_text() == key
+        and same_settings(attempt.read_text(), key)
         and latest_checkpoint(spec.run_dir) is not None
     )
 
@@ -303,7 +305,7 @@ def run_all(
         if (
             key is not None
             and recorded.is_file()
-            and recorded.read_text() != key
+            and not same_settings(recorded.read_text(), key)
             and not spec.run_dir.is_symlink()
         ):
             tqdm.write(f"[report] {spec.name}: made with other settings; running it again")

@@ -22,6 +22,7 @@ from typing import Any
 from es_lightning.report.compute import run_compute
 from es_lightning.report.readers import is_finished
 from es_lightning.report.runs import RunOutcome, execute, measured_command
+from es_lightning.report.same_run import same_settings
 from es_lightning.tune.config import Selection
 from es_lightning.tune.selection import trial_outcomes, trial_point
 from es_lightning.tune.trials import Trial
@@ -68,37 +69,6 @@ def trial_compute(run_dir: Path) -> dict[str, float | None]:
     return run_compute(run_dir, MEASURE_NAME)
 
 
-def computed_settings(settings: str) -> Any:
-    """A trial's recorded settings less what does not change what it computes (the strategy keys
-    of :data:`~es_lightning.training.resume.FREE_STRATEGY_KEYS`, e.g. when the no-signal warning
-    is printed), so that a trial made before such a default changed is still reused."""
-    import yaml
-
-    from es_lightning.training.resume import FREE_STRATEGY_KEYS
-
-    loaded = yaml.safe_load(settings)
-    init_args = (loaded.get("strategy") or {}).get("init_args") if isinstance(loaded, dict) else None
-    if isinstance(init_args, dict):
-        for key in FREE_STRATEGY_KEYS:
-            init_args.pop(key, None)
-    return loaded
-
-
-def _known(now: Any, record: Any) -> Any:
-    """``now`` without the mapping keys ``record`` lacks (at any depth)."""
-    if isinstance(now, dict) and isinstance(record, dict):
-        return {k: _known(v, record[k]) for k, v in now.items() if k in record}
-    return now
-
-
-def same_settings(recorded: str, now: str) -> bool:
-    """Whether a finished trial's recorded settings are today's, up to settings that change
-    nothing it computes (:func:`computed_settings`) and settings added since it ran (absent from
-    its record, as resume treats them: a new setting's default keeps the old behaviour)."""
-    old, new = computed_settings(recorded), computed_settings(now)
-    return old == _known(new, old)
-
-
 def _set_aside(run_dir: Path) -> Path:
     """Move a finished trial made with other settings out of the way (never deleted)."""
     n = 1
@@ -110,7 +80,8 @@ def _set_aside(run_dir: Path) -> Path:
 
 def run_trial(trial: Trial, launch: bool = True, timeout_s: float | None = None) -> TrialResult:
     """Reuse ``trial`` when it is finished with the same settings (up to settings that change
-    nothing it computes, :func:`computed_settings`), else run it (``launch``). A finished trial made
+    nothing it computes and settings added since, :mod:`~es_lightning.report.same_run`), else run
+    it (``launch``). A finished trial made
     with other settings is set aside as ``<folder>.other-settings-<n>`` before the new run, and
     left in place when nothing is launched."""
     run_dir = trial.spec.run_dir

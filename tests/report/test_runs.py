@@ -290,3 +290,22 @@ def test_an_attempt_made_with_other_settings_is_not_continued(tmp_path):
     assert not can_resume(
         RunSpec("good", None, 0, recipes["good"], (), run_dir, "evaluate"), "this: configuration\n"
     )
+
+
+def test_settings_added_since_a_run_do_not_make_it_another_run(tmp_path):
+    """A finished run or an unfinished attempt recorded before a setting existed is the run asked
+    for now (the new setting's default keeps the old behaviour); a changed value is not."""
+    from es_lightning.report.runs import ATTEMPT_NAME, can_resume
+    from es_lightning.report.same_run import same_settings
+
+    before = "trainer: {seed: 0}\nevaluation: {num_samples: 4}\n"
+    now = "trainer: {seed: 0}\nevaluation: {num_samples: 4, top_k: 0}\n"
+    assert same_settings(before, now) and not same_settings(now, before)
+    assert not same_settings(before, "trainer: {seed: 1}\nevaluation: {num_samples: 4, top_k: 0}\n")
+    run_dir = tmp_path / "runs" / "good" / "seed0"
+    step = run_dir / "checkpoints" / "step-000002"
+    step.mkdir(parents=True)
+    (step / "trainer_state.json").write_text('{"step": 2}')
+    (run_dir / ATTEMPT_NAME).write_text(before)
+    spec = RunSpec("good", None, 0, str(tmp_path / "r.yaml"), (), run_dir)
+    assert can_resume(spec, now)

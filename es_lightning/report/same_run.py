@@ -1,0 +1,41 @@
+"""Whether a run made earlier is the run asked for now: its recorded resolved configuration
+against today's.
+
+The same, up to what changes nothing the run computes (the strategy keys of
+:data:`~es_lightning.training.resume.FREE_STRATEGY_KEYS`, e.g. when the no-signal warning is
+printed) and settings added since it ran (absent from its record; as resume treats them, a new
+setting's default keeps the old behaviour). So a report or tune that outlasts a release which adds
+a setting reuses its finished runs and continues its unfinished ones instead of starting over.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def computed_settings(settings: str) -> Any:
+    """A recorded resolved configuration (YAML text) less the strategy keys that change nothing
+    the run computes."""
+    import yaml
+
+    from es_lightning.training.resume import FREE_STRATEGY_KEYS
+
+    loaded = yaml.safe_load(settings)
+    init_args = (loaded.get("strategy") or {}).get("init_args") if isinstance(loaded, dict) else None
+    if isinstance(init_args, dict):
+        for key in FREE_STRATEGY_KEYS:
+            init_args.pop(key, None)
+    return loaded
+
+
+def known(now: Any, record: Any) -> Any:
+    """``now`` without the mapping keys ``record`` lacks (at any depth)."""
+    if isinstance(now, dict) and isinstance(record, dict):
+        return {k: known(v, record[k]) for k, v in now.items() if k in record}
+    return now
+
+
+def same_settings(recorded: str, now: str) -> bool:
+    """Whether the run recorded with ``recorded`` is the one ``now`` asks for (see the module)."""
+    old, new = computed_settings(recorded), computed_settings(now)
+    return old == known(new, old)
