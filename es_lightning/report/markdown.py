@@ -128,7 +128,15 @@ def _compute(report: dict[str, Any]) -> list[str]:
         [m, *(fmt_stat(c.get(f), spec=specs[f]) if c.get(f) else "not recorded" for f in FIELDS)]
         for m, c in compute.items()
     ]
-    head = ["method", "updates", "rollouts", "generated tokens", "training seconds", "wall seconds", "peak MiB"]
+    head = [
+        "method",
+        "updates",
+        "rollouts",
+        "generated tokens",
+        "training seconds",
+        "wall seconds",
+        "peak MiB",
+    ]
     out += [table(head, body), ""]
     out += [
         "Rollouts, tokens and training seconds count the training updates only (evaluations and callbacks "
