@@ -32,8 +32,9 @@ from typing import Any
 
 import yaml
 
-from es_lightning.errors import ConfigError, UnknownNameError
+from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig
+from es_lightning.named import Registry
 
 PROTOCOL_KEY = "protocol"
 """The key of an ``evaluation`` mapping that names the protocol its other keys change."""
@@ -55,17 +56,17 @@ class Protocol:
         return dataclasses.asdict(self.config)
 
 
-PROTOCOLS: dict[str, Protocol] = {}
+PROTOCOLS: Registry[Protocol] = Registry(
+    "evaluation protocol",
+    "protocols",
+    " (or give the settings: num_samples, temperature, max_tokens, ks, ...)",
+)
 """Registered protocols by name."""
 
 
 def register_protocol(protocol: Protocol) -> Protocol:
     """Add ``protocol`` to :data:`PROTOCOLS`; a different protocol under a taken name is refused."""
-    known = PROTOCOLS.get(protocol.name)
-    if known is not None and known != protocol:
-        raise ValueError(f"register_protocol: the name {protocol.name!r} is taken by another protocol")
-    PROTOCOLS[protocol.name] = protocol
-    return protocol
+    return PROTOCOLS.register(protocol, "register_protocol")
 
 
 def get_protocol(name: str) -> Protocol:
@@ -74,13 +75,7 @@ def get_protocol(name: str) -> Protocol:
     Raises:
         UnknownNameError: no protocol has that name; the message lists the known ones.
     """
-    try:
-        return PROTOCOLS[name]
-    except KeyError:
-        raise UnknownNameError(
-            f"unknown evaluation protocol {name!r}; known protocols: {', '.join(PROTOCOLS)} "
-            "(or give the settings: num_samples, temperature, max_tokens, ks, ...)"
-        ) from None
+    return PROTOCOLS.find(name)
 
 
 def expand_protocol(value: Any) -> Any:

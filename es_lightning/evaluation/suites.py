@@ -32,8 +32,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from es_lightning.errors import ConfigError, UnknownNameError
+from es_lightning.errors import ConfigError
 from es_lightning.evaluation.summary import AVERAGE_KEY
+from es_lightning.named import Registry
 from es_lightning.tasks import GPQA, GSM8K, MBPP, CommonsenseQA, Countdown, DataSource, HotpotQA, MathTask
 from es_lightning.tasks.base import Task
 
@@ -98,17 +99,13 @@ class Suite:
         return {name: factory() for name, factory in self.tasks.items()}
 
 
-SUITES: dict[str, Suite] = {}
+SUITES: Registry[Suite] = Registry("evaluation suite", "suites", sort=True)
 """Registered suites by name."""
 
 
 def register_suite(suite: Suite) -> Suite:
     """Add ``suite`` to :data:`SUITES`; a different suite under a taken name is refused."""
-    known = SUITES.get(suite.name)
-    if known is not None and known != suite:
-        raise ValueError(f"register_suite: the name {suite.name!r} is taken by another suite")
-    SUITES[suite.name] = suite
-    return suite
+    return SUITES.register(suite, "register_suite")
 
 
 def get_suite(name: str) -> Suite:
@@ -117,12 +114,7 @@ def get_suite(name: str) -> Suite:
     Raises:
         UnknownNameError: no suite has that name (a ``ValueError``); the message lists the known ones.
     """
-    try:
-        return SUITES[name]
-    except KeyError:
-        raise UnknownNameError(
-            f"unknown evaluation suite {name!r}; known suites: {', '.join(sorted(SUITES))}"
-        ) from None
+    return SUITES.find(name)
 
 
 def resolve_eval_tasks(eval_tasks: Mapping[str, Task] | str | Sequence[str] | None) -> dict[str, Task] | None:

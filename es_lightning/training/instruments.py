@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from es_lightning.errors import UnknownNameError
+from es_lightning.named import Registry
 
 CALLBACKS = "es_lightning.callbacks"
 """The package of the built-in callbacks (the repository's ``callbacks/`` folder)."""
@@ -68,17 +68,15 @@ class InstrumentSet:
         return copy.deepcopy(list(self.callbacks))
 
 
-INSTRUMENT_SETS: dict[str, InstrumentSet] = {}
+INSTRUMENT_SETS: Registry[InstrumentSet] = Registry(
+    "instrument set", "sets", " (or give a callback as class_path: ...)"
+)
 """Registered instrument sets by name."""
 
 
 def register_instrument_set(instruments: InstrumentSet) -> InstrumentSet:
     """Add ``instruments`` to :data:`INSTRUMENT_SETS`; a different set under a taken name is refused."""
-    known = INSTRUMENT_SETS.get(instruments.name)
-    if known is not None and known != instruments:
-        raise ValueError(f"register_instrument_set: the name {instruments.name!r} is taken by another set")
-    INSTRUMENT_SETS[instruments.name] = instruments
-    return instruments
+    return INSTRUMENT_SETS.register(instruments, "register_instrument_set")
 
 
 def get_instrument_set(name: str) -> InstrumentSet:
@@ -87,13 +85,7 @@ def get_instrument_set(name: str) -> InstrumentSet:
     Raises:
         UnknownNameError: no set has that name; the message lists the known ones.
     """
-    try:
-        return INSTRUMENT_SETS[name]
-    except KeyError:
-        raise UnknownNameError(
-            f"unknown instrument set {name!r}; known sets: {', '.join(INSTRUMENT_SETS)} "
-            "(or give a callback as class_path: ...)"
-        ) from None
+    return INSTRUMENT_SETS.find(name)
 
 
 def expand_instruments(value: Any) -> Any:
