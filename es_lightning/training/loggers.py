@@ -90,6 +90,7 @@ class RunTensorBoardLogger(TensorBoardLogger):
         self._run_hparams: dict[str, Any] | None = None
         self._final: dict[str, float] = {}
         self._final_step: int | None = None
+        self._writing_hparams = False
 
     @override
     def log_hyperparams(self, params: Any, metrics: Any = None, step: int | None = None) -> None:
@@ -98,6 +99,8 @@ class RunTensorBoardLogger(TensorBoardLogger):
 
     @override
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        if self._writing_hparams:  # the final values are already logged at their step: not twice
+            return
         super().log_metrics(metrics, step)
         final = {k: float(v) for k, v in metrics.items() if k.startswith(self.FINAL_PREFIX)}
         if final:
@@ -107,7 +110,11 @@ class RunTensorBoardLogger(TensorBoardLogger):
     @override
     def finalize(self, status: str) -> None:
         if status == "success" and self._run_hparams is not None and self._final:
-            super().log_hyperparams(self._run_hparams, metrics=dict(self._final), step=self._final_step)
+            self._writing_hparams = True  # the hparams summary only; Fabric's would log the metrics again
+            try:
+                super().log_hyperparams(self._run_hparams, metrics=dict(self._final), step=self._final_step)
+            finally:
+                self._writing_hparams = False
         super().finalize(status)
 
 

@@ -43,8 +43,8 @@ def test_hparams_are_written_at_the_end_with_the_last_eval_metrics(tmp_path):
     assert session["strategy/sigma"].number_value == 0.001
     assert session["strategy/name"].string_value == "es"
     assert session["trainer/max_steps"].number_value == 3
-    assert scalars["eval/echo/pass@1"][-1] == (3, 0.75)  # the final value is what the tab shows
-    assert scalars["eval/echo/greedy"][-1] == (3, 1.0)
+    assert scalars["eval/echo/pass@1"] == [(0, 0.25), (3, 0.75)]  # the tab shows the last; none twice
+    assert scalars["eval/echo/greedy"] == [(3, 1.0)]
 
 
 @pytest.mark.parametrize("status", ["interrupted", "failed"])
