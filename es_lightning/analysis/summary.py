@@ -11,6 +11,11 @@ or ``bf16`` (both sides rounded to bfloat16, the weights as a bf16 engine serves
 
     rel_l2 ratio checkpoint/compare: 40.0x (stored), 23.0x (bf16)
 
+A view whose top-k holds updates of one bf16 spacing of their weight gets a line saying so
+(:mod:`es_lightning.analysis.bf16_grid`): there, "norm 5" is rounding, not learning::
+
+    bf16 rounding (compare bf16): 5 of the top-5 updates are one bf16 spacing of their weight (norm 5; ...)
+
 Then, per model, the measured statistics beside the random-walk null's
 (:mod:`es_lightning.analysis.null`; the stored view)::
 
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from es_lightning.analysis.bf16_grid import rounding_line
 from es_lightning.analysis.kinds import KINDS
 
 
@@ -103,6 +109,8 @@ def format_summary(result: dict[str, Any]) -> str:
     by_kind = [["rel_l2 by kind", *(f"{model} {view.split(' ')[0]}" for model, view, _ in views)]]
     by_kind += [[k, *(_number(data["rel_l2_by_kind"].get(k)) for _, _, data in views)] for k in kinds]
     out.append(format_table(by_kind))
+    flags = [rounding_line(f"{model} {view.split(' ')[0]}", data) for model, view, data in views]
+    out += [line for line in flags if line is not None]
     for label, data in (("checkpoint", result), ("compare", result.get("compare"))):
         if data is not None and "null" in data:
             out += ["", format_null(data, label)]

@@ -8,9 +8,11 @@ Ties are broken deterministically, independent of the order tensors arrive in: b
 then parameter name ascending, then flat index (row-major) ascending. That is the order of a stable
 ``np.argsort(-|Δθ|)`` over the tensors' flattened updates concatenated in name order.
 
-Each entry is ``{"name", "kind", "layer", "index", "position", "delta", "abs_delta"}`` (``index``
-is the flat index into the tensor, ``position`` the same as a multi-index); ``top_k_by_kind``
-counts the entries per kind (every kind seen in the model, zeros included).
+Each entry is ``{"name", "kind", "layer", "index", "position", "delta", "abs_delta", "theta0",
+"bf16_spacing", "bf16_rounding"}`` (``index`` is the flat index into the tensor, ``position`` the
+same as a multi-index, ``theta0`` the starting value; the last two flag an update of one bf16
+spacing, :mod:`~es_lightning.analysis.bf16_grid`); ``top_k_by_kind`` counts the entries per kind
+(every kind seen in the model, zeros included) and ``top_k_bf16_rounding`` the flagged entries.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from typing import Any
 
 import torch
 
+from es_lightning.analysis.bf16_grid import flag_rounding
 from es_lightning.analysis.delta import weight_delta
 from es_lightning.analysis.kinds import KINDS, layer_index, parameter_kind
 
 _CHUNK = 1 << 24
-_Entry = tuple[float, str, int, float]  # (-|Δθ|, name, flat index, Δθ): sorts in the order above
+_Entry = tuple[float, str, int, float, float]  # (-|Δθ|, name, flat index, Δθ, θ_0): sorts as above
 
 
 class TopKAccumulator:
@@ -51,8 +54,8 @@ class TopKAccumulator:
         if len(self.entries) == self.k and flat.numel() and magnitude.max().item() < -self.entries[-1][0]:
             return  # nothing here beats the current k-th
         index = top_indices(magnitude, self.k)
-        values = flat[index].tolist()
-        new = [(-abs(v), name, i, v) for i, v in zip(index.tolist(), values)]
+        values, starts = flat[index].tolist(), theta0.detach().reshape(-1)[index].float().tolist()
+        new = [(-abs(v), name, i, v, t0) for i, v, t0 in zip(index.tolist(), values, starts)]
         self.entries = sorted(self.entries + new)[: self.k]
 
     def merge(self, other: TopKAccumulator) -> TopKAccumulator:
@@ -62,7 +65,8 @@ class TopKAccumulator:
         return self
 
     def result(self) -> dict[str, Any]:
-        """``{"top_k": [entry, ...] (largest first), "top_k_by_kind": {kind: count}}``."""
+        """``{"top_k": [entry, ...] (largest first), "top_k_by_kind": {kind: count},
+        "top_k_bf16_rounding": count}``."""
         top = [
             {
                 "name": name,
@@ -72,14 +76,16 @@ class TopKAccumulator:
                 "position": _unravel(index, self.shapes[name]),
                 "delta": delta,
                 "abs_delta": -negative,
+                "theta0": theta0,
             }
-            for negative, name, index, delta in self.entries
+            for negative, name, index, delta, theta0 in self.entries
         ]
+        flagged = flag_rounding(top)
         seen = {parameter_kind(name) for name in self.shapes}
         by_kind = {kind: 0 for kind in KINDS if kind in seen}
         for entry in top:
             by_kind[entry["kind"]] += 1
-        return {"top_k": top, "top_k_by_kind": by_kind}
+        return {"top_k": top, "top_k_by_kind": by_kind, "top_k_bf16_rounding": flagged}
 
 
 def top_indices(magnitude: torch.Tensor, k: int) -> torch.Tensor:
