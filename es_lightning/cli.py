@@ -109,9 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; a :class:`~es_lightning.errors.ConfigError` (also one raised while a class
     of the config is built) prints ``es-lightning: error: <message>`` and returns 2."""
     import es_lightning.strategies  # noqa: F401  (registers `es` with Fabric)
-    from es_lightning.cli_hints import expand_aliases
 
-    args = expand_aliases(argv if argv is not None else sys.argv[1:])  # --strategy es, --rollout hf
+    args = list(argv if argv is not None else sys.argv[1:])
     if "" not in sys.path and os.getcwd() not in sys.path:  # recipes may name your own modules
         sys.path.insert(0, os.getcwd())  # (reward functions, tasks, callbacks), as `python -m` would
     debug = debug_requested(args)

@@ -1,8 +1,11 @@
-"""Short names on the command line, and parse errors that say which values would parse.
+"""Short names, and parse errors that say which values would parse.
 
-``--strategy es`` (``grpo``, ``grpo_fsdp``) and ``--rollout vllm`` (``hf``) stand for the class paths
-in :data:`ALIASES`, as Fabric's own strategy names do. When a value does not parse, jsonargparse's
-message lists the types it tried; :func:`hint` adds one line naming the values that do::
+``strategy: es`` (``grpo``, ``grpo_fsdp``) and ``rollout: hf`` (``vllm``) stand for the class paths
+in :data:`ALIASES`, as Fabric's own strategy names do, in a recipe and on the command line alike
+(``--strategy es``): :func:`accept_short_names` expands them inside the parser's own type check of
+the argument, so ``strategy.init_args`` may follow and ``--print_config`` shows the class path.
+When a value does not parse, jsonargparse's message lists the types it tried; :func:`hint` adds
+one line naming the values that do::
 
     error: Parser key "strategy": ... Expected a dot import path string: foo
     use: --strategy es | grpo | grpo_fsdp, or class_path: es_lightning.strategies.ESStrategy | ...
@@ -10,8 +13,9 @@ message lists the types it tried; :func:`hint` adds one line naming the values t
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable
 from inspect import isabstract
 from typing import Any
 
@@ -26,7 +30,7 @@ ALIASES: dict[str, dict[str, str]] = {
         "hf": "es_lightning.rollout.hf.HFRollout",
     },
 }
-"""``{option: {short name: class path}}`` accepted on the command line."""
+"""``{option: {short name: class path}}`` accepted in recipes and on the command line."""
 
 _CLASS_PATHS: dict[str, list[str]] = {
     "loggers": [
@@ -45,18 +49,30 @@ _CLASS_PATHS: dict[str, list[str]] = {
 }
 
 
-def expand_aliases(args: Sequence[str]) -> list[str]:
-    """``args`` with ``--strategy es`` / ``--strategy=es`` (and the other short names) replaced by
-    their class paths; every other argument is left as it is."""
-    out = list(args)
-    for i, arg in enumerate(out):
-        for option, names in ALIASES.items():
-            flag = f"--{option}"
-            if arg == flag and i + 1 < len(out) and out[i + 1] in names:
-                out[i + 1] = names[out[i + 1]]
-            elif arg.startswith(f"{flag}=") and arg[len(flag) + 1 :] in names:
-                out[i] = f"{flag}={names[arg[len(flag) + 1 :]]}"
-    return out
+def expanding(check: Callable[..., Any], expand: Callable[[Any], Any]) -> Callable[..., Any]:
+    """``check`` (jsonargparse's type check of one argument) run on the value with names expanded."""
+
+    @functools.wraps(check)
+    def check_expanded(value: Any, *args: Any, **kwargs: Any) -> Any:
+        return check(expand(value), *args, **kwargs)
+
+    return check_expanded
+
+
+def accept_short_names(parser: Any) -> Any:
+    """Let ``parser``'s ``strategy`` and ``rollout`` arguments (those it has) take the short names
+    of :data:`ALIASES`; their ``--help`` lists them. Returns ``parser``."""
+    for option, names in ALIASES.items():
+        action = next((a for a in parser._actions if a.dest == option), None)
+        if action is None or not hasattr(action, "_check_type"):
+            continue
+
+        def expand(value: Any, names: dict[str, str] = names) -> Any:
+            return names.get(value, value) if isinstance(value, str) else value
+
+        action._check_type = expanding(action._check_type, expand)
+        action.help = f"{action.help or ''} Short names: {', '.join(names)}."
+    return parser
 
 
 def _task_class_paths() -> list[str]:

@@ -7,23 +7,36 @@ import subprocess
 import pytest
 import yaml
 
-from es_lightning.cli_hints import ALIASES, expand_aliases, hint
+from es_lightning.cli_hints import ALIASES, hint
 from tests.helpers import CLI, REPO, subprocess_env
 
 
-def test_expand_aliases_replaces_only_the_short_names_of_their_options():
-    args = ["fit", "--strategy", "es", "--rollout=hf", "--trainer.seed", "es", "--strategy.sigma", "0.1"]
-    assert expand_aliases(args) == [
-        "fit",
-        "--strategy",
-        ALIASES["strategy"]["es"],
-        f"--rollout={ALIASES['rollout']['hf']}",
-        "--trainer.seed",
-        "es",
-        "--strategy.sigma",
-        "0.1",
-    ]
-    assert expand_aliases(["--strategy", "my.pkg.MyStrategy"]) == ["--strategy", "my.pkg.MyStrategy"]
+def test_short_names_in_a_recipe_expand_to_their_classes_and_take_init_args(tmp_path):
+    from es_lightning.evaluation.command import evaluate_parser
+    from es_lightning.training.command import fit_parser
+
+    recipe = tmp_path / "short.yaml"
+    recipe.write_text("strategy: grpo\nrollout: hf\n")
+    smoke = str(REPO / "recipes" / "smoke_cpu.yaml")
+    cfg = fit_parser().parse_args(
+        ["--config", smoke, "--config", str(recipe), "--strategy.init_args.learning_rate", "0.001"]
+    )
+    assert cfg.strategy.class_path == ALIASES["strategy"]["grpo"]
+    assert cfg.strategy.init_args.learning_rate == 0.001
+    assert cfg.rollout.class_path == ALIASES["rollout"]["hf"]
+    cfg = fit_parser().parse_args(["--config", smoke, "--strategy", "es", "--strategy.init_args.sigma", "0.01"])
+    assert (cfg.strategy.class_path, cfg.strategy.init_args.sigma) == (ALIASES["strategy"]["es"], 0.01)
+    recipe.write_text("rollout: hf\nmodel: es-lightning/tiny-random\ntask: arithmetic\n")
+    assert evaluate_parser().parse_args(["--config", str(recipe)]).rollout.class_path == ALIASES["rollout"]["hf"]
+
+
+def test_a_name_that_is_not_short_is_left_to_the_type_check(tmp_path):
+    from es_lightning.training.command import fit_parser
+
+    recipe = tmp_path / "bad.yaml"
+    recipe.write_text("strategy: evolution\n")
+    with pytest.raises(SystemExit):
+        fit_parser().parse_args(["--config", str(REPO / "recipes" / "smoke_cpu.yaml"), "--config", str(recipe)])
 
 
 def test_hint_names_the_key_jsonargparse_complains_about():

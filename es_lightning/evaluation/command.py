@@ -102,12 +102,12 @@ def evaluate_parser() -> Any:
     """``es-lightning evaluate``'s parser: ``--config`` and every argument of :func:`run_evaluate`."""
     from jsonargparse import ActionConfigFile
 
-    from es_lightning.cli_hints import command_parser
+    from es_lightning.cli_hints import accept_short_names, command_parser
 
     parser = command_parser(run_evaluate.__doc__.split("\n")[0], prog="es-lightning evaluate")
     parser.add_argument("--config", action=ActionConfigFile, help="YAML with the same keys.")
     parser.add_function_arguments(run_evaluate, fail_untyped=False)
-    return parser
+    return accept_short_names(parser)  # rollout: hf
 
 
 def evaluate_model(

@@ -110,7 +110,7 @@ def fit_parser() -> Any:
     but ``hparams``."""
     from jsonargparse import ActionConfigFile
 
-    from es_lightning.cli_hints import command_parser
+    from es_lightning.cli_hints import accept_short_names, command_parser
     from es_lightning.training.recipe_names import accept_names
     from es_lightning.training.user_loggers import prepare_user_loggers
 
@@ -118,6 +118,7 @@ def fit_parser() -> Any:
     parser.add_argument("--config", action=ActionConfigFile, help="YAML recipe (see recipes/).")
     parser.add_function_arguments(run_fit, fail_untyped=False, skip={"hparams"})
     accept_names(parser)  # evaluation: paper, callbacks: paper_instruments
+    accept_short_names(parser)  # strategy: es, rollout: hf
     return prepare_user_loggers(parser)  # a missing package named; save_dir into the run folder
 
 

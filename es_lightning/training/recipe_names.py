@@ -15,10 +15,10 @@ fails the parse with a message listing the known ones; ``--help`` lists them too
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
+from es_lightning.cli_hints import expanding
 from es_lightning.evaluation.protocols import describe_protocols, expand_protocol
 from es_lightning.training.instruments import describe_instrument_sets, expand_instruments
 
@@ -40,16 +40,6 @@ def accept_names(parser: Any) -> Any:
         action = next((a for a in parser._actions if a.dest == dest), None)
         if action is None or not hasattr(action, "_check_type"):
             raise ValueError(f"accept_names: the parser has no typed argument {dest!r}")
-        action._check_type = _expanding(action._check_type, expand)
+        action._check_type = expanding(action._check_type, expand)
         action.help = f"{action.help or ''} Names: {describe()}."
     return parser
-
-
-def _expanding(check: Callable[..., Any], expand: Callable[[Any], Any]) -> Callable[..., Any]:
-    """``check`` (jsonargparse's type check of one argument) run on the value with names expanded."""
-
-    @functools.wraps(check)
-    def check_expanded(value: Any, *args: Any, **kwargs: Any) -> Any:
-        return check(expand(value), *args, **kwargs)
-
-    return check_expanded
