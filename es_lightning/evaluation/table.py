@@ -12,6 +12,15 @@ in percentage points::
     arithmetic       pass@1        47.7%    72.7%    +25.0
     arithmetic       pass@16      100.0%   100.0%     +0.0
     arithmetic       greedy        79.5%    97.0%    +17.5
+
+With ``details=True`` each task's accuracies are followed by the rows of :data:`DETAILS` where a
+column has them: the mean reward (a number), the mean response length (tokens) and the share of
+samples cut off at ``max_tokens`` (percent), so that a gain bought by longer or truncated answers
+shows beside the gain::
+
+    arithmetic       mean_reward       0.477    0.727   +0.250
+    arithmetic       response_len       12.4      9.8     -2.6
+    arithmetic       truncated_frac     0.0%    12.5%    +12.5
 """
 
 from __future__ import annotations
@@ -26,6 +35,13 @@ Summaries = Mapping[str, Mapping[str, float]]
 MISSING = "-"
 """The cell of a row that a column lacks."""
 
+DETAILS = {
+    "mean_reward": (1.0, ".3f", ""),
+    "response_len": (1.0, ".1f", ""),
+    "truncated_frac": (100.0, ".1f", "%"),
+}
+"""The detail rows: ``{key: (scale, format, unit)}``; a difference is in the same scale and format."""
+
 
 def _row_order(key: str) -> tuple[int, int, str]:
     """``pass@k`` (k ascending), then ``maj@k``, then ``greedy``."""
@@ -34,22 +50,40 @@ def _row_order(key: str) -> tuple[int, int, str]:
     return rank, int(k) if k.isdigit() else 0, key
 
 
-def _rows(columns: Mapping[str, Summaries]) -> list[tuple[str, str]]:
-    """``(task, metric)`` of every accuracy any column holds."""
+def _rows(columns: Mapping[str, Summaries], details: bool = False) -> list[tuple[str, str]]:
+    """``(task, metric)`` of every accuracy any column holds (then its detail rows, when asked)."""
     keys: dict[str, set[str]] = {}  # task -> metrics, tasks in the order first seen
     for summaries in columns.values():
         for task, summary in summaries.items():
-            keys.setdefault(task, set()).update(k for k in summary if is_accuracy_key(k))
-    return [(task, key) for task, found in keys.items() for key in sorted(found, key=_row_order)]
+            keys.setdefault(task, set()).update(
+                k for k in summary if is_accuracy_key(k) or (details and k in DETAILS)
+            )
+    order = {key: i for i, key in enumerate(DETAILS)}
+    return [
+        (task, key)
+        for task, found in keys.items()
+        for key in sorted(found, key=lambda k: (k in order, order.get(k, 0), _row_order(k)))
+    ]
 
 
-def format_table(columns: Mapping[str, Summaries], difference: str | None = None) -> str:
+def _cell(key: str, value: float | None, sign: bool = False) -> str:
+    """One cell: an accuracy in percent (a difference in points), a detail row as :data:`DETAILS` says."""
+    if value is None:
+        return MISSING
+    scale, spec, unit = DETAILS.get(key, (100.0, ".1f", "%"))
+    return f"{scale * value:+{spec}}" if sign else f"{scale * value:{spec}}{unit}"
+
+
+def format_table(
+    columns: Mapping[str, Summaries], difference: str | None = None, details: bool = False
+) -> str:
     """The table of ``columns`` (see the module docstring); ``""`` when there are no columns.
 
     Args:
         columns: ``{label: {task: summary}}``, one entry per column, in column order.
         difference: when given, the label of an added last column holding
             ``100·(second − first)`` in percentage points (``-`` where either value is missing).
+        details: add the rows of :data:`DETAILS` (mean reward, response length, truncation).
 
     Returns:
         The lines of the table joined by newlines (no trailing newline).
@@ -63,7 +97,7 @@ def format_table(columns: Mapping[str, Summaries], difference: str | None = None
         )
     if not columns:
         return ""
-    rows = _rows(columns)
+    rows = _rows(columns, details)
     labels = list(columns)
     task_width = max([16, *(len(task) for task, _ in rows)])
     metric_width = max([10, *(len(key) for _, key in rows)])
@@ -77,16 +111,18 @@ def format_table(columns: Mapping[str, Summaries], difference: str | None = None
     lines = [line("task", "metric", headers)]
     for task, key in rows:
         values = [columns[label].get(task, {}).get(key) for label in labels]
-        cells = [MISSING if v is None else f"{100 * v:.1f}%" for v in values]
+        cells = [_cell(key, v) for v in values]
         if difference is not None:
             first, second = values
-            cells.append(MISSING if first is None or second is None else f"{100 * (second - first):+.1f}")
+            cells.append(_cell(key, None if first is None or second is None else second - first, sign=True))
         lines.append(line(task, key, cells))
     return "\n".join(lines)
 
 
-def print_table(columns: Mapping[str, Summaries], difference: str | None = None) -> None:
+def print_table(
+    columns: Mapping[str, Summaries], difference: str | None = None, details: bool = False
+) -> None:
     """Print :func:`format_table` of the arguments (nothing when there are no columns)."""
-    text = format_table(columns, difference=difference)
+    text = format_table(columns, difference=difference, details=details)
     if text:
         print(text, flush=True)

@@ -1,0 +1,108 @@
+"""What ``compare`` checks before it puts runs side by side: the settings their numbers depend on.
+
+Two runs' Pass@K say something about their training only when they were evaluated alike, on the
+same task, from the same starting model. From each run's resolved ``config.yaml`` (the root one of
+a pipeline) these settings are read and flattened to dotted keys:
+
+- ``model``, ``tokenizer``, ``revision``, ``chat_template``, ``plain_template``,
+  ``max_prompt_tokens``: the starting model and how prompts reach it (``module``);
+- ``task.*``: the training task and its settings (``module.task``);
+- ``evaluation.*``: samples per prompt, temperature, ``max_tokens``, ks, split, limit, seed, ...;
+- ``eval_tasks``: the evaluation tasks, as one value;
+
+and from the final evaluation JSON, per task, ``{task}.n_prompts``, ``{task}.n_samples`` and
+``{task}.split`` (what the evaluation actually covered). A key differs when two runs hold different
+values for it; a key that some runs lack is skipped (a setting added after those runs ran: its
+default keeps the old behaviour, as :mod:`~es_lightning.report.same_run` treats it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+MODULE_KEYS = ("model", "tokenizer", "revision", "chat_template", "plain_template", "max_prompt_tokens")
+"""The ``module`` settings compared (the task is compared under ``task.*``)."""
+EVAL_JSON_KEYS = ("n_prompts", "n_samples", "split")
+"""The keys of each task's final evaluation compared."""
+
+
+def _flatten(value: Any, prefix: str) -> dict[str, Any]:
+    """``{"a.b.c": leaf}`` of nested mappings (lists and scalars are leaves)."""
+    if not isinstance(value, Mapping):
+        return {prefix: value}
+    out: dict[str, Any] = {}
+    for key, inner in value.items():
+        out.update(_flatten(inner, f"{prefix}.{key}"))
+    return out
+
+
+def _init_args(section: Any) -> dict[str, Any]:
+    """A ``class_path``/``init_args`` section's arguments, or the section itself when it is plain."""
+    if not isinstance(section, Mapping):
+        return {}
+    return dict(section.get("init_args") or {}) if "class_path" in section else dict(section)
+
+
+def run_settings(run_dir: Path, final: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The compared settings of one run (see the module docstring); ``None`` without a readable
+    ``config.yaml`` and a final evaluation."""
+    import yaml
+
+    try:
+        config = yaml.safe_load((Path(run_dir) / "config.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        config = None
+    out: dict[str, Any] = {}
+    if isinstance(config, Mapping):
+        module = _init_args(config.get("module"))
+        out.update({key: module[key] for key in MODULE_KEYS if key in module})
+        if "task" in module:
+            out.update(_flatten(module["task"], "task"))
+        if isinstance(config.get("evaluation"), Mapping):
+            out.update(_flatten(config["evaluation"], "evaluation"))
+        if "eval_tasks" in config:
+            out["eval_tasks"] = json.dumps(config["eval_tasks"], sort_keys=True)
+    for task, summary in (final or {}).items():
+        if isinstance(summary, Mapping):
+            out.update({f"{task}.{key}": summary[key] for key in EVAL_JSON_KEYS if key in summary})
+    return out or None
+
+
+def differing(settings: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{key: {run: value}}`` for every key all runs hold and not all with the same value.
+
+    >>> differing({"a": {"evaluation.temperature": 0.6, "model": "m"},
+    ...            "b": {"evaluation.temperature": 1.0, "model": "m", "evaluation.top_k": 0}})
+    {'evaluation.temperature': {'a': 0.6, 'b': 1.0}}
+    """
+    if len(settings) < 2:
+        return {}
+    runs = list(settings.values())
+    shared = [key for key in runs[0] if all(key in other for other in runs[1:])]
+    return {
+        key: {label: values[key] for label, values in settings.items()}
+        for key in shared
+        if any(other[key] != runs[0][key] for other in runs[1:])
+    }
+
+
+def warning_text(differences: Mapping[str, Mapping[str, Any]], unknown: list[str]) -> str | None:
+    """The warning ``compare`` prints: each differing key with every run's value, and the runs whose
+    settings could not be read; ``None`` when there is nothing to warn about."""
+    lines = []
+    if differences:
+        lines.append(
+            f"es-lightning: warning: the runs differ in {', '.join(differences)}; their numbers are "
+            "not comparable as they stand:"
+        )
+        for key, values in differences.items():
+            lines.append(f"  {key}: " + ", ".join(f"{label} {value!r}" for label, value in values.items()))
+    if unknown:
+        lines.append(
+            f"es-lightning: warning: no config.yaml in {', '.join(unknown)}: "
+            "their evaluation settings, task and starting model are not checked"
+        )
+    return "\n".join(lines) or None
