@@ -6,7 +6,10 @@ of coverage at large K (the lines cross) or widened what the model can solve at 
     plot_pass_at_k({"base": base_curve, "after ES": es_curve}, "runs/x/pass_at_k.png")
 
 Curves are ``{k: pass@k}`` with values in [0, 1], as :func:`~es_lightning.evaluation.pass_at_k.
-pass_at_k_curve` returns them. The figure is drawn with matplotlib's Agg canvas directly, so the
+pass_at_k_curve` returns them. The y axis stays inside [0, 100] and spans at least 10 points
+(:mod:`~es_lightning.evaluation.percent_axis`), so curves a fraction of a point apart are not
+magnified into a trend; given the number of problems behind a curve, the first such curve gets
+its 95 % noise band, ± 1.96·√(p(1 − p)/P) at each K, to read the others against. The figure is drawn with matplotlib's Agg canvas directly, so the
 global pyplot backend and state are never touched (safe on headless machines and in threads).
 """
 
@@ -15,9 +18,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from es_lightning.evaluation.percent_axis import Z_95, binomial_se, clamp_percent, percent_limits
 
 
 def _xticks(ks: list[int]) -> list[int]:
@@ -33,7 +39,10 @@ def _xticks(ks: list[int]) -> list[int]:
 
 
 def plot_pass_at_k(
-    curves: Mapping[str, Mapping[int, float]], path: str | Path, title: str | None = None
+    curves: Mapping[str, Mapping[int, float]],
+    path: str | Path,
+    title: str | None = None,
+    problems: Mapping[str, float] | None = None,
 ) -> Path:
     """Draw Pass@K profiles to a PNG.
 
@@ -41,6 +50,8 @@ def plot_pass_at_k(
         curves: ``{label: {k: pass@k}}``, e.g. ``{"base": ..., "after ES": ...}``; values in [0, 1].
         path: the PNG to write (parent folders are created).
         title: optional figure title.
+        problems: ``{label: P}``, the problems each curve was measured on (an evaluation's
+            ``n_prompts``): the first curve with a ``P`` gets its binomial noise band.
 
     Returns:
         The path written.
@@ -49,33 +60,10 @@ def plot_pass_at_k(
         ValueError: on no curves, an empty curve, a ``k < 1`` or a value outside [0, 1] (the
             label is named).
     """
-    all_ks = _checked_ks(curves)
     fig = Figure(figsize=(6.4, 4.4), dpi=120)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    for label, curve in curves.items():
-        ks = sorted(curve)
-        ax.plot(
-            ks,
-            [100.0 * float(curve[k]) for k in ks],
-            marker="o" if len(ks) <= 16 else None,
-            markersize=4,
-            linewidth=1.8,
-            label=label,
-        )
-    ax.set_xscale("log", base=2)
-    ticks = _xticks(sorted(all_ks))
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-    if len(all_ks) == 1:
-        k = next(iter(all_ks))
-        ax.set_xlim(k / 1.5, k * 1.5)
-    ax.set_xlabel("K (samples per problem)")
-    ax.set_ylabel("pass@K (%)")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="lower right")
+    draw_pass_at_k(ax, curves, problems)
     if title:
         ax.set_title(title)
     fig.tight_layout()
@@ -84,6 +72,51 @@ def plot_pass_at_k(
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
     return path
+
+
+def draw_pass_at_k(
+    ax: Axes, curves: Mapping[str, Mapping[int, float]], problems: Mapping[str, float] | None = None
+) -> None:
+    """The curves of :func:`plot_pass_at_k` on ``ax``: lines, the noise band, the axes."""
+    all_ks = _checked_ks(curves)
+    shown: list[float] = []
+    for label, curve in curves.items():
+        ks = sorted(curve)
+        values = [100.0 * float(curve[k]) for k in ks]
+        shown += values
+        ax.plot(ks, values, marker="o" if len(ks) <= 16 else None, markersize=4, linewidth=1.8, label=label)
+    shown += _noise_band(ax, curves, problems or {})
+    ax.set_xscale("log", base=2)
+    ticks = _xticks(sorted(all_ks))
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    if len(all_ks) == 1:
+        k = next(iter(all_ks))
+        ax.set_xlim(k / 1.5, k * 1.5)
+    ax.set_ylim(*percent_limits(shown))
+    ax.set_xlabel("K (samples per problem)")
+    ax.set_ylabel("pass@K (%)")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="lower right")
+
+
+def _noise_band(
+    ax: Axes, curves: Mapping[str, Mapping[int, float]], problems: Mapping[str, float]
+) -> list[float]:
+    """The 95 % binomial band of the first curve with a problem count; returns its edges (percent)."""
+    label = next((name for name in curves if problems.get(name)), None)
+    if label is None:
+        return []
+    ks, count = sorted(curves[label]), float(problems[label])
+    half = [100.0 * Z_95 * binomial_se(float(curves[label][k]), count) for k in ks]
+    lows = [clamp_percent(100.0 * float(curves[label][k]) - h) for k, h in zip(ks, half, strict=True)]
+    highs = [clamp_percent(100.0 * float(curves[label][k]) + h) for k, h in zip(ks, half, strict=True)]
+    ax.fill_between(
+        ks, lows, highs, color="0.6", alpha=0.25, label=f"{label}: 95% noise band (binomial, P={count:g})"
+    )
+    return lows + highs
 
 
 def _checked_ks(curves: Mapping[str, Mapping[int, float]]) -> set[int]:

@@ -1,8 +1,17 @@
 """What the report's figures share: a figure on matplotlib's Agg canvas (pyplot's global state is
-never touched), a colour per method, the base's line and noise band, K ticks on a log2 axis, saving."""
+never touched), a colour per method, the base's line and noise band, K ticks on a log2 axis, saving,
+and the rules that keep a figure from misleading:
+
+- a percentage axis never leaves [0, 100] and never spans less than ``MIN_SPAN`` points
+  (:mod:`es_lightning.evaluation.percent_axis`), so a 0.08-point difference is drawn as the
+  sliver it is, not magnified to fill the plot; a noise band is drawn beside it;
+- a spread over seeds is drawn only where there are two seeds or more (:func:`spread`): one seed
+  has no error bar, not a bar of zero.
+"""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +27,11 @@ COLORS = {
     "es_permuted": "tab:gray",
 }
 BAND = {"color": "0.6", "alpha": 0.25}
+
+
+def spread(sd: float | None, n: int | None) -> float | None:
+    """The error bar of a mean over ``n`` seeds: ``sd`` for two seeds or more, else ``None``."""
+    return sd if sd is not None and n is not None and n >= 2 and math.isfinite(sd) else None
 
 
 def pow2_ticks(ks: list[int]) -> list[int]:

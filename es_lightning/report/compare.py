@@ -109,5 +109,7 @@ def _write(output: Path, columns: dict[str, dict[str, Any]], table: str, record:
     for name in tasks:
         curves = {label: pass_at_k(s.get(name)) for label, s in columns.items()}
         curves = {label: curve for label, curve in curves.items() if curve}
-        if curves:
-            plot_pass_at_k(curves, output / f"pass_at_k_{name}.png", title=f"{name}: Pass@K")
+        problems = {label: s[name].get("n_prompts") for label, s in columns.items() if name in s}
+        if curves:  # the starting model's noise band (its column comes first)
+            path = output / f"pass_at_k_{name}.png"
+            plot_pass_at_k(curves, path, title=f"{name}: Pass@K", problems=problems)

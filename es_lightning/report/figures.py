@@ -8,8 +8,9 @@ named in its legend. ``pass_at_k.png`` (mean ± sd over seeds per method, K on a
 updates marked, the base's sampling box, the end-point frontier dashed), ``entropy.png`` and
 ``heldout.png`` (:mod:`~es_lightning.report.figures_training`), ``drift.png`` and
 ``ablations.png`` (:mod:`~es_lightning.report.figures_drift`). :func:`make_figures` skips a figure
-whose inputs are absent and says why. What the figures share (the Agg canvas, colours, the band)
-is in :mod:`~es_lightning.report.canvas`.
+whose inputs are absent and says why. What the figures share (the Agg canvas, colours, the band,
+percentage axes kept inside [0, 100] with a least span, no spread drawn for one seed) is in
+:mod:`~es_lightning.report.canvas`.
 """
 
 from __future__ import annotations
@@ -17,64 +18,95 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from es_lightning.report.canvas import BAND, color, level_label, new_figure, pow2_ticks, save
+from es_lightning.evaluation.percent_axis import clamp_percent, percent_limits
+from es_lightning.report.canvas import BAND, color, level_label, new_figure, pow2_ticks, save, spread
 from es_lightning.report.figures_drift import has_ablation, has_drift, plot_ablations, plot_drift
 from es_lightning.report.figures_training import plot_entropy, plot_heldout
 
 
 def plot_pass_at_k(report: dict[str, Any], rows: dict[str, dict[str, Any]], path: Path) -> Path:
-    """Pass@K in percent against K, one line per method with its ± sd band, the base's sampling band."""
+    """Pass@K in percent against K: one line per method with its ± sd band (two seeds or more), the
+    base's sampling band, a y axis inside [0, 100] spanning at least 10 points."""
     fig, (ax,) = new_figure()
+    draw_pass_at_k(ax, report, rows)
+    return save(fig, path)
+
+
+def draw_pass_at_k(ax: Any, report: dict[str, Any], rows: dict[str, dict[str, Any]]) -> None:
+    """The content of :func:`plot_pass_at_k` on ``ax``."""
     ks_all: set[int] = set()
+    shown: list[float] = []
+    seeds = 1
     for i, (name, row) in enumerate(rows.items()):
         ks = sorted(int(k) for k, v in row.items() if v)
         if not ks:
             continue
         ks_all.update(ks)
-        mean = [100 * row[str(k)]["mean"] for k in ks]
-        sd = [100 * row[str(k)]["sd"] for k in ks]
+        mean = [clamp_percent(100 * row[str(k)]["mean"]) for k in ks]
         n = row[str(ks[0])]["n"]
         ax.plot(ks, mean, marker="o", markersize=3, color=color(name, i), label=f"{name} (n={n})")
-        lows, highs = [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)]
-        ax.fill_between(ks, lows, highs, color=color(name, i), alpha=0.15)
+        shown += mean
+        sd = [spread(row[str(k)]["sd"], row[str(k)]["n"]) for k in ks]
+        if all(s is not None for s in sd):
+            seeds = max(seeds, n)
+            lows = [clamp_percent(m - 100 * s) for m, s in zip(mean, sd)]
+            highs = [clamp_percent(m + 100 * s) for m, s in zip(mean, sd)]
+            ax.fill_between(ks, lows, highs, color=color(name, i), alpha=0.15)
+            shown += lows + highs
     base = ((report.get("intervals") or {}).get("pass_at_k") or {}).get("base") or {}
     band = sorted((int(k), v) for k, v in base.items() if v)
     if band:
-        ax.fill_between(
-            [k for k, _ in band],
-            [100 * v["low"] for _, v in band],
-            [100 * v["high"] for _, v in band],
-            label=f"base: sampling band ({level_label(report)} bootstrap bounds)",
-            **BAND,
-        )
+        lows = [clamp_percent(100 * v["low"]) for _, v in band]
+        highs = [clamp_percent(100 * v["high"]) for _, v in band]
+        label = f"base: sampling band ({level_label(report)} bootstrap bounds)"
+        ax.fill_between([k for k, _ in band], lows, highs, label=label, **BAND)
+        shown += lows + highs
     ax.set_xscale("log", base=2)
     ticks = pow2_ticks(sorted(ks_all))
     ax.set_xticks(ticks, [str(k) for k in ticks])
     ax.minorticks_off()
+    ax.set_ylim(*percent_limits(shown))
     task = report["evaluations"]["task"]
-    ax.set(
-        xlabel="K (samples per problem)", ylabel="pass@K (%)", title=f"{task}: Pass@K, mean ± sd over seeds"
-    )
+    spread_note = "mean ± sd over seeds" if seeds > 1 else "one seed each (no spread)"
+    ax.set(xlabel="K (samples per problem)", ylabel="pass@K (%)", title=f"{task}: Pass@K, {spread_note}")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize=7)
-    return save(fig, path)
 
 
 def plot_pareto(report: dict[str, Any], k: str, path: Path) -> Path:
     """Pass@1 against Pass@k: methods (± sd; each seed a faint dot), GRPO's trajectory, the base's
     sampling box, non-dominated end points ringed and their frontier dashed (descriptive)."""
+    fig, (ax,) = new_figure()
+    draw_pareto(ax, report, k)
+    return save(fig, path)
+
+
+def draw_pareto(ax: Any, report: dict[str, Any], k: str) -> None:
+    """The content of :func:`plot_pareto` on ``ax``; error bars only for two seeds or more, both
+    axes inside [0, 100] spanning at least 10 points."""
     data, rows = report["pareto"][k], report["evaluations"]["pass_at_k"]
     per_seed = report["evaluations"].get("per_seed") or {}
-    fig, (ax,) = new_figure()
+    xs_shown: list[float] = []
+    ys_shown: list[float] = []
     for i, (name, (x, y)) in enumerate(data["points"].items()):
         seeds = [c for c in per_seed.get(name, {}).values() if "1" in c and k in c]
         if len(seeds) > 1:
             xs, ys = [100 * c["1"] for c in seeds], [100 * c[k] for c in seeds]
             ax.scatter(xs, ys, s=12, alpha=0.35, color=color(name, i))
-        xerr, yerr = 100 * rows[name]["1"]["sd"], 100 * rows[name][k]["sd"]
+            xs_shown, ys_shown = xs_shown + xs, ys_shown + ys
+        xerr, yerr = (spread(rows[name][key]["sd"], rows[name][key]["n"]) for key in ("1", k))
         ax.errorbar(
-            100 * x, 100 * y, xerr=xerr, yerr=yerr, fmt="o", color=color(name, i), capsize=3, label=name
+            100 * x,
+            100 * y,
+            xerr=None if xerr is None else 100 * xerr,
+            yerr=None if yerr is None else 100 * yerr,
+            fmt="o",
+            color=color(name, i),
+            capsize=3,
+            label=name,
         )
+        xs_shown += [100 * x - 100 * (xerr or 0), 100 * x + 100 * (xerr or 0)]
+        ys_shown += [100 * y - 100 * (yerr or 0), 100 * y + 100 * (yerr or 0)]
         if name in data["non_dominated"]:
             ax.scatter(
                 [100 * x], [100 * y], s=220, facecolors="none", edgecolors=color(name, i), linewidths=1.5
@@ -90,19 +122,25 @@ def plot_pareto(report: dict[str, Any], k: str, path: Path) -> Path:
         ax.fill_between(
             [x0, x1], [y0, y0], [y1, y1], label=f"base: sampling box ({level_label(report)})", **BAND
         )
-    _trajectory(ax, report, intervals, k)
+        xs_shown, ys_shown = xs_shown + [x0, x1], ys_shown + [y0, y1]
+    trajectory_xs, trajectory_ys = _trajectory(ax, report, intervals, k)
+    xs_shown, ys_shown = xs_shown + trajectory_xs, ys_shown + trajectory_ys
+    ax.set_xlim(*percent_limits(xs_shown))
+    ax.set_ylim(*percent_limits(ys_shown))
     ax.set(xlabel="Pass@1 (%)", ylabel=f"Pass@{k} (%)", title=f"Pass@1 vs Pass@{k}")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
-    return save(fig, path)
 
 
-def _trajectory(ax: Any, report: dict[str, Any], intervals: dict[str, Any], k: str) -> None:
+def _trajectory(
+    ax: Any, report: dict[str, Any], intervals: dict[str, Any], k: str
+) -> tuple[list[float], list[float]]:
+    """GRPO's path through (Pass@1, Pass@k), its updates marked; returns the points drawn."""
     path = report.get("trajectory") or {}
     points = [(s, intervals.get(p) or {}) for s, p in zip(path.get("steps", []), path.get("points", []))]
     points = [(s, v) for s, v in points if v.get("1") and v.get(k)]
     if len(points) < 2:
-        return
+        return [], []
     xs = [100 * v["1"]["estimate"] for _, v in points]
     ys = [100 * v[k]["estimate"] for _, v in points]
     ax.plot(
@@ -116,6 +154,7 @@ def _trajectory(ax: Any, report: dict[str, Any], intervals: dict[str, Any], k: s
     )
     for (step, _), x, y in zip(points, xs, ys):
         ax.annotate(str(step), (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
+    return xs, ys
 
 
 def make_figures(report: dict[str, Any], output_dir: Path) -> tuple[dict[str, str], dict[str, str]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from es_lightning.report.canvas import BAND, base_line, color, level_label, new_figure, save
+from es_lightning.report.canvas import BAND, base_line, color, level_label, new_figure, save, spread
 
 
 def has_drift(report: dict[str, Any]) -> bool:
@@ -37,14 +37,18 @@ def has_ablation(report: dict[str, Any]) -> bool:
 
 
 def _mean_sd(data: dict[str, Any] | None, scale: float = 1.0) -> tuple[float, float]:
-    return (scale * data["mean"], scale * data["sd"]) if data else (float("nan"), 0.0)
+    """``(mean, sd)`` of a JSON Stat, scaled; the sd is NaN (no error bar drawn) for one seed."""
+    if not data:
+        return float("nan"), float("nan")
+    sd = spread(data["sd"], data.get("n"))
+    return scale * data["mean"], float("nan") if sd is None else scale * sd
 
 
 def grouped_bars(
     ax: Any, labels: list[str], series: dict[str, tuple[list[float], list[float]]]
 ) -> list[float]:
-    """One group of bars per label, one bar per series (``{name: (heights, errors)}``); returns
-    each group's centre."""
+    """One group of bars per label, one bar per series (``{name: (heights, errors)}``, an error of
+    NaN drawing no bar); returns each group's centre."""
     width = 0.8 / max(len(series), 1)
     for i, (name, (heights, errors)) in enumerate(series.items()):
         xs = [j + i * width for j in range(len(labels))]
@@ -62,7 +66,7 @@ def _sparsity(ax: Any, methods: dict[str, Any]) -> None:
     for i, (m, d) in enumerate(methods.items()):
         taus = sorted(d["sparsity"], key=float)
         ys = [100 * d["sparsity"][t]["mean"] for t in taus]
-        errors = [100 * d["sparsity"][t]["sd"] for t in taus]
+        errors = [_mean_sd(d["sparsity"][t], 100)[1] for t in taus]  # NaN: one seed, no bar
         ax.errorbar(
             [float(t) for t in taus], ys, yerr=errors, marker="o", color=color(m, i), label=m, capsize=3
         )

@@ -15,19 +15,26 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from es_lightning.report.canvas import base_line, color, new_figure, save
+from es_lightning.evaluation.percent_axis import percent_limits
+from es_lightning.report.canvas import base_line, color, new_figure, save, spread
 
 
 def _band(
     ax: Any, curve: dict[str, list], color_: str, label: str, linestyle: str = "-", scale: float = 1.0
-) -> None:
+) -> list[float]:
+    """A mean curve over seeds with its ± sd band where two seeds or more gave the point; returns
+    the values drawn (band edges included)."""
     steps = curve["steps"]
-    mean, sd = [scale * m for m in curve["mean"]], [scale * s for s in curve["sd"]]
+    counts = curve.get("n") or [2] * len(steps)  # older report.json files lack the counts
+    mean = [scale * m for m in curve["mean"]]
+    sd = [scale * s if spread(s, n) is not None else 0.0 for s, n in zip(curve["sd"], counts)]
     ax.plot(
         steps, mean, linestyle=linestyle, color=color_, label=label, marker="." if len(steps) < 30 else None
     )
     lows, highs = [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)]
-    ax.fill_between(steps, lows, highs, color=color_, alpha=0.15)
+    if any(sd):
+        ax.fill_between(steps, lows, highs, color=color_, alpha=0.15)
+    return lows + highs
 
 
 def start_value(curves: dict[str, dict[str, list]]) -> float | None:
@@ -62,14 +69,17 @@ def plot_heldout(report: dict[str, Any], path: Path) -> Path:
     fig, axes = new_figure(len(heldout))
     styles = ["-", "--", ":", "-."]
     for ax, (task, by_k) in zip(axes, heldout.items()):
+        shown: list[float] = []
         for j, (k, methods) in enumerate(sorted(by_k.items(), key=lambda x: int(x[0]))):
             for i, (method, curve) in enumerate(methods.items()):
-                _band(ax, curve, color(method, i), f"{method} pass@{k}", styles[j % len(styles)], scale=100.0)
+                label = f"{method} pass@{k}"
+                shown += _band(ax, curve, color(method, i), label, styles[j % len(styles)], scale=100.0)
             base = start_value(methods)
             if base is not None and prompts.get(task):
                 half = 100 * z * math.sqrt(base * (1 - base) / prompts[task])
                 label = f"base pass@{k} ± problem sampling (bound, P={prompts[task]:.0f})"
                 base_line(ax, 100 * base, 100 * base - half, 100 * base + half, label)
+                shown += [100 * base - half, 100 * base + half]
             elif base is not None:
                 ax.axhline(
                     100 * base,
@@ -78,6 +88,7 @@ def plot_heldout(report: dict[str, Any], path: Path) -> Path:
                     linestyle=":",
                     label=f"base pass@{k} (P not logged)",
                 )
+        ax.set_ylim(*percent_limits(shown))  # inside [0, 100], at least 10 points: noise is not magnified
         ax.set(xlabel="update", ylabel="pass@k (%)", title=f"held-out {task}")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)

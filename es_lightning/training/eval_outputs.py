@@ -26,13 +26,14 @@ def write_eval_outputs(
 
     from es_lightning.evaluation.plots import plot_pass_at_k
 
-    curves = {}
+    curves, problems = {}, {}
     for f in sorted(eval_dir.glob("*.json"), key=lambda p: (p.stem != "before", p.stat().st_mtime)):
         data = json.loads(f.read_text()).get(task, {})
         curve = {int(k.split("@")[1]): v for k, v in data.items() if k.startswith("pass@")}
         if curve:
-            curves[f.stem] = curve
-    plot_pass_at_k(curves, eval_dir / f"pass_at_k_{task}.png", title=f"{task}: Pass@K")
+            curves[f.stem], problems[f.stem] = curve, data.get("n_prompts")
+    path = eval_dir / f"pass_at_k_{task}.png"  # the noise band is the first evaluation's (before)
+    plot_pass_at_k(curves, path, title=f"{task}: Pass@K", problems=problems)
 
 
 def print_before_after(before: dict[str, Any], after: dict[str, Any]) -> None:

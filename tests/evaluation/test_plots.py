@@ -31,3 +31,44 @@ def test_errors(tmp_path):
     with pytest.raises(ValueError, match="k must be >= 1"):
         plot_pass_at_k({"base": {0: 0.5}}, tmp_path / "x.png")
     assert not (tmp_path / "x.png").exists()
+
+
+def _axes():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    return fig.add_subplot()
+
+
+def test_close_curves_are_not_magnified_and_carry_the_noise_band():
+    """Two curves 0.08 points apart: the axis spans 10 points, not 0.08, and the first curve's
+    95 % binomial band (P = 200) is drawn: ±1.96·√(0.477·0.523/200) = ±6.9 points at K = 1."""
+    from es_lightning.evaluation.plots import draw_pass_at_k
+
+    ax = _axes()
+    draw_pass_at_k(ax, {"start": {1: 0.4770, 4: 0.6}, "es": {1: 0.4778, 4: 0.6}}, problems={"start": 200})
+    low, high = ax.get_ylim()
+    assert high - low >= 10.0 and 0.0 <= low and high <= 100.0
+    (band,) = ax.collections
+    assert band.get_label() == "start: 95% noise band (binomial, P=200)"
+    edges = band.get_paths()[0].vertices[:, 1]
+    half = 100 * 1.959964 * (0.477 * 0.523 / 200) ** 0.5
+    assert min(edges) == pytest.approx(47.7 - half) and low <= min(edges)
+
+
+def test_axis_and_band_stay_inside_0_and_100():
+    from es_lightning.evaluation.plots import draw_pass_at_k
+
+    ax = _axes()
+    draw_pass_at_k(
+        ax, {"start": {1: 0.97, 8: 1.0}, "es": {1: 0.99, 8: 1.0}}, problems={"start": 30, "es": 30}
+    )
+    low, high = ax.get_ylim()
+    assert high == 100.0 and 10.0 <= high - low < 11.0
+    (band,) = ax.collections  # the first curve's only
+    assert max(band.get_paths()[0].vertices[:, 1]) == 100.0
+    ax = _axes()
+    draw_pass_at_k(ax, {"start": {1: 0.0, 2: 0.01}})  # no counts: no band
+    assert ax.get_ylim() == (0.0, 10.0) and not ax.collections
