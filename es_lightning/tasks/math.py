@@ -8,21 +8,22 @@
   symmetric), so ``\\frac{1}{2}``, ``\\dfrac12`` and ``0.5`` all match;
 * majority-vote answer: the boxed content normalised as a string (:func:`normalize_boxed`).
 
-math-verify bounds its work with ``signal.alarm``, which only works on the main thread; off the main
-thread the verification runs in a helper thread instead and a timeout scores ``0.0``. A timed-out
-helper thread cannot be stopped and finishes in the background.
+math-verify bounds its work with ``signal.alarm``, which works only on the main thread and cannot
+interrupt C code (sympy expanding ``9^{9^{9}}`` with Python's big integers). So the verification runs
+in a worker process that is killed at its deadline (:func:`es_lightning.tasks.bounded.call_within`),
+whichever thread scores; a timeout scores ``0.0``.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import threading
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Score
+from es_lightning.tasks.bounded import call_within
 from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.families import DatasetTask
 from es_lightning.tasks.registry import register_task
@@ -109,30 +110,26 @@ def _math_verify(gold: str, pred: str, timeout_s: int | None) -> bool:
     return bool(verify(gold_parsed, pred_parsed, timeout_seconds=timeout_s))
 
 
-def is_equivalent(gold: str, pred: str, timeout_s: int = 5) -> bool:
-    """Whether the LaTeX answer ``pred`` equals ``gold`` by math-verify, from any thread.
-
-    On the main thread math-verify's own ``signal.alarm`` timeouts apply (``timeout_s`` per parse
-    and comparison). Elsewhere the check runs in a daemon helper thread that gets ``3 * timeout_s``
-    seconds in all; a timeout returns ``False``.
-    """
-    if threading.current_thread() is threading.main_thread():
+def _checked(gold: str, pred: str, timeout_s: int) -> bool:
+    """math-verify in the worker process (its main thread: its own alarms apply there too)."""
+    try:
         return _math_verify(gold, pred, timeout_s)
-    result: list[bool] = []
-
-    def work() -> None:
-        try:
-            result.append(_math_verify(gold, pred, None))
-        except Exception:  # math-verify may raise on exotic input; that is a wrong answer
-            log.debug("math-verify failed on %r vs %r", gold, pred, exc_info=True)
-
-    helper = threading.Thread(target=work, name="math-verify", daemon=True)
-    helper.start()
-    helper.join(3 * timeout_s)
-    if helper.is_alive():
-        log.warning("math: verification timed out after %ss; scoring 0 (pred %r)", 3 * timeout_s, pred[:80])
+    except Exception:  # math-verify may raise on exotic input; that is a wrong answer
+        log.debug("math-verify failed on %r vs %r", gold, pred, exc_info=True)
         return False
-    return bool(result and result[0])
+
+
+def is_equivalent(gold: str, pred: str, timeout_s: int = 5) -> bool:
+    """Whether the LaTeX answer ``pred`` equals ``gold`` by math-verify, from any thread, within
+    ``3 * timeout_s`` seconds in all; a timeout returns ``False``.
+
+    The check runs in a worker process of the calling thread (:mod:`es_lightning.tasks.bounded`),
+    killed at the deadline: no answer (a power tower sympy would expand) can stall training.
+    """
+    correct = call_within(3 * timeout_s, None, _checked, gold, pred, timeout_s, warm=("1", "1", 600))
+    if correct is None:
+        log.warning("math: verification timed out after %ss; scoring 0 (pred %r)", 3 * timeout_s, pred[:80])
+    return bool(correct)
 
 
 @register_task

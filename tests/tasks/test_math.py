@@ -1,3 +1,6 @@
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -6,6 +9,7 @@ import pytest
 
 from es_lightning.tasks import MathTask
 from es_lightning.tasks.math import last_boxed, normalize_boxed
+from tests.helpers import REPO, subprocess_env
 
 ROW = {"problem": "Compute 1/2.", "answer": "\\frac{1}{2}"}
 
@@ -103,6 +107,48 @@ def test_scoring_off_the_main_thread():
     with ThreadPoolExecutor(max_workers=2) as pool:
         rewards = list(pool.map(lambda c: task.score(c, ROW).reward, [c for c, _ in cases]))
     assert rewards == [r for _, r in cases]
+
+
+TOWER = textwrap.dedent(
+    """
+    import threading, time
+    from es_lightning.tasks import MathTask
+
+    task, row = MathTask(timeout_s=1), {"problem": "p", "answer": "3"}
+
+    def timed(name):
+        assert task.score("\\\\boxed{3}", row).reward == 1.0  # this thread's worker is up
+        start = time.monotonic()
+        reward = task.score("\\\\boxed{9^{9^{9}}}", row).reward  # sympy would expand it in C
+        print(name, reward, round(time.monotonic() - start, 1), task.score("\\\\boxed{3}", row).reward)
+
+    helper = threading.Thread(target=timed, args=("thread",))
+    helper.start()
+    helper.join()
+    timed("main")
+    """
+)
+
+
+def test_a_power_tower_answer_cannot_stall_scoring_on_any_thread():
+    """math-verify's 3 s limit is ``signal.alarm``: nothing off the main thread, nothing in C."""
+    proc = subprocess.run(
+        [sys.executable, "-c", TOWER],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [line.split() for line in proc.stdout.splitlines()]
+    assert [(name, reward, after) for name, reward, _, after in lines] == [
+        ("thread", "0.0", "1.0"),
+        ("main", "0.0", "1.0"),
+    ]
+    assert all(float(seconds) < 15 for _, _, seconds, _ in lines), (
+        lines
+    )  # 3 s and the kill, on a busy machine
 
 
 def test_defaults_and_prompt():
