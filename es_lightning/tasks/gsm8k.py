@@ -13,7 +13,7 @@ The gold solution ends with ``#### <number>``; a completion is graded by the num
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
 from es_lightning.errors import ConfigError
@@ -26,13 +26,16 @@ _NUMBER = re.compile(r"(?:(?<![\w)\]])-)?\$?\s?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
 """A number: optional ``-`` (not when it follows a word or bracket, i.e. a minus sign), optional ``$``,
 digits with ``,`` separators and an optional decimal part."""
 _MARKER = "####"
+_PLAIN_DIGITS = 1000
+"""Numbers with a larger decimal exponent are kept in scientific notation (``1E+1001``)."""
 
 
 def normalize_number(text: str) -> str:
     """Canonical form of a numeric answer string (see the module docstring for the rules).
 
-    Numbers come back in plain decimal notation without trailing zeros (``"12.50" -> "12.5"``,
-    ``"-0" -> "0"``); text that is no number comes back with only the clean-up applied.
+    Numbers come back exactly, in plain decimal notation without trailing zeros (``"12.50" ->
+    "12.5"``, ``"-0" -> "0"``, ``"18.0000000000000000000000000001"`` unchanged: no rounding to a
+    precision); text that is no number comes back with only the clean-up applied.
     """
     cleaned = re.sub(r"[\s,$]", "", text).rstrip(".")
     try:
@@ -43,7 +46,10 @@ def normalize_number(text: str) -> str:
         return cleaned
     if value == 0:
         return "0"
-    return format(value.normalize(), "f")
+    exact = Context(prec=len(value.as_tuple().digits))  # no rounding: 18.000…001 stays itself
+    if abs(value.adjusted()) > _PLAIN_DIGITS:  # 1e999999999 in plain notation would be a GB
+        return str(value.normalize(exact))
+    return format(value.normalize(exact), "f")
 
 
 def extract_answer(text: str) -> str | None:

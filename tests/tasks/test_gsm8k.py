@@ -48,10 +48,21 @@ def test_gold_number_without_marker_scores_one_and_wrong_number_zero(real_rows):
         ("-0", "0"),
         ("0.25", "0.25"),
         ("eighteen", "eighteen"),
+        ("18.0000000000000000000000000001", "18.0000000000000000000000000001"),  # 30 digits, not 28
+        ("18.00000000000000000000000000000000", "18"),
+        ("1e99999", "1E+99999"),  # scientific: 1e999999999 in plain notation would be a gigabyte
     ],
 )
 def test_normalize_number(raw, expected):
     assert normalize_number(raw) == expected
+
+
+def test_an_answer_equal_to_the_gold_only_to_28_digits_is_wrong():
+    task = GSM8K()
+    row = {"question": "q", "answer": "so #### 18"}
+    assert task.score("#### 18.0000000000000000000000000001", row).reward == 0.0
+    assert task.score("#### 17.9999999999999999999999999999999", row).reward == 0.0
+    assert task.score("#### 18.000000000000000000000000000000", row).reward == 1.0
 
 
 @pytest.mark.parametrize(
