@@ -38,6 +38,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -50,6 +51,7 @@ from es_lightning.checkpoint_manifest import (
     verify_checkpoint,
     write_manifest,
 )
+from es_lightning.checkpoint_space import refuse_full_disk
 from es_lightning.errors import MissingPathError
 from es_lightning.weight_files import (
     SHARD_BYTES,
@@ -321,6 +323,7 @@ def save_checkpoint(
     callbacks_state: dict[str, Any] | None = None,
     is_writer: bool = True,
     shard_bytes: int = SHARD_BYTES,
+    keep_last: int | None = None,
 ) -> Path:
     """Write checkpoint ``step``; every rank calls it, the writer rank writes.
 
@@ -328,34 +331,40 @@ def save_checkpoint(
     then ``write_state(folder)`` writes the strategy's own state, called on every rank with the same
     folder (the strategy decides which ranks write, e.g. through ``fabric.save``). Returns the
     final folder.
+
+    Raises:
+        DiskSpaceError: the disk filled while it was written; the partial folder is removed, the
+            message names the newest intact checkpoint and suggests ``keep_last`` (now ``keep_last``).
     """
     import yaml
 
     root = checkpoints_root(output_dir)
     final = root / f"step-{step:06d}"
     tmp = root / f".tmp-step-{step:06d}"
-    state_dir = tmp / state_folder(strategy_name)
-    if is_writer:
-        root.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(meta_dir, tmp)
-        write_weights(tmp, weights, serving_dtype, state_dir, shard_bytes)
-    else:
-        for _ in weights:  # take part in the gathers; the writer saves
-            pass
-    write_state(state_dir)
-    if not is_writer:
+    partial = (tmp, root / ".latest.tmp")  # what a failed write leaves (atomic_write_text)
+    with refuse_full_disk(root, final.name, partial, keep_last) if is_writer else nullcontext():
+        state_dir = tmp / state_folder(strategy_name)
+        if is_writer:
+            root.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(meta_dir, tmp)
+            write_weights(tmp, weights, serving_dtype, state_dir, shard_bytes)
+        else:
+            for _ in weights:  # take part in the gathers; the writer saves
+                pass
+        write_state(state_dir)
+        if not is_writer:
+            return final
+        if callbacks_state:
+            torch.save(callbacks_state, tmp / CALLBACKS_FILE)
+        (tmp / HPARAMS_FILE).write_text(yaml.safe_dump(hparams or {}, sort_keys=False))
+        ours = {"step": step, "strategy": strategy_name, "serving_dtype": str(serving_dtype)}
+        (tmp / STATE_FILE).write_text(json.dumps({**trainer_state, **ours}, indent=2))
+        write_manifest(tmp)  # last: it lists every file above with its size and checksum
+        _fsync_tree(tmp)
+        if final.exists():
+            shutil.rmtree(final)
+        tmp.rename(final)
+        _fsync_dir(root)
+        atomic_write_text(root / "latest", final.name + "\n")
         return final
-    if callbacks_state:
-        torch.save(callbacks_state, tmp / CALLBACKS_FILE)
-    (tmp / HPARAMS_FILE).write_text(yaml.safe_dump(hparams or {}, sort_keys=False))
-    state = {**trainer_state, "step": step, "strategy": strategy_name, "serving_dtype": str(serving_dtype)}
-    (tmp / STATE_FILE).write_text(json.dumps(state, indent=2))
-    write_manifest(tmp)  # last: it lists every file above with its size and checksum
-    _fsync_tree(tmp)
-    if final.exists():
-        shutil.rmtree(final)
-    tmp.rename(final)
-    _fsync_dir(root)
-    atomic_write_text(root / "latest", final.name + "\n")
-    return final

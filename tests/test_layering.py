@@ -19,12 +19,17 @@ LAYERS = (
     (
         "es_lightning.weight_files",
         "es_lightning.checkpoint_manifest",
+        "es_lightning.checkpoint_space",
         "es_lightning.sandbox",
-    ),  # weights on disk by name; checkpoint manifests; the code sandbox
+    ),  # weights on disk by name; checkpoint manifests and disk space; the code sandbox
     ("es_lightning.es", "es_lightning.grpo", "es_lightning.tasks"),  # the algorithms' math; tasks, verifiers
     ("es_lightning.models", "es_lightning.checkpoint"),  # model sources and loading; checkpoint layout
     ("es_lightning.rollout",),  # generation engines (transformers, vLLM), in-engine ES
-    ("es_lightning.module", "es_lightning.cli_hints"),  # model + task + prompt format; command parsers
+    (
+        "es_lightning.module",
+        "es_lightning.cli_hints",
+        "es_lightning.recipe_files",
+    ),  # model + task + prompt format; command parsers; recipe files checked before parsing
     ("es_lightning.evaluation",),  # Pass@K evaluation and the ``evaluate`` command
     ("es_lightning.strategies",),  # ES and GRPO as Fabric strategies
     ("es_lightning.training",),  # the trainer, its hook contract and the ``fit`` command

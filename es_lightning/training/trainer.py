@@ -42,6 +42,7 @@ from es_lightning.checkpoint import (
     save_checkpoint,
     write_model_meta,
 )
+from es_lightning.checkpoint_space import check_checkpoint_space
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig, evaluate_rows_sharded
 from es_lightning.evaluation.suites import HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY, average_groups
@@ -336,6 +337,8 @@ class Trainer:
         """Checkpoint the current weights and states (every rank takes part; rank 0 writes)."""
         fabric = self.fabric
         strategy = self.reasoning_strategy
+        name, keep_last = f"step-{self.step:06d}", self.config.keep_last  # room for it, else one line:
+        check_checkpoint_space(fabric, self.output_dir / "checkpoints", name, keep_last)
         path = save_checkpoint(
             self.output_dir,
             self.step,
@@ -348,6 +351,7 @@ class Trainer:
             hparams=self._hparams(strategy),
             callbacks_state=self._callbacks_state(),
             is_writer=fabric.is_global_zero,
+            keep_last=keep_last,
         )
         self._saved_at = self.step
         if fabric.is_global_zero:

@@ -1,0 +1,170 @@
+"""Disk space for checkpoints: checked before each one is written, and a write the disk refuses
+ends the run in one line that names the newest intact checkpoint, the space needed and where.
+
+Before checkpoint ``step-N`` rank 0 compares the free space of the checkpoints folder with the
+space the newest checkpoint takes on disk (the next one holds the same weights and state)::
+
+    needed = Σ_files st_blocks · 512 over the newest checkpoint     free = shutil.disk_usage(root).free
+    refuse when free < needed                                       (every rank gets the verdict)
+
+The first checkpoint has nothing to compare with. A write that fails anyway (another process filled
+the disk, a quota) is a full disk when the error is ``ENOSPC``/``EDQUOT`` (an ``OSError``, or a
+library's own error whose message says so: safetensors reports ``No space left on device (os error
+28)``), or when the disk has under ``NEARLY_FULL`` bytes free right after the failure (``torch.save``
+reports only ``unexpected pos``; an ``OSError`` or ``RuntimeError``). The half-written temporary folder is then removed and the run ends
+with :class:`DiskSpaceError` (exit status 2, no traceback): earlier checkpoints and ``latest`` are
+untouched, since a checkpoint is renamed into place only once complete
+(:func:`es_lightning.checkpoint.save_checkpoint`).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from es_lightning.checkpoint_manifest import verify_checkpoint
+from es_lightning.errors import ConfigError
+
+if TYPE_CHECKING:
+    from lightning.fabric import Fabric
+
+NEARLY_FULL = 2**20
+"""A write that fails while its disk has fewer bytes free than this failed for lack of space."""
+_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+_FULL_WORDS = ("no space left on device", "disk quota exceeded", "os error 28", "os error 122")
+
+
+class DiskSpaceError(ConfigError, OSError):
+    """The disk of the checkpoints folder has no room for the next checkpoint (an ``OSError`` too)."""
+
+    __str__ = ValueError.__str__  # the message as given, not OSError's
+
+
+def bytes_on_disk(folder: Path) -> int:
+    """The space ``folder``'s files take on disk (allocated blocks, as ``du`` counts them)."""
+    return sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file())
+
+
+def human_bytes(size: float) -> str:
+    """``2.5 MB``: decimal units, as ``df -H`` prints them."""
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(size) < 1000 or unit == "TB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    raise AssertionError("unreachable")
+
+
+def check_checkpoint_space(fabric: Fabric, root: Path, name: str, keep_last: int | None) -> None:
+    """Before checkpoint ``name`` is written into ``root``: rank 0 compares the free space with the
+    newest checkpoint's size and every rank receives its verdict, so all ranks stop together.
+
+    Raises:
+        DiskSpaceError: there is less space free than the newest checkpoint takes.
+    """
+    problem = _space_problem(root, name, keep_last) if fabric.is_global_zero else None
+    if fabric.world_size > 1:
+        problem = fabric.broadcast(problem, src=0)
+    if problem is not None:
+        raise DiskSpaceError(problem)
+
+
+def _space_problem(root: Path, name: str, keep_last: int | None) -> str | None:
+    newest = _pointed(root)
+    if newest is None:
+        return None
+    needed, free = bytes_on_disk(newest), shutil.disk_usage(root).free
+    if free >= needed:
+        return None
+    return (
+        f"checkpoint {name} needs about {human_bytes(needed)} in {root}, which has "
+        f"{human_bytes(free)} free; {_advice(root, keep_last)}"
+    )
+
+
+@contextmanager
+def refuse_full_disk(root: Path, name: str, partial: Sequence[Path], keep_last: int | None) -> Iterator[None]:
+    """Writing checkpoint ``name`` into ``root``: a failure for lack of space removes the
+    ``partial`` paths (the temporary folder and files) and becomes one :class:`DiskSpaceError`;
+    any other failure passes through unchanged."""
+    try:
+        yield
+    except Exception as error:
+        cause = None if isinstance(error, DiskSpaceError) else _full_disk_cause(error, root)
+        if cause is None:
+            raise
+        written = sum(bytes_on_disk(p) if p.is_dir() else _file_bytes(p) for p in partial)
+        for path in partial:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        newest = _pointed(root)
+        needed = (
+            f"about {human_bytes(bytes_on_disk(newest))}"
+            if newest is not None
+            else f"more than the {human_bytes(written)} written before the disk filled"
+        )
+        raise DiskSpaceError(
+            f"writing checkpoint {name} into {root} failed, the disk is full ({cause}): it "
+            f"needs {needed}, {human_bytes(shutil.disk_usage(root).free)} free after removing the "
+            f"partial checkpoint; {_advice(root, keep_last)}"
+        ) from error
+
+
+def _full_disk_cause(error: BaseException, root: Path) -> str | None:
+    """What says ``error`` came from a full disk (``None``: it did not)."""
+    for cause in (error, error.__cause__, error.__context__):
+        if isinstance(cause, OSError) and cause.errno in _FULL_ERRNOS:
+            return os.strerror(cause.errno)
+        said = next((word for word in _FULL_WORDS if word in str(cause).lower()), None)
+        if cause is not None and said is not None:
+            return os.strerror(errno.EDQUOT if "122" in said or "quota" in said else errno.ENOSPC)
+    if not isinstance(error, (OSError, RuntimeError)):
+        return None
+    try:
+        free = shutil.disk_usage(root).free
+    except OSError:
+        return None
+    first = (str(error).strip().splitlines() or [""])[0]
+    return f"{human_bytes(free)} free after {type(error).__name__}: {first}" if free < NEARLY_FULL else None
+
+
+def _advice(root: Path, keep_last: int | None) -> str:
+    newest = _newest_intact(root)
+    where = (
+        f"the newest intact checkpoint is {newest}"
+        if newest is not None
+        else "no checkpoint has been written yet"
+    )
+    keep = f"now {keep_last}" if keep_last is not None else "now all are kept"
+    return (
+        f"{where}; free space there, or keep fewer checkpoints with --trainer.keep_last N ({keep}), "
+        "then continue with --trainer.resume true"
+    )
+
+
+def _pointed(root: Path) -> Path | None:
+    """The checkpoint ``latest`` names, else the newest ``step-*`` folder (``None``: none)."""
+    pointer = root / "latest"
+    if pointer.is_file() and (root / pointer.read_text().strip()).is_dir():
+        return root / pointer.read_text().strip()
+    folders = sorted(p for p in root.glob("step-*") if p.is_dir())
+    return folders[-1] if folders else None
+
+
+def _newest_intact(root: Path) -> Path | None:
+    """The newest checkpoint, ``latest`` first and older ones after it, whose files match its manifest."""
+    newest = _pointed(root)
+    if newest is None:
+        return None
+    older = sorted((p for p in root.glob("step-*") if p.is_dir() and p.name <= newest.name), reverse=True)
+    return next((p for p in older if verify_checkpoint(p).intact), None)
+
+
+def _file_bytes(path: Path) -> int:
+    return path.stat().st_blocks * 512 if path.is_file() else 0
