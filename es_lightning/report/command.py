@@ -174,6 +174,7 @@ def run_report(
     launch: bool = True,
     run_timeout_s: float | None = None,
     from_json: Path | None = None,
+    summaries_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Compare base, ES, GRPO and the sequential pipelines on one budget and write REPORT.md.
 
@@ -219,6 +220,10 @@ def run_report(
         from_json: a saved ``report.json``: judge its data again with these rules and write
             ``REPORT.md``, ``report.json`` and the figures into ``output_dir``; nothing is run.
             Verdicts that need data the file lacks say ``insufficient data``.
+        summaries_dir: after every finished run (and its analysis and trajectory evaluations,
+            which read its checkpoints and so run at once), copy the small summaries of
+            ``output_dir`` there (:mod:`~es_lightning.report.summaries`: no weights), e.g.
+            ``docs/report/cpu``: a report spread over machines continues from that folder.
 
     Returns:
         The report (the content of ``report.json``).
@@ -236,23 +241,28 @@ def run_report(
         ablations=ablations, method_overrides=method_overrides, trajectory=trajectory,
         verdicts=verdicts, forgetting=forgetting,
     )  # fmt: skip
-    return _run_and_write(plan, launch, run_timeout_s)
+    return _run_and_write(plan, launch, run_timeout_s, summaries_dir)
 
 
-def _run_and_write(plan: ReportPlan, launch: bool, run_timeout_s: float | None) -> dict[str, Any]:
-    """Run the plan's unfinished runs (with ``launch``), analyse and evaluate the finished ones,
-    then build the report and write it into ``plan.output_dir``."""
-    from es_lightning.report.collect import choose_task
+def _run_and_write(
+    plan: ReportPlan, launch: bool, run_timeout_s: float | None, summaries_dir: Path | None = None
+) -> dict[str, Any]:
+    """Run the plan's unfinished runs (with ``launch``), analysing and evaluating each one as soon
+    as it has finished, then build the report and write it into ``plan.output_dir``."""
     from es_lightning.report.runs import plan_runs, run_all
-    from es_lightning.report.trajectory import run_trajectory
-    from es_lightning.report.weight_drift import run_analyses
 
     print(f"[report] {len(plan.seeds)} seed(s), output {plan.output_dir}", flush=True)
-    outcomes = run_all(plan_runs(plan), launch=launch, timeout_s=run_timeout_s)
-    finished = _finished(outcomes)[0]
-    analyses = run_analyses(plan, finished, launch)
-    task = choose_task(plan, finished)
-    path_runs = run_trajectory(plan, finished, task, launch)
+
+    def settle(outcomes: list[RunOutcome]) -> None:
+        _analyse(plan, outcomes, launch)
+        if summaries_dir is not None:
+            from es_lightning.report.summaries import export_summaries
+
+            written = export_summaries(plan.output_dir, Path(summaries_dir))
+            print(f"[report] summaries: {len(written)} files -> {summaries_dir}", flush=True)
+
+    outcomes = run_all(plan_runs(plan), launch=launch, timeout_s=run_timeout_s, after_each=settle)
+    analyses, path_runs = _analyse(plan, outcomes, launch)
     report = build_report(plan, outcomes, analyses, path_runs)
     path = write_report(report, plan.output_dir)
     failed = len(report["failures"])
@@ -262,6 +272,20 @@ def _run_and_write(plan: ReportPlan, launch: bool, run_timeout_s: float | None) 
         flush=True,
     )
     return report
+
+
+def _analyse(
+    plan: ReportPlan, outcomes: list[RunOutcome], launch: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``es-lightning analyze`` of the finished methods' final checkpoints and the evaluations of
+    the trajectory's checkpoints (both reuse what is already written): (analyses, trajectory)."""
+    from es_lightning.report.collect import choose_task
+    from es_lightning.report.trajectory import run_trajectory
+    from es_lightning.report.weight_drift import run_analyses
+
+    finished = _finished(outcomes)[0]
+    analyses = run_analyses(plan, finished, launch)
+    return analyses, run_trajectory(plan, finished, choose_task(plan, finished), launch)
 
 
 def report_parser() -> Any:

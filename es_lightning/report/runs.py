@@ -286,8 +286,11 @@ def run_all(
     launch: bool = True,
     timeout_s: float | None = None,
     command: Callable[[RunSpec], list[str]] = measured_command,
+    after_each: Callable[[list[RunOutcome]], None] | None = None,
 ) -> list[RunOutcome]:
-    """Run (or reuse) every spec in order with a progress bar; ``launch=False`` only reuses."""
+    """Run (or reuse) every spec in order with a progress bar; ``launch=False`` only reuses.
+    ``after_each(outcomes so far)`` follows every finished or reused run (while its checkpoints
+    are there: what reads them cannot wait for the last run)."""
     from tqdm.auto import tqdm
 
     finished = [spec for spec in specs if is_finished(spec.run_dir)]
@@ -317,6 +320,8 @@ def run_all(
             tqdm.write(f"[report] {spec.name}: the same run as {first}")
         if is_finished(spec.run_dir):
             outcomes.append(RunOutcome(spec, "reused"))
+            if after_each is not None:
+                after_each(outcomes)
             continue
         if not launch:
             outcomes.append(RunOutcome(spec, "missing", error="not run (launch: false)"))
@@ -330,5 +335,7 @@ def run_all(
             log = f"; log: {outcome.log}" if outcome.log else ""
             tqdm.write(f"[report]   {(outcome.error or '').splitlines()[0]}{log}")
         outcomes.append(outcome)
+        if after_each is not None and outcome.ok:
+            after_each(outcomes)
     bar.close()
     return outcomes

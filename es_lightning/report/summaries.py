@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from es_lightning.evaluation.offline import COMPLETIONS_KEY, GREEDY_KEY
+from es_lightning.report.readers import is_finished
 
 KEEP_SUFFIXES = (".json", ".jsonl", ".yaml", ".md")
 """What is copied (text summaries); anything under a ``checkpoints`` or ``tensorboard`` folder is not."""
@@ -41,17 +42,40 @@ def strip_completions(src: Path, dst: Path) -> None:
     dst.write_text("\n".join(rows) + ("\n" if rows else ""), encoding="utf-8")
 
 
+RUN_MARKERS = ("config.yaml", "metrics.jsonl")
+"""A folder holding one of these is a run folder."""
+
+
+def unfinished_runs(src: Path) -> list[Path]:
+    """The outermost run folders under ``src`` whose final evaluation is not written yet (a run in
+    progress or one that was stopped): their files would be a half run, so none is kept."""
+    found = {
+        path.parent
+        for marker in RUN_MARKERS
+        for path in src.rglob(marker)
+        if not SKIP_PARTS & set(path.relative_to(src).parts)
+    }
+    outer = sorted(run for run in found if not any(other in run.parents for other in found))
+    return [run for run in outer if not is_finished(run)]
+
+
 def export_summaries(src: Path, dst: Path) -> list[Path]:
-    """Copy the summaries of ``src`` into ``dst`` (same relative paths); the files written."""
+    """Copy the summaries of ``src`` into ``dst`` (same relative paths), leaving out the run folders
+    that have not finished (:func:`unfinished_runs`); the files written."""
     src, dst = Path(src), Path(dst)
     if not src.is_dir():
         raise FileNotFoundError(f"summaries: {str(src)!r} is not a folder")
     if dst.resolve() == src.resolve() or src.resolve() in dst.resolve().parents:
         raise ValueError(f"summaries: the destination {dst} must lie outside {src}")
+    unfinished = unfinished_runs(src)
+    for run in unfinished:
+        print(f"[summaries] {run}: not finished, left out", file=sys.stderr)
     written = []
     for path in sorted(src.rglob("*")):
         relative = path.relative_to(src)
         if not path.is_file() or path.suffix not in KEEP_SUFFIXES or SKIP_PARTS & set(relative.parts):
+            continue
+        if any(run in path.parents for run in unfinished):
             continue
         target = dst / relative
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -309,3 +309,41 @@ def test_settings_added_since_a_run_do_not_make_it_another_run(tmp_path):
     (run_dir / ATTEMPT_NAME).write_text(before)
     spec = RunSpec("good", None, 0, str(tmp_path / "r.yaml"), (), run_dir)
     assert can_resume(spec, now)
+
+
+def test_after_each_follows_every_finished_or_reused_run_before_the_next_starts(tmp_path):
+    recipes = _recipes(tmp_path)
+    runs = tmp_path / "runs"
+    specs = [
+        RunSpec("good", None, 0, recipes["good"], (), runs / "good" / "seed0"),
+        RunSpec("bad", None, 0, recipes["bad"], (), runs / "bad" / "seed0"),
+        RunSpec("good", None, 1, recipes["good"], (), runs / "good" / "seed1"),
+    ]
+    seen: list[tuple[list[str], int]] = []
+
+    def after_each(outcomes):
+        launched = (runs / "launches.txt").read_text().splitlines()
+        seen.append(([o.status for o in outcomes], len(launched)))
+
+    run_all(specs, command=fake_command, after_each=after_each)
+    # called after good/seed0 (1 launch so far) and good/seed1 (2), never after the failure
+    assert seen == [(["finished"], 1), (["finished", "failed", "finished"], 2)]
+    seen.clear()
+    run_all(specs[:1], command=fake_command, after_each=after_each)
+    assert seen == [(["reused"], 2)]
+
+
+def test_the_report_keeps_summaries_of_each_finished_run_as_it_goes(tmp_path):
+    rng = np.random.default_rng(0)
+    write_single(tmp_path / "out" / "runs" / "es" / "seed0", summary(0.4, rng), summary(0.6, rng),
+                 training_metrics(rng, 3, 0.0))  # fmt: skip
+    run_report(
+        methods={"es": "es.yaml", "grpo": str(tmp_path / "missing_grpo.yaml")},
+        output_dir=tmp_path / "out",
+        seeds=1,
+        drift=DriftSettings(enabled=False),
+        summaries_dir=tmp_path / "kept",
+    )
+    kept = tmp_path / "kept" / "runs"
+    assert (kept / "es" / "seed0" / "eval" / "after.json").is_file()
+    assert not (kept / "grpo").exists()  # failed: nothing of it is kept

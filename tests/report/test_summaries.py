@@ -40,6 +40,19 @@ def test_a_run_folder_is_summarised_without_weights_and_reads_the_same(tmp_path)
     assert is_finished(out / "es" / "seed0")
 
 
+def test_a_run_that_has_not_finished_is_left_out(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    done, running = tmp_path / "runs" / "es" / "seed0", tmp_path / "runs" / "grpo" / "seed0"
+    for run in (done, running):
+        write_single(run, summary(0.3, rng), summary(0.4, rng), [{"step": 1, "train/reward_mean": 0.3}])
+    (running / "eval" / "after.json").unlink()  # still training: no final evaluation yet
+    written = export_summaries(tmp_path / "runs", tmp_path / "docs")
+    names = {p.relative_to(tmp_path / "docs").as_posix() for p in written}
+    assert "es/seed0/eval/after.json" in names
+    assert not any(n.startswith("grpo/") for n in names)
+    assert "grpo/seed0: not finished, left out" in capsys.readouterr().err
+
+
 def test_bad_arguments(tmp_path, capsys):
     assert main([]) == 2 and "usage" in capsys.readouterr().err
     with pytest.raises(FileNotFoundError, match="not a folder"):
