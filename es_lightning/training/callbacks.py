@@ -53,6 +53,9 @@ class TrainerView(Protocol):
     """Rank, world size, barrier, device (set once the run launched)."""
     step: int
     """Updates done."""
+    should_stop: bool
+    """Set it to ``True`` to end the run cleanly after the current update (checkpoint, final
+    evaluation, ``on_fit_end``, exit 0), as Lightning's ``trainer.should_stop``."""
     output_dir: Path
     config: TrainerConfig
     module: ReasoningModule

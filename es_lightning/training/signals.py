@@ -14,6 +14,13 @@ A second signal raises :class:`RunInterrupted` at once, wherever the run is, and
 saved: the previous checkpoint stays as it was (checkpoints are written to a temporary folder and
 renamed, so one is never half written). On several ranks a signal is shared at the next update
 boundary (one all-reduce), so every rank stops after the same update and takes part in the save.
+
+A callback asks for a clean stop instead by setting ``trainer.should_stop = True`` (Lightning's
+flag; e.g. early stopping on an evaluation, which only rank 0 sees): before each update the
+trainer asks :func:`stop_requested_by_callback`, which shares the flag across ranks (one
+all-reduce: any rank's request stops all of them). The run then ends as if ``max_steps`` were
+reached after the last finished update: it saves its checkpoint, runs the final evaluation and
+``on_fit_end``, closes its loggers as a success and exits 0.
 """
 
 from __future__ import annotations
@@ -98,3 +105,23 @@ class StopSignals:
 
             signum = int(fabric.all_reduce(torch.tensor(float(signum)), reduce_op="max").item())
         return signum or None
+
+
+def stop_requested_by_callback(trainer: Any, max_steps: int) -> bool:
+    """Whether a callback set ``trainer.should_stop`` on any rank (then it is set on every rank,
+    and rank 0 says where the run stops); ``False`` before a run launched."""
+    fabric = trainer.fabric
+    wanted = bool(getattr(trainer, "should_stop", False))
+    if fabric is not None and fabric.world_size > 1:
+        import torch
+
+        wanted = bool(fabric.all_reduce(torch.tensor(float(wanted)), reduce_op="max").item())
+    if wanted:
+        trainer.should_stop = True
+        if fabric is None or fabric.is_global_zero:
+            print(
+                f"\nes-lightning: a callback set trainer.should_stop: stopping after update "
+                f"{trainer.step} of {max_steps} (checkpoint and final evaluation follow)",
+                flush=True,
+            )
+    return wanted

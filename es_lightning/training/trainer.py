@@ -60,7 +60,7 @@ from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorbo
 from es_lightning.training.resume import check_resume_compatible, finished_message
 from es_lightning.training.run_dir import launched_rank, prepare_run_dir, prune_checkpoints
 from es_lightning.training.samples import log_samples, truncate_samples
-from es_lightning.training.signals import RunInterrupted, StopSignals
+from es_lightning.training.signals import RunInterrupted, StopSignals, stop_requested_by_callback
 
 EvalSet = tuple[str, Task, list[dict[str, Any]]]
 GROUP_NAMES = (HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY)
@@ -72,7 +72,13 @@ class Trainer:
     ``step_offset`` is set by a pipeline (:mod:`es_lightning.training.pipeline`) for its stages:
     the updates of the stages before this one. The loggers then get every step on the pipeline's
     axis (``step_offset + step``); ``metrics.jsonl``, checkpoints and callbacks keep the stage's own.
+
+    A callback stops the run early by setting ``trainer.should_stop = True`` (Lightning's flag):
+    the run ends after the current update as if ``max_steps`` were reached (checkpoint, final
+    evaluation, ``on_fit_end``, exit 0; :func:`~es_lightning.training.signals.stop_requested_by_callback`).
     """
+
+    should_stop: bool = False
 
     def __init__(
         self,
@@ -199,7 +205,7 @@ class Trainer:
             disable=not (cfg.progress_bar and fabric.is_global_zero),
             dynamic_ncols=True,
         )
-        while self.step < max_steps:
+        while self.step < max_steps and not stop_requested_by_callback(self, max_steps):
             with stop.deferred():  # a first SIGTERM/SIGINT lets the update and its checkpoint finish
                 t0 = time.perf_counter()
                 batch = batch_rows(rows, cfg.batch_size, cfg.seed, cfg.data_offset + self.step)
