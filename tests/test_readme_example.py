@@ -14,9 +14,14 @@ from es_lightning.training.loggers import read_metrics
 from tests.helpers import CLI, REPO, subprocess_env
 
 
-def _section_blocks(title: str) -> dict[str, str]:
+def _section(title: str) -> str:
+    """The README's section ``## title`` up to the next heading."""
     text = (REPO / "README.md").read_text()
-    section = text.split(f"### {title}\n", 1)[1].split("\n### ", 1)[0]
+    return re.split(r"\n#{1,3} ", text.split(f"\n## {title}\n", 1)[1], maxsplit=1)[0]
+
+
+def _section_blocks(title: str) -> dict[str, str]:
+    section = _section(title)
     blocks = re.findall(r"```(\w+)\n(.*?)```", section, re.DOTALL)
     return {lang: body for lang, body in blocks}
 
@@ -72,7 +77,7 @@ def test_the_readme_python_api_example_runs(tmp_path):
 def test_the_package_exports_the_documented_names():
     import es_lightning
 
-    text = (REPO / "README.md").read_text().split("### Python API\n", 1)[1].split("```python", 1)[0]
+    text = _section("Python API").split("```python", 1)[0]
     documented = set(re.findall(r"`(\w+)`", text))
     assert documented == set(es_lightning.__all__)
     assert all(getattr(es_lightning, name) is not None for name in es_lightning.__all__)
