@@ -6,7 +6,8 @@
 copies from every run folder under ``SRC`` (any depth) the files the report and the tune read —
 resolved configs, ``metrics.jsonl``, ``pipeline.json``, the measured compute, ``eval/*.json``,
 ``analysis`` JSON, the trajectory's evaluations, ``tune.json``/``TUNE.md``/``report.json`` — and
-the evaluations' ``*_completions.jsonl`` with the sampled texts left out (each row keeps its
+the evaluations' ``*_completions.jsonl`` (and the thresholded exports' ``completions-tau-*.jsonl``)
+with the sampled texts left out (each row keeps its
 dataset fields and its ``rewards``: the per-problem correct counts the paired bootstrap reads;
 :mod:`~es_lightning.report.outcomes` identifies a problem without the sample fields). Checkpoints,
 TensorBoard files, logs and PNGs are not copied. Copying the summaries back into a run folder
@@ -79,7 +80,7 @@ def export_summaries(src: Path, dst: Path) -> list[Path]:
             continue
         target = dst / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        if path.name.endswith("_completions.jsonl"):
+        if path.name.endswith("_completions.jsonl") or path.name.startswith("completions-"):
             strip_completions(path, target)
         else:
             shutil.copyfile(path, target)

@@ -21,6 +21,10 @@ def test_a_run_folder_is_summarised_without_weights_and_reads_the_same(tmp_path)
                  before_counts=counts, after_counts=counts[::-1].copy())  # fmt: skip
     (run / "checkpoints" / "step-000001" / "master.safetensors").write_bytes(b"\0" * 1000)
     (run / "report_run.log").write_text("log\n")
+    curve = tmp_path / "runs" / "analysis" / "es" / "seed0_thresholded" / "completions"
+    curve.mkdir(parents=True)
+    row = {"target": 2, "completions": ["A: 2"], "rewards": [1.0]}
+    (curve / "completions-tau-0.001.jsonl").write_text(json.dumps(row) + "\n")
     (run / "tensorboard").mkdir()
     (run / "tensorboard" / "events.json").write_text("{}")
     out = tmp_path / "docs"
@@ -38,6 +42,8 @@ def test_a_run_folder_is_summarised_without_weights_and_reads_the_same(tmp_path)
         row = json.loads((out / "es" / "seed0" / "eval" / name).read_text().splitlines()[0])
         assert "completions" not in row and len(row["rewards"]) == 32
     assert is_finished(out / "es" / "seed0")
+    kept_curve = out / "analysis" / "es" / "seed0_thresholded" / "completions" / "completions-tau-0.001.jsonl"
+    assert json.loads(kept_curve.read_text()) == {"target": 2, "rewards": [1.0]}
 
 
 def test_a_run_that_has_not_finished_is_left_out(tmp_path, capsys):
