@@ -28,6 +28,7 @@ import torch
 from es_lightning.analysis.delta import View, in_view, weight_delta
 from es_lightning.analysis.pair import TensorSpec, tensor_specs
 from es_lightning.checkpoint import CALLBACKS_FILE, HPARAMS_FILE, STATE_FILE
+from es_lightning.training.model_card import CARD_FILE
 from es_lightning.weight_files import WeightIndex, iter_weights, served_files, write_weights
 
 SAFETENSORS_DTYPES = {
@@ -36,7 +37,7 @@ SAFETENSORS_DTYPES = {
     "F32": torch.float32,
     "F64": torch.float64,
 }
-_NOT_COPIED = {STATE_FILE, HPARAMS_FILE, CALLBACKS_FILE}
+_NOT_COPIED = {STATE_FILE, HPARAMS_FILE, CALLBACKS_FILE, CARD_FILE}  # the card describes the checkpoint
 _WEIGHT_SUFFIXES = (".safetensors", ".safetensors.index.json", ".bin", ".bin.index.json", ".pt", ".pth")
 
 

@@ -10,7 +10,7 @@ Reads top to bottom::
         batch = batch_rows(rows, B, seed, step)         # pure function of (seed, step)
         result = strategy.training_step(fabric, module, rollout, batch, step, seed)
         log (TensorBoard + metrics.jsonl + yours), text samples, callbacks, checkpoint, evaluation
-    checkpoint, evaluate after, print the before/after table
+    checkpoint, evaluate after, print the before/after table, write the checkpoint's model card
 
 What a strategy must do is declared in :mod:`es_lightning.strategies.base`; where weights are
 written and read, in :mod:`es_lightning.checkpoint`. Callbacks get the hooks of
@@ -56,6 +56,7 @@ from es_lightning.training.callbacks import check_callbacks
 from es_lightning.training.config import TrainerConfig
 from es_lightning.training.eval_outputs import print_before_after, write_eval_outputs
 from es_lightning.training.lock import hold_run_lock
+from es_lightning.training.model_card import write_model_card
 from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorboard_logger, truncate_metrics
 from es_lightning.training.resume import check_resume_compatible, finished_message
 from es_lightning.training.run_dir import launched_rank, prepare_run_dir, prune_checkpoints
@@ -248,6 +249,8 @@ class Trainer:
             logger.finalize("success")
         if fabric.is_global_zero:
             latest = latest_checkpoint(self.output_dir)
+            if latest is not None:  # the final checkpoint's model card, its evaluation included
+                write_model_card(latest, self.output_dir)
             print(
                 f"es-lightning: done; {self.output_dir}: metrics.jsonl, tensorboard/ "
                 f"(tensorboard --logdir {self.output_dir}), eval/, trained model {latest}",
