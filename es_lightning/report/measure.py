@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -69,6 +70,8 @@ def measured(argv: list[str], out: Path, heartbeat_s: float = HEARTBEAT_S) -> in
     segment: dict[str, Any] = {"wall_seconds": 0.0, "peak_rss_mb": None, "returncode": None}
     _write(out, [*earlier, segment])
     proc = subprocess.Popen(argv)
+    for sig in (signal.SIGTERM, signal.SIGINT):  # the run's process group signals the command too:
+        signal.signal(sig, signal.SIG_IGN)  # wait for it to stop in its own way, then record it
     while True:
         try:
             returncode = proc.wait(timeout=heartbeat_s)

@@ -30,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -160,18 +161,41 @@ def tail(path: Path, lines: int = 20) -> str:
         return ""
 
 
+STOP_GRACE_S = 120.0
+"""How long a stopped run may take to finish its update and save its checkpoint before it is killed."""
+
+
 def _stop(proc: subprocess.Popen) -> None:
-    """End the run's whole process group (its rollout engines included): TERM, then KILL."""
-    for sig, grace in ((signal.SIGTERM, 30.0), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """End the run's whole process group (its rollout engines included): TERM (an ``es-lightning
+    fit`` then finishes its update and saves a checkpoint), then KILL after :data:`STOP_GRACE_S`.
+    Further SIGTERMs to the report are ignored meanwhile (a second TERM would stop the run unsaved)."""
+    previous = _set_sigterm(signal.SIG_IGN)
+    try:
+        for sig, grace in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, None)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                proc.wait(timeout=grace)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+    finally:
+        _set_sigterm(previous)
+
+
+def _set_sigterm(handler: Any) -> Any:
+    """Install ``handler`` for SIGTERM where Python allows it (the main thread); the previous one."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:
+    from es_lightning.training.signals import RunInterrupted
+
+    raise RunInterrupted(signum, at_boundary=False)
 
 
 def run_logged(
@@ -179,20 +203,25 @@ def run_logged(
 ) -> int | None:
     """Run ``argv`` in its own process group with stdout and stderr in ``log`` (after what it holds
     with ``append``); the exit code, or ``None`` when it ran past ``timeout_s`` (then it is
-    stopped). Interrupting the report stops it too."""
+    stopped). Interrupting the report (Ctrl-C, or SIGTERM as `kill` and cluster schedulers send)
+    stops it too, the way the run itself handles a stop, before the report exits (143 for TERM)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with log.open("a" if append else "w") as out:
         out.write("$ " + shlex.join(argv) + "\n")
         out.flush()
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        previous = _set_sigterm(_raise_interrupted)
         try:
             return proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             _stop(proc)
             return None
-        except BaseException:  # Ctrl-C reaches only the report (the run has its own session)
+        except BaseException:  # Ctrl-C or SIGTERM reach only the report (the run has its own session)
             _stop(proc)
             raise
+        finally:
+            if previous is not None:
+                _set_sigterm(previous)
 
 
 def logged_record(name: str, argv: list[str], log: Path, wrote: Callable[[], bool]) -> dict[str, Any]:

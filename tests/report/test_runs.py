@@ -347,3 +347,52 @@ def test_the_report_keeps_summaries_of_each_finished_run_as_it_goes(tmp_path):
     kept = tmp_path / "kept" / "runs"
     assert (kept / "es" / "seed0" / "eval" / "after.json").is_file()
     assert not (kept / "grpo").exists()  # failed: nothing of it is kept
+
+
+# A stand-in for a run that stops the way `es-lightning fit` does: on SIGTERM it finishes its work,
+# saves, and exits 143; a second SIGTERM would make it stop unsaved.
+STOPPABLE = """
+import signal, sys, time, pathlib
+out = pathlib.Path(sys.argv[1])
+def stop(signum, frame):
+    with out.open("a") as f:
+        f.write("term\\n")
+    signal.signal(signal.SIGTERM, lambda *a: (out.open("a").write("second\\n"), sys.exit(1)))
+    time.sleep(1.0)  # the update in progress, then its checkpoint
+    out.open("a").write("saved\\n")
+    sys.exit(143)
+signal.signal(signal.SIGTERM, stop)
+out.open("a").write("started\\n")
+time.sleep(60)
+"""
+
+DRIVER = """
+import sys
+from pathlib import Path
+from es_lightning.report.runs import run_logged
+from es_lightning.training.signals import RunInterrupted
+child = [sys.executable, "-m", "es_lightning.report.measure", sys.argv[2], "--", sys.executable, "-c", sys.argv[3], sys.argv[1]]
+try:
+    run_logged(child, Path(sys.argv[1] + ".log"))
+except RunInterrupted as stopped:
+    sys.exit(stopped.exit_code)
+"""
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_stopping_the_report_stops_its_run_the_runs_own_way_before_it_exits(tmp_path, signum):
+    import signal
+    import subprocess
+    import time
+
+    marks, measure = tmp_path / "marks.txt", tmp_path / "measure.json"
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(marks), str(measure), STOPPABLE])
+    for _ in range(200):
+        if marks.is_file() and "started" in marks.read_text():
+            break
+        time.sleep(0.05)
+    driver.send_signal(getattr(signal, signum))
+    code = driver.wait(timeout=60)
+    assert marks.read_text().splitlines() == ["started", "term", "saved"]  # one TERM, saved before the exit
+    assert code == (143 if signum == "SIGTERM" else -signal.SIGINT)  # Ctrl-C: Python's own exit
+    assert json.loads(measure.read_text())["returncode"] == 143  # the measure waited and recorded it
