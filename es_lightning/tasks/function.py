@@ -18,12 +18,14 @@ kept as ``rewards/<function name>`` in the score's extras. As for every task, Pa
 completion as solved when its reward is at least 1. Functions are given as callables or, from YAML, by import
 path (``my_rewards.exact``). A function that raises, or returns anything but one finite number (or
 ``None``) per completion, ends the run with one line naming it, its file and line, and the row or
-value (:mod:`es_lightning.tasks.reward_calls`).
+value (:mod:`es_lightning.tasks.reward_calls`). A column a function takes as a parameter without a
+default (``answer`` above) is checked on every row when the data is loaded (:func:`reward_columns`).
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,6 +37,8 @@ from es_lightning.tasks.registry import register_task
 from es_lightning.tasks.reward_calls import call_reward_function
 
 RewardFunc = Callable[..., Sequence[float | None]]
+_GIVEN = ("prompts", "completions")
+"""The arguments every reward function is given besides the dataset's columns."""
 
 
 def resolve_reward_func(func: RewardFunc | str) -> RewardFunc:
@@ -49,6 +53,26 @@ def resolve_reward_func(func: RewardFunc | str) -> RewardFunc:
     if not callable(found):
         raise ConfigError(f"reward_funcs: {func!r} names no callable")
     return found
+
+
+def reward_columns(func: Callable) -> tuple[str, ...]:
+    """The dataset columns ``func`` requires: its parameters without a default other than
+    ``prompts`` and ``completions`` (``**kwargs`` takes whatever is there).
+
+    >>> def exact(prompts, completions, answer, unit="", **kwargs): ...
+    >>> reward_columns(exact)
+    ('answer',)
+    """
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+        return ()
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(
+        p.name
+        for p in parameters
+        if p.kind in kinds and p.default is inspect.Parameter.empty and p.name not in _GIVEN
+    )
 
 
 def is_conversation(prompt: Any) -> bool:
@@ -100,6 +124,19 @@ class FunctionTask(DatasetTask):
         self.reward_weights = weights
         self.prompt_column, self.name = prompt_column, name
         self.required_columns = (prompt_column,)
+
+    def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
+        """Also: every column a reward function names as a parameter without a default (so
+        that a missing one fails when the data is loaded, not after the engine has started)."""
+        super().validate_row(row, where)
+        for func in self.reward_funcs:
+            absent = [c for c in reward_columns(func) if c not in row]
+            if absent:
+                raise ConfigError(
+                    f"{self.name}: {where} lacks column(s) {absent}, which reward function "
+                    f"{_name(func)} takes; the row has {sorted(row)}. Map the dataset's names with "
+                    "`column_map` in the data source."
+                )
 
     def question(self, row: dict[str, Any]) -> str:
         prompt = row[self.prompt_column]

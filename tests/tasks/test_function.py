@@ -117,3 +117,24 @@ def test_a_task_serves_as_a_trl_reward_function():
     assert task.reward_fn(**kwargs) == expected == [1.0, 0.0]
     conversational = [[{"role": "assistant", "content": c}] for c in kwargs["completions"]]
     assert task.reward_fn(**{**kwargs, "completions": conversational}) == expected
+
+
+def test_a_column_only_a_reward_function_takes_is_checked_when_the_data_is_loaded(tmp_path):
+    """``graded`` takes ``answer``: a file without that column fails at load, naming the row, the
+    function and the column, before any engine starts; a parameter with a default is no column."""
+
+    def graded(prompts, completions, answer, unit="", *args, **kwargs):
+        return [0.0] * len(completions)
+
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"Say {i}", "solution": str(i)}) + "\n" for i in range(3)))
+    task = FunctionTask(train=DataSource(path=str(data)), reward_funcs=[reward_len, graded])
+    with pytest.raises(ConfigError) as raised:
+        task.load("train")
+    message = str(raised.value)
+    assert "line 1" in message and "lacks column(s) ['answer']" in message, message
+    assert "reward function graded takes" in message and "['prompt', 'solution']" in message, message
+    data.write_text(
+        json.dumps({"prompt": "Say 7", "answer": "7"}) + "\n" + json.dumps({"prompt": "Say 8"}) + "\n"
+    )
+    assert len(task.load("train")) == 2  # a null answer is the function's to handle (it may return None)
