@@ -30,7 +30,8 @@ from typing import Any
 
 import yaml
 
-from es_lightning.errors import find_config_error
+from es_lightning.errors import ConfigError, find_config_error
+from es_lightning.recipe_files import check_recipe_files
 
 DEBUG_ENV = "ES_LIGHTNING_DEBUG"
 """``ES_LIGHTNING_DEBUG=1`` is ``--debug``: errors in the settings show their traceback."""
@@ -114,8 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     if "" not in sys.path and os.getcwd() not in sys.path:  # recipes may name your own modules
         sys.path.insert(0, os.getcwd())  # (reward functions, tasks, callbacks), as `python -m` would
     debug = debug_requested(args)
+    try:
+        check_recipe_files(args)  # a file that is no recipe, named with its cause
+    except ConfigError as err:
+        if debug:
+            raise
+        print(f"es-lightning: error: {err}", file=sys.stderr)
+        return USER_ERROR_STATUS
     parser = build_parser()
-    cfg = _parse(parser, args, debug)  # a parse error prints the usage and exits with status 2
+    cfg = _parse(parser, args, debug)  # a parse error: one line (usage under --help), status 2
     from es_lightning.rollout.watchdog import EngineError
     from es_lightning.training.signals import RunInterrupted
 

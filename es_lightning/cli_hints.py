@@ -7,14 +7,18 @@ the argument, so ``strategy.init_args`` may follow and ``--print_config`` shows 
 When a value does not parse, jsonargparse's message lists the types it tried; :func:`hint` adds
 one line naming the values that do::
 
-    error: Parser key "strategy": ... Expected a dot import path string: foo
-    use: --strategy es | grpo | grpo_fsdp, or class_path: es_lightning.strategies.ESStrategy | ...
+    es-lightning: error: Parser key "strategy": ... Expected a dot import path string: foo use:
+    --strategy es | grpo | grpo_fsdp, or class_path: es_lightning.strategies.ESStrategy | ...; see
+    es-lightning fit --help
+
+A parse error is that one line (:func:`one_line`) and exit status 2; the usage is under ``--help``.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Callable
 from inspect import isabstract
 from typing import Any
@@ -106,17 +110,34 @@ def hint(message: str) -> str | None:
 
 
 def hinting_parser_class() -> type:
-    """A jsonargparse ``ArgumentParser`` whose parse errors end with :func:`hint`'s line."""
+    """A jsonargparse ``ArgumentParser`` whose parse errors end with :func:`hint`'s line and are
+    printed as one line, ``es-lightning: error: <message>; see <command> --help`` (exit status 2;
+    the usage is under ``--help``, not before every error)."""
     from jsonargparse import ArgumentParser
+    from jsonargparse._common import debug_mode_active
 
     class HintingArgumentParser(ArgumentParser):
         def error(self, message: str, ex: Exception | None = None):  # type: ignore[override]
             extra = hint(message)
             if extra and extra not in message:  # nested parsers raise through the outer one
                 message = f"{message}\n{extra}"
-            super().error(message, ex)
+            if not self.exit_on_error or debug_mode_active():
+                super().error(message, ex)  # raises: an outer parser or --debug reports it
+            parser = getattr(ex, "subcommand_parser", None) or self
+            command = parser.prog.replace(" [options]", "")
+            print(f"es-lightning: error: {one_line(message)}; see {command} --help", file=sys.stderr)
+            sys.exit(2)
 
     return HintingArgumentParser
+
+
+def one_line(message: str) -> str:
+    r"""A multi-line parse error as one line: its lines stripped and joined by spaces.
+
+    >>> one_line('Parser key "sigma":\n  Expected a <class \'float\'>. Got value: x')
+    'Parser key "sigma": Expected a <class \'float\'>. Got value: x'
+    """
+    return " ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
 def prepare_parsing() -> None:

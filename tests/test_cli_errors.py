@@ -151,7 +151,9 @@ def test_an_unknown_task_name_lists_the_known_ones(tmp_path):
 def test_an_unknown_task_class_in_a_recipe_is_a_usage_error(tmp_path, recipe):
     proc = _cli(tmp_path, "fit", "--config", str(recipe), "--module.task", "no_such_task")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert "no_such_task" in proc.stderr and "usage:" in proc.stderr
+    assert "no_such_task" in proc.stderr and "usage:" not in proc.stderr  # the usage is under --help
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("es-lightning: error: ")]
+    assert len(errors) == 1 and errors[0].endswith("; see es-lightning fit --help"), proc.stderr[-3000:]
 
 
 def test_debug_shows_the_traceback(tmp_path, recipe):
