@@ -26,7 +26,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from es_lightning.evaluation.percent_axis import Z_95, binomial_se, clamp_percent, percent_limits
 
 
-def _xticks(ks: list[int]) -> list[int]:
+def pow2_ticks(ks: list[int]) -> list[int]:
     """Powers of two between the smallest and largest K, plus both ends."""
     lo, hi = min(ks), max(ks)
     ticks = {lo, hi}
@@ -87,7 +87,7 @@ def draw_pass_at_k(
         ax.plot(ks, values, marker="o" if len(ks) <= 16 else None, markersize=4, linewidth=1.8, label=label)
     shown += _noise_band(ax, curves, problems or {})
     ax.set_xscale("log", base=2)
-    ticks = _xticks(sorted(all_ks))
+    ticks = pow2_ticks(sorted(all_ks))
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))

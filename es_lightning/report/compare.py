@@ -11,8 +11,10 @@ differing key with every run's value. Then it prints the table of
 :func:`~es_lightning.evaluation.table.format_table` with its detail rows (mean reward, response
 length, truncated share, where the evaluations have them) and, with ``--output``, writes
 ``compare.json`` (``{column: {task: summary}}``), ``compare.txt`` (the table),
-``compare_settings.json`` (``{"settings": {run: {key: value}}, "differing": {key: {run: value}}}``)
-and ``pass_at_k_<task>.png`` (the runs' Pass@K profiles overlaid, one per task).
+``compare_settings.json`` (``{"settings": {run: {key: value}}, "differing": {key: {run: value}}}``),
+``pass_at_k_<task>.png`` (the runs' Pass@K profiles overlaid with the start's noise band, one per
+task) and, with a start column, ``change_<task>.png`` (each run's change from the start in points,
+against the noise of a difference; :mod:`~es_lightning.evaluation.change_plot`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from es_lightning.errors import ConfigError, MissingPathError
+from es_lightning.evaluation.change_plot import plot_change_from_start
 from es_lightning.evaluation.plots import plot_pass_at_k
 from es_lightning.evaluation.table import format_table
 from es_lightning.report.compare_settings import differing, run_settings, warning_text
@@ -113,3 +116,7 @@ def _write(output: Path, columns: dict[str, dict[str, Any]], table: str, record:
         if curves:  # the starting model's noise band (its column comes first)
             path = output / f"pass_at_k_{name}.png"
             plot_pass_at_k(curves, path, title=f"{name}: Pass@K", problems=problems)
+        if START in curves and len(curves) > 1:
+            path = output / f"change_{name}.png"
+            title = f"{name}: Pass@K change from the start"
+            plot_change_from_start(curves, START, path, title=title, problems=problems)

@@ -72,3 +72,22 @@ def test_axis_and_band_stay_inside_0_and_100():
     ax = _axes()
     draw_pass_at_k(ax, {"start": {1: 0.0, 2: 0.01}})  # no counts: no band
     assert ax.get_ylim() == (0.0, 10.0) and not ax.collections
+
+
+def test_change_from_start_is_drawn_in_points_against_the_noise_of_a_difference():
+    from es_lightning.evaluation.change_plot import draw_change_from_start
+
+    ax = _axes()
+    curves = {"start": {1: 0.40, 4: 0.70}, "es": {1: 0.4008, 4: 0.75}, "grpo": {1: 0.5, 2: 0.6}}
+    draw_change_from_start(ax, curves, "start", problems={"start": 100})
+    lines = {line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")}
+    assert list(lines["es"].get_xdata()) == [1, 4]
+    assert list(lines["es"].get_ydata()) == pytest.approx([0.08, 5.0])
+    assert list(lines["grpo"].get_xdata()) == [1]  # only the Ks the start has
+    (band,) = ax.collections
+    half = 100 * 1.959964 * 2**0.5 * (0.4 * 0.6 / 100) ** 0.5  # ±13.6 points at K = 1
+    assert max(band.get_paths()[0].vertices[:, 1]) == pytest.approx(half)
+    low, high = ax.get_ylim()
+    assert low == -high and high >= half
+    with pytest.raises(ValueError, match="no curve 'base'"):
+        draw_change_from_start(_axes(), curves, "base")

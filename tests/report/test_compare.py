@@ -41,6 +41,7 @@ def test_columns_are_the_start_then_each_run_final_evaluation(runs, tmp_path, ca
     assert json.loads((out / "compare.json").read_text()) == columns
     assert (out / "compare.txt").read_text().strip() == printed.strip()
     assert (out / f"pass_at_k_{TASK}.png").stat().st_size > 0
+    assert (out / f"change_{TASK}.png").stat().st_size > 0
 
 
 def test_task_filter_and_bad_input(runs):

@@ -1,0 +1,98 @@
+"""Change from the start: each model's Pass@K minus the starting model's, in points, against K.
+
+Where :func:`~es_lightning.evaluation.plots.plot_pass_at_k` shows levels, this figure shows what
+training changed, read against what two evaluations of the same problems would differ by with no
+change at all: the band about zero is ± 1.96·√2·√(p(1 − p)/P) in points at each K (p the
+start's Pass@K, P its problems; √2 because a difference carries the noise of both evaluations).
+The y axis is symmetric about zero and spans at least ± 5 points, so a 0.08-point change is drawn
+as the sliver it is::
+
+    plot_change_from_start({"start": base, "es": es, "grpo": grpo}, "start", "runs/cmp/change.png",
+                           problems={"start": 200})
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from es_lightning.evaluation.percent_axis import MIN_SPAN, Z_95, binomial_se
+from es_lightning.evaluation.plots import pow2_ticks
+
+
+def plot_change_from_start(
+    curves: Mapping[str, Mapping[int, float]],
+    start: str,
+    path: str | Path,
+    title: str | None = None,
+    problems: Mapping[str, float] | None = None,
+) -> Path:
+    """Draw :func:`draw_change_from_start` to a PNG at ``path``; returns the path."""
+    fig = Figure(figsize=(6.4, 4.4), dpi=120)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    draw_change_from_start(ax, curves, start, problems)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    return path
+
+
+def draw_change_from_start(
+    ax: Axes,
+    curves: Mapping[str, Mapping[int, float]],
+    start: str,
+    problems: Mapping[str, float] | None = None,
+) -> None:
+    """Each curve but ``start``'s as ``100·(pass@k − start's pass@k)`` at the Ks both have, the
+    zero line, and the noise band of a difference when the start's problem count is known.
+
+    Raises:
+        ValueError: when ``start`` is not among ``curves`` or no other curve shares a K with it.
+    """
+    if start not in curves:
+        raise ValueError(f"draw_change_from_start: no curve {start!r} among {list(curves)}")
+    base = curves[start]
+    shown: list[float] = []
+    all_ks: set[int] = set()
+    for label, curve in curves.items():
+        ks = sorted(k for k in curve if k in base and label != start)
+        if ks:
+            change = [100.0 * (float(curve[k]) - float(base[k])) for k in ks]
+            ax.plot(
+                ks, change, marker="o" if len(ks) <= 16 else None, markersize=4, linewidth=1.8, label=label
+            )
+            shown += change
+            all_ks.update(ks)
+    if not all_ks:
+        raise ValueError(f"draw_change_from_start: no curve shares a K with {start!r}")
+    ax.axhline(0.0, color="black", linewidth=1, linestyle=":")
+    count = (problems or {}).get(start)
+    if count:
+        ks = sorted(all_ks)
+        half = [100.0 * Z_95 * math.sqrt(2.0) * binomial_se(float(base[k]), float(count)) for k in ks]
+        label = f"no change: 95% noise of a difference (binomial, P={count:g})"
+        ax.fill_between(ks, [-h for h in half], half, color="0.6", alpha=0.25, label=label)
+        shown += half
+    reach = max([MIN_SPAN / 2, *(abs(v) for v in shown)]) * 1.05
+    ax.set_ylim(-reach, reach)
+    ax.set_xscale("log", base=2)
+    ticks = pow2_ticks(sorted(all_ks))
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    if len(all_ks) == 1:
+        k = next(iter(all_ks))
+        ax.set_xlim(k / 1.5, k * 1.5)
+    ax.set(xlabel="K (samples per problem)", ylabel=f"pass@K − {start}'s (points)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
