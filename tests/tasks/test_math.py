@@ -163,4 +163,4 @@ def test_defaults_and_prompt():
 def test_degenerate_completions_are_fast():
     start = time.monotonic()
     assert last_boxed("\\boxed{1} " + "\\boxed{" * 20000) == "1"
-    assert time.monotonic() - start < 2.0  # quadratic scanning would take minutes
+    assert time.monotonic() - start < 30.0  # quadratic scanning takes minutes; linear well under 1 s idle
