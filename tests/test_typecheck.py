@@ -1,7 +1,7 @@
 """Pyright (basic mode) finds no error in the strategies and the algorithms' packages.
 
-The checked paths and the files not yet clean are ``[tool.pyright]`` in pyproject.toml; pyright
-comes with the ``dev`` extra (``pip install -e ".[dev]"``, with a bundled Node.js).
+The checked paths are ``[tool.pyright]`` in pyproject.toml (every file under them, none
+excluded); pyright comes with the ``dev`` extra (``pip install -e ".[dev]"``, with a bundled Node.js).
 """
 
 import json

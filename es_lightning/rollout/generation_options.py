@@ -69,7 +69,7 @@ def check_generation_options(
     """
     if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 0:
         raise ConfigError(f"{where}.top_k must be an int >= 0 (0: every token), got {top_k!r}")
-    if not isinstance(min_p, numbers.Real) or not 0.0 <= min_p <= 1.0:
+    if not isinstance(min_p, numbers.Real) or not 0.0 <= float(min_p) <= 1.0:
         raise ConfigError(f"{where}.min_p must be in [0, 1] (0: off), got {min_p!r}")
     if (
         not isinstance(repetition_penalty, numbers.Real)

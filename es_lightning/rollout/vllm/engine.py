@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -35,6 +37,9 @@ from es_lightning.rollout.vllm.placement import (
     rank_cores,
 )
 from es_lightning.rollout.watchdog import EngineWatchdog
+
+if TYPE_CHECKING:
+    from vllm import LLM
 
 WORKER_EXTENSION = "es_lightning.rollout.vllm.worker.WorkerExtension"
 os.environ.setdefault(
@@ -120,7 +125,7 @@ class VLLMEngine:
         self.loading = ModelLoading()
         self.device = torch.device("cpu")
         self.dtype = torch.float32
-        self.llm = None
+        self.llm: LLM | None = None
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._pids: list[int] = []
         self._watchdog: EngineWatchdog | None = None
@@ -207,25 +212,30 @@ class VLLMEngine:
             if not future.done():
                 future.set_exception(EngineDeadError())
 
-    def _call(self, what: str):
-        """Context of one call into the started engine (timeout and heartbeat)."""
+    @contextmanager
+    def _call(self, what: str) -> Iterator[LLM]:
+        """The started engine, for one call into it (under the watchdog: timeout and heartbeat)."""
         self.start()
-        return self._watchdog.call(what)
+        llm, watchdog = self.llm, self._watchdog
+        if llm is None or watchdog is None:
+            raise RuntimeError(f"VLLMRollout: the engine is not running for {what}")
+        with watchdog.call(what):
+            yield llm
 
     def _weights_changed(self) -> None:
         """Drop the prefix cache: vLLM keys cached prompt KV by token ids only, so after a weight
         change a prompt would reuse KV computed under the old weights (every ES member would see
         the prompt as the first member to process it did; GRPO and evaluations the previous
         weights'). Prompts are prefilled again under the weights being served."""
-        with self._call("reset_prefix_cache"):
-            reset = self.llm.reset_prefix_cache()
+        with self._call("reset_prefix_cache") as llm:
+            reset = llm.reset_prefix_cache()
         if reset is False:
             raise RuntimeError("vLLM refused to reset its prefix cache after a weight change")
 
     def rpc(self, method: str, *args: Any) -> list[Any]:
         """Run ``WorkerExtension.method(*args)`` in every worker of the engine."""
-        with self._call(method):
-            return self.llm.collective_rpc(method, args=args)
+        with self._call(method) as llm:
+            return llm.collective_rpc(method, args=args)
 
     @property
     def engine_pids(self) -> list[int]:

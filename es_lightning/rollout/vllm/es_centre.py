@@ -47,11 +47,12 @@ class VLLMES(ESEngine):
         optimizer: OptimizerName = "sgd",
         optimizer_state: str | None = None,
     ) -> None:
-        files = (
-            list(weight_files)
-            if weight_files
-            else default_weight_files(self.model_path, revision=self.loading.revision)
-        )
+        if weight_files:
+            files = list(weight_files)
+        elif self.model_path is not None:
+            files = default_weight_files(self.model_path, revision=self.loading.revision)
+        else:
+            raise RuntimeError("VLLMRollout: call setup(model_path, device, dtype) before es_init")
         self.rpc("es_init", files, optimizer, optimizer_state)
         self._master_shapes = None
         self._restore_pending = False

@@ -10,7 +10,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from typing_extensions import override
@@ -22,6 +22,10 @@ from es_lightning.rollout.generation_options import check_known_kwargs
 from es_lightning.rollout.seeds import sample_seeds
 from es_lightning.rollout.vllm.engine import VLLMEngine, vllm_available
 from es_lightning.rollout.vllm.es_centre import VLLMES
+
+if TYPE_CHECKING:
+    from vllm.inputs import TokensPrompt
+    from vllm.logprobs import Logprob
 
 
 class VLLMRollout(VLLMEngine, Rollout, VLLMES):
@@ -55,14 +59,12 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMES):
 
     @override
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[RolloutOutput]:
-        from vllm.inputs import TokensPrompt
-
         self.start()
-        requests = [TokensPrompt(prompt_token_ids=list(p)) for p in prompts for _ in range(sampling.n)]
+        requests = [tokens_prompt(list(p)) for p in prompts for _ in range(sampling.n)]
         params = self.sampling_params(len(prompts), sampling)
         self._serve_centre()
-        with self._call("generate"):
-            results = self.llm.generate(requests, params, use_tqdm=False)
+        with self._call("generate") as llm:
+            results = llm.generate(requests, params, use_tqdm=False)
         outputs = []
         for i, prompt in enumerate(prompts):
             completions = []
@@ -70,7 +72,7 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMES):
                 ids = list(c.token_ids)
                 logps = None
                 if sampling.logprobs and c.logprobs is not None:
-                    logps = [step[t].logprob for t, step in zip(ids, c.logprobs)]
+                    logps = [token_logprob(step, t) for t, step in zip(ids, c.logprobs)]
                 finish = "stop" if c.finish_reason == "stop" else "length"
                 completions.append(
                     Completion(text=c.text, token_ids=ids, logprobs=logps, finish_reason=finish)
@@ -113,19 +115,20 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMES):
         self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
     ) -> list[list[float]]:
         from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
 
         if len(prompts) != len(responses):
             raise ValueError(f"score_logprobs: {len(prompts)} prompts but {len(responses)} responses")
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
-        requests = [TokensPrompt(prompt_token_ids=[*p, *r]) for p, r in zip(prompts, responses)]
+        requests = [tokens_prompt([*p, *r]) for p, r in zip(prompts, responses)]
         self._serve_centre()
-        with self._call("score_logprobs"):
-            results = self.llm.generate(requests, params, use_tqdm=False)
+        with self._call("score_logprobs") as llm:
+            results = llm.generate(requests, params, use_tqdm=False)
         out = []
         for p, r, result in zip(prompts, responses, results):
             ids, steps = [*p, *r], result.prompt_logprobs
-            out.append([steps[j][ids[j]].logprob for j in range(len(p), len(ids))])
+            if steps is None:
+                raise RuntimeError("VLLMRollout.score_logprobs: vLLM returned no prompt logprobs")
+            out.append([token_logprob(steps[j], ids[j]) for j in range(len(p), len(ids))])
         return out
 
     @override
@@ -188,3 +191,20 @@ def weight_chunks(
         size += nbytes
     if chunk:
         yield chunk
+
+
+def tokens_prompt(token_ids: list[int]) -> TokensPrompt:
+    """vLLM's request for the prompt ``token_ids`` (a ``TokensPrompt``, which is a plain dict).
+
+    Built as the dict itself: vLLM imports ``NotRequired`` from ``typing`` (Python 3.11+), so under
+    the 3.10 this project supports its optional keys read as required and the type checker refuses
+    ``TokensPrompt(prompt_token_ids=...)``."""
+    return cast("TokensPrompt", {"prompt_token_ids": token_ids})
+
+
+def token_logprob(position: dict[int, Logprob] | None, token: int) -> float:
+    """log π(``token``) at one position of vLLM's logprobs (``{token id: Logprob}``; vLLM gives
+    ``None`` only for a prompt's first token, which is never a response token)."""
+    if position is None:
+        raise RuntimeError(f"VLLMRollout: vLLM returned no logprobs at the position of token {token}")
+    return position[token].logprob

@@ -9,10 +9,15 @@ per bounded chunk of a load (:meth:`WorkerExtension.load_weights_from_file`).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol, cast
 
 import torch
 
 from es_lightning.rollout.vllm.lifeline import start_lifeline
+
+if TYPE_CHECKING:
+    from es_lightning.es.weights import OptimizerName
 
 _keep_cpu_weights_patched = False
 
@@ -78,8 +83,9 @@ def _rewind_cpu_generators_by_state() -> None:
             generators.update(hidden)
 
     sample_tokens_keeping_cpu_draws.rewinds_cpu_generators = True  # type: ignore[attr-defined]
-    GPUModelRunner.sample_tokens = sample_tokens_keeping_cpu_draws
-    GPUModelRunner._bookkeeping_sync = bookkeeping_sync_without_cpu_offsets
+    # setattr: the patched attributes are typed as their decorators (``inference_mode``), not functions
+    setattr(GPUModelRunner, "sample_tokens", sample_tokens_keeping_cpu_draws)  # noqa: B010
+    setattr(GPUModelRunner, "_bookkeeping_sync", bookkeeping_sync_without_cpu_offsets)  # noqa: B010
 
 
 try:
@@ -88,6 +94,13 @@ try:
 except ImportError:  # imported outside a vLLM install (docs, type checks)
     pass
 start_lifeline()  # in an engine process: end with the trainer (does nothing elsewhere)
+
+
+class _LoadsWeights(Protocol):
+    """What every vLLM model class has beyond ``torch.nn.Module``: a loader of HF-named tensors
+    (which no vLLM base class or protocol declares)."""
+
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]: ...
 
 
 class WorkerExtension:
@@ -107,9 +120,9 @@ class WorkerExtension:
         self._write(tensors.items(), refresh=refresh)
         return len(tensors)
 
-    def _write(self, named, refresh: bool = True) -> None:
+    def _write(self, named: Iterable[tuple[str, torch.Tensor]], refresh: bool = True) -> None:
         """Load HF-named tensors with the model's own loader, then (``refresh``) the CPU kernels."""
-        self._served_model().load_weights(weights=named)
+        cast("_LoadsWeights", self._served_model()).load_weights(weights=named)
         if refresh:
             self.refresh_cpu_kernels()
 
@@ -150,7 +163,7 @@ class WorkerExtension:
         return float(sum(p.detach().double().sum().item() for p in self._served_model().parameters()))
 
     # -- ES: the centre lives here as fp32 master weights --------------------------------------
-    def es_init(self, weight_files: list[str], optimizer: str, optimizer_state: str | None) -> int:
+    def es_init(self, weight_files: list[str], optimizer: OptimizerName, optimizer_state: str | None) -> int:
         """fp32 master (HF names) from ``weight_files``; optimizer state from a checkpoint file."""
         from es_lightning.es.weights import es_weights_from_files
 
@@ -161,7 +174,7 @@ class WorkerExtension:
             first.dtype,
             first.device,
             optimizer,
-            optimizer_state,  # type: ignore[arg-type]
+            optimizer_state,
         )
         self._es.restore()  # serve cast(master) from now on, whatever the file's dtype
         return len(self._es.master)
