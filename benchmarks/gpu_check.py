@@ -255,7 +255,8 @@ def run_es(device: torch.device, model_path: Path, s: Settings, grpo_follows: bo
     perturb_restore = []
     for k in range(3):  # one member's perturb + restore, synchronised
         _, t = timed(
-            device, lambda k=k: (rollout.es_perturb(12345 + k, 1.0, strategy.sigma), rollout.es_restore())
+            device,
+            lambda k=k: (rollout.es_perturb(12345 + k, 1.0, strategy.settings.sigma), rollout.es_restore()),
         )
         perturb_restore.append(t)
     per_member_pr = statistics.median(perturb_restore)
@@ -347,14 +348,16 @@ def _forced_update(strategy: Any, rollout: Any, step: int) -> Any:
 
     population = strategy.population(0, step)
     rewards = np.random.default_rng(step).normal(size=population.size)
-    coeffs = member_coefficients(population, rewards, strategy.normalization)
-    accumulated = accumulates(strategy.update, strategy.normalization, strategy.reward_control)
+    settings = strategy.settings
+    coeffs = member_coefficients(population, rewards, settings.normalization)
+    accumulated = accumulates(settings.update, settings.normalization, settings.reward_control)
     if accumulated:
         rollout.es_accumulate(True)
-        rollout.es_perturb(*population.members[0], strategy.sigma)
+        rollout.es_perturb(*population.members[0], settings.sigma)
         rollout.es_record_reward(float(rewards[0]))
         rollout.es_restore()
-    return lambda: take_update(strategy, rollout, coeffs, rewards, accumulated)
+    lr, normalization = settings.learning_rate, settings.normalization
+    return lambda: take_update(strategy, rollout, coeffs, rewards, accumulated, lr, normalization)
 
 
 def run_grpo(device: torch.device, model_path: Path, s: Settings) -> dict[str, Any]:

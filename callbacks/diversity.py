@@ -41,11 +41,13 @@ from es_lightning.errors import ConfigError
 from es_lightning.es.diversity import excess_diversity
 from es_lightning.es.theory import alignment_covariance, mixture_weights, transfer_error
 from es_lightning.es.update import Population
+from es_lightning.strategies.es import ESStrategy
 from es_lightning.training.callbacks import Callback
 
 if TYPE_CHECKING:
     from es_lightning.rollout.base import SamplingConfig
     from es_lightning.strategies.base import PopulationResult
+    from es_lightning.strategies.es_settings import ESSettings
     from es_lightning.training.trainer import Trainer
 
 
@@ -120,14 +122,14 @@ class PopulationDiversity(Callback):
             return
         members, copies = pending["members"], pending["copies"]
         metrics = excess_diversity(members, copies)
-        strategy = trainer.reasoning_strategy
+        settings = es_settings(trainer)
         if population.z is not None:
             z = np.asarray(population.z, dtype=np.float64)
             metrics["diversity/alignment_cov"] = alignment_covariance(z, members)
-            if strategy.optimizer == "sgd" and trainer.fabric.is_global_zero:  # type: ignore[attr-defined]
+            if settings.optimizer == "sgd" and trainer.fabric.is_global_zero:
                 sampling = replace(pending["sampling"], seed=pending["centre_seed"])
                 after = self._rates(trainer, pending["rows"], pending["prompt_ids"], sampling)
-                weights = mixture_weights(z, strategy.learning_rate, strategy.sigma)  # type: ignore[attr-defined]
+                weights = mixture_weights(z, settings.learning_rate, settings.sigma)
                 clip = 1.0 / (2.0 * (sampling.n + 1))
                 metrics.update(transfer_error(weights, members, copies.mean(axis=0), after, clip))
         trainer.log(metrics, step=step)
@@ -143,12 +145,12 @@ class PopulationDiversity(Callback):
             or (total is not None and update >= total)
         ):
             return
-        strategy: Any = trainer.reasoning_strategy
+        settings = es_settings(trainer)
         cfg, module, engine = trainer.config, trainer.module, trainer.rollout
-        n = strategy.population_size
-        population = Population.sample(cfg.seed, update, n, strategy.estimator == "antithetic")
-        seeds = probe_sampling_seeds(self.seed, update, n, strategy.member_sampling_seeds)
-        common = strategy.member_sampling_seeds == "common"
+        n = settings.population_size
+        population = Population.sample(cfg.seed, update, n, settings.antithetic)
+        seeds = probe_sampling_seeds(self.seed, update, n, settings.member_sampling_seeds)
+        common = settings.member_sampling_seeds == "common"
         rows = self.prompts.rows(cfg.batch_size, cfg.seed, cfg.data_offset + update)
         prompt_ids = module.encode(rows)
         sampling = self._sampling(module.train_sampling)
@@ -157,7 +159,7 @@ class PopulationDiversity(Callback):
         copies = torch.zeros(n, len(rows), dtype=torch.float64)
         for i in range(rank, n, world):
             seed, sign = population.members[i]
-            engine.es_perturb(seed, sign, strategy.sigma)
+            engine.es_perturb(seed, sign, settings.sigma)
             members[i] = torch.from_numpy(
                 self._rates(trainer, rows, prompt_ids, replace(sampling, seed=seeds[i]))
             )
@@ -197,3 +199,11 @@ class PopulationDiversity(Callback):
         trainer: Trainer, rows: list[dict[str, Any]], prompt_ids: list[list[int]], sampling: Any
     ) -> np.ndarray:
         return success_rates(trainer.module, rows, trainer.rollout.generate(prompt_ids, sampling))
+
+
+def es_settings(trainer: Trainer) -> ESSettings:
+    """The settings of the ES strategy whose populations are probed."""
+    strategy = trainer.reasoning_strategy
+    if not isinstance(strategy, ESStrategy):
+        raise TypeError(f"PopulationDiversity: probes ES populations, not {type(strategy).__name__}'s")
+    return strategy.settings

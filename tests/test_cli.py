@@ -86,7 +86,8 @@ def test_fit_recipe_parses_builds_and_takes_overrides(recipe, tmp_path):
     strategies = [fit.strategy] if fit.stages is None else [s.strategy for s in fit.stages]
     for strategy in strategies:
         if isinstance(strategy, ESStrategy):
-            assert (strategy.population_size, strategy.sigma, strategy.learning_rate) == (32, 1.5e-3, 2.5e-4)
+            settings = strategy.settings
+            assert (settings.population_size, settings.sigma, settings.learning_rate) == (32, 1.5e-3, 2.5e-4)
         else:
             assert isinstance(strategy, GRPOStrategy) and strategy.settings.group_size == 8
     if fit.stages is not None:
@@ -346,8 +347,9 @@ def test_population_size_recipes_sweep_n(recipe, tmp_path):
         "--trainer.output_dir",
         str(tmp_path),
     )
-    assert init.fit.strategy.population_size == 8 and init.fit.trainer.output_dir == str(tmp_path)
-    assert (init.fit.strategy.sigma, init.fit.strategy.learning_rate) == (1.5e-3, 2.5e-4)
+    settings = init.fit.strategy.settings
+    assert settings.population_size == 8 and init.fit.trainer.output_dir == str(tmp_path)
+    assert (settings.sigma, settings.learning_rate) == (1.5e-3, 2.5e-4)
 
 
 def test_eval_tasks_take_a_suite_name_or_a_list_of_them():

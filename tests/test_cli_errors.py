@@ -68,9 +68,12 @@ def _refused(tmp_path: Path, recipe: Path, *overrides: str) -> str:
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        (["--strategy.init_args.sigma", "-1"], ["ESStrategy: sigma must be > 0, got -1.0"]),
-        (["--strategy.init_args.learning_rate", "0"], ["ESStrategy: learning_rate must be > 0, got 0.0"]),
-        (["--strategy.init_args.population_size", "1"], ["population_size must be >= 2", "got 1"]),
+        (["--strategy.init_args.sigma", "-1"], ["ESStrategy: invalid sigma=-1.0 (must be > 0)"]),
+        (
+            ["--strategy.init_args.learning_rate", "0"],
+            ["ESStrategy: invalid learning_rate=0.0 (must be > 0)"],
+        ),
+        (["--strategy.init_args.population_size", "1"], ["invalid population_size=1 (must be >= 2"]),
         (["--trainer.batch_size", "0"], ["trainer.batch_size must be >= 1, got 0"]),
         (
             ["--evaluation.ks", "[1, 4]"],
@@ -160,4 +163,4 @@ def test_debug_shows_the_traceback(tmp_path, recipe):
     args = ["fit", "--config", str(recipe), "--strategy.init_args.sigma", "-1"]
     proc = _cli(tmp_path, "--debug", *args)
     assert proc.returncode != 0 and "Traceback" in proc.stderr
-    assert "ConfigError: ESStrategy: sigma must be > 0" in proc.stderr
+    assert "ConfigError: ESStrategy: invalid sigma=-1.0 (must be > 0)" in proc.stderr

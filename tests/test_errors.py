@@ -41,7 +41,7 @@ def test_find_config_error_follows_causes_and_contexts():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--strategy.init_args.sigma", "-1"], "ESStrategy: sigma must be > 0, got -1.0"),
+        (["--strategy.init_args.sigma", "-1"], "ESStrategy: invalid sigma=-1.0 (must be > 0)"),
         (["--evaluation.ks", "[1, 8]"], "evaluation.ks [8] out of range 1..num_samples=4"),
         (["--trainer.epochs", "0"], "trainer.epochs must be > 0, got 0.0"),
     ],
@@ -61,12 +61,12 @@ def test_main_prints_one_line_and_returns_2(capsys, monkeypatch):
     assert main(argv) == 2
     err = capsys.readouterr().err  # (building the built-in model may print its progress first)
     assert err.endswith("\n") and err.splitlines()[-1] == (
-        "es-lightning: error: ESStrategy: sigma must be > 0, got 0.0"
+        "es-lightning: error: ESStrategy: invalid sigma=0.0 (must be > 0)"
     )
     monkeypatch.setenv("ES_LIGHTNING_DEBUG", "1")
     with pytest.raises(ValueError) as err:  # --debug: the error as raised, its whole chain shown
         main(argv)
-    assert "sigma must be > 0" in str(find_config_error(err.value))
+    assert "sigma=0.0 (must be > 0)" in str(find_config_error(err.value))
 
 
 def test_debug_is_asked_before_the_subcommand_or_by_the_environment(monkeypatch):

@@ -122,7 +122,7 @@ def main() -> None:
             fabric.barrier()
             generate_cached_s = time.perf_counter() - t0
         for update in updates if step % 2 == 0 else updates[::-1]:
-            strategy.update = update
+            strategy.settings = replace(strategy.settings, update=update)
             c0 = cpu_s()
             fabric.barrier()
             t0 = time.perf_counter()
@@ -218,8 +218,9 @@ def _forced_update(fabric, strategy, rollout, step: int, sigma: float, cpu_s) ->
 
     population = strategy.population(0, step)
     rewards = np.random.default_rng(step).normal(size=population.size)
-    coeffs = member_coefficients(population, rewards, strategy.normalization)
-    accumulated = accumulates(strategy.update, strategy.normalization, strategy.reward_control)
+    settings = strategy.settings
+    coeffs = member_coefficients(population, rewards, settings.normalization)
+    accumulated = accumulates(settings.update, settings.normalization, settings.reward_control)
     if accumulated:
         rollout.es_accumulate(True)
         rollout.es_perturb(*population.members[strategy.global_rank], sigma)
@@ -228,7 +229,9 @@ def _forced_update(fabric, strategy, rollout, step: int, sigma: float, cpu_s) ->
     c0 = cpu_s()
     fabric.barrier()
     t0 = time.perf_counter()
-    take_update(strategy, rollout, coeffs, rewards, accumulated)
+    take_update(
+        strategy, rollout, coeffs, rewards, accumulated, settings.learning_rate, settings.normalization
+    )
     fabric.barrier()
     return time.perf_counter() - t0, cpu_s() - c0
 

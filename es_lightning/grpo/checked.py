@@ -9,13 +9,15 @@ names every bad one at once (``group_size=1 (must be >= 2); clip_eps=2.0 (must b
 :func:`refuse_invalid` raises it as a :class:`~es_lightning.errors.ConfigError`, as a dataclass's
 ``__post_init__`` does. :func:`settings_help` turns the fields' docstrings into a Google-style
 ``Args:`` section, so a constructor that takes the settings one by one documents them in
-``--help`` without writing them again.
+``--help`` without writing them again; :func:`plain_values` gives them back as ``hparams.yaml``
+records them. GRPO's settings and loss and ES's settings (``es_lightning.strategies.es_settings``)
+are built on these.
 """
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import Field, field, fields, is_dataclass
 from typing import Any, TypeVar
 
@@ -31,6 +33,14 @@ def checked(default: T, ok: Callable[[Any], bool], rule: str) -> T:
     """A dataclass field with ``default`` whose values must pass ``ok``; ``rule`` says what is
     accepted (``">= 2"``, ``"in (0, 1)"``) in the error that names a bad value."""
     return field(default=default, metadata={CHECK: (ok, rule)})
+
+
+def one_of(default: T, choices: Sequence[Any]) -> T:
+    """A :func:`checked` field with ``default`` whose values must be one of ``choices`` (named in
+    the error: ``"must be zscore, rank or none"``)."""
+    names = [str(c) for c in choices]
+    rule = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    return checked(default, lambda value: value in choices, rule)
 
 
 def _shown(value: Any) -> Any:
@@ -67,6 +77,20 @@ def refuse_invalid(owner: str, values: Mapping[str, Any], *classes: type) -> Non
 def field_values(settings: Any) -> dict[str, Any]:
     """``{field name: value}`` of a settings dataclass instance (shallow: nested dataclasses stay)."""
     return {f.name: getattr(settings, f.name) for f in fields(settings)}
+
+
+def plain_values(settings: Any) -> dict[str, Any]:
+    """``{field name: plain value}`` of a settings dataclass instance, as YAML writes it (tuples as
+    lists, nested dataclasses as mappings): what ``hparams.yaml`` records."""
+    return {name: _plain(value) for name, value in field_values(settings).items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return plain_values(value)
+    return value
 
 
 def field_docs(*classes: type) -> dict[str, str]:

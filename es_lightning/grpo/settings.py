@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields
 from typing import Any, get_args
 
 from es_lightning.grpo.advantages import ADVANTAGE_MODES, AdvantageMode
-from es_lightning.grpo.checked import checked, field_values, refuse_invalid
+from es_lightning.grpo.checked import checked, field_values, plain_values, refuse_invalid
 from es_lightning.grpo.lora import LoRASettings
 from es_lightning.grpo.loss import GRPOLoss
 from es_lightning.grpo.schedule import Schedule
@@ -84,13 +84,5 @@ def build_settings(values: Mapping[str, Any]) -> tuple[GRPOSettings, GRPOLoss]:
 def settings_hparams(settings: GRPOSettings, loss: GRPOLoss) -> dict[str, Any]:
     """``{setting name: plain value}`` of every GRPO setting, once each (tuples as lists, ``lora``
     as a mapping), as ``hparams.yaml`` records them."""
-    values = {**field_values(settings), **field_values(loss)}
-    return {name: _plain(values[name]) for name in SETTING_NAMES}
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return list(value)
-    if is_dataclass(value) and not isinstance(value, type):
-        return {k: _plain(v) for k, v in field_values(value).items()}
-    return value
+    values = {**plain_values(settings), **plain_values(loss)}
+    return {name: values[name] for name in SETTING_NAMES}

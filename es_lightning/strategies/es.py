@@ -56,7 +56,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -72,13 +72,21 @@ from es_lightning.es.lowrank import Perturbation
 from es_lightning.es.noise import seed_schedule
 from es_lightning.es.normalize import Normalization, normalize_rewards
 from es_lightning.es.update import AntitheticBudget, Population, kappa_pair, member_coefficients
+from es_lightning.es.weights import OptimizerName
+from es_lightning.grpo.checked import plain_values, settings_help
 from es_lightning.rollout.base import Rollout
 from es_lightning.rollout.es_engine import ESEngine
 from es_lightning.rollout.population_engine import PopulationEngine
 from es_lightning.rollout.seeds import spaced_seeds
 from es_lightning.strategies.base import PopulationResult, ReasoningStrategy, Row, StepResult
 from es_lightning.strategies.es_members import MemberResults, evaluate_members, evaluate_population
-from es_lightning.strategies.es_settings import check_es_settings
+from es_lightning.strategies.es_settings import (
+    SETTING_NAMES,
+    ESSettings,
+    Estimator,
+    MemberRollouts,
+    MemberSamplingSeeds,
+)
 from es_lightning.strategies.es_update import UpdateMode, accumulates, take_update
 from es_lightning.strategies.metrics import gather_values, member_metrics, response_metrics, reward_metrics
 from es_lightning.weight_files import weight_files
@@ -96,48 +104,11 @@ OPTIMIZER_FILE = "optimizer.pt"
 class ESStrategy(ReasoningStrategy, DDPStrategy):
     """Evolution Strategies on the rollout engine of every rank.
 
+    The settings are :class:`~es_lightning.strategies.es_settings.ESSettings`'s fields
+    (``self.settings``), taken here one by one as the recipes' ``strategy.init_args``; their
+    documentation below is the fields' docstrings.
+
     Args:
-        population_size: N, perturbations per update (split over the ranks; >= 2, even for
-            ``antithetic``).
-        sigma: σ, the perturbation scale (> 0).
-        learning_rate: α, the step size (it absorbs 1/σ; > 0).
-        normalization: how rewards are normalised within the population.
-        estimator: ``one_point`` (N seeds, the default) or ``antithetic`` (±ε pairs).
-        antithetic_budget: what ``antithetic`` holds equal to a one-point population of N:
-            ``rollouts`` (the default: N members = N/2 directions × ±, the same generations) or
-            ``directions`` (N directions × ± = 2N members: the same noise draws and update cost,
-            twice the generations). The update's 1/N is over the members in both.
-        responses_per_prompt: responses generated per prompt for each member.
-        member_sampling_seeds: ``common`` (every member samples with the same seed: common random
-            numbers, the default) or ``independent`` (a seed per member), e.g. to measure κ_pair.
-        member_rollouts: ``regenerate`` (each member generates its own responses: the paper) or
-            ``fixed`` (the centre samples once per update and every member re-scores those
-            responses, see :mod:`es_lightning.es.rescoring`), e.g. to measure κ_pair.
-        optimizer: ``sgd`` (plain ES, the paper) or ``adam`` on the ES direction.
-        update: ``accumulate`` (the default): each member's ε, drawn for its perturbation, is
-            folded into running sums once R_i is known, and the update reads them (z-score and no
-            normalisation, true rewards; three fp32 master-sized buffers per rank, 18.5 GB at
-            1.5B parameters); ``redraw``: the update draws every ε again from its seed (no extra
-            memory; also what rank normalisation and ``reward_control: permuted`` use). The two
-            differ only in the order of float32 sums.
-        reward_control: ``none`` (the default) or ``permuted``: each update shuffles the N member
-            rewards among the members (a permutation drawn from (run seed, update), replayed on
-            resume) before normalising them: a zero-signal control run with the same compute. The
-            logged ``train/``/``es/member_`` metrics and the population's ``rewards`` stay the
-            true ones; the population's ``z`` are the ones the update applied.
-        signal_window: the no-signal warning judges the last this many updates (``None``: no
-            warning). The window restarts when a run resumes.
-        signal_threshold: a window whose mean ``es/reward_reliability`` is below this (in
-            [−1, 1]) has no signal, as has one in which most updates were skipped.
-        checksum_tolerance: largest allowed difference of the centre's checksum across ranks
-            (0: bit-identical, the default).
-        perturbation: ``full`` (the default: a full-rank ε_i per tensor, the paper) or ``lowrank``
-            (EGGROLL: every weight matrix W (d_out × d_in) moves by σ·A_i B_iᵀ/√r, A_i (d_out × r)
-            and B_i (d_in × r) standard normal from the tensor's (seed, name) generator; 1-D tensors
-            (norm weights, biases) are neither perturbed nor updated; the update is
-            α·(1/N)·Σ z_i A_i B_iᵀ/√r, drawn again from the seeds; the transformers rollout
-            generates all of a rank's members in one call; the vLLM rollout refuses it).
-        rank: r, the rank of the low-rank directions (>= 1; ``perturbation: lowrank`` only).
         process_group_backend: ``gloo``/``nccl``; default: NCCL on GPU, gloo on CPU.
     """
 
@@ -145,63 +116,37 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
 
     def __init__(
         self,
-        population_size: int = 32,
-        sigma: float = 1.5e-3,
-        learning_rate: float = 2.5e-4,
-        normalization: Literal["zscore", "rank", "none"] = "zscore",
-        estimator: Literal["one_point", "antithetic"] = "one_point",
-        antithetic_budget: AntitheticBudget = "rollouts",
-        responses_per_prompt: int = 1,
-        member_sampling_seeds: Literal["common", "independent"] = "common",
-        member_rollouts: Literal["regenerate", "fixed"] = "regenerate",
-        optimizer: Literal["sgd", "adam"] = "sgd",
-        update: UpdateMode = "accumulate",
-        reward_control: RewardControl = "none",
-        signal_window: int | None = 20,
-        signal_threshold: float = 0.1,
-        checksum_tolerance: float = 0.0,
-        perturbation: Perturbation = "full",
-        rank: int = 1,
+        population_size: int = ESSettings.population_size,
+        sigma: float = ESSettings.sigma,
+        learning_rate: float = ESSettings.learning_rate,
+        normalization: Normalization = ESSettings.normalization,
+        estimator: Estimator = ESSettings.estimator,
+        antithetic_budget: AntitheticBudget = ESSettings.antithetic_budget,
+        responses_per_prompt: int = ESSettings.responses_per_prompt,
+        member_sampling_seeds: MemberSamplingSeeds = ESSettings.member_sampling_seeds,
+        member_rollouts: MemberRollouts = ESSettings.member_rollouts,
+        optimizer: OptimizerName = ESSettings.optimizer,
+        update: UpdateMode = ESSettings.update,
+        reward_control: RewardControl = ESSettings.reward_control,
+        signal_window: int | None = ESSettings.signal_window,
+        signal_threshold: float = ESSettings.signal_threshold,
+        checksum_tolerance: float = ESSettings.checksum_tolerance,
+        perturbation: Perturbation = ESSettings.perturbation,
+        rank: int = ESSettings.rank,
         process_group_backend: str | None = None,
     ) -> None:
-        check_es_settings(
-            population_size=population_size,
-            sigma=sigma,
-            learning_rate=learning_rate,
-            normalization=normalization,
-            estimator=estimator,
-            antithetic_budget=antithetic_budget,
-            responses_per_prompt=responses_per_prompt,
-            member_sampling_seeds=member_sampling_seeds,
-            member_rollouts=member_rollouts,
-            optimizer=optimizer,
-            update=update,
-            reward_control=reward_control,
-            signal_window=signal_window,
-            signal_threshold=signal_threshold,
-            checksum_tolerance=checksum_tolerance,
-            perturbation=perturbation,
-            rank=rank,
-        )
+        given = dict(locals())  # the arguments as passed, in the signature's order
+        self.settings = ESSettings(**{k: v for k, v in given.items() if k in SETTING_NAMES})
         # no DDP options: the model is never wrapped, the process group only carries seeds and rewards
         super().__init__(process_group_backend=process_group_backend)
-        self.population_size = population_size
-        self.sigma = sigma
-        self.learning_rate = learning_rate
-        self.normalization: Normalization = normalization
-        self.estimator = estimator
-        self.antithetic_budget: AntitheticBudget = antithetic_budget
-        self.responses_per_prompt = responses_per_prompt
-        self.member_sampling_seeds: Literal["common", "independent"] = member_sampling_seeds
-        self.member_rollouts = member_rollouts
-        self.optimizer: Literal["sgd", "adam"] = optimizer
-        self.update = update
-        self.reward_control: RewardControl = reward_control
-        self.signal_window, self.signal_threshold = signal_window, signal_threshold
-        self._signal = None if signal_window is None else SignalMonitor(signal_window, signal_threshold)
-        self.checksum_tolerance = checksum_tolerance
-        self.perturbation: Perturbation = perturbation
-        self.rank = rank
+        window, threshold = self.settings.signal_window, self.settings.signal_threshold
+        self._signal = None if window is None else SignalMonitor(window, threshold)
+
+    @override
+    def hparams(self) -> dict[str, Any]:
+        """Every setting (:class:`~es_lightning.strategies.es_settings.ESSettings`'s fields) and the
+        process group backend."""
+        return {**plain_values(self.settings), "process_group_backend": self._process_group_backend}
 
     @classmethod
     @override
@@ -223,7 +168,8 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
                 f"ESStrategy: rollout {type(rollout).__name__} cannot run ES; it generates only. Use a "
                 "rollout that implements es_lightning.rollout.es_engine.ESEngine (VLLMRollout, HFRollout)"
             )
-        if self.perturbation == "lowrank" and not isinstance(rollout, PopulationEngine):
+        settings = self.settings
+        if settings.perturbation == "lowrank" and not isinstance(rollout, PopulationEngine):
             raise ConfigError(
                 f"ESStrategy: perturbation: lowrank needs a rollout that serves low-rank members "
                 f"(es_lightning.rollout.hf.HFRollout); {type(rollout).__name__} serves perturbation: "
@@ -235,9 +181,9 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             else weight_files(module.model, revision=module.loading.revision)
         )
         state = resume.state_dir(self.strategy_name) / OPTIMIZER_FILE if resume is not None else None
-        rollout.es_init(files, self.optimizer, str(state) if state and state.is_file() else None)
+        rollout.es_init(files, settings.optimizer, str(state) if state and state.is_file() else None)
         if isinstance(rollout, PopulationEngine):
-            rollout.es_use_lowrank(self.rank if self.perturbation == "lowrank" else None)
+            rollout.es_use_lowrank(settings.rank if settings.perturbation == "lowrank" else None)
 
     @override
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
@@ -255,8 +201,10 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
 
     def population(self, run_seed: int, step: int) -> Population:
         """The members of update ``step``: a pure function of (run seed, step) and the settings."""
-        antithetic = self.estimator == "antithetic"
-        return Population.sample(run_seed, step, self.population_size, antithetic, self.antithetic_budget)
+        settings = self.settings
+        return Population.sample(
+            run_seed, step, settings.population_size, settings.antithetic, settings.antithetic_budget
+        )
 
     @override
     def training_step(
@@ -270,18 +218,20 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
     ) -> StepResult:
         """One ES update on the mini-batch ``rows``; returns the metrics and the population."""
         engine = cast("ESRollout", rollout)  # prepare() refused any other rollout
-        population = self.population(run_seed, step)
-        accumulated = accumulates(self.update, self.normalization, self.reward_control, self.perturbation)
+        settings, population = self.settings, self.population(run_seed, step)
+        accumulated = accumulates(
+            settings.update, settings.normalization, settings.reward_control, settings.perturbation
+        )
         engine.es_accumulate(accumulated)  # before the first member: each ε is kept until R_i is known
         local = self._evaluate(engine, module, rows, population, run_seed, step, accumulated)
         gathered = self._gather(local)
-        update_rewards = controlled_rewards(gathered.rewards, self.reward_control, run_seed, step)  # (M,)
-        coeffs = member_coefficients(population, update_rewards, self.normalization)
+        update_rewards = controlled_rewards(gathered.rewards, settings.reward_control, run_seed, step)  # (M,)
+        coeffs = member_coefficients(population, update_rewards, settings.normalization)
         update_norm = self._update(engine, coeffs, update_rewards, accumulated, local)
         self._check_agreement(engine.es_checksum())
         metrics = self._metrics(gathered, local, population, update_norm, skipped=coeffs is None)
         self._watch_signal(metrics)
-        z = None if coeffs is None else normalize_rewards(update_rewards, self.normalization)
+        z = None if coeffs is None else normalize_rewards(update_rewards, settings.normalization)
         return StepResult(metrics, gathered.population_result(population, z, rows), local.samples)
 
     def _update(
@@ -298,8 +248,9 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         fold_s = engine.es_fold_seconds() if accumulated else 0.0
         local.timings["perturb_restore"] -= fold_s
         local.timings["update"] = fold_s
+        lr, normalization = self.settings.learning_rate, self.settings.normalization
         with local.timed("update"):
-            return take_update(self, engine, coeffs, update_rewards, accumulated)
+            return take_update(self, engine, coeffs, update_rewards, accumulated, lr, normalization)
 
     def _evaluate(
         self,
@@ -313,13 +264,14 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
     ) -> MemberResults:
         """This rank's members (i ≡ rank mod world size): low-rank ones in one generation call,
         others one after another."""
+        settings = self.settings
         members = range(self.global_rank, population.size, self.world_size)
-        sampling = replace(module.train_sampling, n=self.responses_per_prompt)
-        seeds = member_sampling_seeds(run_seed, step, population.size, self.member_sampling_seeds)
-        if self.perturbation == "lowrank" and self.member_rollouts == "regenerate":
+        sampling = replace(module.train_sampling, n=settings.responses_per_prompt)
+        seeds = member_sampling_seeds(run_seed, step, population.size, settings.member_sampling_seeds)
+        if settings.perturbation == "lowrank" and settings.member_rollouts == "regenerate":
             batched = cast("PopulationEngine", engine)
             return evaluate_population(
-                batched, module, rows, population, members, sampling, seeds, self.sigma
+                batched, module, rows, population, members, sampling, seeds, settings.sigma
             )
         return evaluate_members(
             engine,
@@ -329,8 +281,8 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             members=members,
             sampling=sampling,
             sampling_seeds=seeds,
-            sigma=self.sigma,
-            fixed_rollouts=self.member_rollouts == "fixed",
+            sigma=settings.sigma,
+            fixed_rollouts=settings.member_rollouts == "fixed",
             record_rewards=accumulated,
             keeps_centre_samples=self.global_rank == 0,
         )
@@ -357,7 +309,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             "time/tokens_per_s": gathered.tokens / max(local.timings["generate"], 1e-9),
             **{f"time/{k}": v for k, v in local.timings.items()},
         }
-        if self.estimator == "antithetic":
+        if self.settings.antithetic:
             metrics["es/kappa_pair"] = kappa_pair(gathered.rewards, population)
         return metrics
 
@@ -382,10 +334,15 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             return
         gathered = self.all_gather(torch.tensor([checksum], dtype=torch.float64, device=self.root_device))
         values = gathered.flatten().cpu().tolist()
-        if max(values) - min(values) > self.checksum_tolerance:
+        if max(values) - min(values) > self.settings.checksum_tolerance:
             raise RuntimeError(
                 f"ESStrategy: the ranks' centres disagree after the update (checksums {values})"
             )
+
+
+ESStrategy.__doc__ = (ESStrategy.__doc__ or "").replace(
+    "    Args:\n", "    Args:\n" + settings_help(ESSettings), 1
+)
 
 
 @dataclass
@@ -413,7 +370,7 @@ class Gathered:
 
 
 def member_sampling_seeds(
-    run_seed: int, step: int, population_size: int, mode: Literal["common", "independent"]
+    run_seed: int, step: int, population_size: int, mode: MemberSamplingSeeds
 ) -> list[int]:
     """The sampling seed of every member of update ``step``: one seed for all (``common``), or a
     seed each (``independent``) whose streams never meet (:func:`~es_lightning.rollout.seeds.spaced_seeds`);

@@ -1,71 +1,114 @@
-"""ESStrategy's settings checked before any work: the first bad one is named with what is accepted."""
+"""ES's settings: :class:`ESSettings`, each field written once with its default, its check and its
+docstring (:mod:`es_lightning.grpo.checked`).
+
+The ES strategy takes the settings one by one (its constructor's keyword arguments are the recipes'
+``strategy.init_args``, defaulting to these fields); building :class:`ESSettings` checks them all,
+naming every bad one at once, before anything starts, and :func:`~es_lightning.grpo.checked.plain_values`
+gives them back for ``hparams.yaml``.
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
+from typing import Literal, get_args
 
 from es_lightning.errors import ConfigError
-from es_lightning.es.control import REWARD_CONTROLS
-from es_lightning.es.lowrank import PERTURBATIONS
-from es_lightning.es.update import ANTITHETIC_BUDGETS
-from es_lightning.strategies.es_update import UPDATE_MODES
+from es_lightning.es.control import REWARD_CONTROLS, RewardControl
+from es_lightning.es.lowrank import PERTURBATIONS, Perturbation
+from es_lightning.es.normalize import Normalization
+from es_lightning.es.update import ANTITHETIC_BUDGETS, AntitheticBudget
+from es_lightning.es.weights import OptimizerName
+from es_lightning.grpo.checked import checked, field_values, one_of, refuse_invalid
+from es_lightning.strategies.es_update import UPDATE_MODES, UpdateMode
+
+Estimator = Literal["one_point", "antithetic"]
+MemberSamplingSeeds = Literal["common", "independent"]
+MemberRollouts = Literal["regenerate", "fixed"]
 
 
-def check_es_settings(
-    *,
-    population_size: int,
-    sigma: float,
-    learning_rate: float,
-    normalization: str,
-    estimator: str,
-    antithetic_budget: str,
-    responses_per_prompt: int,
-    member_sampling_seeds: str,
-    member_rollouts: str,
-    optimizer: str,
-    update: str,
-    reward_control: str,
-    signal_window: int | None,
-    signal_threshold: float,
-    checksum_tolerance: float,
-    perturbation: str = "full",
-    rank: int = 1,
-) -> None:
-    """Refuse nonsensical ES settings, naming the first bad one and what is accepted."""
-    choices = {
-        "normalization": (normalization, ("zscore", "rank", "none")),
-        "estimator": (estimator, ("one_point", "antithetic")),
-        "antithetic_budget": (antithetic_budget, ANTITHETIC_BUDGETS),
-        "member_sampling_seeds": (member_sampling_seeds, ("common", "independent")),
-        "member_rollouts": (member_rollouts, ("regenerate", "fixed")),
-        "optimizer": (optimizer, ("sgd", "adam")),
-        "update": (update, UPDATE_MODES),
-        "reward_control": (reward_control, REWARD_CONTROLS),
-        "perturbation": (perturbation, PERTURBATIONS),
-    }
-    for name, (value, allowed) in choices.items():
-        if value not in allowed:
-            raise ConfigError(f"ESStrategy: unknown {name} {value!r}; use {', '.join(allowed)}")
-    if population_size < 2:
-        raise ConfigError(
-            f"ESStrategy: population_size must be >= 2 (z-scores of one reward are undefined), "
-            f"got {population_size}"
-        )
-    if estimator == "antithetic" and antithetic_budget == "rollouts" and population_size % 2:
-        raise ConfigError(
-            f"ESStrategy: antithetic needs an even population_size (N/2 directions × ±), got "
-            f"{population_size}; or antithetic_budget: directions (N directions, 2N members)"
-        )
-    for name, value in (("sigma", sigma), ("learning_rate", learning_rate)):
-        if not (math.isfinite(value) and value > 0):
-            raise ConfigError(f"ESStrategy: {name} must be > 0, got {value}")
-    if responses_per_prompt < 1:
-        raise ConfigError(f"ESStrategy: responses_per_prompt must be >= 1, got {responses_per_prompt}")
-    if signal_window is not None and signal_window < 1:
-        raise ConfigError(f"ESStrategy: signal_window must be >= 1 or null, got {signal_window}")
-    if not -1.0 <= signal_threshold <= 1.0:
-        raise ConfigError(f"ESStrategy: signal_threshold must be in [-1, 1], got {signal_threshold}")
-    if not checksum_tolerance >= 0:
-        raise ConfigError(f"ESStrategy: checksum_tolerance must be >= 0, got {checksum_tolerance}")
-    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-        raise ConfigError(f"ESStrategy: rank must be an integer >= 1 (the rank r of A·Bᵀ), got {rank!r}")
+def _positive(value: float) -> bool:
+    return math.isfinite(value) and value > 0
+
+
+def _whole_rank(r: int) -> bool:
+    return isinstance(r, int) and not isinstance(r, bool) and r >= 1
+
+
+@dataclass(frozen=True)
+class ESSettings:
+    """How ES perturbs, scores and steps (symbols as in :mod:`es_lightning.strategies.es`)."""
+
+    population_size: int = checked(32, lambda n: n >= 2, ">= 2: z-scores of one reward are undefined")
+    """N, perturbations per update (split over the ranks; >= 2, even for ``antithetic``)."""
+    sigma: float = checked(1.5e-3, _positive, "> 0")
+    """σ, the perturbation scale (> 0)."""
+    learning_rate: float = checked(2.5e-4, _positive, "> 0")
+    """α, the step size (it absorbs 1/σ; > 0)."""
+    normalization: Normalization = one_of("zscore", get_args(Normalization))
+    """how rewards are normalised within the population."""
+    estimator: Estimator = one_of("one_point", get_args(Estimator))
+    """``one_point`` (N seeds, the default) or ``antithetic`` (±ε pairs)."""
+    antithetic_budget: AntitheticBudget = one_of("rollouts", ANTITHETIC_BUDGETS)
+    """what ``antithetic`` holds equal to a one-point population of N: ``rollouts`` (the default: N
+    members = N/2 directions × ±, the same generations) or ``directions`` (N directions × ± = 2N
+    members: the same noise draws and update cost, twice the generations). The update's 1/N is over
+    the members in both."""
+    responses_per_prompt: int = checked(1, lambda n: n >= 1, ">= 1")
+    """responses generated per prompt for each member."""
+    member_sampling_seeds: MemberSamplingSeeds = one_of("common", get_args(MemberSamplingSeeds))
+    """``common`` (every member samples with the same seed: common random numbers, the default) or
+    ``independent`` (a seed per member), e.g. to measure κ_pair."""
+    member_rollouts: MemberRollouts = one_of("regenerate", get_args(MemberRollouts))
+    """``regenerate`` (each member generates its own responses: the paper) or ``fixed`` (the centre
+    samples once per update and every member re-scores those responses, see
+    :mod:`es_lightning.es.rescoring`), e.g. to measure κ_pair."""
+    optimizer: OptimizerName = one_of("sgd", get_args(OptimizerName))
+    """``sgd`` (plain ES, the paper) or ``adam`` on the ES direction."""
+    update: UpdateMode = one_of("accumulate", UPDATE_MODES)
+    """``accumulate`` (the default): each member's ε, drawn for its perturbation, is folded into
+    running sums once R_i is known, and the update reads them (z-score and no normalisation, true
+    rewards; three fp32 master-sized buffers per rank, 18.5 GB at 1.5B parameters); ``redraw``: the
+    update draws every ε again from its seed (no extra memory; also what rank normalisation and
+    ``reward_control: permuted`` use). The two differ only in the order of float32 sums."""
+    reward_control: RewardControl = one_of("none", REWARD_CONTROLS)
+    """``none`` (the default) or ``permuted``: each update shuffles the N member rewards among the
+    members (a permutation drawn from (run seed, update), replayed on resume) before normalising
+    them: a zero-signal control run with the same compute. The logged ``train/``/``es/member_``
+    metrics and the population's ``rewards`` stay the true ones; the population's ``z`` are the ones
+    the update applied."""
+    signal_window: int | None = checked(20, lambda n: n is None or n >= 1, "null or >= 1")
+    """the no-signal warning judges the last this many updates (``None``: no warning). The window
+    restarts when a run resumes."""
+    signal_threshold: float = checked(0.1, lambda r: -1.0 <= r <= 1.0, "in [-1, 1]")
+    """a window whose mean ``es/reward_reliability`` is below this (in [−1, 1]) has no signal, as
+    has one in which most updates were skipped."""
+    checksum_tolerance: float = checked(0.0, lambda t: t >= 0, ">= 0")
+    """largest allowed difference of the centre's checksum across ranks (0: bit-identical, the
+    default)."""
+    perturbation: Perturbation = one_of("full", PERTURBATIONS)
+    """``full`` (the default: a full-rank ε_i per tensor, the paper) or ``lowrank`` (EGGROLL: every
+    weight matrix W (d_out × d_in) moves by σ·A_i B_iᵀ/√r, A_i (d_out × r) and B_i (d_in × r)
+    standard normal from the tensor's (seed, name) generator; 1-D tensors (norm weights, biases) are
+    neither perturbed nor updated; the update is α·(1/N)·Σ z_i A_i B_iᵀ/√r, drawn again from the
+    seeds; the transformers rollout generates all of a rank's members in one call; the vLLM rollout
+    refuses it)."""
+    rank: int = checked(1, _whole_rank, "an integer >= 1")
+    """r, the rank of the low-rank directions (>= 1; ``perturbation: lowrank`` only)."""
+
+    def __post_init__(self) -> None:
+        refuse_invalid("ESStrategy", field_values(self), ESSettings)
+        if self.antithetic and self.antithetic_budget == "rollouts" and self.population_size % 2:
+            raise ConfigError(
+                f"ESStrategy: antithetic needs an even population_size (N/2 directions × ±), got "
+                f"{self.population_size}; or antithetic_budget: directions (N directions, 2N members)"
+            )
+
+    @property
+    def antithetic(self) -> bool:
+        """Whether the members are ±ε pairs (``estimator: antithetic``)."""
+        return self.estimator == "antithetic"
+
+
+SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in fields(ESSettings))
+"""Every ES setting, in the order of the strategy's keyword arguments."""

@@ -67,13 +67,8 @@ def reward_moments(rewards: np.ndarray, normalization: str) -> tuple[float, floa
 
 
 class UpdateStrategy(Protocol):
-    """What the update needs of :class:`~es_lightning.strategies.ESStrategy`: its step size,
-    normalisation and collectives."""
+    """What the update needs of :class:`~es_lightning.strategies.ESStrategy`: its collectives."""
 
-    @property
-    def learning_rate(self) -> float: ...
-    @property
-    def normalization(self) -> str: ...
     @property
     def world_size(self) -> int: ...
     @property
@@ -139,16 +134,19 @@ def take_update(
     coeffs: Mapping[int, float] | None,
     rewards: np.ndarray,
     accumulated: bool,
+    learning_rate: float,
+    normalization: str,
 ) -> float:
-    """Apply one population's update on every rank (nothing when ``coeffs`` is ``None``: the
-    rewards were all equal, the update is skipped); returns ‖Δ‖₂."""
-    lr, size = strategy.learning_rate, len(rewards)
+    """Apply one population's update with step size α = ``learning_rate`` on every rank (nothing
+    when ``coeffs`` is ``None``: the rewards were all equal, the update is skipped); ``normalization``
+    of the rewards gives an accumulated update its (μ, s). Returns ‖Δ‖₂."""
+    lr, size = learning_rate, len(rewards)
     if coeffs is None:
         if accumulated:
             engine.es_accumulate(False)
         return 0.0
     if accumulated:
-        mean, std = reward_moments(rewards, strategy.normalization)
+        mean, std = reward_moments(rewards, normalization)
         if strategy.world_size == 1:
             return engine.es_update_accumulated(mean, std, lr, size)
         return RankUpdate(strategy, engine).accumulated(mean, std, lr, size)

@@ -94,9 +94,9 @@ def test_lowrank_update_equals_plain_reference(tiny_model_path, hf_rollout, fabr
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        (dict(perturbation="sparse"), "unknown perturbation 'sparse'; use full, lowrank"),
-        (dict(perturbation="lowrank", rank=0), "rank must be an integer >= 1"),
-        (dict(rank=1.5), "rank must be an integer >= 1"),
+        (dict(perturbation="sparse"), r"perturbation='sparse' \(must be full or lowrank\)"),
+        (dict(perturbation="lowrank", rank=0), r"rank=0 \(must be an integer >= 1\)"),
+        (dict(rank=1.5), r"rank=1.5 \(must be an integer >= 1\)"),
     ],
 )
 def test_bad_lowrank_settings_are_named(kwargs, match):

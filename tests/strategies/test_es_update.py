@@ -57,7 +57,7 @@ def _updates(rank: int, world_size: int, model_path: str, update: str, antitheti
                 engine.es_record_reward(rewards[i])
             engine.es_restore()
         r = np.array(rewards)
-        take_update(strategy, engine, member_coefficients(population, r), r, accumulated)
+        take_update(strategy, engine, member_coefficients(population, r), r, accumulated, LR, "zscore")
     return {n: t.clone() for n, t in engine.es.master.items()}
 
 
