@@ -133,3 +133,22 @@ def check_callbacks(callbacks: list[Any] | None) -> list[Any]:
             )
         checked.append(cb)
     return checked
+
+
+def callbacks_state(callbacks: list[Any]) -> dict[str, Any]:
+    """What a checkpoint keeps of ``callbacks``: ``{"{i}:{class name}": state_dict()}`` of each one
+    that has a ``state_dict``."""
+    return {
+        f"{i}:{type(cb).__name__}": cb.state_dict()
+        for i, cb in enumerate(callbacks)
+        if callable(getattr(cb, "state_dict", None))
+    }
+
+
+def load_callbacks_state(callbacks: list[Any], saved: dict[str, Any]) -> None:
+    """Give each of ``callbacks`` its state from ``saved`` (:func:`callbacks_state` of the run that
+    wrote the checkpoint), matched by position and class name, through its ``load_state_dict``."""
+    for i, cb in enumerate(callbacks):
+        key = f"{i}:{type(cb).__name__}"
+        if key in saved and callable(getattr(cb, "load_state_dict", None)):
+            cb.load_state_dict(saved[key])

@@ -44,27 +44,23 @@ from es_lightning.checkpoint import (
 )
 from es_lightning.checkpoint_space import check_checkpoint_space
 from es_lightning.errors import ConfigError
-from es_lightning.evaluation.runner import EvalConfig, evaluate_rows_sharded
-from es_lightning.evaluation.suites import HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY, average_groups
-from es_lightning.evaluation.summary import AVERAGE_KEY, average_over_tasks, metric_names
+from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import Rollout, check_takes_loading, setup_rollout
 from es_lightning.strategies.base import ReasoningStrategy, require_strategy
 from es_lightning.tasks.base import Task
 from es_lightning.training.batches import batch_rows, steps_for_epochs
-from es_lightning.training.callbacks import check_callbacks
+from es_lightning.training.callbacks import callbacks_state, check_callbacks, load_callbacks_state
 from es_lightning.training.config import TrainerConfig
-from es_lightning.training.eval_outputs import print_before_after, write_eval_outputs
+from es_lightning.training.eval_outputs import print_before_after
+from es_lightning.training.eval_sets import EvalSet, evaluate_sets, load_eval_sets
 from es_lightning.training.lock import hold_run_lock
-from es_lightning.training.model_card import write_model_card
 from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorboard_logger, truncate_metrics
+from es_lightning.training.model_card import write_model_card
 from es_lightning.training.resume import check_resume_compatible, finished_message
 from es_lightning.training.run_dir import launched_rank, prepare_run_dir, prune_checkpoints
 from es_lightning.training.samples import log_samples, truncate_samples
 from es_lightning.training.signals import RunInterrupted, StopSignals, stop_requested_by_callback
-
-EvalSet = tuple[str, Task, list[dict[str, Any]]]
-GROUP_NAMES = (HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY)
 
 
 class Trainer:
@@ -123,7 +119,7 @@ class Trainer:
         rows = self.module.task.load("train")[: cfg.train_limit]
         if not rows:
             raise ConfigError(f"{self.module.task.name}: the training split is empty")
-        eval_sets = self._eval_sets()
+        eval_sets = load_eval_sets(self.evaluation, self.eval_tasks)
         max_steps = (
             cfg.max_steps
             if cfg.max_steps is not None
@@ -141,6 +137,22 @@ class Trainer:
                 print(f"es-lightning: {finished}", flush=True)
             return self.results
 
+        fabric = self._launch(resume)
+        stop = StopSignals()
+        with stop, stop.deferred() if fabric.world_size > 1 else nullcontext():
+            try:
+                self._train(stop, rows, eval_sets, max_steps, resume)
+            except RunInterrupted as stopped:
+                self._stop_cleanly(stopped)
+                raise
+            finally:
+                self.rollout.close()  # engines end with the run, however it ends
+        return self.results
+
+    def _launch(self, resume: Checkpoint | None) -> Fabric:
+        """Fabric with the run's loggers and callbacks, launched; rank 0 records the run's
+        configuration and, on resume, cuts the logs back to the checkpoint (no repeated steps)."""
+        cfg = self.config
         fabric = self.fabric = Fabric(
             accelerator=cfg.accelerator,
             devices=cfg.devices,
@@ -160,16 +172,7 @@ class Trainer:
         if resume is not None and fabric.is_global_zero:  # logs continue after the checkpoint, no repeats
             truncate_metrics(self.output_dir / "metrics.jsonl", after_step=resume.step)
             truncate_samples(self.output_dir, fabric.loggers, resume.step, self.step_offset)
-        stop = StopSignals()
-        with stop, stop.deferred() if fabric.world_size > 1 else nullcontext():
-            try:
-                self._train(stop, rows, eval_sets, max_steps, resume)
-            except RunInterrupted as stopped:
-                self._stop_cleanly(stopped)
-                raise
-            finally:
-                self.rollout.close()  # engines end with the run, however it ends
-        return self.results
+        return fabric
 
     def _train(
         self,
@@ -179,26 +182,44 @@ class Trainer:
         max_steps: int,
         resume: Checkpoint | None,
     ) -> None:
-        cfg, fabric = self.config, self.fabric
-        strategy = require_strategy(fabric.strategy)
-        dtype = self.module.torch_dtype(fabric.device)
-        model_path = str(resume.path if resume else self.module.model)
-        setup_rollout(self.rollout, model_path, fabric.device, dtype, self.module.loading)
+        """Start, evaluate before, update until ``max_steps``, then checkpoint and evaluate after."""
+        strategy = require_strategy(self.fabric.strategy)
+        self._start(strategy, resume)
+        self.fabric.call("on_fit_start", trainer=self)
+        if self.config.eval_before and self.step == 0 and self.evaluation is not None:
+            self.results["before"] = self.evaluate(eval_sets, tag="before")
+        self._updates(strategy, stop, rows, eval_sets, max_steps)
+        self._finish(eval_sets)
+
+    def _start(self, strategy: ReasoningStrategy, resume: Checkpoint | None) -> None:
+        """This rank's engine on its device, the strategy prepared, the callbacks' state restored
+        (on resume) and the model's files for checkpoints written (rank 0)."""
+        fabric, module = self.fabric, self.module
+        dtype = module.torch_dtype(fabric.device)
+        model_path = str(resume.path if resume else module.model)
+        setup_rollout(self.rollout, model_path, fabric.device, dtype, module.loading)
         self.rollout.start()  # engines start before any torch work in this process
-        strategy.prepare(fabric, self.module, self.rollout, resume)
+        strategy.prepare(fabric, module, self.rollout, resume)
         self.step = resume.step if resume is not None else 0
         if resume is not None:
-            self._load_callbacks_state(resume.callbacks_state())
-        self._meta_dir = meta_dir = self.output_dir / ".model_meta"
+            load_callbacks_state(self.callbacks, resume.callbacks_state())
+        self._meta_dir = self.output_dir / ".model_meta"
         if fabric.is_global_zero:
-            write_model_meta(self.module.model, self.module.tokenizer, dtype, meta_dir, self.module.loading)
+            write_model_meta(module.model, module.tokenizer, dtype, self._meta_dir, module.loading)
         fabric.barrier()
         self._saved_at = self.step if resume is not None else -1  # -1: the end saves even at 0 updates
 
-        fabric.call("on_fit_start", trainer=self)
-        if cfg.eval_before and self.step == 0 and self.evaluation is not None:
-            self.results["before"] = self.evaluate(eval_sets, tag="before")
-
+    def _updates(
+        self,
+        strategy: ReasoningStrategy,
+        stop: StopSignals,
+        rows: list[dict[str, Any]],
+        eval_sets: list[EvalSet],
+        max_steps: int,
+    ) -> None:
+        """Updates until ``max_steps`` or a callback's ``should_stop``, each checkpointed every
+        ``checkpoint_every``; between two, a signal stops the run and ``eval_every`` evaluates."""
+        cfg, fabric = self.config, self.fabric
         bar = tqdm(
             total=max_steps,
             initial=self.step,
@@ -208,24 +229,11 @@ class Trainer:
         )
         while self.step < max_steps and not stop_requested_by_callback(self, max_steps):
             with stop.deferred():  # a first SIGTERM/SIGINT lets the update and its checkpoint finish
-                t0 = time.perf_counter()
-                batch = batch_rows(rows, cfg.batch_size, cfg.seed, cfg.data_offset + self.step)
-                result = strategy.training_step(fabric, self.module, self.rollout, batch, self.step, cfg.seed)
-                self.step += 1
-                metrics = {**result.metrics, "time/step": time.perf_counter() - t0}
-                self.log(metrics)
-                if cfg.log_samples_every and self.step % cfg.log_samples_every == 0 and fabric.is_global_zero:
-                    samples = result.samples[: cfg.log_samples]
-                    log_samples(self.output_dir, fabric.loggers, samples, self.step, self.step_offset)
-                if result.population is not None:
-                    fabric.call(
-                        "on_population_end", trainer=self, step=self.step, population=result.population
-                    )
-                fabric.call("on_train_batch_end", trainer=self, step=self.step, metrics=metrics)
+                metrics = self._update(strategy, rows)
                 bar.set_postfix(reward=f"{metrics['train/reward_mean']:.3f}")
                 bar.update(1)
                 if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
-                    self.save(meta_dir)
+                    self.save(self._meta_dir)
             signum = stop.requested(fabric)
             if signum is not None:
                 raise RunInterrupted(signum, at_boundary=True)
@@ -238,9 +246,31 @@ class Trainer:
                 self.evaluate(eval_sets, tag=f"step-{self.step:06d}")
         bar.close()
 
+    def _update(self, strategy: ReasoningStrategy, rows: list[dict[str, Any]]) -> dict[str, float]:
+        """One update on its batch of ``rows``, then its metrics logged, its text samples (every
+        ``log_samples_every``) and the hooks ``on_population_end`` and ``on_train_batch_end``."""
+        cfg, fabric = self.config, self.fabric
+        t0 = time.perf_counter()
+        batch = batch_rows(rows, cfg.batch_size, cfg.seed, cfg.data_offset + self.step)
+        result = strategy.training_step(fabric, self.module, self.rollout, batch, self.step, cfg.seed)
+        self.step += 1
+        metrics = {**result.metrics, "time/step": time.perf_counter() - t0}
+        self.log(metrics)
+        if cfg.log_samples_every and self.step % cfg.log_samples_every == 0 and fabric.is_global_zero:
+            samples = result.samples[: cfg.log_samples]
+            log_samples(self.output_dir, fabric.loggers, samples, self.step, self.step_offset)
+        if result.population is not None:
+            fabric.call("on_population_end", trainer=self, step=self.step, population=result.population)
+        fabric.call("on_train_batch_end", trainer=self, step=self.step, metrics=metrics)
+        return metrics
+
+    def _finish(self, eval_sets: list[EvalSet]) -> None:
+        """The last checkpoint (unless just written), the final evaluation and its before/after
+        table, ``on_fit_end``, the loggers closed, and (rank 0) the model card and where all is."""
+        fabric = self.fabric
         if self._saved_at != self.step:
-            self.save(meta_dir)
-        if cfg.eval_after and self.evaluation is not None:
+            self.save(self._meta_dir)
+        if self.config.eval_after and self.evaluation is not None:
             self.results["after"] = self.evaluate(eval_sets, tag="after")
             if fabric.is_global_zero and "before" in self.results:
                 print_before_after(self.results["before"], self.results["after"])
@@ -305,33 +335,6 @@ class Trainer:
         self.fabric.log_dict(metrics, step=self.global_step(step))
 
     # -- checkpoints and evaluation -------------------------------------------------------------
-    def _eval_sets(self) -> list[EvalSet]:
-        if self.evaluation is None:
-            return []
-        reserved = (AVERAGE_KEY, *GROUP_NAMES)
-        bad = [name for name in self.eval_tasks if not name or "/" in name or name in reserved]
-        if bad:
-            raise ConfigError(
-                f"eval_tasks: names {bad} are not usable in metric keys (no '/', none of {reserved})"
-            )
-        split = self.evaluation.split  # test, or validation when settings are being selected
-        return [
-            (name, task, task.load(split)[: self.evaluation.limit]) for name, task in self.eval_tasks.items()
-        ]
-
-    def _callbacks_state(self) -> dict[str, Any]:
-        return {
-            f"{i}:{type(cb).__name__}": cb.state_dict()
-            for i, cb in enumerate(self.callbacks)
-            if callable(getattr(cb, "state_dict", None))
-        }
-
-    def _load_callbacks_state(self, saved: dict[str, Any]) -> None:
-        for i, cb in enumerate(self.callbacks):
-            key = f"{i}:{type(cb).__name__}"
-            if key in saved and callable(getattr(cb, "load_state_dict", None)):
-                cb.load_state_dict(saved[key])
-
     def _hparams(self, strategy: ReasoningStrategy) -> dict[str, Any]:
         return {
             "strategy": {"name": strategy.strategy_name, **strategy.hparams()},
@@ -358,7 +361,7 @@ class Trainer:
             write_state=lambda folder: strategy.save_state(fabric, self.rollout, folder),
             trainer_state={"seed": self.config.seed, "source_model": self.module.model},
             hparams=self._hparams(strategy),
-            callbacks_state=self._callbacks_state(),
+            callbacks_state=callbacks_state(self.callbacks),
             is_writer=fabric.is_global_zero,
             keep_last=keep_last,
         )
@@ -381,43 +384,10 @@ class Trainer:
         self, eval_sets: list[EvalSet], tag: str, prefix: str = "eval", config: EvalConfig | None = None
     ) -> dict[str, dict[str, float]]:
         """Evaluate on the ranks' engines, write ``{output_dir}/{prefix}/{tag}*`` and log
-        ``{prefix}/{task}/{metric}`` (the one evaluation path: the trainer's and callbacks').
-
-        Call it on **every** rank: each generates a contiguous share of the prompts with its own
-        engine (the same weights on every rank; the samples are those of one rank, see
-        :mod:`es_lightning.evaluation.sharding`) and rank 0 gathers them, writes, logs and returns
-        the summaries; the other ranks return ``{}``.
-        """
-        fabric = self.fabric
-        summaries: dict[str, dict[str, float]] = {}
+        ``{prefix}/{task}/{metric}`` (the one evaluation path: the trainer's and callbacks'; ``config``:
+        the run's evaluation settings unless given). Call it on **every** rank: rank 0 returns the
+        summaries, the other ranks ``{}`` (:func:`~es_lightning.training.eval_sets.evaluate_sets`)."""
         config = config or self.evaluation
-        for name, task, rows in eval_sets:
-            if fabric.is_global_zero:
-                shown = len(rows) if config.limit is None else min(len(rows), config.limit)
-                greedy = " + greedy" if config.greedy else ""
-                tqdm.write(
-                    f"evaluating {name} ({tag}): {shown} prompts x {config.num_samples} samples at "
-                    f"T={config.temperature:g}{greedy}"
-                )
-            progress = self.config.progress_bar and fabric.is_global_zero
-            result = evaluate_rows_sharded(
-                self.module.with_task(task),
-                self.rollout,
-                rows,
-                config,
-                progress=progress,
-                desc=name,
-                rank=fabric.global_rank,
-                world_size=fabric.world_size,
-            )
-            if result is None:  # not rank 0
-                continue
-            summaries[name] = result.summary
-            write_eval_outputs(self.output_dir / prefix, tag, name, result, split=config.split)
-            self.log(metric_names(name, result.summary, prefix=prefix))
-        if len(summaries) > 1:
-            groups = average_groups(summaries, training_task=self.module.task.name)
-            summaries = average_over_tasks(summaries, groups=groups)
-            for key in (AVERAGE_KEY, *groups):
-                self.log(metric_names(key, summaries[key], prefix=prefix))
-        return summaries
+        if config is None:
+            raise ConfigError("Trainer.evaluate_sets: no evaluation settings (give config or evaluation)")
+        return evaluate_sets(self, eval_sets, tag, prefix, config)
