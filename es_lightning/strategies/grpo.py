@@ -4,9 +4,11 @@ One update (symbols as in DeepSeekMath's GRPO):
 
 1. Each rank takes its share of the B prompts and samples G responses per prompt from its rollout
    engine (the paper: G = 8 at temperature 1.0, B = 64), with a sampling seed of its own
-   (:func:`rank_sampling_seed`): every response of the update draws its own random stream.
+   (:func:`~es_lightning.strategies.grpo_rollouts.rank_sampling_seed`): every response of the
+   update draws its own random stream.
 2. Rewards r (P, G) from the task's verifier; advantages A = (r − mean_g r) / (std_g r + eps)
-   (``group``; or ``batch`` / ``none``, see :mod:`es_lightning.grpo.advantages`).
+   (``group``; or ``batch`` / ``none``, see :mod:`es_lightning.grpo.advantages`); steps 1–2 are
+   :mod:`es_lightning.strategies.grpo_rollouts`.
 3. The trainer recomputes log π_θ of every sampled token (full logits, so the token entropy is
    exact) and minimises the clipped surrogate, averaged over response tokens (``token_mean``) or
    per sequence (``sequence_mean``, the original GRPO):
@@ -46,8 +48,6 @@ from lightning.fabric.strategies.registry import _StrategyRegistry
 from typing_extensions import override
 
 from es_lightning.errors import ConfigError, MissingPathError
-from es_lightning.es.noise import seed_schedule
-from es_lightning.grpo import compute_advantages, pack_sequences
 from es_lightning.grpo.checked import settings_help
 from es_lightning.grpo.lora import (
     AdaptersOff,
@@ -63,9 +63,9 @@ from es_lightning.grpo.loss import GRPOLoss
 from es_lightning.grpo.optimize import PolicyBatch, optimize_policy
 from es_lightning.grpo.schedule import Schedule, lr_multiplier, resolve_warmup
 from es_lightning.grpo.settings import SETTING_NAMES, GRPOSettings, build_settings, settings_hparams
-from es_lightning.rollout.base import Rollout, RolloutOutput
-from es_lightning.rollout.seeds import spaced_seeds
+from es_lightning.rollout.base import Rollout
 from es_lightning.strategies.base import ReasoningStrategy, Row, StepResult
+from es_lightning.strategies.grpo_rollouts import GroupRollouts, rank_sampling_seed, sample_groups
 from es_lightning.strategies.metrics import (
     gather_values,
     response_metrics,
@@ -263,44 +263,40 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
                 f"GRPO: batch of {len(rows)} prompts is smaller than the {self.world_size} ranks"
             )
         rows = rows[self.global_rank :: self.world_size]
-        timings: dict[str, float] = {}
-        t0 = time.perf_counter()
         sampling = replace(
             module.train_sampling,
             n=self.settings.group_size,
             seed=rank_sampling_seed(run_seed, step, self.global_rank),
         )
-        prompts = module.encode(rows)
-        outputs = rollout.generate(prompts, sampling)
-        timings["generate"] = time.perf_counter() - t0
+        groups = sample_groups(module, rollout, rows, sampling, self.settings.advantage)
+        timings = groups.timings
         t0 = time.perf_counter()
-        scores = module.score(rows, outputs)
-        rewards = torch.tensor([[s.reward for s in per] for per in scores], dtype=torch.float32)  # (P, G)
-        timings["score"] = time.perf_counter() - t0
-        per_response = torch.tensor(response_stats(outputs, scores), dtype=torch.float64)  # (P*G, 3)
-        per_response = gather_values(self, per_response).reshape(-1, 3)  # (P_all*G, 3)
-        flat_groups = gather_values(self, (rewards.amax(1) == rewards.amin(1)).double())  # (P_all,)
-        advantages = compute_advantages(rewards, mode=self.settings.advantage).flatten()  # (P*G,)
-        batch = policy_batch(prompts, outputs, advantages, module.tokenizer.pad_token_id)
-
-        t0 = time.perf_counter()
-        stats = self._optimize(fabric, batch, sampling.temperature if sampling.temperature > 0 else 1.0, step)
+        temperature = sampling.temperature if sampling.temperature > 0 else 1.0
+        stats = self._optimize(fabric, groups.batch, temperature, step)
         timings["train"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         self.sync_weights(rollout)
         timings["sync"] = time.perf_counter() - t0
+        metrics = self._metrics(groups, stats)
+        samples = text_samples(module, rows, groups.outputs, groups.scores) if self.global_rank == 0 else []
+        return StepResult(metrics=metrics, samples=samples)
 
-        metrics = {
+    def _metrics(self, groups: GroupRollouts, stats: dict[str, float]) -> dict[str, float]:
+        """The update's scalars: ``train/`` over every response of every rank, ``grpo/`` of the
+        groups and the optimisation, ``time/`` this rank's seconds per phase."""
+        per_response = torch.tensor(response_stats(groups.outputs, groups.scores), dtype=torch.float64)
+        per_response = gather_values(self, per_response).reshape(-1, 3)  # (P_all*G, 3)
+        rewards = groups.rewards  # (P, G)
+        flat_groups = gather_values(self, (rewards.amax(1) == rewards.amin(1)).double())  # (P_all,)
+        tokens = float(groups.batch.response_mask.sum(1).float().sum())
+        return {
             **reward_metrics(per_response[:, 0]),
             **response_metrics(per_response[:, 1], per_response[:, 2]),
             "grpo/zero_std_frac": float(flat_groups.mean()),
-            **self._update_metrics(stats, advantages),
-            "time/tokens_per_s": float(batch.response_mask.sum(1).float().sum())
-            / max(timings["generate"], 1e-9),
-            **{f"time/{k}": v for k, v in timings.items()},
+            **self._update_metrics(stats, groups.advantages),
+            "time/tokens_per_s": tokens / max(groups.timings["generate"], 1e-9),
+            **{f"time/{k}": v for k, v in groups.timings.items()},
         }
-        samples = text_samples(module, rows, outputs, scores) if self.global_rank == 0 else []
-        return StepResult(metrics=metrics, samples=samples)
 
     def _optimize(
         self, fabric: Fabric, batch: PolicyBatch, temperature: float, step: int
@@ -340,26 +336,6 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
             "grpo/grad_norm": reduce(stats["grad_norm"]),
             "train/lr": stats["lr"],
         }
-
-
-def policy_batch(
-    prompts: list[list[int]], outputs: list[RolloutOutput], advantages: torch.Tensor, pad_token_id: int
-) -> PolicyBatch:
-    """Every (prompt, response) pair of ``outputs`` packed for the trainer, with its advantage
-    (``advantages``: (P*G,), prompt-major as the responses)."""
-    pairs = [(p, c.token_ids) for p, out in zip(prompts, outputs) for c in out.completions]
-    input_ids, attention, response_mask, _ = pack_sequences(
-        [p for p, _ in pairs], [r for _, r in pairs], pad_token_id
-    )
-    return PolicyBatch(input_ids, attention, response_mask, advantages)
-
-
-def rank_sampling_seed(run_seed: int, step: int, rank: int) -> int:
-    """The sampling seed of rank ``rank``'s prompts at update ``step``: a base seed from a seed
-    schedule of (run seed, step), spaced by rank (:func:`~es_lightning.rollout.seeds.spaced_seeds`)
-    so the ranks' groups draw disjoint random streams; rank 0's is the seed a single rank uses."""
-    base = seed_schedule(run_seed ^ 0x6A6A, step, 1)[0] % (2**31)
-    return spaced_seeds(base, rank + 1)[rank]
 
 
 _GRPO.__doc__ = (_GRPO.__doc__ or "").replace(

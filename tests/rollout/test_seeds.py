@@ -10,7 +10,7 @@ from transformers import AutoTokenizer
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.rollout.seeds import STREAM_STRIDE, chunk_seed, sample_seed, sample_seeds, spaced_seeds
 from es_lightning.strategies.es import member_sampling_seeds
-from es_lightning.strategies.grpo import rank_sampling_seed
+from es_lightning.strategies.grpo_rollouts import rank_sampling_seed
 
 N, P, G = 32, 64, 8  # members, prompts, responses per prompt
 

@@ -1,0 +1,84 @@
+"""GRPO's rollouts of one update on one rank: G responses to each of the rank's prompts, scored by
+the task's verifier, with their advantages, packed for the trainer (:func:`sample_groups`).
+
+Each rank samples with a seed of its own (:func:`rank_sampling_seed`), so every response of the
+update draws its own random stream; the advantages are those of
+:func:`~es_lightning.grpo.advantages.compute_advantages` over the rank's (P, G) rewards.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+
+from es_lightning.es.noise import seed_schedule
+from es_lightning.grpo import compute_advantages, pack_sequences
+from es_lightning.grpo.advantages import AdvantageMode
+from es_lightning.grpo.optimize import PolicyBatch
+from es_lightning.rollout.seeds import spaced_seeds
+from es_lightning.strategies.base import Row
+
+if TYPE_CHECKING:
+    from es_lightning.module import ReasoningModule
+    from es_lightning.rollout.base import Rollout, RolloutOutput, SamplingConfig
+    from es_lightning.tasks.base import Score
+
+
+@dataclass
+class GroupRollouts:
+    """One rank's groups of an update: P prompts × G responses, their scores and advantages."""
+
+    outputs: list[RolloutOutput]
+    scores: list[list[Score]]
+    rewards: torch.Tensor  # (P, G) r
+    advantages: torch.Tensor  # (P*G,) A, prompt-major as the responses
+    batch: PolicyBatch
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds of ``generate`` and ``score``."""
+
+
+def sample_groups(
+    module: ReasoningModule,
+    rollout: Rollout,
+    rows: list[Row],
+    sampling: SamplingConfig,
+    advantage: AdvantageMode,
+) -> GroupRollouts:
+    """Sample ``sampling.n`` = G responses to each of ``rows`` on ``rollout``, score them and
+    compute their advantages (``advantage`` mode), packed into a :class:`PolicyBatch`."""
+    t0 = time.perf_counter()
+    prompts = module.encode(rows)
+    outputs = rollout.generate(prompts, sampling)
+    generate_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    scores = module.score(rows, outputs)
+    rewards = torch.tensor([[s.reward for s in per] for per in scores], dtype=torch.float32)  # (P, G)
+    score_s = time.perf_counter() - t0
+    advantages = compute_advantages(rewards, mode=advantage).flatten()  # (P*G,)
+    batch = policy_batch(prompts, outputs, advantages, module.tokenizer.pad_token_id)
+    return GroupRollouts(
+        outputs, scores, rewards, advantages, batch, {"generate": generate_s, "score": score_s}
+    )
+
+
+def policy_batch(
+    prompts: list[list[int]], outputs: list[RolloutOutput], advantages: torch.Tensor, pad_token_id: int
+) -> PolicyBatch:
+    """Every (prompt, response) pair of ``outputs`` packed for the trainer, with its advantage
+    (``advantages``: (P*G,), prompt-major as the responses)."""
+    pairs = [(p, c.token_ids) for p, out in zip(prompts, outputs) for c in out.completions]
+    input_ids, attention, response_mask, _ = pack_sequences(
+        [p for p, _ in pairs], [r for _, r in pairs], pad_token_id
+    )
+    return PolicyBatch(input_ids, attention, response_mask, advantages)
+
+
+def rank_sampling_seed(run_seed: int, step: int, rank: int) -> int:
+    """The sampling seed of rank ``rank``'s prompts at update ``step``: a base seed from a seed
+    schedule of (run seed, step), spaced by rank (:func:`~es_lightning.rollout.seeds.spaced_seeds`)
+    so the ranks' groups draw disjoint random streams; rank 0's is the seed a single rank uses."""
+    base = seed_schedule(run_seed ^ 0x6A6A, step, 1)[0] % (2**31)
+    return spaced_seeds(base, rank + 1)[rank]
