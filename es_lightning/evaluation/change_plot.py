@@ -18,12 +18,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from es_lightning.evaluation.percent_axis import MIN_SPAN, Z_95, binomial_se
-from es_lightning.evaluation.plots import pow2_ticks
+from es_lightning.evaluation.plots import pow2_ticks, save_png
 
 
 def plot_change_from_start(
@@ -34,17 +32,7 @@ def plot_change_from_start(
     problems: Mapping[str, float] | None = None,
 ) -> Path:
     """Draw :func:`draw_change_from_start` to a PNG at ``path``; returns the path."""
-    fig = Figure(figsize=(6.4, 4.4), dpi=120)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    draw_change_from_start(ax, curves, start, problems)
-    if title:
-        ax.set_title(title)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png")
-    return path
+    return save_png(path, title, lambda ax: draw_change_from_start(ax, curves, start, problems))
 
 
 def draw_change_from_start(

@@ -15,7 +15,7 @@ global pyplot backend and state are never touched (safe on headless machines and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from matplotlib.axes import Axes
@@ -60,14 +60,19 @@ def plot_pass_at_k(
         ValueError: on no curves, an empty curve, a ``k < 1`` or a value outside [0, 1] (the
             label is named).
     """
+    return save_png(path, title, lambda ax: draw_pass_at_k(ax, curves, problems))
+
+
+def save_png(path: str | Path, title: str | None, draw: Callable[[Axes], None]) -> Path:
+    """One figure (6.4 × 4.4 in, 120 dpi) drawn by ``draw`` on its axes, titled, saved as a PNG at
+    ``path`` (folders created); returns the path."""
     fig = Figure(figsize=(6.4, 4.4), dpi=120)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    draw_pass_at_k(ax, curves, problems)
+    draw(ax)
     if title:
         ax.set_title(title)
     fig.tight_layout()
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
