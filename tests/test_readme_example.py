@@ -16,8 +16,14 @@ from tests.helpers import CLI, REPO, subprocess_env
 
 def _section(title: str) -> str:
     """The README's section ``## title`` up to the next heading."""
-    text = (REPO / "README.md").read_text()
-    return re.split(r"\n#{1,3} ", text.split(f"\n## {title}\n", 1)[1], maxsplit=1)[0]
+    lines = (REPO / "README.md").read_text().split(f"\n## {title}\n", 1)[1].splitlines()
+    fenced, kept = False, []
+    for line in lines:
+        fenced ^= line.startswith("```")
+        if not fenced and re.match(r"#{1,3} ", line):  # the next heading (code comments are not)
+            break
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def _section_blocks(title: str) -> dict[str, str]:

@@ -367,8 +367,9 @@ time.sleep(60)
 """
 
 DRIVER = """
-import sys
+import signal, sys
 from pathlib import Path
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a background job inherits it ignored)
 from es_lightning.report.runs import run_logged
 from es_lightning.training.signals import RunInterrupted
 child = [sys.executable, "-m", "es_lightning.report.measure", sys.argv[2], "--", sys.executable, "-c", sys.argv[3], sys.argv[1]]
