@@ -50,8 +50,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Literal
 
+import es_lightning.sandbox.isolation as isolation_
 from es_lightning.errors import ConfigError
-from es_lightning.sandbox import isolation as isolation_
 from es_lightning.sandbox.plan import Plan, plan
 from es_lightning.sandbox.protocol import (
     CAPS,
