@@ -18,10 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from matplotlib.axes import Axes
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from es_lightning.evaluation.percent_axis import MIN_SPAN, Z_95, binomial_se
-from es_lightning.evaluation.plots import pow2_ticks, save_png
+from es_lightning.evaluation.plots import k_axis, save_png
 
 
 def plot_change_from_start(
@@ -73,14 +72,7 @@ def draw_change_from_start(
         shown += half
     reach = max([MIN_SPAN / 2, *(abs(v) for v in shown)]) * 1.05
     ax.set_ylim(-reach, reach)
-    ax.set_xscale("log", base=2)
-    ticks = pow2_ticks(sorted(all_ks))
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-    if len(all_ks) == 1:
-        k = next(iter(all_ks))
-        ax.set_xlim(k / 1.5, k * 1.5)
+    k_axis(ax, all_ks)
     ax.set(xlabel="K (samples per problem)", ylabel=f"pass@K − {start}'s (points)")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="best", fontsize=8)

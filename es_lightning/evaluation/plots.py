@@ -63,6 +63,17 @@ def plot_pass_at_k(
     return save_png(path, title, lambda ax: draw_pass_at_k(ax, curves, problems))
 
 
+def k_axis(ax: Axes, ks: set[int]) -> None:
+    """``ax``'s x axis for K: log base 2, ticks at the powers of 2 among ``ks`` (one K: centred)."""
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(pow2_ticks(sorted(ks))))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    if len(ks) == 1:
+        k = next(iter(ks))
+        ax.set_xlim(k / 1.5, k * 1.5)
+
+
 def save_png(path: str | Path, title: str | None, draw: Callable[[Axes], None]) -> Path:
     """One figure (6.4 × 4.4 in, 120 dpi) drawn by ``draw`` on its axes, titled, saved as a PNG at
     ``path`` (folders created); returns the path."""
@@ -91,14 +102,7 @@ def draw_pass_at_k(
         shown += values
         ax.plot(ks, values, marker="o" if len(ks) <= 16 else None, markersize=4, linewidth=1.8, label=label)
     shown += _noise_band(ax, curves, problems or {})
-    ax.set_xscale("log", base=2)
-    ticks = pow2_ticks(sorted(all_ks))
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-    if len(all_ks) == 1:
-        k = next(iter(all_ks))
-        ax.set_xlim(k / 1.5, k * 1.5)
+    k_axis(ax, all_ks)
     ax.set_ylim(*percent_limits(shown))
     ax.set_xlabel("K (samples per problem)")
     ax.set_ylabel("pass@K (%)")
