@@ -1,4 +1,4 @@
-"""GPU check: ES and GRPO updates of a Qwen2.5-1.5B-shaped model (random weights) on the HF rollout.
+"""GPU check: ES (full and low rank) and GRPO updates of a Qwen2.5-1.5B-shaped model on the HF rollout.
 
     bash benchmarks/gpu_check.sh                        # one CUDA GPU (H200: ~3-5 min, budget 8 min)
     bash benchmarks/gpu_check.sh --tiny                 # CPU, tiny model, < 1 min: checks the script
@@ -18,6 +18,10 @@ What runs, in one process, through the code the trainer runs (``HFRollout``, bf1
   same N×B rollouts with the centre's weights and nothing else, then the ES update itself. Random
   weights score 0 for every member, so the update the step skips is timed separately with z-scored
   random rewards and added (as ``es_step.py`` does).
+* Low-rank ES — ``ESStrategy(perturbation="lowrank", rank=4)`` at the same N, B and tokens, all N
+  members in one ``generate`` call of N×B rows, against a plain (unperturbed) batch of the same N×B
+  requests (:mod:`benchmarks.gpu_check_lowrank`): ``lowrank_population_over_plain_batch`` and
+  ``lowrank_over_fullrank_update``.
 * GRPO — ``GRPOStrategy.training_step`` (G, η, clip, ``sequence_mean``, micro-batch 8 and gradient
   checkpointing of ``recipes/grpo_easy_qwen1p5b.yaml``; ``bf16-mixed``, the trainer's CUDA default);
   the first update is the warm-up. All rewards are 0, so the loss is 0, but every forward, backward,
@@ -64,6 +68,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.gpu_check_lowrank import run_es_lowrank  # noqa: E402
 from benchmarks.measures.common import cache_dir, parameter_count, summary, write_json  # noqa: E402
 from es_lightning.models.tiny import TinyConfig  # noqa: E402
 
@@ -130,6 +135,8 @@ class Settings:
     """GRPO: updates, the first of which is the warm-up."""
     budget_s: float = 420.0
     """Wall seconds for the whole run; repeats/updates that would not fit are dropped (one stays)."""
+    lowrank_rank: int = 4
+    """Low-rank ES: r of the members' directions (``perturbation: lowrank``; demo_cpu_lowrank: 4)."""
     process_group_backend: str | None = None
     """``nccl``/``gloo`` for the (one-rank) process group; ``None``: NCCL on CUDA, as in training."""
 
@@ -350,7 +357,9 @@ def _forced_update(strategy: Any, rollout: Any, step: int) -> Any:
     rewards = np.random.default_rng(step).normal(size=population.size)
     settings = strategy.settings
     coeffs = member_coefficients(population, rewards, settings.normalization)
-    accumulated = accumulates(settings.update, settings.normalization, settings.reward_control)
+    accumulated = accumulates(
+        settings.update, settings.normalization, settings.reward_control, settings.perturbation
+    )
     if accumulated:
         rollout.es_accumulate(True)
         rollout.es_perturb(*population.members[0], settings.sigma)
@@ -450,8 +459,8 @@ def _count(n: int) -> str:
 
 
 def markdown(results: dict[str, Any]) -> str:
-    ok = {k: d for k in ("es", "grpo") if (d := results.get(k)) and "error" not in d}
-    es, grpo = ok.get("es"), ok.get("grpo")
+    ok = {k: d for k in ("es", "es_lowrank", "grpo") if (d := results.get(k)) and "error" not in d}
+    es, grpo, low = ok.get("es"), ok.get("grpo"), ok.get("es_lowrank")
 
     def mem(d: dict[str, Any] | None, key: str) -> str:
         return "-" if not d else _fmt(d["memory"][key])
@@ -476,6 +485,18 @@ def markdown(results: dict[str, Any]) -> str:
         ("update share (noise + apply)", _median(es, "update_share", ".4f"), "-"),
         ("perturb + restore share", _median(es, "perturb_restore_share", ".4f"), "-"),
         ("GRPO parts (s, median)", "-", parts),
+        ("low-rank ES: time per update (s)", _median(low, "time_per_update_s"), "-"),
+        (
+            "low-rank ES: lowrank_population_over_plain_batch",
+            _median(low, "lowrank_population_over_plain_batch", ".3f"),
+            "-",
+        ),
+        (
+            "low-rank ES: lowrank_over_fullrank_update",
+            _median(low, "lowrank_over_fullrank_update", ".3f"),
+            "-",
+        ),
+        ("low-rank ES: peak GPU memory allocated (GiB)", mem(low, "peak_allocated_gib"), "-"),
         ("peak GPU memory allocated (GiB)", mem(es, "peak_allocated_gib"), mem(grpo, "peak_allocated_gib")),
         ("peak GPU memory reserved (GiB)", mem(es, "peak_reserved_gib"), mem(grpo, "peak_reserved_gib")),
     ]
@@ -492,7 +513,7 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     lines += [
         f"\n{k.upper()} failed: {results[k]['error']}"
-        for k in ("es", "grpo")
+        for k in ("es", "es_lowrank", "grpo")
         if results.get(k, {}).get("error")
     ]
     return "\n".join(lines)
@@ -508,7 +529,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=Path(out) / "gpu_check.json" if out else Path("runs/gpu_check.json"),
         help="results file (default: $OUT/gpu_check.json when $OUT is set, else runs/gpu_check.json)",
     )
-    parser.add_argument("--only", choices=("es", "grpo"), help="run one strategy only")
+    parser.add_argument("--only", choices=("es", "es_lowrank", "grpo"), help="run one phase only")
     parser.add_argument(
         "--process-group-backend",
         choices=("nccl", "gloo"),
@@ -564,6 +585,14 @@ def main(argv: list[str] | None = None) -> None:
     log(f"model ready in {build_s:.1f} s ({_count(results['model']['parameters'])} parameters): {model_path}")
 
     phases = {"es": lambda: run_es(device, model_path, sizes, grpo_follows=args.only is None)}
+    phases["es_lowrank"] = lambda: run_es_lowrank(  # leaves GRPO a third of what is left
+        sys.modules[__name__],
+        device,
+        model_path,
+        sizes,
+        results.get("es"),
+        (sizes.budget_s - elapsed()) * (1 if args.only else 2 / 3),
+    )
     phases["grpo"] = lambda: run_grpo(device, model_path, sizes)
     failed = []
     for name, run in phases.items():

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GPU check: ES and GRPO updates of a Qwen2.5-1.5B-shaped model (random weights, built locally in
-# bf16) on the transformers (HF) rollout, through ESStrategy / GRPOStrategy's training steps.
+# GPU check: ES (full-rank, then low-rank with all members in one generate call) and GRPO updates of
+# a Qwen2.5-1.5B-shaped model (random weights, built locally in bf16) on the transformers (HF)
+# rollout, through ESStrategy / GRPOStrategy's training steps.
 #
 # Launch:  bash benchmarks/gpu_check.sh              # one CUDA GPU; sized for one H200 in < 8 min
 #          bash benchmarks/gpu_check.sh --tiny       # CPU, tiny model, < 1 min (checks the script)
@@ -8,7 +9,8 @@
 #
 # Measures, per strategy: time per update, generated tokens/s, peak torch.cuda.max_memory_allocated
 # and max_memory_reserved; for ES also es_over_generation (ES update / generating the same N x B
-# rollouts with no perturbation), the update's share (noise + apply) and the perturb+restore share.
+# rollouts with no perturbation), the update's share (noise + apply) and the perturb+restore share;
+# for low-rank ES lowrank_population_over_plain_batch and lowrank_over_fullrank_update.
 # Writes --json (default $OUT/gpu_check.json when $OUT is set, else runs/gpu_check.json) and prints a
 # markdown table; progress lines carry timestamps.
 #
