@@ -28,7 +28,8 @@ done later (a truncated copy, a deleted file) is found by the manifest
 (:mod:`es_lightning.checkpoint_manifest`): a resume of the newest checkpoint falls back to the newest
 intact one and says so (:func:`resolve_resume`); a checkpoint named explicitly is refused.
 Every rank calls :func:`save_checkpoint` (sharded strategies gather weights and optimizer state
-collectively); only the writer rank touches the disk.
+collectively); only the writer rank touches the disk, and a write that fails there (a full disk)
+ends every rank with it (:func:`~es_lightning.ranks.fail_together`), none is left waiting.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -53,6 +54,7 @@ from es_lightning.checkpoint_manifest import (
 )
 from es_lightning.checkpoint_space import refuse_full_disk
 from es_lightning.errors import MissingPathError
+from es_lightning.ranks import fail_together
 from es_lightning.weight_files import (
     SHARD_BYTES,
     STATE_FILE,
@@ -342,29 +344,36 @@ def save_checkpoint(
     final = root / f"step-{step:06d}"
     tmp = root / f".tmp-step-{step:06d}"
     partial = (tmp, root / ".latest.tmp")  # what a failed write leaves (atomic_write_text)
-    with refuse_full_disk(root, final.name, partial, keep_last) if is_writer else nullcontext():
-        state_dir = tmp / state_folder(strategy_name)
-        if is_writer:
-            root.mkdir(parents=True, exist_ok=True)
-            shutil.rmtree(tmp, ignore_errors=True)
-            shutil.copytree(meta_dir, tmp)
-            write_weights(tmp, weights, serving_dtype, state_dir, shard_bytes)
-        else:
-            for _ in weights:  # take part in the gathers; the writer saves
+    state_dir = tmp / state_folder(strategy_name)
+
+    def writes() -> AbstractContextManager[None]:  # the writer's: a full disk becomes one line
+        return refuse_full_disk(root, final.name, partial, keep_last) if is_writer else nullcontext()
+
+    stream = iter(weights)
+    with fail_together(), writes():  # the weights: the writer's disk may fail, and every rank learns it
+        try:
+            if is_writer:
+                root.mkdir(parents=True, exist_ok=True)
+                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.copytree(meta_dir, tmp)
+                write_weights(tmp, stream, serving_dtype, state_dir, shard_bytes)
+        finally:
+            for _ in stream:  # every rank takes part in the stream's gathers, whatever happened here
                 pass
-        write_state(state_dir)
-        if not is_writer:
-            return final
-        if callbacks_state:
-            torch.save(callbacks_state, tmp / CALLBACKS_FILE)
-        (tmp / HPARAMS_FILE).write_text(yaml.safe_dump(hparams or {}, sort_keys=False))
-        ours = {"step": step, "strategy": strategy_name, "serving_dtype": str(serving_dtype)}
-        (tmp / STATE_FILE).write_text(json.dumps({**trainer_state, **ours}, indent=2))
-        write_manifest(tmp)  # last: it lists every file above with its size and checksum
-        _fsync_tree(tmp)
-        if final.exists():
-            shutil.rmtree(final)
-        tmp.rename(final)
-        _fsync_dir(root)
-        atomic_write_text(root / "latest", final.name + "\n")
-        return final
+    with fail_together(), writes():
+        write_state(state_dir)  # the strategy's own state, on every rank
+    with fail_together(), writes():  # the rest is the writer's; the other ranks wait for its verdict
+        if is_writer:
+            if callbacks_state:
+                torch.save(callbacks_state, tmp / CALLBACKS_FILE)
+            (tmp / HPARAMS_FILE).write_text(yaml.safe_dump(hparams or {}, sort_keys=False))
+            ours = {"step": step, "strategy": strategy_name, "serving_dtype": str(serving_dtype)}
+            (tmp / STATE_FILE).write_text(json.dumps({**trainer_state, **ours}, indent=2))
+            write_manifest(tmp)  # last: it lists every file above with its size and checksum
+            _fsync_tree(tmp)
+            if final.exists():
+                shutil.rmtree(final)
+            tmp.rename(final)
+            _fsync_dir(root)
+            atomic_write_text(root / "latest", final.name + "\n")
+    return final

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from es_lightning.checkpoint_manifest import verify_checkpoint
 from es_lightning.errors import ConfigError
+from es_lightning.ranks import USER_ERROR_STATUS, PeerRankError
 
 if TYPE_CHECKING:
     from lightning.fabric import Fabric
@@ -64,11 +65,14 @@ def check_checkpoint_space(fabric: Fabric, root: Path, name: str, keep_last: int
     newest checkpoint's size and every rank receives its verdict, so all ranks stop together.
 
     Raises:
-        DiskSpaceError: there is less space free than the newest checkpoint takes.
+        DiskSpaceError: there is less space free than the newest checkpoint takes (rank 0; the
+            other ranks raise :class:`~es_lightning.ranks.PeerRankError`).
     """
     problem = _space_problem(root, name, keep_last) if fabric.is_global_zero else None
     if fabric.world_size > 1:
         problem = fabric.broadcast(problem, src=0)
+    if problem is not None and not fabric.is_global_zero:  # rank 0 says it, the others stop with it
+        raise PeerRankError(0, USER_ERROR_STATUS)
     if problem is not None:
         raise DiskSpaceError(problem)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         return USER_ERROR_STATUS
     parser = build_parser()
     cfg = _parse(parser, args, debug)  # a parse error: one line (usage under --help), status 2
+    from es_lightning.ranks import PeerRankError, exit_status
     from es_lightning.rollout.watchdog import EngineError
     from es_lightning.training.signals import RunInterrupted
 
@@ -133,17 +135,30 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         return stopped.exit_code
+    except PeerRankError as peer:  # another rank failed and printed why (es_lightning.ranks)
+        return exit_status(peer, peer.status)
     except EngineError as err:  # a stalled or dead engine: the message names it and its device
         if debug:
-            raise
+            return _reraise(err)
         print(f"es-lightning: error: {err}", file=sys.stderr)
-        return ENGINE_ERROR_STATUS
+        return exit_status(err, ENGINE_ERROR_STATUS)
     except Exception as err:
         user_error = find_config_error(err)
         if user_error is None or debug:
-            raise
+            return _reraise(err)
         print(f"es-lightning: error: {user_error}", file=sys.stderr)
-        return USER_ERROR_STATUS
+        return exit_status(err, USER_ERROR_STATUS)
+    return 0
+
+
+def _reraise(error: Exception) -> int:
+    """Raise ``error`` with its traceback; in a rank process Fabric's launcher started, after a
+    failure every rank shared, print the traceback and exit 0 instead (:func:`es_lightning.ranks.exit_status`)."""
+    from es_lightning.ranks import exit_status
+
+    if exit_status(error, 1) != 0:
+        raise error
+    traceback.print_exception(error)
     return 0
 
 

@@ -29,6 +29,7 @@ from es_lightning.errors import ConfigError
 from es_lightning.evaluation.offline import write_completions_file
 from es_lightning.evaluation.sharding import chunk_size, gather_on_rank_zero, shard_alignment, shard_range
 from es_lightning.evaluation.summary import summarize
+from es_lightning.ranks import fail_together
 from es_lightning.rollout.base import Rollout, RolloutOutput, SamplingConfig
 from es_lightning.rollout.generation_options import check_generation_options
 from es_lightning.tasks.base import Score
@@ -194,7 +195,7 @@ def evaluate_rows_sharded(
         dynamic_ncols=True,
         leave=False,
     )
-    with bar:
+    with fail_together(), bar:  # generation and scoring: a failure on one rank ends all ranks
         outputs = [
             generate_in_chunks(
                 rollout,
@@ -206,7 +207,7 @@ def evaluate_rows_sharded(
             )
             for s, (start, stop) in zip(passes, shares)
         ]
-    mine = [_Scored.of(module, rows[start:stop], out) for (start, stop), out in zip(shares, outputs)]
+        mine = [_Scored.of(module, rows[start:stop], out) for (start, stop), out in zip(shares, outputs)]
     gathered = gather_on_rank_zero(mine, world_size)
     if gathered is None:
         return None

@@ -45,6 +45,7 @@ from lightning.fabric.strategies.ddp import DDPStrategy
 from lightning.fabric.strategies.fsdp import FSDPStrategy
 from lightning.fabric.strategies.parallel import ParallelStrategy
 from lightning.fabric.strategies.registry import _StrategyRegistry
+from lightning.fabric.wrappers import _unwrap_objects
 from typing_extensions import override
 
 from es_lightning.errors import ConfigError, MissingPathError
@@ -63,6 +64,7 @@ from es_lightning.grpo.loss import GRPOLoss
 from es_lightning.grpo.optimize import PolicyBatch, optimize_policy
 from es_lightning.grpo.schedule import Schedule, lr_multiplier, resolve_warmup
 from es_lightning.grpo.settings import SETTING_NAMES, GRPOSettings, build_settings, settings_hparams
+from es_lightning.ranks import fail_together
 from es_lightning.rollout.base import Rollout
 from es_lightning.strategies.base import ReasoningStrategy, Row, StepResult
 from es_lightning.strategies.grpo_rollouts import GroupRollouts, rank_sampling_seed, sample_groups
@@ -83,7 +85,7 @@ if TYPE_CHECKING:
     from es_lightning.module import ReasoningModule
 
 FABRIC_STATE = "fabric_state.ckpt"
-"""The trainer model and AdamW state, written with ``fabric.save`` (sharded under FSDP)."""
+"""The trainer model and AdamW state, written as ``fabric.save`` writes them (sharded under FSDP)."""
 
 
 class _GRPO(ReasoningStrategy, ParallelStrategy):
@@ -241,9 +243,11 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
 
     @override
     def save_state(self, fabric: Fabric, rollout: Rollout, folder: Path) -> None:
-        """The trainer model and AdamW state through ``fabric.save`` (every rank takes part); with
+        """The trainer model and AdamW state as ``fabric.save`` writes them (every rank takes part); with
         LoRA also the adapter in PEFT's format (``PeftModel.from_pretrained(base, folder)``)."""
-        fabric.save(folder / FABRIC_STATE, {"model": self.model, "optimizer": self.optimizer})
+        state = _unwrap_objects({"model": self.model, "optimizer": self.optimizer})
+        self.save_checkpoint(folder / FABRIC_STATE, state)  # fabric.save without its barrier: the
+        # checkpoint's fail_together is the barrier, and it also carries a failed write to every rank
         if self.settings.lora is not None and fabric.is_global_zero:
             save_adapter(self._unwrapped(), folder)
 
@@ -268,7 +272,8 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
             n=self.settings.group_size,
             seed=rank_sampling_seed(run_seed, step, self.global_rank),
         )
-        groups = sample_groups(module, rollout, rows, sampling, self.settings.advantage)
+        with fail_together():  # generation and reward functions: a failure on one rank ends all ranks
+            groups = sample_groups(module, rollout, rows, sampling, self.settings.advantage)
         timings = groups.timings
         t0 = time.perf_counter()
         temperature = sampling.temperature if sampling.temperature > 0 else 1.0

@@ -51,21 +51,20 @@ evaluation: null
 """
 
 
-@pytest.mark.parametrize("fault", list(FAULTS))
-def test_a_failing_reward_function_ends_the_run_in_one_line_and_keeps_the_checkpoint(tmp_path, fault):
-    what, code = FAULTS[fault]
-    source = REWARDS.replace("{fault}", what).replace("{fault_code}", code)
+def _fit_until_it_fails(tmp_path, source: str, recipe: str, *overrides: str):
+    """``es-lightning fit`` of ``recipe`` with ``source`` as ``run_rewards.py``, noting every process it
+    starts; returns its exit status, stderr, run folder and the processes still alive 15 s after."""
     (tmp_path / "run_rewards.py").write_text(source)
     data = tmp_path / "train.jsonl"
     data.write_text(
         "".join(json.dumps({"prompt": f"Say {n:04d}", "answer": f"{n:04d}"}) + "\n" for n in range(8))
     )
-    (tmp_path / "recipe.yaml").write_text(RECIPE.format(data=data))
+    (tmp_path / "recipe.yaml").write_text(recipe.format(data=data))
     out = tmp_path / "run"
     env = subprocess_env() | {"RUN_DIR": str(out)}
     env.pop("ES_LIGHTNING_DEBUG", None)
     proc = subprocess.Popen(
-        [*CLI, "fit", "--config", "recipe.yaml", "--trainer.output_dir", str(out)],
+        [*CLI, "fit", "--config", "recipe.yaml", "--trainer.output_dir", str(out), *overrides],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -80,29 +79,70 @@ def test_a_failing_reward_function_ends_the_run_in_one_line_and_keeps_the_checkp
                 proc.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
                 pass
-        stdout, stderr = proc.communicate(timeout=60)
+        _, stderr = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == 2, stderr[-3000:]
+    _, alive = psutil.wait_procs(children, timeout=15)
+    return proc.returncode, stderr, out, alive
+
+
+def _the_one_error(returncode: int, stderr: str) -> str:
+    assert returncode == 2, stderr[-3000:]
     assert "Traceback" not in stderr, stderr[-3000:]
     errors = [line for line in stderr.splitlines() if line.startswith("es-lightning: error: ")]
     assert len(errors) == 1, stderr[-3000:]
-    file = tmp_path / "run_rewards.py"
-    fault_line = next(i for i, line in enumerate(source.splitlines(), 1) if code in line)
-    if fault == "raises":
-        assert errors[0].startswith(
-            f"es-lightning: error: run_rewards.digits ({file}:{fault_line}) raised ZeroDivisionError: "
-            "scale is zero on row 0 (prompt: 'Say "
-        ), errors[0]
-    else:
-        def_line = next(i for i, line in enumerate(source.splitlines(), 1) if line.startswith("def digits"))
-        assert errors[0] == (
-            f"es-lightning: error: run_rewards.digits ({file}:{def_line}) returned nan on row 0; rewards "
-            "must be finite numbers (None where the function does not apply)"
-        )
-    _, alive = psutil.wait_procs(children, timeout=15)
-    assert not alive, f"processes outlived the run: {alive}"
+    return errors[0]
+
+
+def _kept_first_checkpoint(out) -> None:
     kept = latest_checkpoint(out)
     assert kept is not None and kept.name == "step-000001"
     verdict = verify_checkpoint(kept)
     assert verdict.intact and verdict.verified
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_failing_reward_function_ends_the_run_in_one_line_and_keeps_the_checkpoint(tmp_path, fault):
+    what, code = FAULTS[fault]
+    source = REWARDS.replace("{fault}", what).replace("{fault_code}", code)
+    returncode, stderr, out, alive = _fit_until_it_fails(tmp_path, source, RECIPE)
+    error = _the_one_error(returncode, stderr)
+    file = tmp_path / "run_rewards.py"
+    fault_line = next(i for i, line in enumerate(source.splitlines(), 1) if code in line)
+    if fault == "raises":
+        assert error.startswith(
+            f"es-lightning: error: run_rewards.digits ({file}:{fault_line}) raised ZeroDivisionError: "
+            "scale is zero on row 0 (prompt: 'Say "
+        ), error
+    else:
+        def_line = next(i for i, line in enumerate(source.splitlines(), 1) if line.startswith("def digits"))
+        assert error == (
+            f"es-lightning: error: run_rewards.digits ({file}:{def_line}) returned nan on row 0; rewards "
+            "must be finite numbers (None where the function does not apply)"
+        )
+    assert not alive, f"processes outlived the run: {alive}"
+    _kept_first_checkpoint(out)
+
+
+GRPO = """  class_path: es_lightning.strategies.GRPOStrategy
+  init_args: {{group_size: 2, learning_rate: 1.0e-3, micro_batch_size: 4}}
+"""
+
+
+@pytest.mark.parametrize("strategy", ["es", "grpo"])
+def test_a_reward_function_failing_on_one_rank_ends_every_rank_in_one_line(tmp_path, strategy):
+    """Rank 1's reward function raises; rank 0's does not. Without the ranks agreeing on it, rank 0
+    would wait in the update's collective for rank 1 (a traceback from the transport, or a hang)."""
+    code = 'if os.environ.get("LOCAL_RANK") == "1":\n            raise ZeroDivisionError("scale is zero")'
+    source = REWARDS.replace("{fault}", "raises on rank 1").replace("{fault_code}", code)
+    recipe = RECIPE
+    if strategy == "grpo":  # G = 2 sampled responses per prompt
+        recipe = recipe.replace(recipe.split("strategy:\n")[1].split("rollout:")[0], GRPO)
+        recipe = recipe.replace("temperature: 0.0", "temperature: 1.0")
+    returncode, stderr, out, alive = _fit_until_it_fails(tmp_path, source, recipe, "--trainer.devices", "2")
+    error = _the_one_error(returncode, stderr)
+    assert (
+        error.startswith("es-lightning: error: run_rewards.digits (") and "raised ZeroDivisionError" in error
+    )
+    assert not alive, f"processes outlived the run: {alive}"
+    _kept_first_checkpoint(out)

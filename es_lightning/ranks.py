@@ -1,0 +1,120 @@
+"""Ranks that fail together: a failure on one rank of a multi-rank run ends every rank, at once and
+in one line.
+
+Without it, a reward function that raises on rank 1 (or a checkpoint write that fills rank 0's disk)
+leaves the other ranks inside their next collective, waiting for a rank that will never come: a
+hang until the process group's timeout, or a ``Connection closed by peer`` traceback from the
+transport. Work that can fail on one rank alone is therefore run inside :func:`fail_together`,
+called on **every** rank right before the ranks' next collective::
+
+    with fail_together():               # every rank
+        local = evaluate_members(...)   # generation and your reward functions: may raise on one rank
+    rewards = all_reduce(local.rewards)  # reached by every rank, or by none
+
+After the block the ranks exchange one small tensor (their exit status and rank). A rank whose
+block raised re-raises its own error (and prints it, as a single-rank run would); every other rank
+raises :class:`PeerRankError`, which the command ends with the same status and no message of its
+own. So the run prints one ``es-lightning: error: ...`` line and exits 2 for your error (a
+:class:`~es_lightning.errors.ConfigError`), or one traceback and exits 1 for anything else.
+
+Under Fabric's own launcher (``trainer.devices: 2`` on one machine) the command's exit status is
+rank 0's, and Fabric kills rank 0 as soon as one of the processes it started exits with a non-zero
+status: those processes therefore exit 0 after a failure the ranks shared
+(:func:`exit_status`), leaving rank 0 the time to shut its engines down. Under ``torchrun`` and
+SLURM every rank exits with the shared status.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+
+from es_lightning.errors import find_config_error
+
+USER_ERROR_STATUS = 2  # a ConfigError: yours to fix, said in one line
+FAILURE_STATUS = 1  # anything else: a traceback
+_SHARED = "_es_lightning_shared_by_ranks"
+
+
+class PeerRankError(RuntimeError):
+    """Another rank failed (it printed why); this rank stops with the same ``status``."""
+
+    def __init__(self, rank: int, status: int) -> None:
+        super().__init__(f"rank {rank} failed (its error is printed by that rank); this rank stops with it")
+        self.rank, self.status = rank, status
+
+
+def status_of(error: BaseException) -> int:
+    """The command's exit status for ``error``: 2 for a user error, else 1."""
+    return USER_ERROR_STATUS if find_config_error(error) is not None else FAILURE_STATUS
+
+
+def _group_size() -> int:
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def _device() -> torch.device:
+    import torch.distributed as dist
+
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+@contextmanager
+def fail_together() -> Iterator[None]:
+    """Run the block on this rank, then agree with every rank of the default process group on
+    whether any block raised (one ``all_reduce`` of two numbers; nothing when there is one rank).
+
+    Raises:
+        the block's own error, on each rank whose block raised (marked as shared, :func:`shared`);
+        PeerRankError: on the other ranks, naming the lowest failed rank and the worst status.
+    """
+    world = _group_size()
+    if world == 1:
+        yield
+        return
+    import torch.distributed as dist
+
+    error: Exception | None = None
+    try:
+        yield
+    except Exception as err:  # a signal (BaseException) is the signal handlers' to share
+        error = err
+    rank = dist.get_rank()
+    mine = torch.tensor(
+        [float(status_of(error)) if error else 0.0, float(world - rank) if error else 0.0], device=_device()
+    )
+    dist.all_reduce(mine, op=dist.ReduceOp.MAX)
+    status, first = int(mine[0].item()), world - int(mine[1].item())
+    if error is not None:
+        setattr(error, _SHARED, True)
+        raise error
+    if status:
+        raise PeerRankError(first, status)
+
+
+def shared(error: BaseException) -> bool:
+    """Whether every rank learned of ``error`` through :func:`fail_together` (or it is a
+    :class:`PeerRankError`): the other ranks stop by themselves, none is left waiting."""
+    return isinstance(error, PeerRankError) or bool(getattr(error, _SHARED, False))
+
+
+def started_by_fabric() -> bool:
+    """This process is one that Fabric's launcher started for a local rank above 0 (not rank 0's
+    own process, nor a ``torchrun`` or SLURM rank)."""
+    local = os.environ.get("LOCAL_RANK", "").strip()
+    external = any(v in os.environ for v in ("TORCHELASTIC_RUN_ID", "SLURM_PROCID"))
+    return local.isdigit() and int(local) > 0 and not external
+
+
+def exit_status(error: BaseException, status: int) -> int:
+    """The status this process exits with for ``error`` (``status`` as the command would give
+    it): 0 in a process Fabric's launcher started when the ranks shared the failure (rank 0
+    carries the status, and a non-zero child would get rank 0 killed before it shut down)."""
+    return 0 if shared(error) and started_by_fabric() else status
