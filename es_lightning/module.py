@@ -21,6 +21,7 @@ import torch
 from es_lightning.errors import ConfigError
 from es_lightning.rollout.base import RolloutOutput, SamplingConfig
 from es_lightning.tasks.base import Score, Task
+from es_lightning.tasks.reward_calls import call_task_scores
 
 if TYPE_CHECKING:
     from es_lightning.models.loading import ModelLoading
@@ -166,7 +167,7 @@ class ReasoningModule:
             raise ValueError(f"ReasoningModule.score: {len(rows)} rows but {len(outputs)} outputs")
         flat_rows = [row for row, out in zip(rows, outputs) for _ in out.completions]
         flat_texts = [c.text for out in outputs for c in out.completions]
-        flat = self.task.score_many(flat_texts, flat_rows)
+        flat = call_task_scores(self.task, flat_texts, flat_rows)  # a failure or a NaN, in one line
         scores, at = [], 0
         for out in outputs:
             scores.append(flat[at : at + len(out.completions)])

@@ -90,6 +90,11 @@ class ReasoningStrategy(ABC):
     strategy_name: ClassVar[str]
     """Short name (``es``, ``grpo``): log names, checkpoint state folder, pipeline stage names."""
 
+    def check_rollout(self, rollout: Rollout) -> None:
+        """Before any engine starts: refuse, with a :class:`~es_lightning.errors.ConfigError`, a
+        rollout this strategy's settings cannot run on (default: every rollout is accepted)."""
+        return None
+
     @abstractmethod
     def prepare(
         self, fabric: Fabric, module: ReasoningModule, rollout: Rollout, resume: Checkpoint | None

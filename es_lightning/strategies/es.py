@@ -74,6 +74,7 @@ from es_lightning.es.normalize import Normalization, normalize_rewards
 from es_lightning.es.update import AntitheticBudget, Population, kappa_pair, member_coefficients
 from es_lightning.es.weights import OptimizerName
 from es_lightning.grpo.checked import plain_values, settings_help
+from es_lightning.ranks import fail_together
 from es_lightning.rollout.base import Rollout
 from es_lightning.rollout.es_engine import ESEngine
 from es_lightning.rollout.population_engine import PopulationEngine
@@ -159,10 +160,9 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
 
     # -- the trainer's interface (es_lightning.strategies.base.ReasoningStrategy) -----------------
     @override
-    def prepare(
-        self, fabric: Fabric, module: ReasoningModule, rollout: Rollout, resume: Checkpoint | None
-    ) -> None:
-        """Make the rollout engine hold the fp32 centre (a checkpoint's, when resuming)."""
+    def check_rollout(self, rollout: Rollout) -> None:
+        """ES needs an engine that perturbs and updates weights; low-rank directions need one that
+        serves low-rank members (checked again in :meth:`prepare`)."""
         if not isinstance(rollout, ESEngine):
             raise TypeError(
                 f"ESStrategy: rollout {type(rollout).__name__} cannot run ES; it generates only. Use a "
@@ -175,6 +175,14 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
                 f"(es_lightning.rollout.hf.HFRollout); {type(rollout).__name__} serves perturbation: "
                 "full only. Use --rollout es_lightning.rollout.hf.HFRollout or perturbation: full"
             )
+
+    @override
+    def prepare(
+        self, fabric: Fabric, module: ReasoningModule, rollout: Rollout, resume: Checkpoint | None
+    ) -> None:
+        """Make the rollout engine hold the fp32 centre (a checkpoint's, when resuming)."""
+        self.check_rollout(rollout)
+        settings = self.settings
         files = (
             resume.weight_files("stored")
             if resume is not None
@@ -222,8 +230,9 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         accumulated = accumulates(
             settings.update, settings.normalization, settings.reward_control, settings.perturbation
         )
-        engine.es_accumulate(accumulated)  # before the first member: each ε is kept until R_i is known
-        local = self._evaluate(engine, module, rows, population, run_seed, step, accumulated)
+        with fail_together():  # generation and reward functions: a failure on one rank ends all ranks
+            engine.es_accumulate(accumulated)  # before the first member: each ε is kept until R_i is known
+            local = self._evaluate(engine, module, rows, population, run_seed, step, accumulated)
         gathered = self._gather(local)
         update_rewards = controlled_rewards(gathered.rewards, settings.reward_control, run_seed, step)  # (M,)
         coeffs = member_coefficients(population, update_rewards, settings.normalization)

@@ -13,6 +13,12 @@ completion). :func:`call_reward_function` calls it and refuses, with a :class:`R
   ``float('nan')`` included): the ES z-scores and the GRPO advantages of a batch with one NaN are
   all NaN, and an update made of them destroys the weights.
 
+Your own :class:`~es_lightning.tasks.base.Task` subclass is held to the same rules by
+:func:`call_task_scores`: an exception its ``score``/``score_many`` raises, or a ``Score`` whose
+reward is not a finite number, is said in one line naming the class, where it is and the row
+(``MyTask.score (my_task.py:40) raised IndexError: list index out of range on row 5``). The
+built-in tasks' own failures are bugs and keep their tracebacks.
+
 A :class:`RewardFunctionError` is a :class:`~es_lightning.errors.ConfigError`, so the command ends
 with ``es-lightning: error: ...`` and exit status 2; the trainer shuts its engines down on the way
 out and the checkpoints already written stay.
@@ -161,3 +167,53 @@ def _as_float(value: Any) -> float | None:
 def _short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def call_task_scores(task: Any, completions: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[Any]:
+    """``task.score_many(completions, rows)``, each ``Score``'s reward checked to be a finite
+    number; an exception from a score method written outside es-lightning is said in one line too.
+
+    Raises:
+        RewardFunctionError: naming the task's class, where it raised and the row, or the value.
+    """
+    klass = type(task)
+    method = klass.score if _ours(klass.score_many) else klass.score_many  # the one you wrote
+    user_code = not _ours(method)
+    name = f"{describe(klass)}.{method.__name__}"
+    try:
+        scores = list(task.score_many(completions, rows))
+    except Exception as err:
+        if not user_code:
+            raise
+        row = _failing_task_row(task, completions, rows)
+        at = f" on row {row} (completion: {_short(completions[row])})" if row is not None else ""
+        message = str(err).splitlines()[0] if str(err) else ""
+        raise RewardFunctionError(
+            f"{name} ({where(method, err)}) raised {type(err).__name__}: {message}{at}"
+        ) from err
+    if len(scores) != len(completions):
+        raise RewardFunctionError(
+            f"{name} ({where(method)}) returned {len(scores)} scores for {len(completions)} completions"
+        )
+    for row, score in enumerate(scores):
+        reward = _as_float(getattr(score, "reward", None))
+        if reward is None or not math.isfinite(reward):
+            raise RewardFunctionError(
+                f"{name} ({where(method)}) returned a score with reward "
+                f"{_short(getattr(score, 'reward', score))} on row {row}; a Score's reward is a finite "
+                "number in [0, 1]"
+            )
+    return scores
+
+
+def _ours(method: Any) -> bool:
+    return str(getattr(method, "__module__", "")).startswith("es_lightning.")
+
+
+def _failing_task_row(task: Any, completions: Sequence[str], rows: Sequence[dict[str, Any]]) -> int | None:
+    for i, (completion, row) in enumerate(zip(completions, rows)):
+        try:
+            task.score_many([completion], [row])
+        except Exception:
+            return i
+    return None

@@ -137,6 +137,8 @@ class Trainer:
                 print(f"es-lightning: {finished}", flush=True)
             return self.results
 
+        if isinstance(self.strategy, ReasoningStrategy):  # the last check before any engine starts
+            self.strategy.check_rollout(self.rollout)
         fabric = self._launch(resume)
         stop = StopSignals()
         with stop, stop.deferred() if fabric.world_size > 1 else nullcontext():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from es_lightning.tasks import FunctionTask
-from es_lightning.tasks.reward_calls import RewardFunctionError
+from es_lightning.tasks.reward_calls import RewardFunctionError, call_task_scores
 
 SOURCE = """
 import math
@@ -142,3 +142,71 @@ def test_numbers_of_any_kind_and_none_are_accepted(rewards):
     assert [s.extra for s in scores] == [{"rewards/as_array": 1.0}, {}, {"rewards/as_array": 2.0}]
     numpy_floats = FunctionTask(reward_funcs=[lambda completions, **kw: np.array([0.25, 1, 2])])
     assert [s.reward for s in numpy_floats.score_many(["a", "b", "c"], ROWS)] == [0.25, 1.0, 2.0]
+
+
+TASK_SOURCE = """
+from es_lightning.tasks import Echo
+from es_lightning.tasks.base import Score
+
+
+class Fragile(Echo):
+    def score(self, completion, row):
+        if completion == "boom":
+            raise IndexError("list index out of range")
+        return super().score(completion, row)
+
+
+class NaNScores(Echo):
+    def score(self, completion, row):
+        return Score(reward=float("nan") if completion == "2" else 1.0, answer=None)
+
+
+class Reprompted(Echo):
+    def prompt(self, row):
+        return "repeat " + row["digits"]
+"""
+TASK_ROWS = [{"digits": "1"}, {"digits": "2"}, {"digits": "3"}]
+
+
+@pytest.fixture()
+def tasks(tmp_path: Path):
+    """User Task subclasses, imported from a real file as a recipe would name them."""
+    file = tmp_path / "user_tasks_mod.py"
+    file.write_text(textwrap.dedent(TASK_SOURCE))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield importlib.import_module("user_tasks_mod"), file
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("user_tasks_mod", None)
+
+
+def test_your_task_raising_is_said_in_one_line_with_its_row(tasks):
+    module, file = tasks
+    with pytest.raises(RewardFunctionError) as err:
+        call_task_scores(module.Fragile(), ["1", "boom", "3"], TASK_ROWS)
+    assert str(err.value) == (
+        f"user_tasks_mod.Fragile.score ({file}:{_line(file, 'raise IndexError')}) raised IndexError: "
+        "list index out of range on row 1 (completion: 'boom')"
+    )
+    assert isinstance(err.value.__cause__, IndexError)
+
+
+def test_a_score_that_is_not_finite_is_refused_by_row(tasks):
+    module, file = tasks
+    with pytest.raises(RewardFunctionError) as err:
+        call_task_scores(module.NaNScores(), ["1", "2", "3"], TASK_ROWS)
+    assert str(err.value) == (
+        f"user_tasks_mod.NaNScores.score ({file}:{_line(file, 'class NaNScores') + 1}) "
+        "returned a score with reward nan on row 1; a Score's reward is a finite number in [0, 1]"
+    )
+
+
+def test_a_built_in_score_failing_keeps_its_traceback(tasks):
+    """A subclass that only changes the prompt scores with Echo's own score: a failure there is
+    es-lightning's bug, not yours, and is not reworded."""
+    module, _ = tasks
+    with pytest.raises(KeyError):
+        call_task_scores(module.Reprompted(), ["1"], [{"no_digits": "1"}])
+    scores = call_task_scores(module.Reprompted(), ["1", "9"], TASK_ROWS[:2])
+    assert [s.reward for s in scores] == [1.0, 0.5]  # Echo's: format half, digits half

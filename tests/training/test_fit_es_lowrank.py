@@ -69,3 +69,27 @@ def test_demo_recipe_runs_two_lowrank_updates(tmp_path):
     )
     updates = [m for m in read_metrics(out / "metrics.jsonl") if "es/update_norm" in m]
     assert len(updates) == 2 and all(m["time/generate"] > 0 for m in updates)
+
+
+def test_lowrank_on_a_rollout_without_low_rank_members_is_refused_before_any_engine_starts(tmp_path):
+    """vLLM serves full-rank members only: the run is refused in one line before the engine (and
+    its ~17 s start) is paid for."""
+    import subprocess
+
+    from tests.helpers import CLI, subprocess_env
+
+    (tmp_path / "run.yaml").write_text(TINY_ES_RECIPE)
+    cmd = [*CLI, "fit", "--config", "run.yaml", "--trainer.output_dir", str(tmp_path / "run")]
+    cmd += ["--strategy.init_args.perturbation", "lowrank", "--rollout", "vllm"]
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "es-lightning: error: ESStrategy: perturbation: lowrank needs a rollout that serves low-rank "
+        "members (es_lightning.rollout.hf.HFRollout); VLLMRollout serves perturbation: full only. Use "
+        "--rollout es_lightning.rollout.hf.HFRollout or perturbation: full"
+    )
+    assert "Traceback" not in proc.stderr
+    assert "EngineCore" not in proc.stderr and "vLLM" not in proc.stderr  # no engine was started
+    assert not (tmp_path / "run" / "checkpoints").exists()
