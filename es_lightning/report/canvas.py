@@ -25,6 +25,7 @@ COLORS = {
     "es_then_grpo": "tab:purple",
     "grpo_then_es": "tab:orange",
     "es_permuted": "tab:gray",
+    "es_lowrank": "tab:cyan",
 }
 BAND = {"color": "0.6", "alpha": 0.25}
 
