@@ -325,6 +325,39 @@ def lora_population_over_sequential(b: Bench):
     }  # fmt: skip
 
 
+def _lowrank_step(b: Bench, model: str) -> dict[str, Any]:
+    """``measures/lowrank_step.py``: full-rank, low-rank (r = 4) and a plain N×B batch on the
+    transformers rollout, side by side (the ES step's N, B, tokens and temperature)."""
+    demo = model == DEMO_MODEL
+    batch = b.s["demo_batch"] if demo else b.s["batch"]
+    args = ["--model", model, "--population", str(POPULATION), "--batch", str(batch), "--rank", "4"]
+    args += ["--max-tokens", str(b.s["max_tokens"]), "--temperature", "0.6" if demo else "1.0"]
+    args += ["--repeats", str(b.s["demo_repeats"] if demo else b.s["repeats"])]
+    return b.script(f"lowrank_step_{'demo' if demo else 'bench'}", "lowrank_step", args, timeout_s=5400)
+
+
+def lowrank_population_over_plain_batch(b: Bench, model: str | None = None):
+    """A low-rank ES update (every member in one generate call) ÷ one unperturbed generate call
+    of the same N×B requests, on the transformers rollout."""
+    step = _lowrank_step(b, model or b.prepared()["bench_model"])
+    return step["lowrank_population_over_plain_batch"], {"wall_s": step["wall_s"], "rank": 4}
+
+
+def lowrank_over_fullrank_update(b: Bench, model: str | None = None):
+    """A low-rank ES update ÷ a full-rank one (same N, B, tokens), full rank on the faster of the
+    transformers rollout (side by side, paired) and vLLM (the ES step's update, when it ran here)."""
+    model = model or b.prepared()["bench_model"]
+    step = _lowrank_step(b, model)
+    ctx: dict[str, Any] = {"wall_s": step["wall_s"], "hf_ratio": step["lowrank_over_fullrank_update"]}
+    full_vllm = b.raw.get(f"es_step_{'demo' if model == DEMO_MODEL else 'bench'}_1rank")
+    if full_vllm and "error" not in full_vllm:
+        records = [r["es_s"] for r in full_vllm["records"] if r.get("update", "accumulate") == "accumulate"]
+        ctx["vllm_full_update_s"] = summary(records)
+        if summary(records)["median"] < step["wall_s"]["full"]["median"]:  # vLLM is the faster backend
+            return ratio_summary([r["lowrank"]["wall_s"] for r in step["records"]], records), ctx
+    return step["lowrank_over_fullrank_update"], ctx
+
+
 def main_job_hf_over_vllm(b: Bench):
     """Not in the issue's list: the README's main job (``recipes/demo_cpu.yaml``) per ES update,
     transformers rollout ÷ vLLM rollout (above 1: vLLM is the faster backend for it)."""
@@ -364,6 +397,10 @@ MEASURES = {
     "lora_population_over_sequential": lora_population_over_sequential,
     "prefix_cache_stale_fraction": prefix_cache_stale_fraction,
     "main_job_hf_over_vllm": main_job_hf_over_vllm,
+    "lowrank_population_over_plain_batch": lowrank_population_over_plain_batch,
+    "lowrank_over_fullrank_update": lowrank_over_fullrank_update,
+    "lowrank_population_over_plain_batch_demo": lambda b: lowrank_population_over_plain_batch(b, DEMO_MODEL),
+    "lowrank_over_fullrank_update_demo": lambda b: lowrank_over_fullrank_update(b, DEMO_MODEL),
 }
 
 

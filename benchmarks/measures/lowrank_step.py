@@ -1,11 +1,21 @@
-"""Wall time of one ES update, full-rank against low-rank (all members in one generate call).
+"""Wall time of one ES update on the transformers rollout: full-rank, low-rank (all members in one
+generate call) and a plain batch of the same N×B requests, side by side.
 
-    python -m benchmarks.measures.lowrank_step --population 32 --batch 64 --rank 4 --repeats 2
+    python -m benchmarks.measures.lowrank_step --model es-lightning/tiny-arithmetic --population 32 \\
+        --batch 64 --rank 4 --repeats 2 --out runs/lowrank_step.json
 
-The built-in ``es-lightning/tiny-arithmetic`` model and its arithmetic task on the transformers
-rollout, demo_cpu.yaml's sampling (T 0.6, 32 new tokens) and σ, α. Each repeat runs one update of
-each kind on the same mini-batch, alternating, from the same centre (the update is taken, then
-the centre read again), and records the update's ``time/*`` metrics and its wall seconds.
+The model's task (:func:`~benchmarks.measures.common.task_for`: the demo model's arithmetic, GSM8K
+for the bench model), fp32 on CPU, sampling at ``--temperature`` with ``--max-tokens`` new tokens,
+σ = 1e-3. Each repeat runs, in turn and from the same starting centre:
+
+* ``full``: ``ESStrategy.training_step`` with full-rank members, one generate call per member;
+* ``lowrank``: the same with ``perturbation: lowrank`` (rank r), every member in one call of N×B rows;
+* ``plain``: ``HFRollout.generate`` of the N×B prompts at the centre in one call, no perturbation
+  (what the low-rank population would cost if adding the members' terms were free).
+
+``lowrank_population_over_plain_batch`` = lowrank ÷ plain, ``lowrank_over_fullrank_update`` =
+lowrank ÷ full, per repeat (paired). Random or untrained models can give every member the same
+reward; the step then skips its update (``es/skipped``), which is recorded beside the times.
 """
 
 from __future__ import annotations
@@ -13,15 +23,16 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 
 import torch
 from lightning.fabric import Fabric
 
+from benchmarks.measures.common import resolve, summary, task_for
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.rollout.hf import HFRollout
 from es_lightning.strategies import ESStrategy
-from es_lightning.tasks import Arithmetic
 
 
 def one_update(
@@ -32,50 +43,73 @@ def one_update(
     result = strategy.training_step(fabric, module, rollout, rows, step=0, run_seed=0)
     wall = time.perf_counter() - t0
     times = {k: round(v, 3) for k, v in result.metrics.items() if k.startswith("time/")}
-    return {"wall_s": round(wall, 3), "reward_mean": result.metrics["train/reward_mean"], **times}
+    return {"wall_s": wall, "skipped": result.metrics["es/skipped"], **times}
+
+
+def plain_batch(module: ReasoningModule, rollout: HFRollout, rows, population: int) -> dict:
+    prompts = module.encode(rows) * population
+    t0 = time.perf_counter()
+    outputs = rollout.generate(prompts, replace(module.train_sampling, n=1, seed=1))
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "tokens": sum(len(c.token_ids) for o in outputs for c in o.completions)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="es-lightning/tiny-arithmetic")
     parser.add_argument("--population", type=int, default=32)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--rank", type=int, default=4)
+    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--temperature", type=float, default=0.6)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
     module = ReasoningModule(
-        model="es-lightning/tiny-arithmetic",
-        task=Arithmetic(n_train=2048, n_test=200, seed=0),
+        model=resolve(args.model),
+        task=task_for(args.model),
         dtype="float32",
-        train_sampling=SamplingConfig(temperature=0.6, max_tokens=32),
+        train_sampling=SamplingConfig(temperature=args.temperature, max_tokens=args.max_tokens),
     )
     rows = module.task.load("train")[: args.batch]
-    rollout = HFRollout()
+    rollout = HFRollout(batch_size=args.population * args.batch)  # full rank: one call per member
     rollout.setup(str(module.model), torch.device("cpu"), torch.float32, module.loading)
     common = dict(population_size=args.population, sigma=1e-3, learning_rate=2e-3)
     strategies = {
         "full": ESStrategy(**common),
         "lowrank": ESStrategy(**common, perturbation="lowrank", rank=args.rank),
     }
-    fabrics = {}
-    for name, strategy in strategies.items():
-        fabrics[name] = Fabric(accelerator="cpu", devices=1, strategy=strategy)
-    fabrics["full"].launch()
-    results: dict[str, list[dict]] = {name: [] for name in strategies}
-    for _ in range(args.repeats):
-        for name, strategy in strategies.items():
-            results[name].append(one_update(strategy, fabrics["full"], module, rollout, rows))
-            print(name, results[name][-1], flush=True)
-    summary = {
+    fabrics = {name: Fabric(accelerator="cpu", devices=1, strategy=s) for name, s in strategies.items()}
+    fabric = fabrics["full"]  # each Fabric sets its strategy's device; one process group serves both
+    fabric.launch()
+    records: list[dict] = []
+    for repeat in range(args.repeats):
+        record = {name: one_update(s, fabric, module, rollout, rows) for name, s in strategies.items()}
+        record["plain"] = plain_batch(module, rollout, rows, args.population)
+        records.append(record)
+        print(repeat, {k: round(v["wall_s"], 2) for k, v in record.items()}, flush=True)
+    low = [r["lowrank"]["wall_s"] for r in records]
+    result = {
         "setting": vars(args) | {"threads": torch.get_num_threads()},
-        "updates": results,
-        "best_wall_s": {name: min(r["wall_s"] for r in runs) for name, runs in results.items()},
+        "records": records,
+        "wall_s": {k: summary([r[k]["wall_s"] for r in records]) for k in ("full", "lowrank", "plain")},
+        "lowrank_population_over_plain_batch": summary(
+            [a / r["plain"]["wall_s"] for a, r in zip(low, records)]
+        ),
+        "lowrank_over_fullrank_update": summary([a / r["full"]["wall_s"] for a, r in zip(low, records)]),
     }
-    print(json.dumps(summary["best_wall_s"]))
+    print(
+        json.dumps(
+            {
+                k: result[k]["median"]
+                for k in ("lowrank_population_over_plain_batch", "lowrank_over_fullrank_update")
+            }
+        )
+    )
     if args.out:
         with open(args.out, "w") as f:
-            json.dump(summary, f, indent=2)
+            json.dump(result, f, indent=2)
 
 
 if __name__ == "__main__":

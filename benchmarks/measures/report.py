@@ -22,6 +22,8 @@ GOALS: dict[str, tuple[Callable[[float], bool] | None, str]] = {
     "vllm_over_hf": (lambda v: v >= 2.0, ">= 2.0"),
     "engine_with_trainer_over_alone": (lambda v: v >= 0.95, ">= 0.95"),
     "scoring_share": (lambda v: v <= 0.05, "<= 0.05"),
+    "lowrank_population_over_plain_batch": (lambda v: v <= 1.3, "<= 1.3"),
+    "lowrank_over_fullrank_update": (lambda v: v <= 0.5, "<= 0.5"),
 }
 
 
