@@ -182,14 +182,14 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
     ) -> None:
         """Make the rollout engine hold the fp32 centre (a checkpoint's, when resuming)."""
         self.check_rollout(rollout)
-        settings = self.settings
+        engine, settings = cast("ESEngine", rollout), self.settings  # check_rollout refused the others
         files = (
             resume.weight_files("stored")
             if resume is not None
             else weight_files(module.model, revision=module.loading.revision)
         )
         state = resume.state_dir(self.strategy_name) / OPTIMIZER_FILE if resume is not None else None
-        rollout.es_init(files, settings.optimizer, str(state) if state and state.is_file() else None)
+        engine.es_init(files, settings.optimizer, str(state) if state and state.is_file() else None)
         if isinstance(rollout, PopulationEngine):
             rollout.es_use_lowrank(settings.rank if settings.perturbation == "lowrank" else None)
 
