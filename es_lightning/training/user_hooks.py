@@ -1,0 +1,98 @@
+"""Calls into your callbacks and loggers: a failure in their code is yours to fix and is said in
+one line that names the method and where it raised.
+
+The trainer calls every hook through :func:`call_hook` and logs through :func:`log_metrics`. When
+the exception came out of a method that a callback or logger class of yours defines (a class
+outside es-lightning, Lightning and the installed packages), the run ends with::
+
+    es-lightning: error: my_callbacks.Stopper.on_train_batch_end (my_callbacks.py:14) raised ValueError: boom
+
+and exit status 2 (``es-lightning --debug`` shows the traceback); the engines shut down on the way
+out and the checkpoints already written stay. A failure inside the built-in callbacks, Lightning's
+loggers or es-lightning itself is a bug and keeps its traceback; a
+:class:`~es_lightning.errors.ConfigError` a callback raises on purpose passes through as it is.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sysconfig
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from es_lightning.errors import ConfigError, find_config_error
+from es_lightning.tasks.reward_calls import describe
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+_INSTALLED = {Path(p).resolve() for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])}
+
+
+class UserHookError(ConfigError):
+    """A callback's hook or a logger's method of yours raised."""
+
+
+def call_hook(fabric: Any, callbacks: Iterable[Any], hook: str, **kwargs: Any) -> None:
+    """``fabric.call(hook, **kwargs)``; a failure in your callback's code becomes one line.
+
+    Raises:
+        UserHookError: naming the callback's class and hook, the file and line, and the error.
+    """
+    try:
+        fabric.call(hook, **kwargs)
+    except Exception as error:
+        raise _said(error, callbacks) from error
+
+
+def log_metrics(fabric: Any, metrics: dict[str, float], step: int) -> None:
+    """``fabric.log_dict(metrics, step)``; a failure in your logger's code becomes one line."""
+    try:
+        fabric.log_dict(metrics, step=step)
+    except Exception as error:
+        raise _said(error, fabric.loggers) from error
+
+
+def _said(error: Exception, objects: Iterable[Any]) -> Exception:
+    """``error`` as one :class:`UserHookError` line when it came out of your code, else as it is."""
+    if find_config_error(error) is not None:
+        return error
+    culprit = _culprit(error, objects)
+    if culprit is None:
+        return error
+    owner, name, file, line = culprit
+    message = str(error).splitlines()[0] if str(error) else ""
+    return UserHookError(f"{describe(owner)}.{name} ({file}:{line}) raised {type(error).__name__}: {message}")
+
+
+def _culprit(error: BaseException, objects: Iterable[Any]) -> tuple[type, str, str, int] | None:
+    """The outermost frame of ``error``'s traceback that runs a method your classes define among
+    ``objects``' classes: (its class, the method's name, and the innermost line raised in its file)."""
+    codes: dict[Any, tuple[type, str]] = {}
+    for obj in objects:
+        for klass in type(obj).__mro__:
+            if _yours(klass):
+                for name, value in vars(klass).items():
+                    code = getattr(value, "__code__", None)
+                    if code is not None:
+                        codes[code] = (klass, name)
+    frames = list(traceback.walk_tb(error.__traceback__))
+    for frame, _ in frames:
+        if frame.f_code in codes:
+            klass, name = codes[frame.f_code]
+            file = frame.f_code.co_filename
+            line = next(n for f, n in reversed(frames) if f.f_code.co_filename == file)
+            return klass, name, file, line
+    return None
+
+
+def _yours(klass: type) -> bool:
+    """A class written outside es-lightning and the installed packages (``object`` included)."""
+    module = getattr(klass, "__module__", "") or ""
+    if module == "builtins" or module.startswith("es_lightning."):
+        return False
+    try:
+        source = Path(inspect.getfile(klass)).resolve()
+    except (TypeError, OSError):
+        return False
+    return not any(source.is_relative_to(root) for root in (_PACKAGE, *_INSTALLED))
