@@ -94,14 +94,16 @@ def run_trl(recipe: Path, settings: PeerSettings, steps: int, seed: int, work: P
     return {"update_s": timer.seconds, "update_cpu_s": timer.cpu_s, "reward_mean": timer.rewards}
 
 
-def run_ours(recipe: Path, settings: PeerSettings, steps: int, seed: int, work: Path) -> dict[str, Any]:
+def run_ours(
+    recipe: Path, settings: PeerSettings, steps: int, seed: int, work: Path, rollout_batch: int | None = None
+) -> dict[str, Any]:
     """``steps`` updates of ``es-lightning fit`` on ``recipe`` in a fresh process."""
     out, clock = work / f"ours_seed{seed}", work / f"ours_seed{seed}.clock.json"
     callbacks = (
         f"[{{class_path: benchmarks.measures.update_clock.UpdateClock, init_args: {{path: {clock}}}}}]"
     )
     cmd = [sys.executable, "-m", "es_lightning", "fit", "--config", str(recipe)]
-    cmd += our_overrides(settings, steps, seed, str(out), callbacks)
+    cmd += our_overrides(settings, steps, seed, str(out), callbacks, rollout_batch)
     run = run_tree(cmd, work / f"ours_seed{seed}.log", 3600)
     if run.returncode != 0:
         raise RuntimeError(f"es-lightning fit exited {run.returncode}; see {run.log}")
@@ -155,7 +157,7 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
     for r in range(args.rounds):
         sides = {
             "trl": partial(run_trl_process, args, r, work),
-            "ours": partial(run_ours, args.recipe, settings, args.steps, r, work),
+            "ours": partial(run_ours, args.recipe, settings, args.steps, r, work, args.rollout_batch),
         }
         order = ["trl", "ours"] if r % 2 == 0 else ["ours", "trl"]
         results = {side: timed(side, sides[side]) for side in order}
@@ -170,6 +172,7 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
     }
     return {
         "recipe": str(args.recipe), "steps": args.steps, "settings": asdict(settings),
+        "our_rollout_batch": args.rollout_batch,
         "trl_config": trl_config_kwargs(settings, args.steps, 0, "<work>"),
         "versions": {p: version(p) for p in ("trl", "transformers", "torch", "accelerate")},
         "rounds": rounds, "ratio": summary([rd["trl_over_ours"] for rd in rounds]),
@@ -183,6 +186,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=10, help="updates per run (the first warms up)")
     parser.add_argument("--batch", type=int, help="B prompts per update (default: the recipe's)")
+    parser.add_argument("--rollout-batch", type=int, help="our rollout's sequences per generate call "
+                        "(default: HFRollout's, 64; TRL generates all B·G at once)")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=2, help="runs of each side, order alternating")
     parser.add_argument("--recipe", type=Path, default=RECIPE)
     parser.add_argument("--side", choices=["trl"], help=argparse.SUPPRESS)  # one side, in this process

@@ -128,12 +128,18 @@ def trl_config_kwargs(settings: PeerSettings, steps: int, seed: int, output_dir:
 
 
 def our_overrides(
-    settings: PeerSettings, steps: int, seed: int, output_dir: str, callbacks: str = "[]"
+    settings: PeerSettings,
+    steps: int,
+    seed: int,
+    output_dir: str,
+    callbacks: str = "[]",
+    rollout_batch: int | None = None,
 ) -> list[str]:
     """``es-lightning fit`` arguments that run the recipe with ``settings``' B, ``steps`` updates,
-    ``seed``, the transformers rollout, no evaluation and only ``callbacks`` (only updates are
-    timed)."""
-    return [
+    ``seed``, the transformers rollout (``rollout_batch`` sequences per ``generate`` call; ``None``:
+    its default, 64), no evaluation and only ``callbacks`` (only updates are timed)."""
+    batching = [] if rollout_batch is None else ["--rollout.batch_size", str(rollout_batch)]
+    return batching + [
         "--trainer.output_dir", output_dir, "--trainer.overwrite", "true",
         "--trainer.progress_bar", "false", "--trainer.max_steps", str(steps),
         "--trainer.batch_size", str(settings.batch_size), "--trainer.seed", str(seed),

@@ -69,3 +69,6 @@ def test_our_overrides_set_batch_steps_seed_and_the_hf_rollout():
     pairs = dict(zip(args[::2], args[1::2]))
     assert pairs["--trainer.batch_size"] == "16" and pairs["--trainer.max_steps"] == "5"
     assert pairs["--trainer.seed"] == "2" and pairs["--rollout"] == "hf" and pairs["--evaluation"] == "null"
+    assert "--rollout.batch_size" not in args  # HFRollout's default unless asked
+    batched = our_overrides(recipe_settings(RECIPE), steps=5, seed=2, output_dir="out", rollout_batch=512)
+    assert dict(zip(batched[::2], batched[1::2]))["--rollout.batch_size"] == "512"
