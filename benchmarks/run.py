@@ -36,12 +36,14 @@ from benchmarks.measures.report import GOALS, machine_info, print_table, write_m
 QUICK = dict(
     batch=4, max_tokens=32, repeats=2, demo_batch=32, demo_repeats=2, prompts=32, engine_repeats=2,
     lora_adapters=8, fit_batch=4, fit_steps=2, fit_population=8, group=4, scoring_repeats=2,
-    long_prompts=8, long_tokens=128, torch_work_s=4, main_job_steps=3,
+    long_prompts=8, long_tokens=128, torch_work_s=4, main_job_steps=3, trl_steps=4, trl_batch=16,
+    trl_rounds=2,
 )  # fmt: skip
 FULL = dict(
     batch=16, max_tokens=32, repeats=3, demo_batch=64, demo_repeats=3, prompts=64, engine_repeats=3,
     lora_adapters=16, fit_batch=8, fit_steps=3, fit_population=16, group=4, scoring_repeats=3,
-    long_prompts=16, long_tokens=256, torch_work_s=8, main_job_steps=4,
+    long_prompts=16, long_tokens=256, torch_work_s=8, main_job_steps=4, trl_steps=10, trl_batch=64,
+    trl_rounds=2,
 )  # fmt: skip
 POPULATION = 32  # N of every ES update measured here (update_share is defined at N = 32)
 
@@ -379,6 +381,25 @@ def prefix_cache_stale_fraction(b: Bench):
     return summary([check["stale_fraction"]]), ctx
 
 
+def trl_over_ours_grpo_update(b: Bench):
+    """TRL's ``GRPOTrainer`` ÷ our GRPO, seconds per update (median of the rounds) on the demo
+    GRPO recipe's settings, both on transformers ``generate`` (``benchmarks/measures/trl_grpo.py``);
+    needs ``pip install -e '.[bench]'``."""
+    import importlib.util
+
+    if importlib.util.find_spec("trl") is None:
+        raise RuntimeError("skipped: trl is not installed (pip install -e '.[bench]')")
+    args = ["--steps", str(b.s["trl_steps"]), "--batch", str(b.s["trl_batch"])]
+    peer = b.script("trl_grpo", "trl_grpo", [*args, "--rounds", str(b.s["trl_rounds"])], timeout_s=7200)
+    ctx = {k: peer[k] for k in ("steps", "versions", "cpu_ratio", "pooled_update_s", "pooled_update_cpu_s")}
+    ctx["settings"] = {
+        k: peer["settings"][k] for k in ("batch_size", "group_size", "learning_rate", "max_tokens")
+    }
+    ctx["rewards"] = {side: [rd[side]["reward_mean"] for rd in peer["rounds"]] for side in ("trl", "ours")}
+    ctx["loadavg_before"] = [rd[s]["loadavg_before"] for rd in peer["rounds"] for s in rd["order"]]
+    return peer["ratio"], ctx
+
+
 MEASURES = {
     "es_over_generation": es_over_generation,
     "update_share": update_share,
@@ -401,6 +422,7 @@ MEASURES = {
     "lowrank_over_fullrank_update": lowrank_over_fullrank_update,
     "lowrank_population_over_plain_batch_demo": lambda b: lowrank_population_over_plain_batch(b, DEMO_MODEL),
     "lowrank_over_fullrank_update_demo": lambda b: lowrank_over_fullrank_update(b, DEMO_MODEL),
+    "trl_over_ours_grpo_update": trl_over_ours_grpo_update,
 }
 
 

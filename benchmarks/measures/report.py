@@ -24,6 +24,7 @@ GOALS: dict[str, tuple[Callable[[float], bool] | None, str]] = {
     "scoring_share": (lambda v: v <= 0.05, "<= 0.05"),
     "lowrank_population_over_plain_batch": (lambda v: v <= 1.3, "<= 1.3"),
     "lowrank_over_fullrank_update": (lambda v: v <= 0.5, "<= 0.5"),
+    "trl_over_ours_grpo_update": (lambda v: v >= 1.5, ">= 1.5"),
 }
 
 
@@ -141,6 +142,8 @@ def context_line(key: str, r: dict[str, Any]) -> str:
         if ev:
             text += "; evaluate 200 x 16: " + ", ".join(f"{k} {v:.0f} s" for k, v in ev.items())
         return text
+    if key == "trl_over_ours_grpo_update":
+        return trl_line(c)
     if key == "prefix_cache_stale_fraction":
         return (
             f"greedy, σ={c['sigma']}: {c['prompts']} prompts of {med(c['prompt_tokens']):.0f} tokens (median), "
@@ -187,7 +190,21 @@ def bound_sentence(key: str, r: dict[str, Any], results: dict[str, Any]) -> str:
         return f"Scoring {c['score_s']['median']:.2f} s vs an estimated {c['generate_s_estimated']:.0f} s of generation."
     if key == "engine_with_trainer_over_alone":
         return f"{c['with_trainer_tokens_per_s']['median']:.0f} vs {c['alone_tokens_per_s']['median']:.0f} tok/s."
+    if key == "trl_over_ours_grpo_update":
+        return f"Per update: {trl_line(c)}."
     return ""
+
+
+def trl_line(c: dict[str, Any]) -> str:
+    """Seconds per update, CPU seconds and last rewards of TRL's GRPOTrainer and ours."""
+    s, wall, cpu = c["settings"], c["pooled_update_s"], c["pooled_update_cpu_s"]
+    last = {side: [round(curve[-1], 3) for curve in curves] for side, curves in c["rewards"].items()}
+    return (
+        f"B={s['batch_size']} x G={s['group_size']}, {c['steps']} updates: TRL {wall['trl']['median']:.2f} s "
+        f"vs ours {wall['ours']['median']:.2f} s (CPU {cpu['trl']['median']:.2f} vs {cpu['ours']['median']:.2f} s, "
+        f"ratio {c['cpu_ratio']['median']:.2f}); last reward TRL {last['trl']} vs ours {last['ours']}; "
+        f"trl {c['versions']['trl']}"
+    )
 
 
 def write_markdown(path: Path, info: dict[str, Any], results: dict[str, Any]) -> None:
