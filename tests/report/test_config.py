@@ -22,9 +22,17 @@ def _parse(*argv: str) -> dict:
 def test_cpu_recipe_quick_plan():
     kwargs = _parse("--config", str(ROOT / "recipes/report_cpu.yaml"), "--quick", "--output_dir", "/tmp/r")
     assert kwargs["quick"] is True and kwargs["seeds"] is None  # 1 seed with --quick, else 3
-    assert list(kwargs["methods"]) == ["es", "grpo", "es_then_grpo", "grpo_then_es", "es_permuted"]
+    assert list(kwargs["methods"]) == [
+        "es",
+        "grpo",
+        "es_then_grpo",
+        "grpo_then_es",
+        "es_permuted",
+        "es_lowrank",
+    ]
     assert all(r.startswith("recipes/coverage_cpu_") for r in kwargs["methods"].values())
     assert kwargs["methods"]["es_permuted"] == kwargs["methods"]["es"]  # ES's recipe, rewards shuffled
+    assert kwargs["methods"]["es_lowrank"] == kwargs["methods"]["es"]  # ES's recipe, rank-4 directions
     assert kwargs["trajectory"].method == "grpo" and kwargs["trajectory"].every == 10
     assert kwargs["verdicts"].permuted_control == "es_permuted" and kwargs["verdicts"].pass_margin == 0.01
     assert set(kwargs["ablations"]) == {"population_size", "normalization", "estimator", "kappa_pair"}
@@ -39,11 +47,13 @@ def test_cpu_recipe_quick_plan():
     assert plan.seeds == [0]
     specs = plan_runs(plan)
     # methods, then the quick subsets: N, normalisation, estimator, κ variants, then forgetting
-    assert len(specs) == 5 + 2 + 2 + 2 + 3 + 2
+    assert len(specs) == 6 + 2 + 2 + 2 + 3 + 2
     assert [(s.group, s.label) for s in specs[-2:]] == [("forgetting", "es"), ("forgetting", "grpo")]
     assert kwargs["forgetting"].out_of_domain == "arithmetic" and kwargs["forgetting"].margin == 0.05
-    by_method = {s.group: s.overrides for s in specs[:5]}
+    by_method = {s.group: s.overrides for s in specs[:6]}
     assert by_method["es_permuted"][-2:] == ("--strategy.init_args.reward_control", "permuted")
+    lowrank = ("--strategy.init_args.perturbation", "lowrank", "--strategy.init_args.rank", "4")
+    assert by_method["es_lowrank"][-4:] == lowrank
     assert by_method["grpo"][-4:] == ("--trainer.checkpoint_every", "10", "--trainer.keep_last", "null")
     assert specs[0].overrides == (
         "--trainer.checkpoint_every",  # every run checkpoints, so an interrupted one continues
