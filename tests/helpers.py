@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 
 import torch
 
@@ -129,3 +134,22 @@ class EngineTripwire(Rollout):
 
     def digest(self):
         raise RuntimeError("EngineTripwire: digest")
+
+
+@contextmanager
+def user_module(folder: Path, name: str, source: str) -> Iterator[tuple[ModuleType, Path]]:
+    """``source`` written to ``folder/name.py`` and imported as a recipe would name it (your reward
+    functions, tasks, callbacks): the module and its file; unimported afterwards."""
+    file = folder / f"{name}.py"
+    file.write_text(textwrap.dedent(source))
+    sys.path.insert(0, str(folder))
+    try:
+        yield importlib.import_module(name), file
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop(name, None)
+
+
+def line_of(file: Path, text: str) -> int:
+    """The 1-based number of the first line of ``file`` that contains ``text``."""
+    return next(i for i, line in enumerate(file.read_text().splitlines(), 1) if text in line)

@@ -3,9 +3,6 @@ refused in one line naming the function, its file and line, and the row or value
 
 from __future__ import annotations
 
-import importlib
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +10,7 @@ import pytest
 
 from es_lightning.tasks import FunctionTask
 from es_lightning.tasks.reward_calls import RewardFunctionError, call_task_scores
+from tests.helpers import line_of, user_module
 
 SOURCE = """
 import math
@@ -69,18 +67,8 @@ ROWS = [
 @pytest.fixture()
 def rewards(tmp_path: Path):
     """The reward functions above, imported from a real file as a recipe would name them."""
-    file = tmp_path / "user_rewards_mod.py"
-    file.write_text(textwrap.dedent(SOURCE))
-    sys.path.insert(0, str(tmp_path))
-    try:
-        yield importlib.import_module("user_rewards_mod"), file
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("user_rewards_mod", None)
-
-
-def _line(file: Path, text: str) -> int:
-    return next(i for i, line in enumerate(file.read_text().splitlines(), 1) if text in line)
+    with user_module(tmp_path, "user_rewards_mod", SOURCE) as imported:
+        yield imported
 
 
 def _refusal(func, completions=("1", "2", "x")) -> str:
@@ -94,7 +82,7 @@ def _refusal(func, completions=("1", "2", "x")) -> str:
 def test_an_exception_names_function_file_line_error_and_row(rewards):
     module, file = rewards
     message = _refusal(module.picky)
-    line = _line(file, "raise KeyError")
+    line = line_of(file, "raise KeyError")
     assert message == (
         f"user_rewards_mod.picky ({file}:{line}) raised KeyError: 'no rule for boom' on row 2 "
         "(prompt: 'say it')"
@@ -111,7 +99,7 @@ def test_the_original_traceback_is_kept_as_the_cause(rewards):
 def test_a_failure_only_on_the_batch_is_said_so(rewards):
     module, file = rewards
     assert _refusal(module.fails_on_batches).endswith(
-        f"({file}:{_line(file, 'raise RuntimeError')}) raised RuntimeError: needs one at a time on a batch of 3 rows"
+        f"({file}:{line_of(file, 'raise RuntimeError')}) raised RuntimeError: needs one at a time on a batch of 3 rows"
     )
 
 
@@ -131,7 +119,7 @@ def test_a_failure_only_on_the_batch_is_said_so(rewards):
 def test_what_is_not_one_finite_number_per_completion_is_refused_by_name(rewards, name, expected):
     module, file = rewards
     message = _refusal(getattr(module, name))
-    assert message.startswith(f"user_rewards_mod.{name} ({file}:{_line(file, f'def {name}(')}) ")
+    assert message.startswith(f"user_rewards_mod.{name} ({file}:{line_of(file, f'def {name}(')}) ")
     assert expected in message
 
 
@@ -171,14 +159,8 @@ TASK_ROWS = [{"digits": "1"}, {"digits": "2"}, {"digits": "3"}]
 @pytest.fixture()
 def tasks(tmp_path: Path):
     """User Task subclasses, imported from a real file as a recipe would name them."""
-    file = tmp_path / "user_tasks_mod.py"
-    file.write_text(textwrap.dedent(TASK_SOURCE))
-    sys.path.insert(0, str(tmp_path))
-    try:
-        yield importlib.import_module("user_tasks_mod"), file
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("user_tasks_mod", None)
+    with user_module(tmp_path, "user_tasks_mod", TASK_SOURCE) as imported:
+        yield imported
 
 
 def test_your_task_raising_is_said_in_one_line_with_its_row(tasks):
@@ -186,7 +168,7 @@ def test_your_task_raising_is_said_in_one_line_with_its_row(tasks):
     with pytest.raises(RewardFunctionError) as err:
         call_task_scores(module.Fragile(), ["1", "boom", "3"], TASK_ROWS)
     assert str(err.value) == (
-        f"user_tasks_mod.Fragile.score ({file}:{_line(file, 'raise IndexError')}) raised IndexError: "
+        f"user_tasks_mod.Fragile.score ({file}:{line_of(file, 'raise IndexError')}) raised IndexError: "
         "list index out of range on row 1 (completion: 'boom')"
     )
     assert isinstance(err.value.__cause__, IndexError)
@@ -197,7 +179,7 @@ def test_a_score_that_is_not_finite_is_refused_by_row(tasks):
     with pytest.raises(RewardFunctionError) as err:
         call_task_scores(module.NaNScores(), ["1", "2", "3"], TASK_ROWS)
     assert str(err.value) == (
-        f"user_tasks_mod.NaNScores.score ({file}:{_line(file, 'class NaNScores') + 1}) "
+        f"user_tasks_mod.NaNScores.score ({file}:{line_of(file, 'class NaNScores') + 1}) "
         "returned a score with reward nan on row 1; a Score's reward is a finite number in [0, 1]"
     )
 

@@ -4,10 +4,8 @@ are imported from a real file, as a recipe names them."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -17,7 +15,7 @@ from lightning.fabric import Fabric
 from es_lightning.callbacks import TokenEntropy
 from es_lightning.errors import ConfigError
 from es_lightning.training.user_hooks import UserHookError, call_hook, log_metrics
-from tests.helpers import CLI, TINY_ES_RECIPE, subprocess_env
+from tests.helpers import CLI, TINY_ES_RECIPE, line_of, subprocess_env, user_module
 
 SOURCE = """
 from lightning.fabric.loggers import Logger
@@ -53,18 +51,8 @@ class Broken(Logger):
 
 @pytest.fixture()
 def user(tmp_path: Path):
-    file = tmp_path / "user_hooks_mod.py"
-    file.write_text(textwrap.dedent(SOURCE))
-    sys.path.insert(0, str(tmp_path))
-    try:
-        yield importlib.import_module("user_hooks_mod"), file
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("user_hooks_mod", None)
-
-
-def _line(file: Path, text: str) -> int:
-    return next(i for i, line in enumerate(file.read_text().splitlines(), 1) if text in line)
+    with user_module(tmp_path, "user_hooks_mod", SOURCE) as imported:
+        yield imported
 
 
 def test_your_callback_raising_is_one_line_naming_the_hook_and_where_it_raised(user):
@@ -75,7 +63,7 @@ def test_your_callback_raising_is_one_line_naming_the_hook_and_where_it_raised(u
     with pytest.raises(UserHookError) as err:
         call_hook(fabric, callbacks, "on_train_batch_end", trainer=None, step=2, metrics={"a": 1.0})
     assert str(err.value) == (
-        f"user_hooks_mod.Stopper.on_train_batch_end ({file}:{_line(file, 'raise ValueError')}) raised "
+        f"user_hooks_mod.Stopper.on_train_batch_end ({file}:{line_of(file, 'raise ValueError')}) raised "
         "ValueError: no reward key in ['a']"
     )
     assert isinstance(err.value.__cause__, ValueError)
@@ -90,13 +78,13 @@ def test_a_config_error_your_callback_raises_passes_as_it_is(user):
     assert not isinstance(err.value, UserHookError)
 
 
-def test_your_logger_raising_is_one_line(user):
+def test_your_logger_raising_is_oneline_of(user):
     module, file = user
     fabric = Fabric(accelerator="cpu", devices=1, loggers=[module.Broken()])
     with pytest.raises(UserHookError) as err:
         log_metrics(fabric, {"train/reward_mean": 0.5}, step=3)
     assert str(err.value) == (
-        f"user_hooks_mod.Broken.log_metrics ({file}:{_line(file, 'raise OSError')}) raised OSError: "
+        f"user_hooks_mod.Broken.log_metrics ({file}:{line_of(file, 'raise OSError')}) raised OSError: "
         "the server went away"
     )
 
@@ -125,7 +113,7 @@ def test_fit_with_your_callback_failing_ends_in_one_line_and_keeps_the_checkpoin
     file = tmp_path / "user_hooks_mod.py"
     assert errors == [
         f"es-lightning: error: user_hooks_mod.Stopper.on_train_batch_end ({file}:"
-        f"{_line(file, 'raise ValueError')}) raised ValueError: no reward key in ['es/flip_rate']"
+        f"{line_of(file, 'raise ValueError')}) raised ValueError: no reward key in ['es/flip_rate']"
     ], proc.stderr[-3000:]
     assert (out / "checkpoints" / "latest").read_text().strip() == "step-000001"
     steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()]
