@@ -24,10 +24,14 @@ def test_short_names_in_a_recipe_expand_to_their_classes_and_take_init_args(tmp_
     assert cfg.strategy.class_path == ALIASES["strategy"]["grpo"]
     assert cfg.strategy.init_args.learning_rate == 0.001
     assert cfg.rollout.class_path == ALIASES["rollout"]["hf"]
-    cfg = fit_parser().parse_args(["--config", smoke, "--strategy", "es", "--strategy.init_args.sigma", "0.01"])
+    cfg = fit_parser().parse_args(
+        ["--config", smoke, "--strategy", "es", "--strategy.init_args.sigma", "0.01"]
+    )
     assert (cfg.strategy.class_path, cfg.strategy.init_args.sigma) == (ALIASES["strategy"]["es"], 0.01)
     recipe.write_text("rollout: hf\nmodel: es-lightning/tiny-random\ntask: arithmetic\n")
-    assert evaluate_parser().parse_args(["--config", str(recipe)]).rollout.class_path == ALIASES["rollout"]["hf"]
+    assert (
+        evaluate_parser().parse_args(["--config", str(recipe)]).rollout.class_path == ALIASES["rollout"]["hf"]
+    )
 
 
 def test_a_name_that_is_not_short_is_left_to_the_type_check(tmp_path):
@@ -36,7 +40,9 @@ def test_a_name_that_is_not_short_is_left_to_the_type_check(tmp_path):
     recipe = tmp_path / "bad.yaml"
     recipe.write_text("strategy: evolution\n")
     with pytest.raises(SystemExit):
-        fit_parser().parse_args(["--config", str(REPO / "recipes" / "smoke_cpu.yaml"), "--config", str(recipe)])
+        fit_parser().parse_args(
+            ["--config", str(REPO / "recipes" / "smoke_cpu.yaml"), "--config", str(recipe)]
+        )
 
 
 def test_hint_names_the_key_jsonargparse_complains_about():

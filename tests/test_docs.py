@@ -70,7 +70,11 @@ def test_benchmark_numbers_quoted_in_the_docs_equal_benchmarks_md():
     measured = benchmark_values()
     quoted = [(p.name, k, v) for p in PAGES for k, v in re.findall(r"`(\w+)` = ([\d.]+)", p.read_text())]
     assert quoted, "the docs quote no benchmark value"
-    wrong = [(page, key, value, measured.get(key)) for page, key, value in quoted if measured.get(key) != float(value)]
+    wrong = [
+        (page, key, value, measured.get(key))
+        for page, key, value in quoted
+        if measured.get(key) != float(value)
+    ]
     assert not wrong, f"quoted benchmark values differ from BENCHMARKS.md: {wrong}"
 
 
@@ -90,7 +94,9 @@ def test_built_in_model_numbers_equal_their_model_cards(model: str):
     quoted = re.findall(r"\d+(?:\.\d)?%", entry)
     assert quoted, f"docs/models.md quotes no number for {model}"
     missing = sorted(set(quoted) - card_percentages(model))
-    assert not missing, f"docs/models.md quotes {missing} for {model}, which its model card's tables do not hold"
+    assert not missing, (
+        f"docs/models.md quotes {missing} for {model}, which its model card's tables do not hold"
+    )
 
 
 DEMO_LABELS = {

@@ -15,7 +15,11 @@ from pathlib import Path
 from tests.helpers import REPO
 
 LAYERS = (
-    ("es_lightning.errors", "es_lightning.named", "es_lightning.ranks"),  # errors; named registries; ranks failing together
+    (
+        "es_lightning.errors",
+        "es_lightning.named",
+        "es_lightning.ranks",
+    ),  # errors; named registries; ranks failing together
     (
         "es_lightning.weight_files",
         "es_lightning.checkpoint_manifest",

@@ -41,7 +41,9 @@ def _rank(rank: int, world: int, port: int, failing: dict[int, str], results) ->
 
 def _run(world: int, failing: dict[int, str]) -> dict[int, list[str]]:
     results = mp.Manager().dict()
-    mp.start_processes(_rank, args=(world, _free_port(), failing, results), nprocs=world, start_method="spawn")
+    mp.start_processes(
+        _rank, args=(world, _free_port(), failing, results), nprocs=world, start_method="spawn"
+    )
     return dict(results)
 
 
