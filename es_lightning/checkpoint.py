@@ -281,6 +281,30 @@ def write_model_meta(
     return directory
 
 
+def _seal(
+    tmp: Path,
+    final: Path,
+    trainer_state: dict[str, Any],
+    hparams: dict[str, Any] | None,
+    callbacks_state: dict[str, Any] | None,
+) -> None:
+    """The writer's last files into ``tmp`` (callbacks' state, hparams, trainer state, then the
+    manifest), fsynced, renamed to ``final``, and ``latest`` pointed at it."""
+    import yaml
+
+    if callbacks_state:
+        torch.save(callbacks_state, tmp / CALLBACKS_FILE)
+    (tmp / HPARAMS_FILE).write_text(yaml.safe_dump(hparams or {}, sort_keys=False))
+    (tmp / STATE_FILE).write_text(json.dumps(trainer_state, indent=2))
+    write_manifest(tmp)  # last: it lists every file above with its size and checksum
+    _fsync_tree(tmp)
+    if final.exists():
+        shutil.rmtree(final)
+    tmp.rename(final)
+    _fsync_dir(final.parent)
+    atomic_write_text(final.parent / "latest", final.name + "\n")
+
+
 def _fsync_tree(folder: Path) -> None:
     for root, _, files in os.walk(folder):
         for name in files:
@@ -338,7 +362,6 @@ def save_checkpoint(
         DiskSpaceError: the disk filled while it was written; the partial folder is removed, the
             message names the newest intact checkpoint and suggests ``keep_last`` (now ``keep_last``).
     """
-    import yaml
 
     root = checkpoints_root(output_dir)
     final = root / f"step-{step:06d}"
@@ -364,16 +387,11 @@ def save_checkpoint(
         write_state(state_dir)  # the strategy's own state, on every rank
     with fail_together(), writes():  # the rest is the writer's; the other ranks wait for its verdict
         if is_writer:
-            if callbacks_state:
-                torch.save(callbacks_state, tmp / CALLBACKS_FILE)
-            (tmp / HPARAMS_FILE).write_text(yaml.safe_dump(hparams or {}, sort_keys=False))
-            ours = {"step": step, "strategy": strategy_name, "serving_dtype": str(serving_dtype)}
-            (tmp / STATE_FILE).write_text(json.dumps({**trainer_state, **ours}, indent=2))
-            write_manifest(tmp)  # last: it lists every file above with its size and checksum
-            _fsync_tree(tmp)
-            if final.exists():
-                shutil.rmtree(final)
-            tmp.rename(final)
-            _fsync_dir(root)
-            atomic_write_text(root / "latest", final.name + "\n")
+            state = {
+                **trainer_state,
+                "step": step,
+                "strategy": strategy_name,
+                "serving_dtype": str(serving_dtype),
+            }
+            _seal(tmp, final, state, hparams, callbacks_state)
     return final
