@@ -9,10 +9,12 @@ drawn from the generator of (member seed s, W's name) that full-rank noise draws
 The 1/√r keeps every entry of E_s at unit variance, as the entries of a full-rank ε (an entry is a
 sum of r products of independent unit normals), so σ means the same per entry in both modes.
 
-Which tensors move. Matrices (2-D tensors: the linear layers, the embedding) are perturbed with
-E_s; every other tensor (1-D: norm weights, biases) is neither perturbed nor updated. Tied
-embeddings are one tensor under one name: perturbed once, and the embedding lookup and the output
-projection both see the same E_s.
+Which tensors move (``lowrank_targets``). ``matrices`` (the default): every 2-D tensor (the
+linear layers, the embedding, an untied output head) is perturbed with E_s. ``linear``: the same
+less the input embedding and the output head (:func:`embedding_weight_names`), which is what vLLM
+can serve as LoRA adapters. Every other tensor (1-D: norm weights, biases) is neither perturbed nor
+updated in either mode. Tied embeddings are one tensor under one name: perturbed once, and the
+embedding lookup and the output projection both see the same E_s.
 
 The update from seeds alone, exactly, on the fp32 master (:meth:`LowRankNoise.direction`)::
 
@@ -39,10 +41,21 @@ import torch
 from es_lightning.es.noise import param_seed
 from es_lightning.es.update import Direction
 
-__all__ = ["PERTURBATIONS", "LowRankNoise", "Perturbation", "is_perturbed", "lowrank_factors"]
+__all__ = [
+    "LOWRANK_TARGETS",
+    "PERTURBATIONS",
+    "LowRankNoise",
+    "LowRankTargets",
+    "Perturbation",
+    "embedding_weight_names",
+    "is_perturbed",
+    "lowrank_factors",
+]
 
 Perturbation = Literal["full", "lowrank"]
 PERTURBATIONS: tuple[str, ...] = ("full", "lowrank")
+LowRankTargets = Literal["matrices", "linear"]
+LOWRANK_TARGETS: tuple[str, ...] = ("matrices", "linear")
 
 
 def is_perturbed(shape: Sequence[int] | torch.Size) -> bool:
@@ -74,13 +87,19 @@ def lowrank_factors(
 
 @dataclass(frozen=True)
 class LowRankNoise:
-    """The low-rank directions E_s = A_s B_sᵀ/√r of rank ``rank`` (see the module docstring)."""
+    """The low-rank directions E_s = A_s B_sᵀ/√r of rank ``rank`` (see the module docstring);
+    the matrices named in ``fixed`` neither move nor are perturbed (``lowrank_targets: linear``)."""
 
     rank: int
+    fixed: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.rank < 1:
             raise ValueError(f"LowRankNoise: rank must be >= 1, got {self.rank}")
+
+    def moves(self, name: str, shape: Sequence[int] | torch.Size) -> bool:
+        """Whether the tensor ``name`` of ``shape`` is perturbed and updated: a matrix not in ``fixed``."""
+        return is_perturbed(shape) and name not in self.fixed
 
     @property
     def scale(self) -> float:
@@ -95,7 +114,7 @@ class LowRankNoise:
         device: torch.device | str | None = None,
     ) -> torch.Tensor:
         """E_s of tensor ``name`` as a dense float32 tensor (zeros for a tensor that does not move)."""
-        if not is_perturbed(shape):
+        if not self.moves(name, shape):
             return torch.zeros(tuple(shape), dtype=torch.float32, device=device)
         a, b = lowrank_factors(seed, name, shape, self.rank, device)
         return (a @ b.T).mul_(self.scale)
@@ -106,7 +125,7 @@ class LowRankNoise:
 
         def direction(name: str, master: torch.Tensor) -> torch.Tensor:
             used = [(s, float(c)) for s, c in coeffs.items() if c != 0.0]
-            if not is_perturbed(master.shape) or not used:
+            if not self.moves(name, master.shape) or not used:
                 return torch.zeros(master.shape, dtype=torch.float32, device=master.device)
             factors = [lowrank_factors(s, name, master.shape, self.rank, master.device) for s, _ in used]
             a = torch.cat([f[0].mul_(c) for f, (_, c) in zip(factors, used, strict=True)], dim=1)
@@ -131,3 +150,14 @@ class LowRankNoise:
         a = torch.stack([p[0] for p in pairs]) * scales.to(pairs[0][0].device)[:, None, None]
         b = torch.stack([p[1] for p in pairs])
         return a.to(dtype), b.to(dtype)
+
+
+def embedding_weight_names(model: torch.nn.Module) -> frozenset[str]:
+    """Every name (tied ones included) of the input embedding's and the output head's weights in
+    a transformers model: the matrices ``lowrank_targets: linear`` keeps fixed."""
+    heads = [model.get_input_embeddings()]
+    output = getattr(model, "get_output_embeddings", lambda: None)()
+    if output is not None:
+        heads.append(output)
+    weights = {id(h.weight) for h in heads if isinstance(getattr(h, "weight", None), torch.Tensor)}
+    return frozenset(n for n, p in model.named_parameters(remove_duplicate=False) if id(p) in weights)

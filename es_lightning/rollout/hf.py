@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -314,8 +314,8 @@ class HFRollout(Rollout, ESEngine, PopulationEngine):
         torch.save(self.es.state_dict(), path)
 
     @override
-    def es_use_lowrank(self, rank: int | None) -> None:
-        self.es.noise = None if rank is None else LowRankNoise(rank)
+    def es_use_lowrank(self, rank: int | None, fixed: Collection[str] = ()) -> None:
+        self.es.noise = None if rank is None else LowRankNoise(rank, frozenset(fixed))
 
     @override
     def es_generate_population(

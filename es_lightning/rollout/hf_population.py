@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from es_lightning.errors import ConfigError
-from es_lightning.es.lowrank import LowRankNoise, is_perturbed
+from es_lightning.es.lowrank import LowRankNoise
 from es_lightning.es.weights import ESWeights
 from es_lightning.rollout.base import Completion, RolloutOutput, SamplingConfig
 from es_lightning.rollout.seeds import sample_seed
@@ -124,17 +124,20 @@ def _embedding_hook(a: torch.Tensor, b: torch.Tensor):
     return hook
 
 
-def hooked_layers(model: nn.Module, moving: Mapping[str, torch.Tensor]) -> list[tuple[nn.Module, str]]:
-    """(layer, master name) of every linear or embedding layer whose weight is a moving matrix of
-    ``moving``; refuses a moving matrix that no such layer holds (a batched forward would miss it)."""
+def hooked_layers(
+    model: nn.Module, master: Mapping[str, torch.Tensor], noise: LowRankNoise
+) -> list[tuple[nn.Module, str]]:
+    """(layer, master name) of every linear or embedding layer whose weight is a matrix of
+    ``master`` that ``noise`` moves; refuses a moving matrix that no such layer holds (a batched
+    forward would miss it)."""
     names = {id(p): n for n, p in model.named_parameters()}
     layers = []
     for module in model.modules():
         if isinstance(module, (nn.Linear, nn.Embedding)):
             name = names.get(id(module.weight))
-            if name is not None and name in moving and is_perturbed(moving[name].shape):
+            if name is not None and name in master and noise.moves(name, master[name].shape):
                 layers.append((module, name))
-    missing = sorted({n for n, t in moving.items() if is_perturbed(t.shape)} - {n for _, n in layers})
+    missing = sorted({n for n, t in master.items() if noise.moves(n, t.shape)} - {n for _, n in layers})
     if missing:
         raise ConfigError(
             f"perturbation: lowrank: the batched rollout adds the members' terms to nn.Linear and "
@@ -156,7 +159,7 @@ def population_hooks(
     factors: dict[str, Factors] = {}
     handles = []
     try:
-        for module, name in hooked_layers(model, master):
+        for module, name in hooked_layers(model, master, noise):
             if name not in factors:  # a tied tensor: one set of factors
                 device = cast(torch.Tensor, module.weight).device
                 factors[name] = noise.member_factors(members, name, master[name].shape, sigma, device, dtype)

@@ -5,19 +5,23 @@ centre by σ·A_i B_iᵀ/√r per matrix, a change a forward pass can add per ba
 any weight. A backend that can do that implements :class:`PopulationEngine` beside
 :class:`~es_lightning.rollout.es_engine.ESEngine`::
 
+    engine.es_reserve_population(N, r)            # before the engine starts: room for N members
     engine.es_init(...)
-    engine.es_use_lowrank(r)                      # perturb, restore and update with A Bᵀ/√r
+    engine.es_use_lowrank(r, fixed)               # perturb, restore and update with A Bᵀ/√r
     outputs = engine.es_generate_population(prompts, sampling, members, σ, sampling_seeds)
     # outputs[m][j]: member m's responses to prompt j
 
+The transformers rollout adds each row's low-rank term in a forward hook
+(:mod:`es_lightning.rollout.hf_population`); the vLLM rollout serves the members as LoRA adapters
+built in its workers (:mod:`es_lightning.rollout.vllm.population`).
 :class:`~es_lightning.strategies.ESStrategy` refuses ``perturbation: lowrank`` with a rollout that
-is not a :class:`PopulationEngine` (the vLLM rollout serves full-rank ES only).
+is not a :class:`PopulationEngine`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from es_lightning.rollout.base import RolloutOutput, SamplingConfig
 
@@ -25,10 +29,19 @@ from es_lightning.rollout.base import RolloutOutput, SamplingConfig
 class PopulationEngine(ABC):
     """Low-rank ES members generated together, each batch row under its own member's weights."""
 
+    lowrank_targets_served: tuple[str, ...] = ("matrices", "linear")
+    """The ``lowrank_targets`` this engine can serve (:class:`~es_lightning.es.lowrank.LowRankTargets`)."""
+
+    def es_reserve_population(self, members: int, rank: int) -> None:
+        """Before the engine starts: make room to serve up to ``members`` low-rank members of rank
+        ``rank`` in one call (default: nothing to reserve)."""
+        return None
+
     @abstractmethod
-    def es_use_lowrank(self, rank: int | None) -> None:
+    def es_use_lowrank(self, rank: int | None, fixed: Collection[str] = ()) -> None:
         """From now on perturb, restore and update the centre with low-rank directions of rank
-        ``rank`` (``None``: full-rank ε again); call after ``es_init``."""
+        ``rank`` (``None``: full-rank ε again), the matrices named in ``fixed`` held still
+        (:class:`~es_lightning.es.lowrank.LowRankNoise`); call after ``es_init``."""
 
     @abstractmethod
     def es_generate_population(

@@ -43,8 +43,10 @@ How this departs from the public ES-for-LLM code:
    (``directions``, the same noise directions).
 9. Optional low-rank directions (``perturbation: lowrank``, EGGROLL): each weight matrix moves by
    σ·A_i B_iᵀ/√r instead of σ·ε_i, 1-D tensors (norms, biases) stay put
-   (:mod:`es_lightning.es.lowrank`); on the transformers rollout a rank's members then generate in
-   one call, each batch row under its own member's weights (:mod:`es_lightning.rollout.hf_population`).
+   (:mod:`es_lightning.es.lowrank`); a rank's members then generate in one call, each batch row
+   under its own member's weights: forward hooks on the transformers rollout
+   (:mod:`es_lightning.rollout.hf_population`), LoRA adapters on vLLM
+   (:mod:`es_lightning.rollout.vllm.population`, ``lowrank_targets: linear``).
 
 No backward pass and no optimizer state (plain ES), so the torch model is never wrapped in DDP: the
 process group carries seeds, rewards and checksums, and with several ranks the update's directions
@@ -65,10 +67,9 @@ from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities import rank_zero_warn
 from typing_extensions import override
 
-from es_lightning.errors import ConfigError
 from es_lightning.es.control import RewardControl, controlled_rewards
 from es_lightning.es.diagnostics import SignalMonitor, flip_rate, split_half_reliability
-from es_lightning.es.lowrank import Perturbation
+from es_lightning.es.lowrank import LowRankTargets, Perturbation
 from es_lightning.es.noise import seed_schedule
 from es_lightning.es.normalize import Normalization, normalize_rewards
 from es_lightning.es.update import AntitheticBudget, Population, kappa_pair, member_coefficients
@@ -80,6 +81,7 @@ from es_lightning.rollout.es_engine import ESEngine
 from es_lightning.rollout.population_engine import PopulationEngine
 from es_lightning.rollout.seeds import spaced_seeds
 from es_lightning.strategies.base import PopulationResult, ReasoningStrategy, Row, StepResult
+from es_lightning.strategies.es_lowrank import check_lowrank_rollout, use_lowrank
 from es_lightning.strategies.es_members import MemberResults, evaluate_members, evaluate_population
 from es_lightning.strategies.es_settings import (
     SETTING_NAMES,
@@ -134,6 +136,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         checksum_tolerance: float = ESSettings.checksum_tolerance,
         perturbation: Perturbation = ESSettings.perturbation,
         rank: int = ESSettings.rank,
+        lowrank_targets: LowRankTargets = ESSettings.lowrank_targets,
         process_group_backend: str | None = None,
     ) -> None:
         given = dict(locals())  # the arguments as passed, in the signature's order
@@ -168,13 +171,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
                 f"ESStrategy: rollout {type(rollout).__name__} cannot run ES; it generates only. Use a "
                 "rollout that implements es_lightning.rollout.es_engine.ESEngine (VLLMRollout, HFRollout)"
             )
-        settings = self.settings
-        if settings.perturbation == "lowrank" and not isinstance(rollout, PopulationEngine):
-            raise ConfigError(
-                f"ESStrategy: perturbation: lowrank needs a rollout that serves low-rank members "
-                f"(es_lightning.rollout.hf.HFRollout); {type(rollout).__name__} serves perturbation: "
-                "full only. Use --rollout es_lightning.rollout.hf.HFRollout or perturbation: full"
-            )
+        check_lowrank_rollout(self.settings, rollout)
 
     @override
     def prepare(
@@ -190,8 +187,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         )
         state = resume.state_dir(self.strategy_name) / OPTIMIZER_FILE if resume is not None else None
         engine.es_init(files, settings.optimizer, str(state) if state and state.is_file() else None)
-        if isinstance(rollout, PopulationEngine):
-            rollout.es_use_lowrank(settings.rank if settings.perturbation == "lowrank" else None)
+        use_lowrank(settings, module.model, module.loading, rollout)
 
     @override
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:

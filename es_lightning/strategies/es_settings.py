@@ -15,7 +15,7 @@ from typing import Literal, get_args
 
 from es_lightning.errors import ConfigError
 from es_lightning.es.control import REWARD_CONTROLS, RewardControl
-from es_lightning.es.lowrank import PERTURBATIONS, Perturbation
+from es_lightning.es.lowrank import LOWRANK_TARGETS, PERTURBATIONS, LowRankTargets, Perturbation
 from es_lightning.es.normalize import Normalization
 from es_lightning.es.update import ANTITHETIC_BUDGETS, AntitheticBudget
 from es_lightning.es.weights import OptimizerName
@@ -91,10 +91,14 @@ class ESSettings:
     weight matrix W (d_out × d_in) moves by σ·A_i B_iᵀ/√r, A_i (d_out × r) and B_i (d_in × r)
     standard normal from the tensor's (seed, name) generator; 1-D tensors (norm weights, biases) are
     neither perturbed nor updated; the update is α·(1/N)·Σ z_i A_i B_iᵀ/√r, drawn again from the
-    seeds; the transformers rollout generates all of a rank's members in one call; the vLLM rollout
-    refuses it)."""
+    seeds; the transformers rollout generates all of a rank's members in one call, the vLLM rollout
+    serves them as LoRA adapters in one call)."""
     rank: int = checked(1, _whole_rank, "an integer >= 1")
     """r, the rank of the low-rank directions (>= 1; ``perturbation: lowrank`` only)."""
+    lowrank_targets: LowRankTargets = one_of("matrices", LOWRANK_TARGETS)
+    """which matrices low-rank ES moves: ``matrices`` (every 2-D tensor, the embedding and output
+    head included; the transformers rollout) or ``linear`` (all but the input embedding and the
+    output head: what vLLM serves as LoRA, needed with the vLLM rollout)."""
 
     def __post_init__(self) -> None:
         refuse_invalid("ESStrategy", field_values(self), ESSettings)

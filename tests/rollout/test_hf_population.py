@@ -50,7 +50,7 @@ def test_batched_forward_equals_each_members_weights_written(hf_rollout):
             torch.testing.assert_close(block, alone, rtol=1e-4, atol=1e-4)
             assert (alone - centre).abs().max() > 1e-2, "the perturbation must move the logits"
         hf_rollout.es_restore()
-    hooked = {name for _, name in hooked_layers(model, hf_rollout.es.master)}
+    hooked = {name for _, name in hooked_layers(model, hf_rollout.es.master, LowRankNoise(2))}
     assert "model.embed_tokens.weight" in hooked and "lm_head.weight" not in hf_rollout.es.master
 
 
@@ -95,6 +95,7 @@ def test_a_moving_matrix_outside_linear_and_embedding_layers_is_refused():
     model = Odd()
     master = {n: p.detach() for n, p in model.named_parameters()}
     with pytest.raises(ConfigError, match="'table'"):
-        hooked_layers(model, master)
-    assert [n for _, n in hooked_layers(model.proj, {"weight": model.proj.weight})] == ["weight"]
+        hooked_layers(model, master, LowRankNoise(1))
+    assert [n for _, n in hooked_layers(model.proj, {"weight": model.proj.weight}, LowRankNoise(1))] == ["weight"]
+    assert hooked_layers(model, master, LowRankNoise(1, frozenset({"table", "proj.weight"}))) == []
     assert LowRankNoise(1).rank == 1

@@ -1,5 +1,5 @@
 """ESStrategy with ``perturbation: lowrank``: one update against a plain reference (explicit A, B,
-materialised member weights, plain HF generate), its settings, the vLLM refusal and resume guard."""
+materialised member weights, plain HF generate), its settings, the rollout checks, the fixed matrices and resume guard."""
 
 from __future__ import annotations
 
@@ -104,12 +104,60 @@ def test_bad_lowrank_settings_are_named(kwargs, match):
         ESStrategy(**kwargs)
 
 
-def test_vllm_rollout_is_refused_before_any_es_work(tiny_model_path, fabric_es):
+def test_vllm_rollout_is_refused_with_targets_it_cannot_serve_before_any_es_work(tiny_model_path, fabric_es):
     from es_lightning.rollout.vllm import VLLMRollout
 
     fabric, strategy = fabric_es(perturbation="lowrank", rank=2)
-    with pytest.raises(ConfigError, match="perturbation: lowrank needs a rollout.*VLLMRollout serves"):
+    with pytest.raises(ConfigError, match="VLLMRollout serves low-rank members with lowrank_targets: linear"):
         strategy.prepare(fabric, _module(tiny_model_path), VLLMRollout(), None)
+
+
+def test_a_generate_only_rollout_is_refused_for_lowrank_naming_the_ones_that_serve_it():
+    from es_lightning.strategies.es_lowrank import check_lowrank_rollout
+
+    class GenerateOnly:  # a rollout without es_generate_population
+        pass
+
+    with pytest.raises(
+        ConfigError, match="needs a rollout that serves low-rank members.*GenerateOnly serves"
+    ):
+        check_lowrank_rollout(ESStrategy(perturbation="lowrank").settings, GenerateOnly())  # type: ignore[arg-type]
+
+
+def test_vllm_reserves_one_lora_slot_per_member_at_a_rank_it_offers():
+    from es_lightning.rollout.vllm import VLLMRollout
+    from es_lightning.strategies.es_lowrank import check_lowrank_rollout
+
+    rollout = VLLMRollout(engine_kwargs={"max_lora_rank": 16})
+    check_lowrank_rollout(
+        ESStrategy(perturbation="lowrank", rank=4, population_size=6, lowrank_targets="linear").settings,
+        rollout,
+    )
+    assert {
+        k: rollout.engine_kwargs[k] for k in ("enable_lora", "max_loras", "max_cpu_loras", "max_lora_rank")
+    } == {
+        "enable_lora": True,
+        "max_loras": 6,
+        "max_cpu_loras": 6,
+        "max_lora_rank": 16,
+    }
+    with pytest.raises(ConfigError, match="engine_kwargs sets max_loras=2"):
+        VLLMRollout(engine_kwargs={"max_loras": 2}).es_reserve_population(6, 4)
+
+
+def test_linear_targets_keep_the_embedding_and_output_head_fixed(tiny_model_path):
+    from es_lightning.es.lowrank import LowRankNoise
+    from es_lightning.models.loading import ModelLoading
+    from es_lightning.strategies.es_lowrank import embedding_names
+
+    fixed = embedding_names(str(tiny_model_path), ModelLoading())
+    assert fixed == {"model.embed_tokens.weight", "lm_head.weight"}  # tied: one tensor, two names
+    noise = LowRankNoise(2, fixed)
+    assert not noise.moves("model.embed_tokens.weight", (64, 32)) and noise.moves(
+        "model.layers.0.mlp.up_proj.weight", (64, 32)
+    )
+    assert not noise.noise(1, "model.embed_tokens.weight", (4, 3)).any()
+    assert not noise.direction({1: 1.0})("model.embed_tokens.weight", torch.ones(4, 3)).any()
 
 
 def test_perturbation_and_rank_are_recorded_and_guarded_on_resume(tmp_path):

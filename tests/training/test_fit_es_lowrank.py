@@ -71,9 +71,9 @@ def test_demo_recipe_runs_two_lowrank_updates(tmp_path):
     assert len(updates) == 2 and all(m["time/generate"] > 0 for m in updates)
 
 
-def test_lowrank_on_a_rollout_without_low_rank_members_is_refused_before_any_engine_starts(tmp_path):
-    """vLLM serves full-rank members only: the run is refused in one line before the engine (and
-    its ~17 s start) is paid for."""
+def test_lowrank_targets_vllm_cannot_serve_are_refused_before_any_engine_starts(tmp_path):
+    """vLLM serves LoRA on linear layers only: ``lowrank_targets: matrices`` (the embedding moves)
+    is refused in one line before the engine (and its ~17 s start) is paid for."""
     import subprocess
 
     from tests.helpers import CLI, subprocess_env
@@ -86,10 +86,47 @@ def test_lowrank_on_a_rollout_without_low_rank_members_is_refused_before_any_eng
     )
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert proc.stderr.strip().splitlines()[-1] == (
-        "es-lightning: error: ESStrategy: perturbation: lowrank needs a rollout that serves low-rank "
-        "members (es_lightning.rollout.hf.HFRollout); VLLMRollout serves perturbation: full only. Use "
-        "--rollout es_lightning.rollout.hf.HFRollout or perturbation: full"
+        "es-lightning: error: ESStrategy: VLLMRollout serves low-rank members with lowrank_targets: "
+        "linear, not matrices (vLLM serves LoRA on linear layers only, not on the embedding or the "
+        "output head). Set --strategy.init_args.lowrank_targets linear, or use --rollout "
+        "es_lightning.rollout.hf.HFRollout"
     )
     assert "Traceback" not in proc.stderr
-    assert "EngineCore" not in proc.stderr and "vLLM" not in proc.stderr  # no engine was started
+    before = "\n".join(proc.stderr.strip().splitlines()[:-1])
+    assert "EngineCore" not in before and "vLLM" not in before  # no engine was started
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_lowrank_on_vllm_resumes_bit_exactly_and_moves_only_linear_layers(tmp_path):
+    """The vLLM rollout's LoRA population through the CLI: 4 updates straight equal 2 + 2 resumed,
+    bit for bit, and the embedding (``lowrank_targets: linear``) and the 1-D tensors stay put."""
+    vllm = ("--rollout", "vllm", "--strategy.init_args.lowrank_targets", "linear")
+    straight = fit(
+        tmp_path, "straight", *LOWRANK, *SIGMA, *vllm, "--trainer.max_steps", "4", recipe=TINY_ES_RECIPE
+    )
+    fit(tmp_path, "resumed", *LOWRANK, *SIGMA, *vllm, "--trainer.max_steps", "2", recipe=TINY_ES_RECIPE)
+    resumed = fit(
+        tmp_path,
+        "resumed",
+        *LOWRANK,
+        *SIGMA,
+        *vllm,
+        "--trainer.max_steps",
+        "4",
+        "--trainer.resume",
+        "true",
+        recipe=TINY_ES_RECIPE,
+    )
+    assert_bit_identical(_master(straight, 4), _master(resumed, 4))
+    from es_lightning.models.registry import resolve_model
+    from es_lightning.weight_files import load_weights, weight_files
+
+    start = load_weights(weight_files(resolve_model("es-lightning/tiny-random")))
+    end = _master(straight, 4)
+    moved = {n for n, t in end.items() if not torch.equal(t, start[n])}
+    assert moved and all(end[n].ndim == 2 for n in moved), "only matrices move"
+    assert "model.embed_tokens.weight" not in moved and any("q_proj" in n for n in moved)
+    updates = [m for m in read_metrics(straight / "metrics.jsonl") if "es/update_norm" in m]
+    assert len(updates) == 4 and all(m["time/generate"] > 0 for m in updates)

@@ -10,26 +10,28 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import torch
 from typing_extensions import override
 
 from es_lightning.errors import ConfigError
 from es_lightning.models.loading import ModelLoading
-from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig
+from es_lightning.rollout.base import Rollout, RolloutOutput, SamplingConfig
 from es_lightning.rollout.generation_options import check_known_kwargs
 from es_lightning.rollout.seeds import sample_seeds
 from es_lightning.rollout.vllm.engine import VLLMEngine, vllm_available
 from es_lightning.rollout.vllm.es_centre import VLLMES
+from es_lightning.rollout.vllm.outputs import rollout_outputs, token_logprob, tokens_prompt
+from es_lightning.rollout.vllm.population import VLLMPopulation
 
 if TYPE_CHECKING:
-    from vllm.inputs import TokensPrompt
-    from vllm.logprobs import Logprob
+    pass
 
 
-class VLLMRollout(VLLMEngine, Rollout, VLLMES):
+class VLLMRollout(VLLMEngine, Rollout, VLLMES, VLLMPopulation):
     """A vLLM ``LLM`` engine behind the rollout contract, holding the ES centre in its workers
+    and serving low-rank ES populations as LoRA adapters
     (settings: :class:`~es_lightning.rollout.vllm.engine.VLLMEngine`)."""
 
     @override
@@ -65,20 +67,7 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMES):
         self._serve_centre()
         with self._call("generate") as llm:
             results = llm.generate(requests, params, use_tqdm=False)
-        outputs = []
-        for i, prompt in enumerate(prompts):
-            completions = []
-            for c in (r.outputs[0] for r in results[i * sampling.n : (i + 1) * sampling.n]):
-                ids = list(c.token_ids)
-                logps = None
-                if sampling.logprobs and c.logprobs is not None:
-                    logps = [token_logprob(step, t) for t, step in zip(ids, c.logprobs)]
-                finish = "stop" if c.finish_reason == "stop" else "length"
-                completions.append(
-                    Completion(text=c.text, token_ids=ids, logprobs=logps, finish_reason=finish)
-                )
-            outputs.append(RolloutOutput(prompt_token_ids=list(prompt), completions=completions))
-        return outputs
+        return rollout_outputs(prompts, results, sampling)
 
     @staticmethod
     def sampling_params(n_prompts: int, sampling: SamplingConfig) -> list[Any]:
@@ -191,20 +180,3 @@ def weight_chunks(
         size += nbytes
     if chunk:
         yield chunk
-
-
-def tokens_prompt(token_ids: list[int]) -> TokensPrompt:
-    """vLLM's request for the prompt ``token_ids`` (a ``TokensPrompt``, which is a plain dict).
-
-    Built as the dict itself: vLLM imports ``NotRequired`` from ``typing`` (Python 3.11+), so under
-    the 3.10 this project supports its optional keys read as required and the type checker refuses
-    ``TokensPrompt(prompt_token_ids=...)``."""
-    return cast("TokensPrompt", {"prompt_token_ids": token_ids})
-
-
-def token_logprob(position: dict[int, Logprob] | None, token: int) -> float:
-    """log π(``token``) at one position of vLLM's logprobs (``{token id: Logprob}``; vLLM gives
-    ``None`` only for a prompt's first token, which is never a response token)."""
-    if position is None:
-        raise RuntimeError(f"VLLMRollout: vLLM returned no logprobs at the position of token {token}")
-    return position[token].logprob

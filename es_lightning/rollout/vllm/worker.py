@@ -188,6 +188,19 @@ class WorkerExtension:
     def es_restore(self) -> None:
         self._es.restore()
 
+    def es_use_lowrank(self, rank: int | None, fixed: list[str]) -> list[str]:
+        """Low-rank noise of rank ``rank`` (``None``: full rank); the moving matrices vLLM cannot
+        serve as LoRA (:mod:`es_lightning.rollout.vllm.population`)."""
+        from es_lightning.rollout.vllm.population import use_lowrank_in_worker
+
+        return use_lowrank_in_worker(self, rank, fixed)
+
+    def es_load_population(self, members: list[tuple[int, float]], sigma: float) -> list[int]:
+        """The members' LoRA adapters, built from their seeds; returns their adapter ids."""
+        from es_lightning.rollout.vllm.population import load_population_in_worker
+
+        return load_population_in_worker(self, members, sigma)
+
     def es_update(self, coeffs: dict, lr: float, population_size: int) -> float:
         return self._es.update({int(k): float(v) for k, v in coeffs.items()}, lr, population_size)
 

@@ -1,0 +1,222 @@
+"""A low-rank ES population in one vLLM ``generate`` call: each member is a LoRA adapter.
+
+Member m (seed s, sign ±) of a low-rank population (:mod:`es_lightning.es.lowrank`) serves
+W + sign·σ·A_s B_sᵀ/√r for every matrix W that moves. That is a LoRA adapter of rank r whose
+factors are, in PEFT's layout (ΔW = (α/r)·lora_B·lora_A, here α = r so the scale is 1)::
+
+    lora_A = B_sᵀ                 (r × d_in)
+    lora_B = sign·σ/√r · A_s      (d_out × r)
+
+The workers build the N adapters from the seeds in memory (nothing is written to disk) with vLLM's
+own ``LoRAModel.from_lora_tensors``, which packs q/k/v and gate/up the way the engine serves them,
+and register them under the ids 1..N in place of the previous update's. One ``generate`` call then
+carries every member's requests, each with its member's ``LoRARequest``; the base weights stay the
+centre's. Sampling seeds are those of the sequential path: member m's requests are seeded from
+``sampling_seeds[m]`` exactly as :meth:`VLLMRollout.generate` seeds a single member's.
+
+vLLM serves LoRA on its linear layers only, not on the embedding or the output head, so the vLLM
+rollout needs ``lowrank_targets: linear``; :meth:`VLLMPopulation.es_use_lowrank` refuses a noise
+that would move a matrix the engine cannot serve as LoRA, naming it. The engine starts with
+``enable_lora`` and N LoRA slots (``max_loras``) once :meth:`VLLMPopulation.es_reserve_population`
+asked for them; a LoRA rank vLLM does not offer (it takes 1, 8, 16, 32, …) is rounded up for the
+slots, which smaller adapters fill in part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
+from typing import Any
+
+import torch
+from typing_extensions import override
+
+from es_lightning.errors import ConfigError
+from es_lightning.rollout.base import RolloutOutput, SamplingConfig
+from es_lightning.rollout.population_engine import PopulationEngine
+
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+"""The ``max_lora_rank`` values vLLM accepts."""
+IN_MEMORY = "es-lightning:in-memory"
+"""The ``lora_path`` of a member's ``LoRARequest``: its adapter is built in the workers, not read."""
+
+
+def lora_slot_rank(rank: int) -> int:
+    """The smallest ``max_lora_rank`` vLLM accepts that holds adapters of rank ``rank``."""
+    for allowed in VLLM_LORA_RANKS:
+        if allowed >= rank:
+            return allowed
+    raise ConfigError(
+        f"VLLMRollout: low-rank ES rank {rank} is above vLLM's largest LoRA rank {VLLM_LORA_RANKS[-1]}"
+    )
+
+
+class VLLMPopulation(PopulationEngine):
+    """:class:`~es_lightning.rollout.population_engine.PopulationEngine` for ``VLLMRollout``."""
+
+    lowrank_targets_served = ("linear",)
+    engine_kwargs: dict[str, Any]
+    llm: Any
+    _population_size: int | None = None
+
+    # provided by VLLMRollout and its bases
+    rpc: Callable[..., list[Any]]
+    _call: Callable[..., Any]
+    _serve_centre: Callable[[], None]
+    _weights_changed: Callable[[], None]
+    start: Callable[[], None]
+    sampling_params: Callable[..., list[Any]]
+
+    @override
+    def es_reserve_population(self, members: int, rank: int) -> None:
+        slots = {
+            "enable_lora": True,
+            "max_loras": members,
+            "max_cpu_loras": members,
+            "max_lora_rank": lora_slot_rank(rank),
+        }
+        if self.llm is not None:  # started: only a reservation it already holds
+            kwargs = self.engine_kwargs
+            if (
+                not kwargs.get("enable_lora")
+                or kwargs["max_loras"] < members
+                or kwargs["max_lora_rank"] < rank
+            ):
+                raise RuntimeError("VLLMRollout: es_reserve_population must come before the engine starts")
+            return
+        for key, value in slots.items():
+            given = self.engine_kwargs.get(key)
+            if given is not None and key != "max_lora_rank" and given != value:
+                raise ConfigError(
+                    f"VLLMRollout: engine_kwargs sets {key}={given!r}, but low-rank ES serves its "
+                    f"{members} members as LoRA adapters and sets {key}={value!r}; remove it"
+                )
+        slots["max_lora_rank"] = max(
+            slots["max_lora_rank"], int(self.engine_kwargs.get("max_lora_rank") or 0)
+        )
+        self.engine_kwargs.update(slots)
+        self._population_size = members
+
+    @override
+    def es_use_lowrank(self, rank: int | None, fixed: Collection[str] = ()) -> None:
+        unservable = self.rpc("es_use_lowrank", rank, sorted(fixed))[0]
+        if unservable:
+            raise ConfigError(
+                f"VLLMRollout: low-rank ES would move {unservable[0]!r} (and {len(unservable) - 1} more "
+                "matrices), which vLLM cannot serve as LoRA (it adapts linear layers only). Set "
+                "strategy.init_args.lowrank_targets: linear, or use es_lightning.rollout.hf.HFRollout"
+            )
+        self._weights_changed()
+
+    @override
+    def es_generate_population(
+        self,
+        prompts: Sequence[Sequence[int]],
+        sampling: SamplingConfig,
+        members: Sequence[tuple[int, float]],
+        sigma: float,
+        sampling_seeds: Sequence[int],
+    ) -> list[list[RolloutOutput]]:
+        """Every member's responses in one ``generate`` call (module docstring)."""
+        from vllm.lora.request import LoRARequest
+
+        from es_lightning.rollout.vllm.outputs import rollout_outputs, tokens_prompt
+
+        if not self.engine_kwargs.get("enable_lora") or len(members) > (self._population_size or 0):
+            raise RuntimeError(
+                f"VLLMRollout: es_reserve_population(N >= {len(members)}, r) before the engine starts"
+            )
+        self.start()
+        self._serve_centre()
+        ids = self.rpc("es_load_population", [(int(s), float(sign)) for s, sign in members], float(sigma))[0]
+        self._weights_changed()  # the prefix cache keys KV by adapter id, and the ids are reused
+        per_member = len(prompts) * sampling.n
+        requests = [tokens_prompt(list(p)) for _ in members for p in prompts for _ in range(sampling.n)]
+        params = [
+            p
+            for seed in sampling_seeds
+            for p in self.sampling_params(len(prompts), replace(sampling, seed=seed))
+        ]
+        loras = [LoRARequest(f"es-member-{i}", i, IN_MEMORY) for i in ids for _ in range(per_member)]
+        with self._call("generate_population") as llm:
+            results = llm.generate(requests, params, lora_request=loras, use_tqdm=False)
+        return [
+            rollout_outputs(prompts, results[m * per_member : (m + 1) * per_member], sampling)
+            for m in range(len(members))
+        ]
+
+
+def use_lowrank_in_worker(worker: Any, rank: int | None, fixed: Sequence[str]) -> list[str]:
+    """In a worker: the centre's noise becomes low rank (or full rank again); returns the names
+    of the matrices it would move that the engine cannot serve as LoRA (empty when all can)."""
+    from es_lightning.es.lowrank import LowRankNoise
+
+    es = worker._es
+    es.noise = None if rank is None else LowRankNoise(rank, frozenset(fixed))
+    if rank is None:
+        return []
+    servable = lora_modules(worker)
+    return [
+        name
+        for name, m in es.master.items()
+        if es.noise.moves(name, m.shape) and _module_of(name) not in servable
+    ]
+
+
+def _module_of(name: str) -> str:
+    """The layer's own name (``q_proj``) of a weight name (``model.layers.0.self_attn.q_proj.weight``)."""
+    return name.removesuffix(".weight").rsplit(".", 1)[-1] if name.endswith(".weight") else ""
+
+
+def lora_modules(worker: Any) -> set[str]:
+    """The layer names the engine adapts (``q_proj``, …: packed layers by their parts); empty
+    when the engine was started without LoRA."""
+    manager = getattr(getattr(worker.model_runner, "lora_manager", None), "_adapter_manager", None)
+    if manager is None:
+        return set()
+    names: set[str] = set()
+    for module in manager.supported_lora_modules:
+        names.update(manager.packed_modules_mapping.get(module, [module]))
+    return names
+
+
+def load_population_in_worker(worker: Any, members: Sequence[tuple[int, float]], sigma: float) -> list[int]:
+    """In a worker: member m's adapter (module docstring) under id m + 1, replacing the one held
+    there; returns the ids."""
+    from vllm.lora.lora_model import LoRAModel
+    from vllm.lora.peft_helper import PEFTHelper
+
+    runner = worker.model_runner
+    manager = getattr(getattr(runner, "lora_manager", None), "_adapter_manager", None)
+    if manager is None:
+        raise RuntimeError("VLLMRollout: the engine was started without LoRA (es_reserve_population)")
+    es, noise = worker._es, worker._es.noise
+    if noise is None:
+        raise RuntimeError("VLLMRollout: es_use_lowrank(rank) before generating a low-rank population")
+    moving = {n: m for n, m in es.master.items() if noise.moves(n, m.shape)}
+    peft = PEFTHelper(
+        r=noise.rank, lora_alpha=noise.rank, target_modules=sorted({_module_of(n) for n in moving})
+    )
+    mapper = getattr(manager.model, "hf_to_vllm_mapper", None)
+    dtype = runner.lora_manager.lora_config.lora_dtype
+    ids = []
+    for m, member in enumerate(members):
+        tensors: dict[str, torch.Tensor] = {}
+        for name, master in moving.items():
+            # drawn on the master's device, as the update draws them: (1, d_out, r), (1, d_in, r)
+            a, b = noise.member_factors([member], name, master.shape, sigma, master.device)
+            module = "base_model.model." + name.removesuffix(".weight")
+            tensors[f"{module}.lora_A.weight"] = b[0].T.contiguous().cpu()
+            tensors[f"{module}.lora_B.weight"] = a[0].contiguous().cpu()
+        lora = LoRAModel.from_lora_tensors(
+            m + 1,
+            tensors,
+            peft,
+            device="cpu",
+            dtype=dtype,
+            weights_mapper=None if mapper is None else mapper.get_rename_mapper(),
+        )
+        manager.remove_adapter(m + 1)
+        manager.add_adapter(lora)
+        ids.append(m + 1)
+    return ids
