@@ -327,15 +327,23 @@ def lora_population_over_sequential(b: Bench):
     }  # fmt: skip
 
 
-def _lowrank_step(b: Bench, model: str) -> dict[str, Any]:
+def _lowrank_step(b: Bench, model: str, rollout: str = "hf") -> dict[str, Any]:
     """``measures/lowrank_step.py``: full-rank, low-rank (r = 4) and a plain N×B batch on the
-    transformers rollout, side by side (the ES step's N, B, tokens and temperature)."""
+    transformers rollout or on vLLM, side by side (the ES step's N, B, tokens and temperature)."""
     demo = model == DEMO_MODEL
     batch = b.s["demo_batch"] if demo else b.s["batch"]
     args = ["--model", model, "--population", str(POPULATION), "--batch", str(batch), "--rank", "4"]
     args += ["--max-tokens", str(b.s["max_tokens"]), "--temperature", "0.6" if demo else "1.0"]
-    args += ["--repeats", str(b.s["demo_repeats"] if demo else b.s["repeats"])]
-    return b.script(f"lowrank_step_{'demo' if demo else 'bench'}", "lowrank_step", args, timeout_s=5400)
+    args += ["--repeats", str(b.s["demo_repeats"] if demo else b.s["repeats"]), "--rollout", rollout]
+    name = f"lowrank_step_{'demo' if demo else 'bench'}" + ("_vllm" if rollout == "vllm" else "")
+    return b.script(name, "lowrank_step", args, timeout_s=5400)
+
+
+def lowrank_on_vllm(b: Bench, key: str, model: str | None = None):
+    """``key`` of the low-rank step on vLLM: the population as N LoRA adapters in one call,
+    against full rank on a LoRA-free engine and a plain batch (``measures/lowrank_step.py``)."""
+    step = _lowrank_step(b, model or b.prepared()["bench_model"], rollout="vllm")
+    return step[key], {"wall_s": step["wall_s"], "rank": 4, "lowrank_targets": "linear"}
 
 
 def lowrank_population_over_plain_batch(b: Bench, model: str | None = None):
@@ -422,6 +430,16 @@ MEASURES = {
     "lowrank_over_fullrank_update": lowrank_over_fullrank_update,
     "lowrank_population_over_plain_batch_demo": lambda b: lowrank_population_over_plain_batch(b, DEMO_MODEL),
     "lowrank_over_fullrank_update_demo": lambda b: lowrank_over_fullrank_update(b, DEMO_MODEL),
+    "lowrank_population_over_plain_batch_vllm": lambda b: lowrank_on_vllm(
+        b, "lowrank_population_over_plain_batch"
+    ),
+    "lowrank_over_fullrank_update_vllm": lambda b: lowrank_on_vllm(b, "lowrank_over_fullrank_update"),
+    "lowrank_population_over_plain_batch_vllm_demo": lambda b: lowrank_on_vllm(
+        b, "lowrank_population_over_plain_batch", DEMO_MODEL
+    ),
+    "lowrank_over_fullrank_update_vllm_demo": lambda b: lowrank_on_vllm(
+        b, "lowrank_over_fullrank_update", DEMO_MODEL
+    ),
     "trl_over_ours_grpo_update": trl_over_ours_grpo_update,
 }
 
