@@ -130,3 +130,21 @@ def test_lowrank_on_vllm_resumes_bit_exactly_and_moves_only_linear_layers(tmp_pa
     assert "model.embed_tokens.weight" not in moved and any("q_proj" in n for n in moved)
     updates = [m for m in read_metrics(straight / "metrics.jsonl") if "es/update_norm" in m]
     assert len(updates) == 4 and all(m["time/generate"] > 0 for m in updates)
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_lowrank_on_vllm_splits_the_population_over_two_ranks_with_the_same_update(tmp_path):
+    """Two ranks' engines each serve their members as adapters: the members' rewards and the
+    centre after two updates are one rank's, bit for bit."""
+    args = (*LOWRANK, *SIGMA, "--rollout", "vllm", "--strategy.init_args.lowrank_targets", "linear")
+    one = fit(
+        tmp_path, "one", *args, "--trainer.max_steps", "2", "--trainer.devices", "1", recipe=TINY_ES_RECIPE
+    )
+    two = fit(
+        tmp_path, "two", *args, "--trainer.max_steps", "2", "--trainer.devices", "2", recipe=TINY_ES_RECIPE
+    )
+    assert_bit_identical(_master(one, 2), _master(two, 2))
+    m1, m2 = read_metrics(one / "metrics.jsonl"), read_metrics(two / "metrics.jsonl")
+    assert [m["train/reward_mean"] for m in m1] == [m["train/reward_mean"] for m in m2]
+    assert any(m.get("es/skipped") == 0.0 for m in m1), "the run should have made at least one update"
