@@ -38,7 +38,14 @@ def run(method: str, seed: int, output: Path) -> dict:
     if record.is_file() and (out / "eval" / "after.json").is_file():
         return json.loads(record.read_text())
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "es_lightning", "fit", "--config", str(REPO / "recipes" / f"{RECIPES[method]}.yaml")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "es_lightning",
+        "fit",
+        "--config",
+        str(REPO / "recipes" / f"{RECIPES[method]}.yaml"),
+    ]
     cmd += ["--trainer.output_dir", str(out), "--trainer.seed", str(seed), "--trainer.progress_bar", "false"]
     cmd += ["--trainer.checkpoint_every", "10", "--trainer.keep_last", "1", "--trainer.resume", "auto"]
     spent = json.loads(record.read_text())["seconds"] if record.is_file() else 0.0  # earlier attempts
@@ -92,9 +99,13 @@ def main(argv: list[str] | None = None) -> None:
     (args.output / "results.json").write_text(json.dumps({"summary": table, "runs": finished}, indent=2))
     for method, m in table["methods"].items():
         gains = ", ".join(f"{g:+.1f}" for g in m["gain_points"])
-        print(f"{method:<8} seeds {m['seeds']}: Pass@1 gain {gains} (mean {m['mean_gain']:+.1f}), {m['mean_seconds']:.0f} s/run")
+        print(
+            f"{method:<8} seeds {m['seeds']}: Pass@1 gain {gains} (mean {m['mean_gain']:+.1f}), {m['mean_seconds']:.0f} s/run"
+        )
     if "gain_ratio" in table:
-        print(f"low rank / full rank gain: {table['gain_ratio']:.2f} (goal >= {GOAL}: {'met' if table['met'] else 'NOT met'})")
+        print(
+            f"low rank / full rank gain: {table['gain_ratio']:.2f} (goal >= {GOAL}: {'met' if table['met'] else 'NOT met'})"
+        )
 
 
 if __name__ == "__main__":

@@ -96,6 +96,8 @@ def test_a_moving_matrix_outside_linear_and_embedding_layers_is_refused():
     master = {n: p.detach() for n, p in model.named_parameters()}
     with pytest.raises(ConfigError, match="'table'"):
         hooked_layers(model, master, LowRankNoise(1))
-    assert [n for _, n in hooked_layers(model.proj, {"weight": model.proj.weight}, LowRankNoise(1))] == ["weight"]
+    assert [n for _, n in hooked_layers(model.proj, {"weight": model.proj.weight}, LowRankNoise(1))] == [
+        "weight"
+    ]
     assert hooked_layers(model, master, LowRankNoise(1, frozenset({"table", "proj.weight"}))) == []
     assert LowRankNoise(1).rank == 1
