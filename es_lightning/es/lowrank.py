@@ -34,12 +34,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
 
 from es_lightning.es.noise import param_seed
 from es_lightning.es.update import Direction
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 __all__ = [
     "LOWRANK_TARGETS",
@@ -152,11 +155,11 @@ class LowRankNoise:
         return a.to(dtype), b.to(dtype)
 
 
-def embedding_weight_names(model: torch.nn.Module) -> frozenset[str]:
+def embedding_weight_names(model: PreTrainedModel) -> frozenset[str]:
     """Every name (tied ones included) of the input embedding's and the output head's weights in
     a transformers model: the matrices ``lowrank_targets: linear`` keeps fixed."""
-    heads = [model.get_input_embeddings()]
-    output = getattr(model, "get_output_embeddings", lambda: None)()
+    heads: list[torch.nn.Module] = [model.get_input_embeddings()]
+    output = model.get_output_embeddings()
     if output is not None:
         heads.append(output)
     weights = {id(h.weight) for h in heads if isinstance(getattr(h, "weight", None), torch.Tensor)}

@@ -152,14 +152,14 @@ def use_lowrank_in_worker(worker: Any, rank: int | None, fixed: Sequence[str]) -
     from es_lightning.es.lowrank import LowRankNoise
 
     es = worker._es
-    es.noise = None if rank is None else LowRankNoise(rank, frozenset(fixed))
-    if rank is None:
+    es.noise = noise = None if rank is None else LowRankNoise(rank, frozenset(fixed))
+    if noise is None:
         return []
     servable = lora_modules(worker)
     return [
         name
         for name, m in es.master.items()
-        if es.noise.moves(name, m.shape) and _module_of(name) not in servable
+        if noise.moves(name, m.shape) and _module_of(name) not in servable
     ]
 
 
