@@ -21,17 +21,23 @@ def computed_settings(settings: str) -> Any:
     from es_lightning.training.resume import FREE_STRATEGY_KEYS
 
     loaded = yaml.safe_load(settings)
-    init_args = (loaded.get("strategy") or {}).get("init_args") if isinstance(loaded, dict) else None
-    if isinstance(init_args, dict):
-        for key in FREE_STRATEGY_KEYS:
-            init_args.pop(key, None)
+    parts = [loaded, *(loaded.get("stages") or [])] if isinstance(loaded, dict) else []
+    for part in parts:  # a pipeline's stages carry their own strategies
+        strategy = part.get("strategy") if isinstance(part, dict) else None
+        init_args = strategy.get("init_args") if isinstance(strategy, dict) else None
+        if isinstance(init_args, dict):
+            for key in FREE_STRATEGY_KEYS:
+                init_args.pop(key, None)
     return loaded
 
 
 def known(now: Any, record: Any) -> Any:
-    """``now`` without the mapping keys ``record`` lacks (at any depth)."""
+    """``now`` without the mapping keys ``record`` lacks (at any depth, lists of the same length
+    item by item: a pipeline's stages)."""
     if isinstance(now, dict) and isinstance(record, dict):
         return {k: known(v, record[k]) for k, v in now.items() if k in record}
+    if isinstance(now, list) and isinstance(record, list) and len(now) == len(record):
+        return [known(v, r) for v, r in zip(now, record)]
     return now
 
 

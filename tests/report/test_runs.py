@@ -302,6 +302,13 @@ def test_settings_added_since_a_run_do_not_make_it_another_run(tmp_path):
     now = "trainer: {seed: 0}\nevaluation: {num_samples: 4, top_k: 0}\n"
     assert same_settings(before, now) and not same_settings(now, before)
     assert not same_settings(before, "trainer: {seed: 1}\nevaluation: {num_samples: 4, top_k: 0}\n")
+    # a pipeline's stages: a setting added to a stage's strategy, a free key, a changed value
+    stage = "{strategy: {init_args: {sigma: 0.001%s}}}"
+    old = f"stages: [{stage % ''}, {stage % ''}]\n"
+    assert same_settings(old, f"stages: [{stage % ', lowrank_targets: matrices'}, {stage % ''}]\n")
+    assert same_settings(old, f"stages: [{stage % ', update: redraw'}, {stage % ''}]\n")
+    assert not same_settings(old, f"stages: [{stage % ''}]\n")
+    assert not same_settings(old, f"stages: [{stage % ''}, {stage.replace('0.001', '0.002') % ''}]\n")
     run_dir = tmp_path / "runs" / "good" / "seed0"
     step = run_dir / "checkpoints" / "step-000002"
     step.mkdir(parents=True)
