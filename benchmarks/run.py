@@ -356,8 +356,9 @@ def lowrank_population_over_plain_batch(b: Bench, model: str | None = None):
 
 
 def lowrank_over_fullrank_update(b: Bench, model: str | None = None):
-    """A low-rank ES update ÷ a full-rank one (same N, B, tokens), full rank on the faster of the
-    transformers rollout (side by side, paired) and vLLM (the ES step's update, when it ran here)."""
+    """A low-rank ES update on the transformers rollout ÷ a full-rank one (same N, B, tokens), full
+    rank on the faster of the transformers rollout (side by side, paired) and vLLM (the ES step's
+    update, when it ran here; on the bench model always vLLM's, run here if it has not)."""
     model = model or b.prepared()["bench_model"]
     demo = model == DEMO_MODEL
     step = _lowrank_step(b, model)
