@@ -27,11 +27,25 @@ import threading
 import time
 
 ENV = "ES_LIGHTNING_TRAINER"
-"""``"<pid>:<start time>"`` of the process that owns the engines."""
+"""``"<pid>:<start time>"`` of the process that owns the engines (start time: :func:`_start_time`)."""
 
 
 def _start_time(pid: int) -> float | None:
-    """The start time of process ``pid`` (seconds since boot, from psutil), ``None`` if it is gone."""
+    """When process ``pid`` started, ``None`` if it is gone.
+
+    On Linux: ``starttime`` of ``/proc/<pid>/stat``, in clock ticks since boot. It never changes,
+    whatever the wall clock does. psutil's ``create_time()`` adds the boot time read from
+    ``/proc/stat`` at each call, which moves by whole seconds when the wall clock is stepped (NTP, a
+    virtual machine resumed from a snapshot): a lifeline comparing those would take its living trainer
+    for dead and kill the engine. Elsewhere: psutil's create time.
+    """
+    if os.path.exists("/proc/self/stat"):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()  # the name may hold spaces and ")"
+            return float(fields[19])  # field 22, counted from the pid
+        except (OSError, IndexError, ValueError):
+            return None
     import psutil
 
     try:
@@ -56,14 +70,17 @@ def owner() -> tuple[int, float] | None:
 
 
 def owner_alive(pid: int, started: float) -> bool:
-    """Whether the process ``pid`` that started at ``started`` still runs (zombies do not count)."""
+    """Whether the process ``pid`` that started at ``started`` (:func:`_start_time`) still runs
+    (zombies do not count)."""
     import psutil
 
     try:
-        process = psutil.Process(pid)
-        return process.status() != psutil.STATUS_ZOMBIE and abs(process.create_time() - started) < 1e-3
+        if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return False
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
+    now = _start_time(pid)
+    return now is not None and abs(now - started) < 1e-3
 
 
 def _kill_engine_tree(trainer_pid: int) -> None:
