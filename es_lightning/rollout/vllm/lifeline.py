@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -115,6 +116,12 @@ def start_lifeline(poll_s: float = 0.5) -> threading.Thread | None:
     def watch() -> None:
         while owner_alive(pid, started):
             time.sleep(poll_s)
+        print(
+            f"es-lightning lifeline: trainer {pid} (started {started!r}) is gone; "
+            f"engine process {os.getpid()} ends its engine",
+            file=sys.stderr,
+            flush=True,
+        )
         _kill_engine_tree(pid)
 
     thread = threading.Thread(target=watch, name="es-lightning-lifeline", daemon=True)

@@ -24,7 +24,9 @@ ENGINE = "from es_lightning.rollout.vllm.lifeline import start_lifeline; import 
 
 def test_engine_dies_with_a_killed_trainer():
     code = TRAINER.replace("ENGINE", repr(ENGINE))
-    trainer = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    trainer = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     engine_pid = int(trainer.stdout.readline())
     engine = psutil.Process(engine_pid)
     time.sleep(0.5)
@@ -33,6 +35,8 @@ def test_engine_dies_with_a_killed_trainer():
     trainer.wait()
     gone, _ = psutil.wait_procs([engine], timeout=10)
     assert gone, "the engine outlived its trainer"
+    said = trainer.stderr.read()  # the engine's stderr is the trainer's, still open in the engine
+    assert f"trainer {trainer.pid} " in said and f"engine process {engine_pid} ends" in said
 
 
 def test_owner_is_pid_and_start_time(monkeypatch):
