@@ -7,6 +7,7 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from es_lightning.rollout.vllm import lifeline
 
@@ -50,6 +51,7 @@ def test_owner_is_pid_and_start_time(monkeypatch):
     assert lifeline.start_lifeline() is None  # the trainer itself does not watch itself
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
 def test_a_stepped_wall_clock_does_not_make_the_trainer_look_dead(monkeypatch):
     """psutil's create time moves with /proc/stat's boot time when the wall clock is stepped (NTP, a
     VM resumed from a snapshot); the lifeline's start time must not, or it kills a living trainer's
@@ -64,6 +66,7 @@ def test_a_stepped_wall_clock_does_not_make_the_trainer_look_dead(monkeypatch):
     assert lifeline.owner_alive(pid, started)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
 def test_start_time_reads_a_process_whose_name_has_spaces_and_parentheses(tmp_path):
     odd = tmp_path / "a) b (c"
     odd.symlink_to(sys.executable)
