@@ -163,6 +163,7 @@ def run_report(
     pareto_ks: list[int] | None = None,
     ablation_ks: list[int] | None = None,
     frontier_methods: list[str] | None = None,
+    es_variants: list[str] | None = None,
     reward_window: int = 5,
     curves: CurveSettings = CurveSettings(),  # noqa: B008  (jsonargparse lists its fields in --help)
     drift: DriftSettings = DriftSettings(),  # noqa: B008
@@ -196,7 +197,10 @@ def run_report(
         pareto_ks: one Pareto plot of Pass@1 against Pass@K per K (default 16, 32).
         ablation_ks: the Pass@K reported per ablation value (default 1, 16).
         frontier_methods: the single-optimizer points whose frontier is dashed (default base,
-            es, grpo); the other methods are the sequential ones.
+            es, grpo); the other methods are the sequential ones, but for ``es_variants`` and
+            the permuted control.
+        es_variants: methods that are ES with another setting (e.g. ``es_lowrank``): asked ES's
+            coverage claims and whether they keep ES's Pass@K, not judged as sequential runs.
         reward_window: an ablation run's final reward is the mean of its last this many
             ``train/reward_mean`` values.
         curves: which methods and ``k`` the entropy and held-out curves show.
@@ -237,7 +241,7 @@ def run_report(
     plan = build_plan(
         methods, output_dir, quick, seeds, first_seed, overrides, quick_overrides,
         base=base, task=task, ks=ks, pareto_ks=pareto_ks, ablation_ks=ablation_ks,
-        frontier_methods=frontier_methods, reward_window=reward_window, curves=curves, drift=drift,
+        frontier_methods=frontier_methods, es_variants=es_variants, reward_window=reward_window, curves=curves, drift=drift,
         ablations=ablations, method_overrides=method_overrides, trajectory=trajectory,
         verdicts=verdicts, forgetting=forgetting,
     )  # fmt: skip

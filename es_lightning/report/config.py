@@ -233,6 +233,7 @@ class ReportPlan:
     pareto_ks: list[int] = field(default_factory=lambda: [16, 32])
     ablation_ks: list[int] = field(default_factory=lambda: [1, 16])
     frontier_methods: list[str] = field(default_factory=lambda: ["base", "es", "grpo"])
+    es_variants: list[str] = field(default_factory=list)
     reward_window: int = 5
     curves: CurveSettings = field(default_factory=CurveSettings)
     drift: DriftSettings = field(default_factory=DriftSettings)
@@ -264,6 +265,13 @@ class ReportPlan:
         unknown = sorted(set(self.method_overrides) - set(self.methods))
         if unknown:
             raise ConfigError(f"report: method_overrides name methods that are not run: {unknown}")
+        odd = sorted(set(self.es_variants) - set(self.methods)) + sorted(
+            set(self.es_variants) & {"es", *self.frontier_methods, self.verdicts.permuted_control}
+        )
+        if odd:
+            raise ConfigError(
+                f"report: es_variants must be methods other than es, the frontier's and the permuted control: {odd}"
+            )
         if any("@" in name for name in self.methods):
             raise ConfigError("report: method names may not contain '@' (it names trajectory points)")
 

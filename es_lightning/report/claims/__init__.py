@@ -4,7 +4,8 @@
 ``report.json`` is judged again by ``--from_json``): the paired bootstrap over problems of the
 per-problem ``outcomes`` (:mod:`~es_lightning.report.intervals`), ES's premise
 (:mod:`.premise`), then the claim families, each in its module: Pass@K and coverage
-(:mod:`.coverage`), the sequential runs on GRPO's trajectory (:mod:`.sequential`), drift
+(:mod:`.coverage`), the sequential runs on GRPO's trajectory (:mod:`.sequential`), the ES
+variants (:mod:`.variants`), drift
 (:mod:`.drift`), entropy (:mod:`.training`), the forgetting setting (:mod:`.forgetting`) and
 the ablations (:mod:`.ablations`). The rules are
 those of :mod:`~es_lightning.report.verdicts`.
@@ -22,6 +23,7 @@ from es_lightning.report.claims.forgetting import forgetting_claims
 from es_lightning.report.claims.premise import check_premise
 from es_lightning.report.claims.sequential import sequential_claims
 from es_lightning.report.claims.training import entropy_claims
+from es_lightning.report.claims.variants import variant_claims
 from es_lightning.report.intervals import ProblemBootstrap
 
 
@@ -64,6 +66,7 @@ def judge(report: dict[str, Any]) -> dict[str, Any]:
     claims = [
         *coverage_claims(ctx),
         *sequential_claims(ctx),
+        *variant_claims(ctx),
         *drift_claims(ctx),
         *entropy_claims(ctx),
         *forgetting,

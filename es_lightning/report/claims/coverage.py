@@ -93,23 +93,30 @@ def coverage_claims(ctx: Context) -> list[dict[str, Any]]:
     return out
 
 
+def versus_trajectory(ctx: Context, method: str, k: int | None) -> tuple[dict | None, dict | None, str]:
+    """``method``'s Pass@K minus GRPO's trajectory at ``method``'s Pass@1, its difference to
+    GRPO's end point, and the verdict "above the trajectory" (before any premise)."""
+    endpoint = difference(ctx, method, "grpo", k)
+    path = trajectory_path(ctx)
+    matched = (
+        None
+        if isinstance(path, str) or not k
+        else interval_json(matched_difference(ctx.boot, method, path, k))
+    )
+    if isinstance(path, str):
+        return matched, endpoint, path
+    if matched is None:
+        return matched, endpoint, missing(ctx, method, *path)
+    return matched, endpoint, direction(matched, "greater")
+
+
 def _versus_grpo(ctx: Context, k: int | None, at_k: str) -> dict[str, Any]:
     """ES's Pass@K against GRPO's trajectory at ES's Pass@1."""
     name = f"ES covers more than GRPO at {at_k}"
     rule = f"premise, then at matched Pass@1 on GRPO's trajectory: one-sided {ctx.level_pct} bound > 0"
-    endpoint = difference(ctx, "es", "grpo", k)
-    path = trajectory_path(ctx)
-    matched = (
-        None if isinstance(path, str) or not k else interval_json(matched_difference(ctx.boot, "es", path, k))
-    )
+    matched, endpoint, verdict = versus_trajectory(ctx, "es", k)
     text = f"es {at_k} − GRPO's at es's Pass@1 (points) = {fmt_interval(matched, **PCT)}"
     text += f"; es − grpo at the end points = {fmt_interval(endpoint, **PCT)}"
-    if isinstance(path, str):
-        verdict = path
-    elif matched is None:
-        verdict = missing(ctx, "es", *path)
-    else:
-        verdict = direction(matched, "greater")
     return claim(
         name,
         "ES above GRPO at large K",

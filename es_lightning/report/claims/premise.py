@@ -11,6 +11,8 @@ sparsity) first asks, on the paired bootstrap over problems at Pass@1:
    ``--strategy.init_args.reward_control permuted``, the same compute and random walk with the
    rewards shuffled among the members) resolved above 0, else ``vacuous: ES did not beat its
    permuted-reward control``; without that method: ``insufficient data: no permuted control``.
+
+:func:`learned` asks the same of any method (an ES variant's claims rest on it).
 """
 
 from __future__ import annotations
@@ -21,26 +23,30 @@ from es_lightning.report.verdicts import REPRODUCED, VACUOUS, direction, insuffi
 ES = "es"
 
 
+def learned(ctx: Context, method: str) -> tuple[str | None, dict]:
+    """Why ``method`` cannot be said to have learned (``None``: it beat the base and the
+    permuted-reward control at Pass@1), and the differences that decided it."""
+    control = ctx.settings.permuted_control
+    numbers: dict = {}
+    if ctx.boot is None:
+        return insufficient(f"no per-problem outcomes to check that {method} learned"), numbers
+    if not ctx.boot.has(method) or not ctx.boot.has("base"):
+        return insufficient(f"no per-problem outcomes of {method} and base"), numbers
+    over_base = interval_json(ctx.boot.difference(method, "base", 1))
+    numbers[f"{method}_minus_base_pass1"] = over_base
+    if direction(over_base, "greater") != REPRODUCED:
+        return VACUOUS if method == ES else f"vacuous: {method} did not learn", numbers
+    if not ctx.boot.has(control):
+        return insufficient(f"no permuted control (method {control!r})"), numbers
+    over_control = interval_json(ctx.boot.difference(method, control, 1))
+    numbers[f"{method}_minus_control_pass1"] = over_control
+    if direction(over_control, "greater") != REPRODUCED:
+        who = "ES" if method == ES else method
+        return f"vacuous: {who} did not beat its permuted-reward control", numbers
+    return None, numbers
+
+
 def check_premise(ctx: Context) -> None:
     """Set ``ctx.premise`` (``None`` when ES learned) and the numbers it rests on."""
-    control = ctx.settings.permuted_control
-    if ctx.boot is None:
-        ctx.premise = insufficient("no per-problem outcomes to check that ES learned")
-        return
-    if not ctx.boot.has(ES) or not ctx.boot.has("base"):
-        ctx.premise = insufficient("no per-problem outcomes of es and base")
-        return
-    over_base = interval_json(ctx.boot.difference(ES, "base", 1))
-    ctx.premise_numbers["es_minus_base_pass1"] = over_base
-    if direction(over_base, "greater") != REPRODUCED:
-        ctx.premise = VACUOUS
-        return
-    if not ctx.boot.has(control):
-        ctx.premise = insufficient(f"no permuted control (method {control!r})")
-        return
-    over_control = interval_json(ctx.boot.difference(ES, control, 1))
-    ctx.premise_numbers["es_minus_control_pass1"] = over_control
-    if direction(over_control, "greater") != REPRODUCED:
-        ctx.premise = "vacuous: ES did not beat its permuted-reward control"
-        return
-    ctx.premise = None
+    ctx.premise, numbers = learned(ctx, ES)
+    ctx.premise_numbers.update(numbers)

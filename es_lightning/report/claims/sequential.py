@@ -38,8 +38,14 @@ def half_budget_point(ctx: Context, method: str) -> tuple[int | None, str | None
 
 
 def sequential_methods(ctx: Context) -> list[str]:
+    """Every method but the frontier's, the permuted control and the ES variants."""
     config = ctx.report["config"]
-    skip = {"base", *config["frontier_methods"], ctx.settings.permuted_control}
+    skip = {
+        "base",
+        *config["frontier_methods"],
+        ctx.settings.permuted_control,
+        *(config.get("es_variants") or []),
+    }
     return [m for m in config["methods"] if m not in skip]
 
 
