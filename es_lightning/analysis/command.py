@@ -90,8 +90,9 @@ def run_analyze(
         keep_exports: keep the exported folders; ``false`` deletes each once it is evaluated
             (needs ``evaluate``).
         evaluate: a task (registered name such as ``arithmetic``, or a task config) on which the
-            checkpoint (τ = 0) and each export are scored: writes ``sparsity_curve`` (Pass@1 against
-            s_τ) into the output and ``<output stem>_sparsity_curve.png``.
+            checkpoint (τ = 0), each export and the base model are scored: writes ``sparsity_curve``
+            (Pass@1 against s_τ) and ``sparsity_curve_base`` (the base on the same engine and
+            seed) into the output and ``<output stem>_sparsity_curve.png``.
         evaluation: samples per prompt, temperature, prompt limit, seed of that evaluation.
         rollout: its generation backend; default: vLLM when installed, else transformers. One
             engine serves every point (exports are loaded into it).
@@ -135,7 +136,7 @@ def run_analyze(
         png = output.with_name(f"{output.stem}_sparsity_curve.png")
         _export_thresholded(
             result, index, ckpt_w, export_taus, root, threshold_view, keep_exports, provenance, bar,
-            task, evaluation, rollout, device, dtype, png,
+            task, evaluation, rollout, device, dtype, png, base_w.folder,
         )  # fmt: skip
         output.write_text(json.dumps(result, indent=2))
     print(f"written: {output}")
@@ -230,10 +231,12 @@ def _export_thresholded(
     device: str,
     dtype: DTypeName,
     png: Path,
+    base_folder: Path,
 ) -> None:
     """Export θ_τ for each τ under ``root``; without a task, list the exports under ``thresholded``;
-    with one, score the checkpoint (τ = 0) and each export as it is written, add ``sparsity_curve``
-    to ``result``, draw ``png`` and print the curve."""
+    with one, score the checkpoint (τ = 0), each export as it is written and the base model
+    (``base_folder``), add ``sparsity_curve`` and ``sparsity_curve_base`` to ``result``, draw
+    ``png`` and print the curve."""
     exports = export_all(
         export_taus,
         index,
@@ -267,9 +270,10 @@ def _export_thresholded(
             dtype,
             root / "completions",
             png,
+            base_folder,
         )
     )
-    print(format_curve(result["sparsity_curve"]))
+    print(format_curve(result["sparsity_curve"], result["sparsity_curve_base"]))
 
 
 def _resolve_task(evaluate: str | Task | None, export_taus: list[float], keep_exports: bool) -> Task | None:

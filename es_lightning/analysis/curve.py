@@ -1,7 +1,9 @@
 """The sparsity curve: Pass@1 of the thresholded checkpoints against s_τ (the paper's Figure 4).
 
 Each point is one model: the checkpoint itself (τ = 0, s_τ = 0) and its thresholded exports θ_τ
-(:mod:`es_lightning.analysis.threshold`). One engine serves them all: it starts on the checkpoint,
+(:mod:`es_lightning.analysis.threshold`), and last the base model θ_0 (every update reverted: what
+θ_τ is for τ ≥ max|Δθ|), scored the same way so that "the pruned model keeps the gain" is read on
+one engine and one set of random numbers (``sparsity_curve_base``). One engine serves them all: it starts on the checkpoint,
 and each export's weights are then loaded into it (:meth:`~es_lightning.rollout.base.Rollout.load_weights`),
 so a vLLM engine starts once. Every point is scored by the project's evaluation
 (:func:`~es_lightning.evaluation.runner.evaluate_rows`) on the same prompts with the same sampling
@@ -16,6 +18,8 @@ from typing import Any
 
 import torch
 
+from es_lightning.analysis.pair import tensor_specs
+from es_lightning.analysis.threshold import served_dtype
 from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
 from es_lightning.rollout.base import Rollout
 from es_lightning.tasks.base import Task
@@ -58,10 +62,12 @@ def evaluate_points(
     try:
         for point in points:
             if str(Path(point["folder"])) != loaded:
-                rollout.load_weights(iter_weights(served_files(point["folder"]), dtype=None))
+                cast = getattr(torch, point["served_dtype"]) if point.get("served_dtype") else None
+                rollout.load_weights(iter_weights(served_files(point["folder"]), dtype=cast))
                 loaded = str(Path(point["folder"]))
             result = evaluate_rows(module, rollout, rows, evaluation)
-            result.write_completions(completions_dir / f"completions-tau-{point['tau']:g}.jsonl")
+            name = "base" if point.get("base") else f"tau-{point['tau']:g}"
+            result.write_completions(completions_dir / f"completions-{name}.jsonl")
             scored.append({**point, **result.summary})
     finally:
         rollout.close()
@@ -79,8 +85,10 @@ def sparsity_curve(
     dtype: str,
     completions_dir: Path,
     png: Path,
+    base: Path | None = None,
 ) -> dict[str, Any]:
-    """Evaluate the checkpoint (τ = 0) then each export as it is produced, and plot the curve.
+    """Evaluate the checkpoint (τ = 0), each export as it is produced, then the base, and plot
+    the curve.
 
     Args:
         analysis: the checkpoint's analysis in the view the exports were thresholded in (its
@@ -95,9 +103,13 @@ def sparsity_curve(
         dtype: its weights dtype name.
         completions_dir: where each point's completions go.
         png: the plot to write.
+        base: the base model's folder, scored last (``completions-base.jsonl``); ``None``: not scored.
 
     Returns:
-        ``{"thresholded": [export record, ...], "sparsity_curve": [point, ...], "sparsity_curve_png": str}``.
+        ``{"thresholded": [export record, ...], "sparsity_curve": [point, ...],
+        "sparsity_curve_base": point | None, "sparsity_curve_png": str}``; the base's point has
+        ``"base": true``, ``tau`` ``None``, s_τ = 1 and the exports' ``served_dtype`` (the base's
+        weights are cast to it, so the point is θ_τ for τ ≥ max|Δθ| bit for bit).
     """
     records: list[dict[str, Any]] = []
     view = analysis.get("view", "stored")
@@ -117,20 +129,31 @@ def sparsity_curve(
         for record in exports:
             records.append(record)
             yield record
+        if base is not None:  # cast as the exports are: θ_τ for τ ≥ max|Δθ|, bit for bit
+            nonzero, dtype = analysis["nonzero"], served_dtype(tensor_specs(served_files(checkpoint)))
+            yield {"tau": None, "base": True, "folder": str(base), "view": view, "numel": analysis["numel"],
+                   "nonzero": nonzero, "kept": 0, "reverted": nonzero, "s_tau": 1.0,
+                   "served_dtype": str(dtype).removeprefix("torch.")}  # fmt: skip
 
-    curve = evaluate_points(
+    scored = evaluate_points(
         str(checkpoint), points(), task, evaluation, rollout, device, dtype, completions_dir
     )
+    curve = [p for p in scored if not p.get("base")]
+    base_point = next((p for p in scored if p.get("base")), None)
     title = f"{task.name}: Pass@1 of thresholded checkpoints ({view} view)"
     return {
         "thresholded": records,
         "sparsity_curve": curve,
-        "sparsity_curve_png": str(plot_sparsity_curve(curve, png, title)),
+        "sparsity_curve_base": base_point,
+        "sparsity_curve_png": str(plot_sparsity_curve(curve, png, title, base_point)),
     }
 
 
-def plot_sparsity_curve(curve: list[dict[str, Any]], path: Path, title: str | None = None) -> Path:
-    """Pass@1 (%) against s_τ (%) with each point labelled by its τ; returns ``path``."""
+def plot_sparsity_curve(
+    curve: list[dict[str, Any]], path: Path, title: str | None = None, base: dict[str, Any] | None = None
+) -> Path:
+    """Pass@1 (%) against s_τ (%) with each point labelled by its τ, and the base's Pass@1 as a
+    dashed line when ``base`` is given; returns ``path``."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -145,6 +168,15 @@ def plot_sparsity_curve(curve: list[dict[str, Any]], path: Path, title: str | No
     ax.plot(xs, ys, marker="o", linewidth=1.8)
     for p, x, y in zip(points, xs, ys):
         ax.annotate(f"τ={p['tau']:g}", (x, y), textcoords="offset points", xytext=(4, 6), fontsize=8)
+    if base is not None and base.get("pass@1") is not None:
+        ax.axhline(
+            100.0 * base["pass@1"],
+            color="gray",
+            linestyle="--",
+            linewidth=1,
+            label="base (every update reverted)",
+        )
+        ax.legend(loc="best", fontsize=8)
     ax.set_xlabel("s_τ: share of updates reverted (%)")
     ax.set_ylabel("Pass@1 (%)")
     ax.set_title(title or "Pass@1 of magnitude-thresholded checkpoints")

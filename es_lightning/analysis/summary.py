@@ -159,8 +159,9 @@ def format_null(data: dict[str, Any], label: str = "checkpoint") -> str:
     return "\n".join(head) + "\n" + format_table(rows)
 
 
-def format_curve(curve: list[dict[str, Any]]) -> str:
-    """The sparsity curve as a table: τ, the updates reverted (s_τ, in its view), Pass@1, greedy."""
+def format_curve(curve: list[dict[str, Any]], base: dict[str, Any] | None = None) -> str:
+    """The sparsity curve as a table: τ, the updates reverted (s_τ, in its view), Pass@1, greedy;
+    the base model (every update reverted) last when given."""
     view = curve[0].get("view", "stored") if curve else "stored"
     rows = [["τ", f"s_τ ({view})", "reverted", "pass@1", "greedy"]]
     rows += [
@@ -173,4 +174,14 @@ def format_curve(curve: list[dict[str, Any]]) -> str:
         ]
         for p in curve
     ]
+    if base is not None:
+        rows.append(
+            [
+                "base",
+                _percent(1.0),
+                f"{base.get('reverted', 0):,}",
+                _percent(base.get("pass@1")),
+                _percent(base.get("greedy")),
+            ]
+        )
     return "\nsparsity curve (Pass@1 of the thresholded checkpoints)\n" + format_table(rows)

@@ -111,8 +111,20 @@ def _functional(ax: Any, report: dict[str, Any], curves: dict[str, Any]) -> None
             color=color(m, i),
             label=label,
         )
+    engine_base = next(
+        (
+            b["pass@1"]["mean"]
+            for d in curves.values()
+            if (b := d.get("sparsity_curve_base")) and b.get("pass@1")
+        ),
+        None,
+    )
     base = _base_pass(report, "1")
-    if base:
+    if engine_base is not None:  # the base scored as the curve's points were (same engine and seed)
+        ax.axhline(
+            100 * engine_base, color="black", linewidth=1, linestyle=":", label="base, scored as the exports"
+        )
+    elif base:
         base_line(
             ax,
             100 * base["estimate"],

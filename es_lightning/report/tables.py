@@ -264,6 +264,8 @@ def _curve(report: dict[str, Any], methods: dict[str, Any]) -> list[str]:
             wanted = ["s_tau", *(f"pass@{k}" for k in report["config"]["ks"]), "greedy"]
             metrics = [k for k in wanted if k in present]  # the evaluation's own counts stay in report.json
             body = [[t, *(fmt_stat(v.get(k), **PCT) for k in metrics)] for t, v in curve.items()]
+            if d.get("sparsity_curve_base"):  # every update reverted, scored as the exports
+                body.append(["base", *(fmt_stat(d["sparsity_curve_base"].get(k), **PCT) for k in metrics)])
             out += [f"Thresholded exports of `{m}` (updates with |Δ| ≤ τ zeroed), percent:", ""]
             out += [table(["τ", *metrics], body), ""]
     return out

@@ -1,10 +1,12 @@
 """Weight drift of each method: ``es-lightning analyze`` on the final checkpoints, then over seeds.
 
 For every method in ``drift.methods`` and every seed, ``es-lightning analyze --base <starting model>
---checkpoint <final checkpoint>`` writes ``analysis/<method>/seed<k>.json`` (reused when present)::
+--checkpoint <final checkpoint>`` writes ``analysis/<method>/seed<k>.json`` (reused when present,
+and for a sparsity-curve method when it scored the base on the curve's engine)::
 
     {"rel_l2", "rel_l2_by_kind": {kind: x}, "nonzero", "sparsity": {"<tau>": s_tau},
-     "top_k": [...], "top_k_by_kind": {kind: count}, ["sparsity_curve": [{"tau", "s_tau", "pass@1", ...}]],
+     "top_k": [...], "top_k_by_kind": {kind: count}, ["sparsity_curve": [{"tau", "s_tau", "pass@1", ...}],
+     "sparsity_curve_base": {"s_tau": 1, "pass@1", ...}],
      "bf16": {the same statistics with both sides rounded to bfloat16},
      ["null": {"modelled", "rel_l2", "sparsity", "top_k_by_kind", "top_k_enrichment": {kind: {"share"}}}]}
 
@@ -68,7 +70,7 @@ def run_analyses(
         for seed, run_dir in sorted(finished.get(method, {}).items()):
             out, curve = analysis_file(plan, method, seed), _wants_curve(plan, method)
             name, data = f"analyze/{method}/seed{seed}", read_json(analysis_file(plan, method, seed))
-            if isinstance(data, dict) and (not curve or "sparsity_curve" in data):
+            if isinstance(data, dict) and (not curve or "sparsity_curve_base" in data):
                 records.append({"name": name, "status": "reused"})
                 continue
             argv = analyze_command(plan, run_dir, out, curve)
@@ -152,6 +154,11 @@ def _method_drift(plan: ReportPlan, files: dict[int, dict[str, Any]]) -> dict[st
             for key, value in point.items():
                 if key != "tau" and isinstance(value, int | float):
                     curve.setdefault(f"{float(point['tau']):g}", {}).setdefault(key, {})[seed] = float(value)
+    base: dict[str, dict[int, float]] = {}  # the base on the curve's engine: {metric: {seed: value}}
+    for seed, data in files.items():
+        for key, value in (data.get("sparsity_curve_base") or {}).items():
+            if key != "tau" and isinstance(value, int | float) and not isinstance(value, bool):
+                base.setdefault(key, {})[seed] = float(value)
     tops = {
         str(s): max(d["top_k_by_kind"], key=d["top_k_by_kind"].get)
         for s, d in files.items()
@@ -177,6 +184,7 @@ def _method_drift(plan: ReportPlan, files: dict[int, dict[str, Any]]) -> dict[st
             tau: {key: stat_json(stat(values)) for key, values in metrics.items()}
             for tau, metrics in sorted(curve.items(), key=lambda item: float(item[0]))
         },
+        "sparsity_curve_base": {key: stat_json(stat(values)) for key, values in base.items()} or None,
     }
 
 

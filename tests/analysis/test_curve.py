@@ -72,6 +72,17 @@ def test_sparsity_curve_with_hf_rollout(tmp_path):
     assert _completions(completions / "completions-tau-0.jsonl") != _completions(
         completions / "completions-tau-1.jsonl"
     )
+    # the base itself, scored last on the same engine, is that point: the same samples, s_τ = 1
+    base_point = result["sparsity_curve_base"]
+    assert base_point["base"] is True and base_point["tau"] is None and base_point["s_tau"] == 1.0
+    assert base_point["reverted"] == base_point["nonzero"] == result["nonzero"]
+    assert _completions(completions / "completions-base.jsonl") == _completions(
+        completions / "completions-tau-1.jsonl"
+    )
+    assert {k: v for k, v in base_point.items() if k.startswith(("pass@", "maj@", "greedy"))} == {
+        k: v for k, v in curve[2].items() if k.startswith(("pass@", "maj@", "greedy"))
+    }
+    assert json.loads(out.read_text())["sparsity_curve_base"] == base_point
 
 
 def test_keep_exports_false_deletes_each_export(tmp_path):
@@ -91,7 +102,7 @@ def test_keep_exports_false_deletes_each_export(tmp_path):
         progress=False,
         export_dir=tmp_path / "exports",
     )
-    assert len(result["sparsity_curve"]) == 2
+    assert len(result["sparsity_curve"]) == 2 and result["sparsity_curve_base"]["base"]
     assert not (tmp_path / "exports" / "thresholded-0.001").exists()
     assert (tmp_path / "exports" / "completions" / "completions-tau-0.001.jsonl").is_file()
 

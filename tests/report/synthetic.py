@@ -179,6 +179,7 @@ def write_analysis(
             {"tau": float(t), "s_tau": data["sparsity"][t], "pass@1": 0.6 - 0.05 * i}
             for i, t in enumerate(taus[:3])
         ]
+        data["sparsity_curve_base"] = {"tau": None, "base": True, "s_tau": 1.0, "pass@1": 0.5}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data))
     return data

@@ -56,7 +56,8 @@ def test_quick_mode_skips_the_thresholded_evaluation(tmp_path, finished, monkeyp
 
     def fake(argv, log, timeout_s=None):
         calls.append(argv)
-        data = {"rel_l2": 0.1, **({"sparsity_curve": []} if "--export_thresholded" in argv else {})}
+        curve = {"sparsity_curve": [], "sparsity_curve_base": {}}
+        data = {"rel_l2": 0.1, **(curve if "--export_thresholded" in argv else {})}
         Path(argv[argv.index("--output") + 1]).write_text(json.dumps(data))
         return 0
 
@@ -69,6 +70,12 @@ def test_quick_mode_skips_the_thresholded_evaluation(tmp_path, finished, monkeyp
     # the full report wants ES's sparsity curve, which the quick analyses lack: ES is analysed again
     full = run_analyses(_plan(tmp_path), finished, launch=True)
     assert [r["status"] for r in full] == ["finished", "finished", "reused", "reused"]
+    # an ES analysis written before the base was scored on the curve's engine is run again
+    for seed in (0, 1):
+        path = tmp_path / "analysis" / "es" / f"seed{seed}.json"
+        path.write_text(json.dumps({"rel_l2": 0.1, "sparsity_curve": []}))
+    again = run_analyses(_plan(tmp_path), finished, launch=True)
+    assert [r["status"] for r in again] == ["finished", "finished", "reused", "reused"]
 
 
 def test_a_failed_analysis_is_recorded(tmp_path, finished, monkeypatch):
