@@ -12,6 +12,7 @@ from es_lightning.report.claims.common import fmt_interval, points
 from es_lightning.report.compute import FIELDS
 from es_lightning.report.stats import fmt_stat
 from es_lightning.report.tables import PCT, ablations, curves, drift, pareto, pass_at_k, table, trajectory
+from es_lightning.report.claims.variants import NOT_IN_PAPER
 from es_lightning.report.verdicts import CATEGORIES, category
 
 RULES = (
@@ -50,7 +51,11 @@ def _reading(report: dict[str, Any]) -> list[str]:
         )
     out.append("")
     for name in CATEGORIES:
-        names = [c["claim"] for c in claims if category(c["verdict"]) == name]
+        names = [
+            c["claim"] + (" (not in the paper)" if c["paper"] == NOT_IN_PAPER else "")
+            for c in claims
+            if category(c["verdict"]) == name
+        ]
         if names:
             out.append(f"- **{name[0].upper() + name[1:]}** ({len(names)}): {'; '.join(names)}.")
     body = [[c["claim"], c["paper"], c["measured"], f"**{c['verdict']}**", c.get("rule", "")] for c in claims]

@@ -7,6 +7,7 @@ import pytest
 
 from es_lightning.errors import ConfigError
 from es_lightning.report.config import ReportPlan
+from es_lightning.report.markdown import _reading
 from es_lightning.report.verdicts import NOT_REPRODUCED, REPRODUCED
 from tests.report.claims.reports import base_chances, build, draw, grpo_path, verdicts_of
 
@@ -56,6 +57,8 @@ def test_a_variant_that_learned_and_kept_coverage():
     assert [verdicts[row] for row in ROWS] == [REPRODUCED] * 3
     row = next(c for c in report["claims"] if c["claim"] == ROWS[2])
     assert row["paper"] == "not in the paper"
+    summary = "\n".join(_reading(report))
+    assert f"{ROWS[2]} (not in the paper)" in summary and f"{ROWS[1]} (not in the paper)" not in summary
     assert row["numbers"]["difference"]["estimate"] == pytest.approx(
         report["intervals"]["pass_at_k"][V]["32"]["estimate"]
         - report["intervals"]["pass_at_k"]["es"]["32"]["estimate"]
