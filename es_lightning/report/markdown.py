@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from es_lightning.report.claims.common import fmt_interval, points
+from es_lightning.report.claims.variants import NOT_IN_PAPER
 from es_lightning.report.compute import FIELDS
 from es_lightning.report.stats import fmt_stat
 from es_lightning.report.tables import PCT, ablations, curves, drift, pareto, pass_at_k, table, trajectory
-from es_lightning.report.claims.variants import NOT_IN_PAPER
 from es_lightning.report.verdicts import CATEGORIES, category
 
 RULES = (
