@@ -2,7 +2,8 @@
 
 For every method in ``drift.methods`` and every seed, ``es-lightning analyze --base <starting model>
 --checkpoint <final checkpoint>`` writes ``analysis/<method>/seed<k>.json`` (reused when present,
-and for a sparsity-curve method when it scored the base on the curve's engine)::
+and for a sparsity-curve method when it scored the base on the curve's engine; an older analysis
+whose run kept no checkpoint gets that base point alone, :mod:`~es_lightning.report.base_point`)::
 
     {"rel_l2", "rel_l2_by_kind": {kind: x}, "nonzero", "sparsity": {"<tau>": s_tau},
      "top_k": [...], "top_k_by_kind": {kind: count}, ["sparsity_curve": [{"tau", "s_tau", "pass@1", ...}],
@@ -23,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from es_lightning.report.base_point import add_base_point
 from es_lightning.report.config import ReportPlan, split_overrides
 from es_lightning.report.readers import final_checkpoint, read_json, read_series, starting_model
 from es_lightning.report.runs import logged_record
@@ -72,6 +74,9 @@ def run_analyses(
             name, data = f"analyze/{method}/seed{seed}", read_json(analysis_file(plan, method, seed))
             if isinstance(data, dict) and (not curve or "sparsity_curve_base" in data):
                 records.append({"name": name, "status": "reused"})
+                continue
+            if isinstance(data, dict) and "sparsity_curve" in data and final_checkpoint(run_dir) is None:
+                records.append(add_base_point(plan, name, out, data, launch))  # only the base is missing
                 continue
             argv = analyze_command(plan, run_dir, out, curve)
             if isinstance(argv, str) or not launch:
