@@ -17,8 +17,9 @@ One update t (the paper's Algorithm 1; symbols σ, α, N, z_i, ε_i as there):
    draws no ε again; ``redraw`` draws every ε again. On several ranks the work of the update is
    shared and the ranks exchange directions (:mod:`es_lightning.strategies.es_update`).
 6. Signal diagnostics of the true rewards (:mod:`es_lightning.es.diagnostics`):
-   ``es/reward_reliability`` (split-half, Spearman–Brown) and ``es/flip_rate``; when the last
-   ``signal_window`` updates show no signal, one warning says why and which knobs to turn.
+   ``es/reward_split_half_corr`` (r_ab), ``es/reward_reliability`` (its Spearman–Brown value) and
+   ``es/flip_rate``; when the last ``signal_window`` updates show no signal (their pooled
+   reliability below ``signal_threshold``), one warning says why and which knobs to turn.
 
 How this departs from the public ES-for-LLM code:
 
@@ -68,7 +69,7 @@ from lightning.fabric.utilities import rank_zero_warn
 from typing_extensions import override
 
 from es_lightning.es.control import RewardControl, controlled_rewards
-from es_lightning.es.diagnostics import SignalMonitor, flip_rate, split_half_reliability
+from es_lightning.es.diagnostics import SignalMonitor, flip_rate, spearman_brown, split_half_correlation
 from es_lightning.es.lowrank import LowRankTargets, Perturbation
 from es_lightning.es.noise import seed_schedule
 from es_lightning.es.normalize import Normalization, normalize_rewards
@@ -303,13 +304,15 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         """The update's scalars: ``train/`` over every response, ``es/`` over the members and the
         update, ``time/`` this rank's seconds per phase."""
         per_response, per_prompt = gathered.per_response, gathered.per_prompt
+        split_half = split_half_correlation(per_prompt[0])
         metrics = {
             **reward_metrics(per_response[:, 0]),
             **response_metrics(per_response[:, 1], per_response[:, 2]),
             **member_metrics(gathered.rewards),
             "es/update_norm": update_norm,
             "es/skipped": float(skipped),
-            "es/reward_reliability": split_half_reliability(per_prompt[0]),
+            "es/reward_split_half_corr": split_half,
+            "es/reward_reliability": spearman_brown(split_half),
             "es/flip_rate": flip_rate(per_prompt[0]),
             "time/tokens_per_s": gathered.tokens / max(local.timings["generate"], 1e-9),
             **{f"time/{k}": v for k, v in local.timings.items()},
@@ -321,7 +324,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
     def _watch_signal(self, metrics: dict[str, float]) -> None:
         """Feed the no-signal monitor; its one warning goes to the console."""
         if self._signal is not None:
-            warning = self._signal.observe(metrics["es/reward_reliability"], metrics["es/skipped"] == 1.0)
+            warning = self._signal.observe(metrics["es/reward_split_half_corr"], metrics["es/skipped"] == 1.0)
             if warning is not None:
                 rank_zero_warn(warning)
 

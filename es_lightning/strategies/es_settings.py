@@ -81,8 +81,8 @@ class ESSettings:
     """the no-signal warning judges the last this many updates (``None``: no warning). The window
     restarts when a run resumes."""
     signal_threshold: float = checked(0.1, lambda r: -1.0 <= r <= 1.0, "in [-1, 1]")
-    """a window whose mean ``es/reward_reliability`` is below this (in [−1, 1]) has no signal, as
-    has one in which most updates were skipped."""
+    """a window whose pooled reliability (Spearman–Brown of the mean ``es/reward_split_half_corr``)
+    is below this (in [−1, 1]) has no signal, as has one in which most updates were skipped."""
     checksum_tolerance: float = checked(0.0, lambda t: t >= 0, ">= 0")
     """largest allowed difference of the centre's checksum across ranks (0: bit-identical, the
     default)."""

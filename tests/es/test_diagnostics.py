@@ -13,9 +13,13 @@ import pytest
 
 from es_lightning.es.diagnostics import (
     SignalMonitor,
+    correlation_from_reliability,
     flip_rate,
     no_signal_message,
     no_signal_reason,
+    pooled_reliability,
+    spearman_brown,
+    split_half_correlation,
     split_half_reliability,
 )
 
@@ -88,20 +92,58 @@ def test_reliability_conventions():
         split_half_reliability(np.ones(4))
 
 
+def _bernoulli_batches(rng, signal: bool, batches: int = 400, n: int = 32, p: int = 64):
+    """Member × prompt 0/1 rewards: member i succeeds with its own rate q_i (signal) or with one
+    shared rate (no signal: what a method that did nothing would show)."""
+    for _ in range(batches):
+        q = rng.uniform(0.2, 0.8, size=(n, 1)) if signal else np.full((n, 1), 0.3)
+        yield (rng.random((n, p)) < q).astype(float)
+
+
 def test_reliability_separates_signal_from_noise():
-    """Bernoulli rewards: members with different true success rates q_i give ρ near its expected
-    var(q) / (var(q) + mean q(1−q)/P) ≈ 0.89; members with one shared rate (no signal: what a
-    method that did nothing would show) give ρ ≈ 0, a little below it (2r/(1 + r) is concave:
-    E[ρ] ≈ −2·E[r²] ≈ −2/(N − 1)), well under the warning's default threshold 0.1."""
+    """Members with different true success rates give ρ near its expected
+    var(q) / (var(q) + mean q(1−q)/P) ≈ 0.89; members with one shared rate give ρ ≈ 0."""
     rng = np.random.default_rng(1)
-    n, p = 32, 64
-    signal, noise = [], []
-    for _ in range(200):
-        q = rng.uniform(0.2, 0.8, size=(n, 1))
-        signal.append(split_half_reliability((rng.random((n, p)) < q).astype(float)))
-        noise.append(split_half_reliability((rng.random((n, p)) < 0.5).astype(float)))
+    signal = [split_half_reliability(r) for r in _bernoulli_batches(rng, True, batches=200)]
+    noise = [split_half_reliability(r) for r in _bernoulli_batches(rng, False, batches=200)]
     assert np.mean(signal) > 0.8
-    assert -0.15 < np.mean(noise) < 0.0
+    assert -0.2 < np.mean(noise) < 0.05
+
+
+def test_pooled_reliability_is_unbiased_where_the_mean_of_updates_is_not():
+    """With no signal the pooled value (Spearman–Brown of the mean r_ab) sits at 0, while the mean
+    of the per-update ρ falls below it (2r/(1 + r) is concave and clipped): the bias that made runs
+    without signal read −0.04 to −0.13. With a weak signal the pooled value recovers the expected
+    reliability, which the mean of the per-update ρ understates."""
+    rng = np.random.default_rng(3)
+    noise = list(_bernoulli_batches(rng, False))
+    corr = [split_half_correlation(r) for r in noise]
+    rho = [split_half_reliability(r) for r in noise]
+    assert abs(pooled_reliability(corr)) < 0.03
+    assert np.nanmean(rho) < pooled_reliability(corr) - 0.03
+    # a weak signal: member rates spread by sd 0.03 around 0.3 on 64 prompts
+    n, p, spread = 32, 64, 0.03
+    expected = spread**2 / (spread**2 + 0.3 * 0.7 / p)  # the batch's reliability, ≈ 0.22
+    weak = [(rng.random((n, p)) < rng.normal(0.3, spread, size=(n, 1))).astype(float) for _ in range(400)]
+    pooled = pooled_reliability([split_half_correlation(r) for r in weak])
+    assert pooled == pytest.approx(expected, abs=0.04)
+    assert np.nanmean([split_half_reliability(r) for r in weak]) < pooled - 0.03
+
+
+def test_pooled_reliability_by_hand():
+    # mean r_ab = 0.2 -> 0.4 / 1.2; NaN updates are skipped; none finite -> NaN
+    assert pooled_reliability([0.1, math.nan, 0.3]) == pytest.approx(0.4 / 1.2)
+    assert math.isnan(pooled_reliability([math.nan, math.nan]))
+    assert pooled_reliability([-0.5, -0.4]) == -1.0  # Spearman–Brown of r <= −1/3, clipped
+    assert spearman_brown(0.5) == pytest.approx(2 / 3) and math.isnan(spearman_brown(math.nan))
+    assert split_half_reliability(HAND) == pytest.approx(spearman_brown(split_half_correlation(HAND)))
+
+
+def test_correlation_from_reliability_inverts_spearman_brown():
+    for r_ab in (-0.3, -0.05, 0.0, 0.2, 0.9):
+        assert correlation_from_reliability(spearman_brown(r_ab)) == pytest.approx(r_ab)
+    assert correlation_from_reliability(-1.0) == pytest.approx(-1 / 3)  # clipped: a bound
+    assert math.isnan(correlation_from_reliability(math.nan))
 
 
 def test_flip_rate_hand_worked():
@@ -125,8 +167,11 @@ def test_no_signal_waits_for_a_full_window():
 
 
 def test_no_signal_on_low_reliability():
+    # correlations with mean 0.0375: pooled 0.075 / 1.0375 = 0.0723
     reason = no_signal_reason([0.05, -0.1, 0.2, 0.0], [False] * 4, window=4, threshold=0.1)
-    assert reason is not None and "0.038" in reason and "< 0.1" in reason
+    assert reason is not None and "pooled es/reward_reliability" in reason and "0.072" in reason
+    assert "< 0.1" in reason
+    # mean 0.15: pooled 0.26
     assert no_signal_reason([0.3, 0.2, 0.1, 0.0], [False] * 4, window=4, threshold=0.1) is None
 
 
@@ -155,7 +200,7 @@ def test_no_signal_skips_nan_reliabilities():
 
 
 def test_no_signal_refuses_misaligned_series():
-    with pytest.raises(ValueError, match="3 reliabilities but 2 skip flags"):
+    with pytest.raises(ValueError, match="3 correlations but 2 skip flags"):
         no_signal_reason([0.0] * 3, [False] * 2, window=2, threshold=0.1)
 
 
@@ -178,10 +223,12 @@ def test_monitor_stays_quiet_with_signal():
 
 
 def test_default_window_on_measured_runs():
-    """The default window (20 updates, threshold 0.1) on reliabilities logged by real runs: no
-    warning on the arithmetic demo, where ES raised test Pass@1 by 22 points (its 10-update
-    windows dip below 0.1, so a shorter window would cry wolf), and a warning on the countdown
-    setting, where the training reward stayed flat (its 12 updates repeated to fill a window)."""
+    """The default window (20 updates, threshold 0.1) on split-half values logged by real runs
+    (each ρ turned back into r_ab): no warning on the arithmetic demo, where ES raised test Pass@1
+    by 22 points (its 10-update windows dip below 0.1, so a shorter window would cry wolf), and a
+    warning on countdown at σ = 1e-3 (the first coverage setting, where ES did not learn: every
+    window) and at the chosen σ = 3e-3 of the 120-update setting (where ES's test Pass@1 rose 1.3
+    points over 120 updates, yet its members carry as little signal: 86% of its windows)."""
     from es_lightning.strategies.es import ESStrategy
 
     data = json.loads((ASSETS / "es" / "reliability_series.json").read_text())
@@ -189,18 +236,26 @@ def test_default_window_on_measured_runs():
     threshold = inspect.signature(ESStrategy).parameters["signal_threshold"].default
     assert (window, threshold) == (20, 0.1)
 
-    def reasons(series: list[float | None]) -> list[str | None]:
-        values = [math.nan if v is None else v for v in series]
+    def correlations(series: list[float | None]) -> list[float]:
+        return [math.nan if v is None else correlation_from_reliability(v) for v in series]
+
+    def reasons(series: list[float | None], length: int = window) -> list[str | None]:
+        values = correlations(series)
         return [
-            no_signal_reason(values[:end], [False] * end, window, threshold)
-            for end in range(window, len(values) + 1)
+            no_signal_reason(values[:end], [False] * end, length, threshold)
+            for end in range(length, len(values) + 1)
         ]
 
     demo = data["arithmetic_demo"]["reliability"]
     assert len(demo) == 30 and all(reason is None for reason in reasons(demo))
-    assert any(  # the same series judged over 10 updates would have warned
-        no_signal_reason([math.nan if v is None else v for v in demo[:end]], [False] * end, 10, threshold)
-        for end in range(10, 31)
-    )
+    assert pooled_reliability(correlations(demo)) > 0.3
+    assert any(reasons(demo, 10))  # the same series judged over 10 updates would have warned
+    for name, updates in (("countdown_sigma1e-3", 40), ("countdown_sigma3e-3", 120)):
+        series = data[name]["reliability"]
+        assert len(series) == updates and pooled_reliability(correlations(series)) < 0.05
+        judged = reasons(series)
+        assert judged[0] is not None  # the warning, at the first full window (update 20)
+        assert sum(reason is not None for reason in judged) > 0.8 * len(judged)
+    assert all(reasons(data["countdown_sigma1e-3"]["reliability"]))
     countdown = data["countdown_sigma1e-2"]["reliability"]
     assert all(reason is not None for reason in reasons((countdown * 2)[:window]))

@@ -8,7 +8,7 @@ import torch
 from lightning.fabric import Fabric
 
 from es_lightning.es.control import control_permutation
-from es_lightning.es.diagnostics import flip_rate, split_half_reliability
+from es_lightning.es.diagnostics import flip_rate, split_half_correlation, split_half_reliability
 from es_lightning.es.noise import noise_like, seed_schedule
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import SamplingConfig
@@ -89,6 +89,7 @@ def test_update_equals_plain_reference(tiny_model_path, hf_rollout, fabric_es):
     # signal diagnostics of the (N, P) member × prompt rewards
     per_member_prompt = np.array(per_response).reshape(n, len(rows))
     np.testing.assert_equal(metrics["es/reward_reliability"], split_half_reliability(per_member_prompt))
+    np.testing.assert_equal(metrics["es/reward_split_half_corr"], split_half_correlation(per_member_prompt))
     assert metrics["es/flip_rate"] == pytest.approx(flip_rate(per_member_prompt))
     # the population handed to callbacks: the same rewards, per prompt, and their z-scores
     population = result.population
