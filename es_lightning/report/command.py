@@ -115,6 +115,7 @@ def build_report(
     from es_lightning.report.compute import collect_compute
     from es_lightning.report.forgetting import collect_forgetting
     from es_lightning.report.readers import run_updates
+    from es_lightning.report.signal import collect_signal
     from es_lightning.report.trajectory import collect_trajectory
     from es_lightning.report.weight_drift import collect_drift
 
@@ -145,6 +146,7 @@ def build_report(
     report["ablations"] = collect_ablations(plan, ablations, task, plan.ablation_ks)
     report["compute"] = collect_compute(methods)
     report["forgetting"] = collect_forgetting(plan, forgetting_runs)
+    report["signal"] = collect_signal(methods, forgetting_runs, ablations)
     report.update(judge(report))
     return report
 

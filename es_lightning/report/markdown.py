@@ -81,6 +81,31 @@ def _premise(report: dict[str, Any]) -> list[str]:
     return out + [table(["difference (points)", "estimate [one-sided bounds]"], rows), ""]
 
 
+def _signal(report: dict[str, Any]) -> list[str]:
+    """ES's per-update signal per run group (:mod:`~es_lightning.report.signal`)."""
+    signal = report.get("signal")
+    if not signal:
+        return []
+    out = ["## ES's signal per update", ""]
+    out.append(
+        "Did the members' rewards rank the members, or was the ranking noise? Per run: the pooled "
+        "split-half reliability ρ̄ of the member rewards (Spearman–Brown of the mean correlation, over "
+        "the members, of each update's rewards on its even- and odd-position prompts), the mean share "
+        "of (member, prompt) rewards that differ from the prompt's modal reward (flip rate) and the "
+        "share of updates skipped because every member scored alike; mean ± sd over seeds. ρ̄ ≈ 0 "
+        "is what a method that did nothing shows: each update a random walk, any gain a bias too "
+        "small to see in one update; the runs warn below 0.1."
+    )
+    out.append("")
+    body = [
+        [name, f"{(row.get('updates') or {}).get('mean', 0):.0f}", fmt_stat(row.get("reliability"), spec=".3f"),
+         fmt_stat(row.get("flip_rate"), **PCT), fmt_stat(row.get("skipped"), **PCT)]
+        for name, row in signal.items()
+    ]  # fmt: skip
+    head = ["runs", "updates", "reliability ρ̄", "flip rate (%)", "skipped (%)"]
+    return [*out, table(head, body), ""]
+
+
 def _runs(report: dict[str, Any]) -> list[str]:
     runs = report.get("runs") or []
     out = ["## Runs", ""]
@@ -199,7 +224,14 @@ def render(report: dict[str, Any]) -> str:
         f"Methods: {methods}. Seeds: {config['seeds']}." + (" Quick mode." if config["quick"] else ""),
         "",
     ]
-    out += _reading(report) + _premise(report) + _runs(report) + pass_at_k(report) + _compute(report)
+    out += (
+        _reading(report)
+        + _premise(report)
+        + _signal(report)
+        + _runs(report)
+        + pass_at_k(report)
+        + _compute(report)
+    )
     out += trajectory(report)
     out += pareto(report) + curves(report) + drift(report) + _forgetting(report) + ablations(report)
     return "\n".join(out).rstrip() + "\n"
