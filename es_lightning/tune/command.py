@@ -136,7 +136,7 @@ def run_tune(
     parser = FitParser()
     summaries = {
         method: _method_summary(
-            parser, method, spec, removed[method], records, budget_tokens, output_dir, selection.key
+            parser, method, spec, removed[method], records, budget_tokens, output_dir, selection
         )
         for method, spec in methods.items()
     }
@@ -163,6 +163,7 @@ def _tune_config(
         "selection": {
             "metric": selection.metric,
             "rule": selection.rule,
+            **({"control": selection.control, "min_score": selection.min_score} if selection.control else {}),
             "description": selection.describe(),
         },
         "budget": budget_tokens,
@@ -181,15 +182,18 @@ def _method_summary(
     records: list[dict[str, Any]],
     budget: list[str],
     output_dir: Path,
-    key: str,
+    selection: Selection,
 ) -> dict[str, Any]:
     """A method's configurations, their scores (with the Δ interval and whether it learned on
     validation when the metric is a ``pass@k``) and the chosen one (whose recipe it writes)."""
     from es_lightning.tune.grid import expand
-    from es_lightning.tune.selection import candidates_of, choose, delta_interval
+    from es_lightning.tune.selection import candidates_of, choose, control_pairs, delta_interval, over_control
 
     points = {point.label: point for point in expand(spec.grid)}
     mine = [r for r in records if r["method"] == method]
+    if selection.rule == "over_control":
+        mine = over_control(mine, control_pairs(points, selection.control))
+    key = selection.key
     candidates = candidates_of(mine)
     intervals = {
         c.label: delta_interval([r for r in mine if r["label"] == c.label], key) if c.eligible else None
@@ -216,7 +220,9 @@ def _method_summary(
     # The choice waits for the whole grid: a rule applied to part of it would pick among the
     # configurations that happened to run first (a configuration whose trial fails is retried by
     # the next run; one that cannot finish must leave the grid).
-    best = None if summary["unfinished"] else choose(candidates)
+    floor = selection.min_score if selection.rule == "over_control" else None
+    eligible = [c for c in candidates if floor is None or (c.score is not None and c.score >= floor)]
+    best = None if summary["unfinished"] else choose(eligible)
     if best is not None:
         overrides = points[best.label].overrides()
         recipe = output_dir / "chosen" / f"{method}.yaml"

@@ -99,10 +99,19 @@ class Selection:
     """The metric compared, ``eval/<task>/<key>`` with key ``pass@k``, ``maj@k``, ``greedy`` or
     ``mean_reward``, read from the trials' validation-split evaluations (``eval/before.json`` and
     ``eval/after.json``); higher is better."""
-    rule: Literal["delta_last"] = "delta_last"
+    rule: Literal["delta_last", "over_control"] = "delta_last"
     """``delta_last``: Δ = metric after the last update − metric before the first, each on the
     validation split, averaged over the seeds; the largest mean Δ wins (a tie: the first in grid
-    order). Only configurations whose every seed finished take part."""
+    order). ``over_control``: each configuration is scored against its own control (the grid point
+    with the same settings but ``control``'s value): metric after − the control's after, averaged
+    over the seeds; the largest score at or above ``min_score`` wins (none: nothing is chosen).
+    Only configurations whose every seed finished take part."""
+    control: dict[str, GridValue] = field(default_factory=dict)
+    """``over_control``: the one grid parameter and value that make a configuration a control, e.g.
+    ``{strategy.init_args.reward_control: permuted}`` (the permuted-reward ES of the same σ, α)."""
+    min_score: float = 0.0
+    """``over_control``: the least score a configuration must reach to be chosen (0.02: 2 points
+    of Pass@1 above its control)."""
 
     def __post_init__(self) -> None:
         if _METRIC.fullmatch(self.metric) is None:
@@ -110,8 +119,17 @@ class Selection:
                 f"tune: selection.metric {self.metric!r} is not eval/<task>/<key> with key pass@k, "
                 "maj@k, greedy or mean_reward (e.g. eval/countdown_tiny/pass@1)"
             )
-        if self.rule != "delta_last":
-            raise ConfigError(f"tune: selection.rule {self.rule!r} is unknown; use delta_last")
+        if self.rule not in ("delta_last", "over_control"):
+            raise ConfigError(
+                f"tune: selection.rule {self.rule!r} is unknown; use delta_last or over_control"
+            )
+        if (self.rule == "over_control") != bool(self.control):
+            raise ConfigError(
+                "tune: selection.control names the control's grid parameter and value, which "
+                "rule over_control needs and delta_last does not take"
+            )
+        if len(self.control) > 1:
+            raise ConfigError(f"tune: selection.control names one parameter, got {sorted(self.control)}")
 
     @property
     def task(self) -> str:
@@ -125,6 +143,14 @@ class Selection:
 
     def describe(self) -> str:
         """The rule in words (for TUNE.md)."""
+        if self.rule == "over_control":
+            ((parameter, value),) = self.control.items()
+            return (
+                f"the largest mean over seeds of {self.metric} after the last update minus that of the "
+                f"configuration's control (the same settings with {parameter} = {value}), both on the "
+                f"validation split, provided it is at least {self.min_score:g} (none: nothing is chosen); "
+                "only configurations whose every seed and control finished take part"
+            )
         return (
             f"the largest mean over seeds of Δ = {self.metric} after the last update − before the "
             "first, both on the validation split (a tie: the first in grid order); only "

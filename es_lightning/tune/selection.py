@@ -1,6 +1,6 @@
 """Choosing each method's configuration by the rule fixed in the tune's config.
 
-``delta_last`` (the only rule): for a configuration c (a grid point) and seed s,
+``delta_last``: for a configuration c (a grid point) and seed s,
 
     Δ(c, s) = m_after(c, s) − m_before(c, s)
 
@@ -23,6 +23,16 @@ of its Δ (each trial's per-problem correct counts before and after, read from i
 completions; paired by problem and seed, pooled over seeds: :mod:`~es_lightning.report.bootstrap`)
 and ``learned`` = its one-sided 95 % lower bound lies above 0. That reading does not change the
 choice; it says whether the chosen configuration learned anything on validation at all.
+
+``over_control`` scores c against its own control c₀ (the grid point with the same settings but
+``selection.control``'s value, e.g. the permuted-reward ES of the same σ and α):
+
+    S(c, s) = m_after(c, s) − m_after(c₀, s)
+
+averaged over the seeds; the largest score at or above ``selection.min_score`` wins, and none is
+chosen when no score reaches it. A random walk of c's step size moves c₀ as far as c, so S counts
+what the rewards taught, not what the step size did. Its interval is the paired bootstrap of the
+same difference over the validation problems.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from es_lightning.errors import ConfigError
 from es_lightning.report.intervals import ProblemBootstrap
 from es_lightning.report.outcomes import run_outcomes
 from es_lightning.report.readers import read_after, read_before
@@ -115,6 +126,59 @@ def candidates_of(records: list[dict[str, Any]]) -> list[Candidate]:
         point = None if record["before"] is None else Point(record["before"], record["after"])
         by_label.setdefault(record["label"], {})[record["seed"]] = point
     return [Candidate(label, points) for label, points in by_label.items()]
+
+
+def control_pairs(points: dict[str, Any], control: dict[str, Any]) -> dict[str, str]:
+    """``{label: its control's label}`` for every grid point that is not a control (``points``:
+    label → :class:`~es_lightning.tune.grid.GridPoint`; ``control``: ``{parameter: value}``)."""
+    ((parameter, value),) = control.items()
+    by_settings = {point.settings: label for label, point in points.items()}
+    pairs = {}
+    for label, point in points.items():
+        settings = dict(point.settings)
+        if parameter not in settings:
+            raise ConfigError(f"tune: selection.control parameter {parameter!r} is not in the grid")
+        if str(settings[parameter]) == str(value):
+            continue
+        twin = tuple((p, value if p == parameter else v) for p, v in point.settings)
+        if twin not in by_settings:
+            raise ConfigError(
+                f"tune: grid point {label} has no control ({parameter} = {value} is not in the grid)"
+            )
+        pairs[label] = by_settings[twin]
+    return pairs
+
+
+def over_control(records: list[dict[str, Any]], pairs: dict[str, str]) -> list[dict[str, Any]]:
+    """Records of configuration − control: per label and seed, ``before`` is the control's
+    ``after`` and ``after`` the configuration's, so Δ is the score S(c, s) of ``over_control``;
+    ``outcomes`` likewise (``None`` where either lacks them)."""
+    found = {(r["label"], r["seed"]): r for r in records}
+    out = []
+    for label, twin in pairs.items():
+        for seed in sorted({r["seed"] for r in records}):
+            mine, theirs = found.get((label, seed)), found.get((twin, seed))
+            done = mine and theirs and mine["before"] is not None and theirs["before"] is not None
+            outcomes = None
+            if done and mine.get("outcomes") and theirs.get("outcomes"):
+                a, b = mine["outcomes"], theirs["outcomes"]
+                if a["problems"] == b["problems"] and a["m"] == b["m"]:
+                    outcomes = {
+                        "problems": a["problems"],
+                        "m": a["m"],
+                        "before": b["after"],
+                        "after": a["after"],
+                    }
+            out.append(
+                {
+                    "label": label,
+                    "seed": seed,
+                    "before": theirs["after"] if done else None,
+                    "after": mine["after"] if done else None,
+                    "outcomes": outcomes,
+                }
+            )
+    return out
 
 
 def trial_outcomes(run_dir: Path, task: str) -> dict[str, Any] | None:

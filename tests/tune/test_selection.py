@@ -110,3 +110,56 @@ def test_tune_md_says_when_no_configuration_learned():
     assert "No configuration of es learned" in _learning_note("es", summary(False, False))[0]
     assert _learning_note("es", summary(False, True))[0].endswith(": c1.")
     assert _learning_note("es", summary(None, True)) == []
+
+
+def test_over_control_scores_each_configuration_against_its_own_control():
+    from es_lightning.tune.grid import expand
+    from es_lightning.tune.selection import control_pairs, over_control
+
+    grid = {"strategy.init_args.learning_rate": [0.003, 0.004], "strategy.init_args.reward_control": ["none", "permuted"]}
+    points = {p.label: p for p in expand(grid)}
+    pairs = control_pairs(points, {"strategy.init_args.reward_control": "permuted"})
+    assert pairs == {
+        "learning_rate=0.003_reward_control=none": "learning_rate=0.003_reward_control=permuted",
+        "learning_rate=0.004_reward_control=none": "learning_rate=0.004_reward_control=permuted",
+    }
+    # α = 3e-3: ES 0.33 after, its control 0.30 (+3 points); α = 4e-3: ES 0.34, control 0.33 (+1 point).
+    # Both start at 0.29: by Δ alone, α = 4e-3 would win.
+    after = {"0.003_reward_control=none": 0.33, "0.003_reward_control=permuted": 0.30}
+    after |= {"0.004_reward_control=none": 0.34, "0.004_reward_control=permuted": 0.33}
+    records = [{"label": f"learning_rate={k}", "seed": 0, "before": 0.29, "after": v} for k, v in after.items()]
+    scored = candidates_of(over_control(records, pairs))
+    assert [c.score for c in scored] == pytest.approx([0.03, 0.01])
+    assert choose(scored).label == "learning_rate=0.003_reward_control=none"
+    floor = [c for c in scored if c.score >= 0.02]
+    assert [c.label for c in floor] == ["learning_rate=0.003_reward_control=none"]
+    assert choose([c for c in scored if c.score >= 0.05]) is None  # nothing reaches the floor
+
+
+def test_over_control_waits_for_both_runs_and_names_a_missing_control():
+    from es_lightning.errors import ConfigError
+    from es_lightning.tune.grid import expand
+    from es_lightning.tune.selection import control_pairs, over_control
+
+    grid = {"strategy.init_args.learning_rate": [0.003], "strategy.init_args.reward_control": ["none", "permuted"]}
+    points = {p.label: p for p in expand(grid)}
+    pairs = control_pairs(points, {"strategy.init_args.reward_control": "permuted"})
+    es, control = "learning_rate=0.003_reward_control=none", "learning_rate=0.003_reward_control=permuted"
+    unfinished = [{"label": es, "seed": 0, "before": 0.29, "after": 0.33}, {"label": control, "seed": 0, "before": None, "after": None}]
+    assert not candidates_of(over_control(unfinished, pairs))[0].eligible
+    lone = {p.label: p for p in expand({"strategy.init_args.learning_rate": [0.003], "strategy.init_args.reward_control": ["none"]})}
+    with pytest.raises(ConfigError, match="has no control"):
+        control_pairs(lone, {"strategy.init_args.reward_control": "permuted"})
+    with pytest.raises(ConfigError, match="not in the grid"):
+        control_pairs(lone, {"strategy.init_args.sigma": 0.1})
+
+
+def test_over_control_needs_its_control_and_delta_last_refuses_one():
+    from es_lightning.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="over_control needs"):
+        Selection(metric="eval/x/pass@1", rule="over_control")
+    with pytest.raises(ConfigError, match="over_control needs"):
+        Selection(metric="eval/x/pass@1", control={"a": 1})
+    rule = Selection(metric="eval/x/pass@1", rule="over_control", control={"r": "permuted"}, min_score=0.02)
+    assert "at least 0.02" in rule.describe() and "r = permuted" in rule.describe()
