@@ -140,6 +140,7 @@ _HELDOUT = re.compile(r"^heldout/([^/]+)/pass@(\d+)$")
 def collect_curves(plan: ReportPlan, methods: dict[str, Dirs]) -> dict[str, Any]:
     """Entropy and held-out Pass@K curves of ``curves.methods``, and their first→last change."""
     entropy: dict[str, dict[str, Any]] = {}
+    entropy_by_seed: dict[str, dict[str, Any]] = {}
     heldout: dict[str, dict[str, dict[str, Any]]] = {}
     change: dict[str, dict[str, Any]] = {}
     final: dict[str, dict[str, dict[str, Any]]] = {}
@@ -152,6 +153,9 @@ def collect_curves(plan: ReportPlan, methods: dict[str, Dirs]) -> dict[str, Any]
             if key.startswith("entropy/") and key.count("/") == 1:
                 task = key.split("/", 1)[1]
                 entropy.setdefault(task, {})[method] = _aggregate(by_seed)
+                entropy_by_seed.setdefault(task, {})[method] = {
+                    str(seed): [[step, value] for step, value in points] for seed, points in by_seed.items()
+                }
                 delta = {seed: s[-1][1] - s[0][1] for seed, s in by_seed.items()}
                 change.setdefault(task, {})[method] = stat_json(stat(delta))
             elif key.startswith("heldout/") and key.endswith("/n_prompts") and by_seed:
@@ -164,6 +168,7 @@ def collect_curves(plan: ReportPlan, methods: dict[str, Dirs]) -> dict[str, Any]
     return {
         "entropy": entropy,
         "entropy_change": change,
+        "entropy_by_seed": entropy_by_seed,
         "heldout": heldout,
         "heldout_final": final,
         "heldout_prompts": prompts,

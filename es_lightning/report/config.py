@@ -197,13 +197,30 @@ class VerdictSettings:
     permuted_control: str = "es_permuted"
     """The method that runs ES's recipe with ``--strategy.init_args.reward_control permuted``
     (the empirical null); without it ES-relative claims say so."""
+    primary_k: int | None = None
+    """K of the primary claim "ES covers more than GRPO at Pass@K at matched Pass@1" (default: the
+    largest of ``pareto_ks``)."""
+    primary_margin: float = 0.02
+    """δ of the matched-Pass@1 claims: reproduced above 0, not reproduced when the upper bound lies
+    below δ (ES is not meaningfully above the path), as a fraction (0.02: 2 points)."""
+    drift_margin: float = 0.05
+    """"ES drifts further than GRPO" needs ES's rel-L2 above its permuted control's by more than this
+    fraction (0.05: 5 %): drift that the rewards caused, not the random walk α sets."""
+    sparsity_margin: float = 0.01
+    """"Most ES updates are tiny" needs ES's s_τ above its permuted control's by more than this
+    (0.01: 1 point of the parameters): an update sparser than its random walk."""
+    preregistration: str | None = None
+    """The pre-registration this report's rules must match (``docs/report/PREREGISTRATION.md``):
+    REPORT.md calls itself pre-registered only when they do (:mod:`~es_lightning.report.preregistration`)."""
 
     def __post_init__(self) -> None:
         if not 0.5 < self.level < 1.0:
             raise ConfigError(f"verdicts.level must be in (0.5, 1), got {self.level}")
         if self.bootstrap_resamples < 100:
             raise ConfigError(f"verdicts.bootstrap_resamples must be >= 100, got {self.bootstrap_resamples}")
-        for name in ("pass_margin", "entropy_margin"):
+        if self.primary_k is not None and self.primary_k < 1:
+            raise ConfigError(f"verdicts.primary_k must be >= 1, got {self.primary_k}")
+        for name in ("pass_margin", "entropy_margin", "primary_margin", "drift_margin", "sparsity_margin"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"verdicts.{name} must be >= 0, got {getattr(self, name)}")
 

@@ -16,17 +16,74 @@ from es_lightning.report.tables import PCT, ablations, curves, drift, pareto, pa
 from es_lightning.report.verdicts import CATEGORIES, category
 
 RULES = (
-    "Every verdict reads an interval: Pass@K claims the paired bootstrap over problems (each problem's "
-    "unbiased Pass@K from its correct counts, methods paired by problem and seed, pooled over seeds), "
-    "numbers measured once per run the t interval over seeds, κ_pair the standard error over updates. "
-    "A direction claim is reproduced when its one-sided {level} bound lies on the claimed side (a method "
-    "with no effect passes in at most {miss} of evaluations), not reproduced when the other bound lies on "
-    'the other side or on the threshold; a "keeps" claim is non-inferiority with the stated margin '
-    "(Pass@K {pass_margin}, entropy {entropy_margin:g} nats); a range claim needs the whole interval "
-    "inside the range. Claims about what ES does differently are judged only when ES learned (its "
-    'premise below); the sequential runs and "ES covers more than GRPO" are judged on GRPO\'s '
-    "trajectory at matched Pass@1. Claims whose data are absent say insufficient data."
+    "Every verdict reads two one-sided tests at {level} on the claim's evidence, and a claim passes only "
+    "where both do: the t test over training seeds (each seed's statistic alone: it carries the seeds' "
+    "spread) and the two-level bootstrap that resamples seeds and problems together (it carries the noise "
+    "every seed shares, such as the starting model's one evaluation). Numbers measured once per run (drift, "
+    "entropy, attribution shares) read the t test over seeds alone; one seed resolves nothing. A direction "
+    "claim is reproduced when the test on its side rejects, not reproduced when the test on the other side "
+    'does; a "keeps" claim is non-inferiority with its margin (Pass@K {pass_margin}, entropy '
+    "{entropy_margin:g} nats); a matched-Pass@1 claim is reproduced above 0 and not reproduced below "
+    "{primary_margin}. Within each family of claims (table below) the p-values are adjusted by Holm's "
+    'step-down, so a family\'s chance of any false "reproduced" is at most {miss}. Claims about what ES '
+    "does differently are judged only when ES learned (its premise below) and against its permuted-reward "
+    "control, which takes the same random walk: drift, sparsity and attribution as ES's excess over it, "
+    "coverage and entropy at matched Pass@1 on GRPO's measured trajectory. Claims whose data are absent say "
+    "insufficient data."
 )
+
+
+def _preregistration(report: dict[str, Any]) -> list[str]:
+    found = report.get("preregistration") or {}
+    if not found:
+        return []
+    if found.get("status") == "pre-registered":
+        line = (
+            f"**Pre-registered.** This report's rules match those frozen in `{found['document']}` "
+            f"(analysis code at commit `{found.get('commit')}`) before the study ran."
+        )
+    else:
+        line = "**Not pre-registered**: " + "; ".join(found.get("differences") or ["unknown"]) + "."
+    return [line, ""]
+
+
+def _families(report: dict[str, Any]) -> list[str]:
+    families = report.get("families") or {}
+    rows = [[name, f["what"], str(f["tested"])] for name, f in families.items() if f["tested"]]
+    if not rows:
+        return []
+    return ["Families (Holm within each):", "", table(["family", "claims", "tested"], rows), ""]
+
+
+def _gain_split(report: dict[str, Any]) -> list[str]:
+    split = report.get("gain_split")
+    if not split:
+        return []
+    out = ["## Where the Pass@1 gain lies", ""]
+    out.append(
+        "Each method's per-problem Pass@1 change against the base, on the problems the base already solves "
+        "greedily and on the others: a method that sharpens the base's distribution gains mostly on the "
+        "former."
+    )
+    out.append("")
+    rows = [
+        [
+            m,
+            fmt_interval(r.get("solved"), **PCT),
+            str(r["n_solved"]),
+            fmt_interval(r.get("unsolved"), **PCT),
+            str(r["n_unsolved"]),
+        ]
+        for m, r in split.items()
+    ]
+    return [
+        *out,
+        table(
+            ["method", "Δ Pass@1, base greedy right", "problems", "Δ Pass@1, base greedy wrong", "problems"],
+            rows,
+        ),
+        "",
+    ]
 
 
 def _reading(report: dict[str, Any]) -> list[str]:
@@ -42,6 +99,7 @@ def _reading(report: dict[str, Any]) -> list[str]:
             miss=f"{100 * (1 - level):g}%",
             pass_margin=points(verdicts.get("pass_margin", 0.01)),
             entropy_margin=verdicts.get("entropy_margin", 0.005),
+            primary_margin=points(verdicts.get("primary_margin", 0.02)),
         )
     )
     if report.get("failures"):
@@ -58,8 +116,23 @@ def _reading(report: dict[str, Any]) -> list[str]:
         ]
         if names:
             out.append(f"- **{name[0].upper() + name[1:]}** ({len(names)}): {'; '.join(names)}.")
-    body = [[c["claim"], c["paper"], c["measured"], f"**{c['verdict']}**", c.get("rule", "")] for c in claims]
-    return [*out, "", table(["claim", "paper", "measured here", "verdict", "rule"], body), ""]
+    body = [[c["claim"], c["paper"], c["measured"], f"**{c['verdict']}**", _rule(c)] for c in claims]
+    return [
+        *out,
+        "",
+        *_families(report),
+        table(["claim", "paper", "measured here", "verdict", "rule"], body),
+        "",
+    ]
+
+
+def _rule(c: dict[str, Any]) -> str:
+    """The claim's rule, with its family and p-values (raw and Holm-adjusted) when it was tested."""
+    test = c.get("test")
+    if not test:
+        return c.get("rule", "")
+    p = f"p = {test['p_reproduce']:.3g} (Holm {test.get('p_reproduce_holm', test['p_reproduce']):.3g})"
+    return f"{c.get('rule', '')} [{test['family']}; {p}]"
 
 
 def _premise(report: dict[str, Any]) -> list[str]:
@@ -216,7 +289,7 @@ def _forgetting(report: dict[str, Any]) -> list[str]:
 def render(report: dict[str, Any]) -> str:
     """The whole ``REPORT.md``."""
     config = report["config"]
-    out = ["# ES vs GRPO: reasoning coverage report", ""]
+    out = ["# ES vs GRPO: reasoning coverage report", "", *_preregistration(report)]
     if report.get("command"):
         out += [f"Command: `{report['command']}`", ""]
     methods = ", ".join(f"`{m}` ({r})" for m, r in config["methods"].items())
@@ -227,6 +300,7 @@ def render(report: dict[str, Any]) -> str:
     out += (
         _reading(report)
         + _premise(report)
+        + _gain_split(report)
         + _signal(report)
         + _runs(report)
         + pass_at_k(report)

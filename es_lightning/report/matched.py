@@ -14,9 +14,12 @@ path never reaches ``x`` (the method is more accurate than GRPO ever was, or les
 Then ``Δ = y − y*(x)``: above 0 the method covers more than GRPO did when GRPO was as accurate; a
 method on GRPO's path, or one that did nothing (at step 0), gives ``Δ ≤ 0``.
 
-:func:`matched_difference` recomputes ``Δ`` on every bootstrap resample of the problems (the
-method's and the path's Pass@1 and Pass@K from the same resample), so its interval carries the
-noise of both.
+:func:`matched_evidence` gives ``Δ`` with what a verdict reads (:mod:`~es_lightning.report.evidence`):
+``Δ_s`` of each seed against the same seed's path, and ``Δ`` recomputed on every two-level
+bootstrap resample (seeds × problems; the method's and the path's Pass@1 and Pass@K from the same
+resample), so its interval carries the noise of both and the spread of the seeds. The path's
+``x`` and ``y`` may come from different tasks (the forgetting setting: in-domain Pass@1 against
+held-out Pass@1), each with its own problems; the seeds drawn are shared.
 """
 
 from __future__ import annotations
@@ -25,10 +28,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from es_lightning.report.bootstrap import Interval
+from es_lightning.report.evidence import Evidence
 from es_lightning.report.intervals import ProblemBootstrap
-
-MATCHED = "paired bootstrap over problems, at matched Pass@1"
 
 
 def path_coverage(path_x: np.ndarray, path_y: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -51,33 +52,54 @@ def path_coverage(path_x: np.ndarray, path_y: np.ndarray, x: np.ndarray) -> tupl
     return np.where(reached, best, nearest), reached
 
 
-def path_values(
-    boot: ProblemBootstrap, names: Sequence[str], k: int, seeds: Sequence[int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Pass@1 and Pass@k of each named point: estimates ``(T,)`` and resamples ``(B, T)``, computed
-    for all points in one stack (a point equal to a path point gets bit-identical numbers)."""
-    ones = np.stack([boot.values(p, 1, seeds) for p in names])  # (T, S, P)
-    ks = np.stack([boot.values(p, k, seeds) for p in names])
-    return ones.mean(axis=(1, 2)), ks.mean(axis=(1, 2)), boot.resampled(ones).T, boot.resampled(ks).T
+def _resampled(boot: ProblemBootstrap, values: np.ndarray) -> np.ndarray:
+    """``(T, S, P)`` per-problem values → ``(T, B)`` two-level resampled pooled values, one point at
+    a time (bounded memory)."""
+    return np.stack([boot.two_level(boot.per_seed_resampled(v)) for v in values])
 
 
-def matched_difference(boot: ProblemBootstrap, method: str, path: Sequence[str], k: int) -> Interval | None:
-    """``Δ = Pass@k(method) − y*(Pass@1(method))`` on the path of named points ``path`` (in update
-    order, each a method of ``boot``); ``None`` when a point lacks outcomes or no seed is shared."""
+def matched_evidence(
+    x: tuple[ProblemBootstrap, np.ndarray], y: tuple[ProblemBootstrap, np.ndarray]
+) -> tuple[Evidence, int]:
+    """``Δ = y(method) − y*(x(method))`` on a path, with its evidence, and in how many resamples the
+    method's ``x`` lay beyond the path (compared with its nearest end).
+
+    ``x`` and ``y``: a bootstrap and ``(T + 1, S, P)`` per-problem values, the path's ``T`` points
+    in update order, then the method (the last row), on the same seeds in the same order.
+    """
+    (boot_x, xv), (boot_y, yv) = x, y
+    xs, ys = xv.mean(axis=(1, 2)), yv.mean(axis=(1, 2))
+    y_star, _ = path_coverage(xs[None, :-1], ys[None, :-1], xs[-1:])
+    estimate = float(ys[-1] - y_star[0])
+    per_seed = []
+    for s in range(xv.shape[1]):
+        xs_s, ys_s = xv[:, s].mean(axis=-1), yv[:, s].mean(axis=-1)
+        star, _ = path_coverage(xs_s[None, :-1], ys_s[None, :-1], xs_s[-1:])
+        per_seed.append(float(ys_s[-1] - star[0]))
+    xb, yb = _resampled(boot_x, xv).T, _resampled(boot_y, yv).T  # (B, T + 1)
+    star_b, reached = path_coverage(xb[:, :-1], yb[:, :-1], xb[:, -1])
+    return Evidence(estimate, tuple(per_seed), yb[:, -1] - star_b, boot_x.level), int((~reached).sum())
+
+
+def matched_difference(
+    boot: ProblemBootstrap, method: str, path: Sequence[str], k: int
+) -> tuple[Evidence, int] | None:
+    """``Pass@k(method) − y*(Pass@1(method))`` on the path of named points ``path`` (in update order,
+    each a method of ``boot``); ``None`` when a point lacks outcomes or no seed is shared."""
     seeds = boot.seeds(method, *path)
     if not seeds or not all(boot.has(p, k) for p in (method, *path)):
         return None
-    xs, ys, xs_b, ys_b = path_values(boot, [*path, method], k, seeds)  # the method is the last column
-    y_star, _ = path_coverage(xs[None, :-1], ys[None, :-1], xs[-1:])
-    estimate = float(ys[-1] - y_star[0])
-    y_star_b, reached_b = path_coverage(xs_b[:, :-1], ys_b[:, :-1], xs_b[:, -1])
-    resampled = ys_b[:, -1] - y_star_b
-    low, high = np.quantile(resampled, [1.0 - boot.level, boot.level])
-    beyond = int((~reached_b).sum())
-    note = None
-    if beyond:
-        note = (
-            f"its Pass@1 lies outside GRPO's path in {beyond} of {len(resampled)} resamples "
-            "(compared with the path's nearest end)"
-        )
-    return Interval(estimate, float(low), float(high), boot.level, MATCHED, len(boot.problems), note)
+    names = [*path, method]
+    ones = np.stack([boot.values(p, 1, seeds) for p in names])  # (T + 1, S, P)
+    ks = np.stack([boot.values(p, k, seeds) for p in names])
+    return matched_evidence((boot, ones), (boot, ks))
+
+
+def beyond_note(beyond: int, resamples: int) -> str | None:
+    """What a matched comparison says when the method's Pass@1 left the path in some resamples."""
+    if not beyond:
+        return None
+    return (
+        f"its Pass@1 lies outside the path in {beyond} of {resamples} resamples "
+        "(compared with the path's nearest end)"
+    )

@@ -14,11 +14,21 @@ Every measured number comes with one-sided bounds at the report's ``level`` (95 
 
 A claim whose inputs are absent says ``insufficient data: <what is missing>``; one that rests on a
 premise that failed says why (``vacuous: ES did not learn``) instead of judging the number.
+
+Each rule is two one-sided tests on the claim's evidence (:mod:`~es_lightning.report.evidence`):
+the test whose rejection reproduces the claim and the test whose rejection refutes it
+(:func:`decide`). The claims form families (the primary claim, coverage, GRPO's claims, ES's
+mechanism, forgetting, the sequential runs, the ES variants); within each family the p-values of
+each kind are adjusted by Holm's step-down (:func:`apply_holm`), so the chance of any false
+"reproduced" in a family stays at most ``1 − level``. A claim on one seed is ``not resolved (one
+seed)``: a seed's spread cannot be estimated from one.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from es_lightning.report.evidence import holm
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -89,3 +99,33 @@ def within_range(interval: dict[str, Any] | None, low: float, high: float) -> st
 def gated(premise: str | None, verdict: str) -> str:
     """``verdict`` when the premise holds (``None``), else the premise's failure."""
     return verdict if premise is None else premise
+
+
+def decide(p_reproduce: float, p_refute: float | None, alpha: float) -> str:
+    """``reproduced`` when the reproducing test rejects at ``alpha``, else ``not reproduced`` when
+    the refuting test does, else ``not resolved at this scale``."""
+    if p_reproduce < alpha:
+        return REPRODUCED
+    if p_refute is not None and p_refute < alpha:
+        return NOT_REPRODUCED
+    return UNRESOLVED
+
+
+def apply_holm(claims: list[dict[str, Any]], level: float) -> None:
+    """Adjust every tested claim's p-values by Holm within its family and set its verdict from
+    them (in place). A claim's ``test`` holds ``family``, ``p_reproduce``, ``p_refute`` and
+    ``labels`` (the verdict text of each outcome); untested claims keep their verdict."""
+    alpha = 1.0 - level
+    families: dict[str, list[dict[str, Any]]] = {}
+    for c in claims:
+        if c.get("test"):
+            families.setdefault(c["test"]["family"], []).append(c)
+    for members in families.values():
+        tests = [c["test"] for c in members]
+        reproduce = holm([t["p_reproduce"] for t in tests])
+        refute = holm([1.0 if t["p_refute"] is None else t["p_refute"] for t in tests])
+        for c, t, p, q in zip(members, tests, reproduce, refute):
+            t["m"] = len(members)
+            t["p_reproduce_holm"], t["p_refute_holm"] = p, (None if t["p_refute"] is None else q)
+            outcome = decide(p, t["p_refute_holm"], alpha)
+            c["verdict"] = (t.get("labels") or {}).get(outcome, outcome)

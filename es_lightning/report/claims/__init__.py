@@ -8,7 +8,8 @@ per-problem ``outcomes`` (:mod:`~es_lightning.report.intervals`), ES's premise
 variants (:mod:`.variants`), drift
 (:mod:`.drift`), entropy (:mod:`.training`), the forgetting setting (:mod:`.forgetting`) and
 the ablations (:mod:`.ablations`). The rules are
-those of :mod:`~es_lightning.report.verdicts`.
+those of :mod:`~es_lightning.report.verdicts`: each claim's two tests, Holm's adjustment within
+each family of claims (:func:`~es_lightning.report.verdicts.apply_holm`), then the verdict.
 """
 
 from __future__ import annotations
@@ -16,15 +17,29 @@ from __future__ import annotations
 from typing import Any
 
 from es_lightning.report.claims.ablations import ablation_claims
-from es_lightning.report.claims.common import Context, interval_json, verdict_settings
+from es_lightning.report.claims.common import Context, evidence_json, interval_json, verdict_settings
 from es_lightning.report.claims.coverage import coverage_claims
 from es_lightning.report.claims.drift import drift_claims
 from es_lightning.report.claims.forgetting import forgetting_claims
+from es_lightning.report.claims.gain_split import gain_split
 from es_lightning.report.claims.premise import check_premise
 from es_lightning.report.claims.sequential import sequential_claims
 from es_lightning.report.claims.training import entropy_claims
 from es_lightning.report.claims.variants import variant_claims
 from es_lightning.report.intervals import ProblemBootstrap
+from es_lightning.report.preregistration import check
+from es_lightning.report.verdicts import apply_holm
+
+FAMILIES = {
+    "primary": "the primary claim (ES above GRPO's path at matched Pass@1, K = verdicts.primary_k)",
+    "coverage": "ES's other coverage claims (other K, other paths, the temperature path, Pass@K against its control)",
+    "grpo": "GRPO's claims (Pass@1 up, Pass@K down, entropy down, attribution)",
+    "es_mechanism": "ES's mechanism (drift, sparsity, attribution, functional sparsity, entropy)",
+    "forgetting": "the forgetting setting",
+    "sequential": "the sequential runs against GRPO's trajectory",
+    "variants": "the ES variants (es_variants)",
+}
+"""The families of claims Holm's adjustment runs within."""
 
 
 def _bootstrap(report: dict[str, Any], settings: Any) -> ProblemBootstrap | None:
@@ -45,7 +60,7 @@ def _intervals(report: dict[str, Any], boot: ProblemBootstrap | None) -> dict[st
         "ks": ks,
         "pass_at_k": {m: {str(k): interval_json(boot.pass_at_k(m, k)) for k in ks} for m in boot.counts},
         "difference_to_base": {
-            m: {str(k): interval_json(boot.difference(m, "base", k)) for k in ks}
+            m: {str(k): evidence_json(boot.difference_evidence(m, "base", k)) for k in ks}
             for m in methods
             if m != "base" and boot.has("base")
         },
@@ -72,9 +87,26 @@ def judge(report: dict[str, Any]) -> dict[str, Any]:
         *forgetting,
         *ablation_claims(ctx),
     ]
+    apply_holm(claims, settings.level)
     premise = {"verdict": ctx.premise or "ES learned", "numbers": ctx.premise_numbers}
-    judged = {"intervals": _intervals(report, boot), "premise": premise, "claims": claims}
+    judged = {
+        "intervals": _intervals(report, boot),
+        "premise": premise,
+        "claims": claims,
+        "families": _families(claims),
+        "gain_split": gain_split(report, boot),
+        "preregistration": check(report["config"].get("verdicts") or {}, settings.preregistration),
+    }
     return judged if forgetting_block is None else {**judged, "forgetting": forgetting_block}
+
+
+def _families(claims: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each family's description and how many of its claims were tested (Holm's m)."""
+    counts: dict[str, int] = {}
+    for c in claims:
+        if c.get("test"):
+            counts[c["test"]["family"]] = counts.get(c["test"]["family"], 0) + 1
+    return {name: {"what": what, "tested": counts.get(name, 0)} for name, what in FAMILIES.items()}
 
 
 def build_claims(report: dict[str, Any]) -> list[dict[str, Any]]:

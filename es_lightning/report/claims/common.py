@@ -7,8 +7,10 @@ from typing import Any
 
 from es_lightning.report.bootstrap import Interval
 from es_lightning.report.config import VerdictSettings
+from es_lightning.report.evidence import Evidence
 from es_lightning.report.intervals import ProblemBootstrap
 from es_lightning.report.stats import fmt_number
+from es_lightning.report.verdicts import ONE_SEED, decide
 
 PCT = {"scale": 100.0, "spec": ".1f"}
 
@@ -76,3 +78,26 @@ def claim(name: str, paper: str, measured: str, verdict: str, rule: str, **numbe
         "rule": rule,
         "numbers": numbers,
     }
+
+
+def evidence_json(value: Evidence | None) -> dict[str, Any] | None:
+    return None if value is None else value.to_json()
+
+
+def tested(
+    base: dict[str, Any],
+    family: str,
+    evidence: Evidence,
+    p_reproduce: float,
+    p_refute: float | None,
+    level: float,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``base`` (a :func:`claim`) judged by two tests on ``evidence``: its verdict is set by
+    :func:`~es_lightning.report.verdicts.apply_holm` with the rest of ``family``; on one seed it is
+    ``not resolved (one seed)`` and takes no part."""
+    if evidence.n_seeds < 2:
+        return {**base, "verdict": ONE_SEED}
+    test = {"family": family, "p_reproduce": p_reproduce, "p_refute": p_refute, "labels": labels or {}}
+    outcome = decide(p_reproduce, p_refute, 1.0 - level)
+    return {**base, "verdict": test["labels"].get(outcome, outcome), "test": test}

@@ -1,52 +1,52 @@
-"""Drift claims: how far ES moves, how sparse its update looks, where its largest updates are.
+"""Drift claims: how far ES moves, how sparse its update is, where its largest updates are.
 
-Each is a number per run (``es-lightning analyze`` on the final checkpoint), so its interval is
-the t interval over seeds (one seed: not resolved). All but GRPO's attribution are ES-relative
-and judged only when ES learned: a random walk of ES's α, N and T drifts as far, and its s_τ
-equals the closed-form null's (shown beside each number when ``analyze`` wrote it). The
-attribution claims ask whether the claimed layer kinds hold more of the top-k largest updates
-than their share of the parameters (what i.i.d. updates would give): the pooled observed share
-over seeds, with a one-sided Wilson bound at the report's level, against that share.
+Each is a number per run (``es-lightning analyze`` on the final checkpoint), so its evidence is
+the seed-level t test (one seed: not resolved). None reads a raw number that the step size sets:
+once ES's premise holds, a random walk of ES's α, N and T drifts exactly as far as ES (rel-L2 =
+α·√(P·T/N)/‖θ₀‖) and is exactly as "sparse" (s_τ = erf(τ / (√2·α·√(T/N)))), and the permuted-reward
+control takes that walk. So ES is judged by its excess over its control, paired by seed:
+
+- "ES drifts further than GRPO": ES's rel-L2 over its control's above ``1 + verdicts.drift_margin``
+  (drift that the rewards caused) *and* ES's over GRPO's above 1 (the paper's ratio); the
+  random-walk null is shown beside.
+- "Most ES updates are tiny": ES's s_τ at τ = 1.5e-3 minus its control's above
+  ``verdicts.sparsity_margin`` (the update is sparser than its random walk); the paper's 78–93 %
+  and the null are shown beside.
+- "ES's largest updates are in norm / attention": per seed, those kinds' share of ES's top-k above
+  the control's share; GRPO's "embedding / lm_head": per seed, above their share of the parameters
+  (the top-k share of i.i.d. updates). Seeds, not the pooled top-k coordinates, are the unit.
+- "Zeroing updates below τ keeps Pass@1": the pruned model above the base on the same engine and
+  not more than ``pass_margin`` below the unpruned one.
+
+GRPO's attribution is in the ``grpo`` family, the rest in ``es_mechanism`` (Holm within each).
 """
 
 from __future__ import annotations
 
-import math
-from statistics import NormalDist
 from typing import Any
 
-from es_lightning.report.claims.common import Context, claim, fmt_interval, interval_json, points
-from es_lightning.report.intervals import seed_interval
-from es_lightning.report.stats import fmt_number, fmt_stat, paired_difference, stat_json
-from es_lightning.report.verdicts import (
-    NOT_REPRODUCED,
-    ONE_SEED,
-    REPRODUCED,
-    UNRESOLVED,
-    direction,
-    gated,
-    insufficient,
-    non_inferior,
-    within_range,
-)
+from es_lightning.report.claims.common import Context, claim, evidence_json, fmt_interval, points, tested
+from es_lightning.report.evidence import Evidence, seed_evidence
+from es_lightning.report.stats import fmt_number
+from es_lightning.report.verdicts import gated, insufficient
 
 NO_ANALYSIS = insufficient("no es-lightning analyze output")
+TAU = "0.0015"
 
 
-def wilson_bounds(successes: float, trials: float, level: float) -> tuple[float, float]:
-    """One-sided Wilson score bounds at ``level`` of the proportion ``successes / trials``."""
-    z = NormalDist().inv_cdf(level)
-    p = successes / trials
-    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def _seeded(ctx: Context, data: dict | None, verdict_of: Any) -> str:
+def by_seed(data: dict[str, Any] | None) -> dict[int, float]:
+    """``{seed: value}`` of a JSON Stat (by position when it kept no seeds)."""
     if not data:
-        return NO_ANALYSIS
-    interval = interval_json(seed_interval(data, ctx.level))
-    return ONE_SEED if interval is None else verdict_of(interval)
+        return {}
+    return dict(zip(data.get("seeds") or range(len(data["values"])), data["values"]))
+
+
+def paired(ctx: Context, a: dict[int, float], b: dict[int, float], ratio: bool = False) -> Evidence | None:
+    seeds = sorted(set(a) & set(b))
+    if not seeds:
+        return None
+    values = [a[s] / b[s] if ratio else a[s] - b[s] for s in seeds if not ratio or b[s] != 0]
+    return seed_evidence(values, ctx.level)
 
 
 def _null(method: dict[str, Any], *path: str) -> float | None:
@@ -56,148 +56,142 @@ def _null(method: dict[str, Any], *path: str) -> float | None:
     return node.get("mean") if isinstance(node, dict) else None
 
 
+def _judged(
+    ctx: Context, base: dict, family: str, up: Evidence | None, p: float, q: float | None, gate: str | None
+) -> dict:
+    if gate is not None:
+        return {**base, "verdict": gate}
+    if up is None:
+        return {**base, "verdict": NO_ANALYSIS}
+    return tested(base, family, up, p, q, ctx.level)
+
+
 def drift_claims(ctx: Context) -> list[dict[str, Any]]:
-    drift = ctx.report.get("drift") or {"methods": {}}
-    methods, out = drift.get("methods") or {}, []
-    es = methods.get("es") or {}
-    ratio = (drift.get("ratio") or {}).get("value")
-    interval = interval_json(seed_interval(ratio, ctx.level))
+    methods = (ctx.report.get("drift") or {}).get("methods") or {}
+    es, grpo = methods.get("es") or {}, methods.get("grpo") or {}
+    control = methods.get(ctx.settings.permuted_control) or {}
+    gate = ctx.premise
+    if ctx.premise is None and not control:
+        gate = insufficient(f"no analysis of the permuted control {ctx.settings.permuted_control!r}")
+    out = []
+
+    grow = 1.0 + ctx.settings.drift_margin
+    excess = paired(ctx, by_seed(es.get("rel_l2")), by_seed(control.get("rel_l2")), ratio=True)
+    ratio = paired(ctx, by_seed(es.get("rel_l2")), by_seed(grpo.get("rel_l2")), ratio=True)
     null = _null(es, "rel_l2")
-    text = (
-        f"rel-L2 es/grpo = {fmt_interval(interval, sign=False)}×"
-        if interval
-        else f"rel-L2 es/grpo = {fmt_stat(ratio)}"
+    text = f"ES rel-L2 / its control's = {fmt_interval(evidence_json(excess), sign=False, spec='.3f')}×"
+    text += f"; es/grpo = {fmt_interval(evidence_json(ratio), sign=False, spec='.2f')}×"
+    text += f" (random-walk null {fmt_number(null, spec='.3g')})" if null is not None else ""
+    rule = f"premise, then over seeds (one-sided t, Holm): ES / its control > {grow:g} and ES / GRPO > 1"
+    base = claim(
+        "ES drifts further than GRPO (rel-L2)",
+        "≈ 40×",
+        text,
+        "",
+        rule,
+        excess=evidence_json(excess),
+        ratio=evidence_json(ratio),
     )
-    if es.get("rel_l2"):
-        text += f"; ES rel-L2 {fmt_stat(es['rel_l2'], spec='.3g')}"
-        text += (
-            f" (random-walk null {fmt_number(null, spec='.3g')})"
-            if null is not None
-            else " (no random-walk null)"
-        )
-    rule = f"premise, then one-sided {ctx.level_pct} t bound over seeds > 1"
-    result = _seeded(ctx, ratio, lambda i: direction(i, "greater", 1.0))
-    out.append(
-        claim(
-            "ES drifts further than GRPO (rel-L2)",
-            "≈ 40×",
-            text,
-            gated(ctx.premise, result),
-            rule,
-            ratio=interval,
-        )
-    )
+    both = excess is not None and ratio is not None
+    p = max(excess.p_greater(grow), ratio.p_greater(1.0)) if both else 1.0
+    q = min(1.0, 2 * min(excess.p_less(grow), ratio.p_less(1.0))) if both else None
+    out.append(_judged(ctx, base, "es_mechanism", excess if both else None, p, q, gate))
 
-    s_tau = (es.get("sparsity") or {}).get("0.0015")
-    interval = interval_json(seed_interval(s_tau, ctx.level))
-    null = _null(es, "sparsity", "0.0015")
-    text = (
-        f"ES s_τ(1.5e-3) = {fmt_interval(interval, 100, sign=False) if interval else fmt_stat(s_tau, 100)}%"
-    )
+    s_tau = by_seed((es.get("sparsity") or {}).get(TAU))
+    excess = paired(ctx, s_tau, by_seed((control.get("sparsity") or {}).get(TAU)))
+    null = _null(es, "sparsity", TAU)
+    mean = sum(s_tau.values()) / len(s_tau) if s_tau else None
+    text = f"ES s_τ(1.5e-3) − control's (points) = {fmt_interval(evidence_json(excess), 100)}"
+    text += f"; ES s_τ {fmt_number(mean, 100)}%" if mean is not None else ""
     text += f" (random-walk null {fmt_number(null, 100)}%)" if null is not None else ""
-    rule = f"premise, then the whole {ctx.level_pct} t interval inside 78–93%"
-    result = _seeded(ctx, s_tau, lambda i: within_range(i, 0.78, 0.93))
-    out.append(
-        claim(
-            "Most ES updates are tiny",
-            "s_τ at τ = 1.5e-3 ≈ 78–93%",
-            text,
-            gated(ctx.premise, result),
-            rule,
-            s_tau=interval,
-        )
+    margin = ctx.settings.sparsity_margin
+    rule = f"premise, then over seeds (one-sided t, Holm): ES's s_τ − its control's > {points(margin)} (sparser than its random walk)"
+    base = claim(
+        "Most ES updates are tiny", "s_τ at τ = 1.5e-3 ≈ 78–93%", text, "", rule, excess=evidence_json(excess)
     )
+    out.append(_judged(ctx, base, "es_mechanism", excess, *(_pq(excess, margin)), gate))
 
-    for method, kinds, paper, gate in (
-        ("es", ("norm", "attention"), "norm / attention", ctx.premise),
-        ("grpo", ("embedding", "lm_head"), "embedding / lm_head", None),
-    ):
-        out.append(_attribution(ctx, drift, method, kinds, paper, gate))
+    out.append(_attribution(ctx, "es", ("norm", "attention"), "norm / attention", gate))
+    out.append(_attribution(ctx, "grpo", ("embedding", "lm_head"), "embedding / lm_head", None))
     out.append(_functional(ctx, es))
     return out
 
 
-def _attribution(
-    ctx: Context, drift: dict, method: str, kinds: tuple[str, ...], paper: str, gate: str | None
-) -> dict:
-    """The claimed kinds' share of the top-k (pooled over seeds) against their parameter share."""
-    name = f"{method.upper()}'s largest updates are in {paper}"
-    rule = f"one-sided {ctx.level_pct} Wilson bound of their top-k share > their parameter share"
-    counts = (drift.get("methods", {}).get(method) or {}).get("top_k_by_kind") or {}
-    shares = drift.get("kind_share") or {}
-    total = sum(sum(s["values"]) for s in counts.values() if s)
-    hits = sum(sum(counts[k]["values"]) for k in kinds if counts.get(k))
-    if not counts or not total:
-        return claim(name, paper, "–", gated(gate, NO_ANALYSIS), rule)
-    observed = hits / total
-    if not shares:
-        text = f"top-k share of {'/'.join(kinds)} = {100 * observed:.1f}% (no parameter shares)"
-        verdict = insufficient("no parameter shares by kind (analyze's null block)")
-        return claim(name, paper, text, gated(gate, verdict), rule, observed=observed)
-    expected = sum(shares.get(k, 0.0) for k in kinds)
-    low, high = wilson_bounds(hits, total, ctx.level)
-    text = f"top-k share of {'/'.join(kinds)} = {100 * observed:.1f}% [{100 * low:.1f}, {100 * high:.1f}] vs parameter share {100 * expected:.1f}%"
-    verdict = REPRODUCED if low > expected else NOT_REPRODUCED if high <= expected else UNRESOLVED
-    return claim(
-        name,
+def _pq(e: Evidence | None, threshold: float = 0.0) -> tuple[float, float | None]:
+    return (e.p_greater(threshold), e.p_less(threshold)) if e is not None else (1.0, None)
+
+
+def shares(method: dict[str, Any], kinds: tuple[str, ...]) -> dict[int, float]:
+    """Per seed, the share of ``kinds`` in the method's top-k largest updates."""
+    counts = method.get("top_k_by_kind") or {}
+    per_kind = {kind: by_seed(stat) for kind, stat in counts.items() if stat}
+    seeds = sorted(set().union(*per_kind.values())) if per_kind else []
+    out = {}
+    for s in seeds:
+        total = sum(v.get(s, 0.0) for v in per_kind.values())
+        if total:
+            out[s] = sum(per_kind.get(k, {}).get(s, 0.0) for k in kinds) / total
+    return out
+
+
+def _attribution(ctx: Context, method: str, kinds: tuple[str, ...], paper: str, gate: str | None) -> dict:
+    drift = ctx.report.get("drift") or {}
+    methods = drift.get("methods") or {}
+    mine = shares(methods.get(method) or {}, kinds)
+    expected = sum((drift.get("kind_share") or {}).get(k, 0.0) for k in kinds)
+    if method == "es":
+        reference = shares(methods.get(ctx.settings.permuted_control) or {}, kinds)
+        against = "its permuted control's share"
+    else:
+        reference = dict.fromkeys(mine, expected)
+        against = f"their parameter share {100 * expected:.1f}%"
+    excess = paired(ctx, mine, reference) if drift.get("kind_share") or method == "es" else None
+    family = "grpo" if method == "grpo" else "es_mechanism"
+    text = (
+        f"top-k share of {'/'.join(kinds)} − {against} (points) = {fmt_interval(evidence_json(excess), 100)}"
+    )
+    if mine:
+        text += f"; share {100 * sum(mine.values()) / len(mine):.1f}% (parameters {100 * expected:.1f}%)"
+    rule = f"per seed (one-sided t, Holm): their share of the top-k − {against} > 0"
+    base = claim(
+        f"{method.upper()}'s largest updates are in {paper}",
         paper,
         text,
-        gated(gate, verdict),
+        "",
         rule,
-        observed=observed,
-        low=low,
-        high=high,
-        expected=expected,
+        excess=evidence_json(excess),
     )
+    return _judged(ctx, base, family, excess, *(_pq(excess)), gate)
 
 
 def _functional(ctx: Context, es: dict[str, Any]) -> dict[str, Any]:
     """Zeroing the updates with |Δ| ≤ τ (the largest τ evaluated) keeps ES's gain: the pruned
     model above the base scored on the same engine and seed, and not more than ``pass_margin``
-    below the unpruned one (a pruned model that lost the gain is not within a margin of it)."""
+    below the unpruned one."""
     name = "ES's update is functionally sparse (zeroing updates below τ keeps Pass@1)"
     margin = ctx.settings.pass_margin
-    rule = (
-        f"premise, then over seeds (one-sided {ctx.level_pct} t bounds): pruned − base > 0 "
-        f"and pruned − unpruned > −{points(margin)}"
-    )
+    rule = f"premise, then over seeds (one-sided t, Holm): pruned − base > 0 and pruned − unpruned > −{points(margin)}"
     paper = "pruned updates keep performance"
     curve = es.get("sparsity_curve") or {}
     taus = sorted((t for t in curve if float(t) > 0 and (curve[t].get("pass@1"))), key=float)
     full = (curve.get("0") or {}).get("pass@1")
     base = (es.get("sparsity_curve_base") or {}).get("pass@1")
-    if not taus or not full:
-        verdict = insufficient("no evaluated thresholded exports")
-        return claim(name, paper, "–", gated(ctx.premise, verdict), rule)
-    tau = taus[-1]
-    pruned = curve[tau]["pass@1"]
-    d = stat_json(paired_difference(_by_seed(pruned), _by_seed(full)))
-    interval = interval_json(seed_interval(d, ctx.level))
-    s_tau = (curve[tau].get("s_tau") or {}).get("mean")
-    text = f"Pass@1 at τ = {tau} (s_τ {fmt_number(s_tau or 0, 100)}%) − unpruned (points) = "
-    text += fmt_interval(interval, 100) if interval else fmt_stat(d, 100, sign=True)
-    keeps = _seeded(ctx, d, lambda i: non_inferior(i, margin))
-    if not base:
-        text += "; the base was not scored on the curve's engine"
-        verdict = insufficient(
-            "no base model on the sparsity curve (an analysis from before it was scored: run it again)"
+    if not taus or not full or not base:
+        why = (
+            "no evaluated thresholded exports"
+            if not taus or not full
+            else "no base model on the sparsity curve"
         )
-        return claim(name, paper, text, gated(ctx.premise, verdict), rule, difference=interval)
-    gain = stat_json(paired_difference(_by_seed(pruned), _by_seed(base)))
-    gain_interval = interval_json(seed_interval(gain, ctx.level))
-    text += "; − the base on the same engine = "
-    text += fmt_interval(gain_interval, 100) if gain_interval else fmt_stat(gain, 100, sign=True)
-    above = _seeded(ctx, gain, lambda i: direction(i, "greater"))
-    verdicts = (keeps, above)
-    if NOT_REPRODUCED in verdicts:
-        verdict = NOT_REPRODUCED
-    else:
-        verdict = next((v for v in verdicts if v != REPRODUCED), REPRODUCED)
-    return claim(
-        name, paper, text, gated(ctx.premise, verdict), rule, difference=interval, over_base=gain_interval
-    )
-
-
-def _by_seed(data: dict[str, Any]) -> dict[int, float]:
-    """``{seed: value}`` of a JSON Stat (by position when it kept no seeds)."""
-    return dict(zip(data.get("seeds") or range(len(data["values"])), data["values"]))
+        return claim(name, paper, "–", gated(ctx.premise, insufficient(why)), rule)
+    tau = taus[-1]
+    pruned = by_seed(curve[tau]["pass@1"])
+    kept, gain = paired(ctx, pruned, by_seed(full)), paired(ctx, pruned, by_seed(base))
+    s_tau = (curve[tau].get("s_tau") or {}).get("mean")
+    text = f"Pass@1 at τ = {tau} (s_τ {fmt_number(s_tau or 0, 100)}%) − unpruned (points) = {fmt_interval(evidence_json(kept), 100)}"
+    text += f"; − the base on the same engine = {fmt_interval(evidence_json(gain), 100)}"
+    row = claim(name, paper, text, "", rule, difference=evidence_json(kept), over_base=evidence_json(gain))
+    if kept is None or gain is None:
+        return {**row, "verdict": gated(ctx.premise, NO_ANALYSIS)}
+    p = max(kept.p_greater(-margin), gain.p_greater())
+    q = min(1.0, 2 * min(kept.p_less(-margin), gain.p_less()))
+    return _judged(ctx, row, "es_mechanism", gain, p, q, ctx.premise)

@@ -6,18 +6,18 @@ So a sequential run's claim "non-dominated (Pass@1 vs Pass@K)" is judged on GRPO
 (:mod:`~es_lightning.report.matched`): ``reproduced`` when its Pass@K is resolved above GRPO's at
 the same Pass@1 (one-sided bound > 0) and GRPO after as many GRPO updates as the run's GRPO stage
 (half the budget) does not dominate it; ``not reproduced (on GRPO's trajectory)`` when the bound
-on the other side is ≤ 0 (on the path or below it).
+on the other side is ≤ 0 (on the path or below it). The evidence is the seed t and the two-level
+bootstrap (:mod:`~es_lightning.report.evidence`); the claims form the ``sequential`` family (Holm).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from es_lightning.report.claims.common import PCT, Context, claim, fmt_interval, interval_json
-from es_lightning.report.claims.coverage import NO_OUTCOMES, difference, missing, trajectory_path
-from es_lightning.report.matched import matched_difference
+from es_lightning.report.claims.common import PCT, Context, claim, evidence_json, fmt_interval, tested
+from es_lightning.report.claims.coverage import difference, missing, primary_path, versus_path
 from es_lightning.report.trajectory import point_name
-from es_lightning.report.verdicts import NOT_REPRODUCED, REPRODUCED, UNRESOLVED, direction
+from es_lightning.report.verdicts import NOT_REPRODUCED
 
 ON_PATH = f"{NOT_REPRODUCED} (on GRPO's trajectory)"
 HALF_DOMINATES = f"{NOT_REPRODUCED} (GRPO at half the budget dominates)"
@@ -49,46 +49,43 @@ def sequential_methods(ctx: Context) -> list[str]:
     return [m for m in config["methods"] if m not in skip]
 
 
-def _judge(matched: dict | None, half_1: dict | None, half_k: dict | None) -> str:
-    if matched is None:
-        return NO_OUTCOMES
-    on_path = direction(matched, "greater")
-    if on_path != REPRODUCED:
-        return ON_PATH if on_path == NOT_REPRODUCED else UNRESOLVED
-    if direction(half_1, "less") == REPRODUCED and direction(half_k, "less") == REPRODUCED:
-        return HALF_DOMINATES
-    return REPRODUCED
+def _dominated(ctx: Context, half_1: Any, half_k: Any) -> bool:
+    """GRPO at half the budget is resolved above the run on both axes."""
+    alpha = 1.0 - ctx.level
+    return half_1 is not None and half_k is not None and half_1.p_less() < alpha and half_k.p_less() < alpha
 
 
 def sequential_claims(ctx: Context) -> list[dict[str, Any]]:
     out = []
-    path = trajectory_path(ctx)
-    rule = f"above GRPO's trajectory at matched Pass@1 (one-sided {ctx.level_pct} bound > 0), not dominated by GRPO at half the budget"
+    path = primary_path(ctx)
+    rule = f"above GRPO's trajectory at matched Pass@1 (one-sided {ctx.level_pct}, seed t and two-level bootstrap, Holm over the sequential runs), not dominated by GRPO at half the budget"
     for method in sequential_methods(ctx):
         half, half_point = half_budget_point(ctx, method)
         for k in ctx.report["config"]["pareto_ks"]:
             name = f"{method} is non-dominated by GRPO's trajectory (Pass@1 vs Pass@{k})"
             paper = "sequential runs give non-dominated points"
-            if isinstance(path, str) or not ctx.boot or not ctx.boot.has(method, k):
-                verdict = path if isinstance(path, str) else missing(ctx, method)
-                out.append(claim(name, paper, "–", verdict, rule))
+            matched, note = versus_path(ctx, method, path, k)
+            if matched is None:
+                out.append(claim(name, paper, "–", note if isinstance(path, list) else path, rule))
                 continue
-            matched = interval_json(matched_difference(ctx.boot, method, path, k))
             half_1 = difference(ctx, method, half_point, 1) if half_point else None
             half_k = difference(ctx, method, half_point, k) if half_point else None
-            text = f"Pass@{k} − GRPO's at its Pass@1 (points) = {fmt_interval(matched, **PCT)}"
+            text = f"Pass@{k} − GRPO's at its Pass@1 (points) = {fmt_interval(evidence_json(matched), **PCT)}"
             if half_point:
                 text += (
-                    f"; − GRPO at update {half}: Pass@1 {fmt_interval(half_1, **PCT)}, "
-                    f"Pass@{k} {fmt_interval(half_k, **PCT)}"
+                    f"; − GRPO at update {half}: Pass@1 {fmt_interval(evidence_json(half_1), **PCT)}, "
+                    f"Pass@{k} {fmt_interval(evidence_json(half_k), **PCT)}"
                 )
             else:
                 text += f"; GRPO at half the budget (update {half}) is not on the trajectory"
-            verdict = _judge(matched, half_1, half_k)
+            base = claim(name, paper, text, "", rule, matched=evidence_json(matched))
+            labels = {"not reproduced": ON_PATH}
+            if _dominated(ctx, half_1, half_k):
+                labels["reproduced"] = HALF_DOMINATES
             out.append(
-                claim(name, paper, text, verdict, rule, matched=matched, half_pass1=half_1, half_passk=half_k)
+                tested(base, "sequential", matched, matched.p_greater(), matched.p_less(), ctx.level, labels)
             )
     return out
 
 
-__all__ = ["ON_PATH", "HALF_DOMINATES", "half_budget_point", "point_name", "sequential_claims"]
+__all__ = ["ON_PATH", "HALF_DOMINATES", "half_budget_point", "missing", "point_name", "sequential_claims"]
