@@ -120,29 +120,32 @@ def _comparable(verdicts: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in asdict(VerdictSettings(**known)).items() if k != "preregistration"}
 
 
-def freeze(document: Path, recipe: Path) -> dict[str, Any]:
-    """Write the frozen block (the current commit, the rule code's fingerprint and ``recipe``'s
-    ``verdicts:`` block) at the end of ``document``, replacing an earlier one."""
+def freeze(document: Path, recipe: Path, commit: str | None = None) -> dict[str, Any]:
+    """Write the frozen block (the analysis code's commit, the rule code's fingerprint and
+    ``recipe``'s ``verdicts:`` block) at the end of ``document``, replacing an earlier one.
+
+    ``commit`` defaults to the checkout's ``HEAD``, which must hold the package as it is (no
+    uncommitted change under it): the fingerprint is then that commit's rule code."""
     import yaml
 
     verdicts = (yaml.safe_load(Path(recipe).read_text()) or {}).get("verdicts") or {}
-    commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--", str(PACKAGE)], capture_output=True, text=True
-    ).stdout
-    if dirty.strip():
-        raise ConfigError(
-            f"freeze: the package has uncommitted changes; commit the analysis code first:\n{dirty}"
+    if commit is None:
+        repo = ["git", "-C", str(PACKAGE.parent)]
+        dirty = subprocess.run(
+            [*repo, "status", "--porcelain", "--", str(PACKAGE)], capture_output=True, text=True, check=True
         )
+        if dirty.stdout.strip():
+            raise ConfigError(
+                f"freeze: commit the analysis code first; uncommitted under {PACKAGE}:\n{dirty.stdout}"
+            )
+        commit = subprocess.run(
+            [*repo, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     block = {"analysis_commit": commit, **fingerprint(), "verdicts": _comparable(verdicts)}
     text = Path(document).read_text()
-    body = f"{MARKER}\n```json\n{json.dumps(block, indent=2, sort_keys=True)}\n```\n"
+    body = f"{MARKER}\n```json\n{json.dumps(block, indent=2, sort_keys=True)}\n```"
     text = (
-        _BLOCK.sub(lambda _: body.rstrip("\n"), text)
-        if _BLOCK.search(text)
-        else text.rstrip("\n") + "\n\n" + body
+        _BLOCK.sub(lambda _: body, text) if _BLOCK.search(text) else text.rstrip("\n") + "\n\n" + body + "\n"
     )
     Path(document).write_text(text)
     return block
