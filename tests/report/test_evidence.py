@@ -15,12 +15,11 @@ from es_lightning.report.stats import t_quantile, t_sf
 
 @pytest.mark.parametrize("df", [1, 2, 3, 4, 7, 30])
 def test_t_sf_agrees_with_the_density_integrated_by_hand(df):
-    density = lambda x: (
-        math.exp(  # noqa: E731
-            math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-        )
-        * (1 + x * x / df) ** (-(df + 1) / 2)
-    )
+    const = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi))
+
+    def density(x: float) -> float:
+        return const * (1 + x * x / df) ** (-(df + 1) / 2)
+
     for t in (0.3, 1.0, 2.5):
         xs = np.linspace(0.0, t, 20001)
         mass = np.trapezoid([density(x) for x in xs], xs)
@@ -82,7 +81,7 @@ def test_the_starting_model_evaluated_once_pairs_with_every_seed():
     boot = ProblemBootstrap(outcomes, 0.95, 20, seed=0)
     assert boot.seeds("es", "base") == [0, 1]
     d = boot.difference_evidence("es", "base", 1)
-    assert d.per_seed == pytest.approx((0.25, -0.25))  # (1 + 0)/2 − (0.5 + 1)/2 ... per problem means
+    assert d.per_seed == pytest.approx((0.25, -0.25))  # seed 0: [1, 1] − [0.5, 1]; seed 1: [0, 1] − [0.5, 1]
     trained = {"m": 2, "problems": ["a"], "counts": {"es": {"0": [1], "1": [1]}, "other": {"0": [2]}}}
     assert ProblemBootstrap(trained, 0.95, 20, seed=0).seeds("es", "other") == [
         0
