@@ -11,7 +11,7 @@ from es_lightning.report.intervals import ProblemBootstrap
 from es_lightning.report.matched import beyond_note, matched_difference, matched_evidence, path_coverage
 
 
-def _loop(xs: list[float], ys: list[float], x: float) -> float:
+def coverage_by_loop(xs: list[float], ys: list[float], x: float) -> float:
     """The largest coverage where the path crosses ``x``, else the nearest end's (a plain loop)."""
     found = []
     for t in range(len(xs) - 1):
@@ -51,7 +51,7 @@ def test_path_coverage_equals_a_plain_loop_on_winding_paths():
     points = rng.random(300) * 1.2 - 0.1  # some beyond the path on either side
     got, _ = path_coverage(xs, ys, points)
     for b in range(300):
-        assert got[b] == pytest.approx(_loop(list(xs[b]), list(ys[b]), points[b]))
+        assert got[b] == pytest.approx(coverage_by_loop(list(xs[b]), list(ys[b]), points[b]))
 
 
 def _boot(counts: dict[str, list[int]]) -> ProblemBootstrap:
@@ -102,16 +102,18 @@ def test_matched_evidence_per_seed_and_resamples_equal_a_plain_computation():
     evidence, beyond = matched_evidence((x_boot, xv), (y_boot, yv))
     for s in range(3):  # each seed against its own path
         xs, ys = xv[:, s].mean(axis=1), yv[:, s].mean(axis=1)
-        assert evidence.per_seed[s] == pytest.approx(ys[-1] - _loop(list(xs[:-1]), list(ys[:-1]), xs[-1]))
+        assert evidence.per_seed[s] == pytest.approx(
+            ys[-1] - coverage_by_loop(list(xs[:-1]), list(ys[:-1]), xs[-1])
+        )
     pooled_x, pooled_y = xv.mean(axis=(1, 2)), yv.mean(axis=(1, 2))
     assert evidence.estimate == pytest.approx(
-        pooled_y[-1] - _loop(list(pooled_x[:-1]), list(pooled_y[:-1]), pooled_x[-1])
+        pooled_y[-1] - coverage_by_loop(list(pooled_x[:-1]), list(pooled_y[:-1]), pooled_x[-1])
     )
     draws, outside = x_boot.seed_draws(3), 0
     for b in range(40):  # the seeds of draw b, the problems of resample b, every point alike
         x = [np.mean([xv[t, s, i] for s in draws[b] for i in x_boot.indices[b]]) for t in range(4)]
         y = [np.mean([yv[t, s, i] for s in draws[b] for i in y_boot.indices[b]]) for t in range(4)]
-        assert evidence.resampled[b] == pytest.approx(y[-1] - _loop(x[:-1], y[:-1], x[-1]))
+        assert evidence.resampled[b] == pytest.approx(y[-1] - coverage_by_loop(x[:-1], y[:-1], x[-1]))
         outside += not min(x[:-1]) <= x[-1] <= max(x[:-1])
     assert beyond == outside
 
@@ -127,4 +129,4 @@ def test_the_path_and_the_point_may_come_from_different_tasks():
     for b in (0, 17, 29):
         x = [np.mean([xv[t, s, i] for s in draws[b] for i in x_boot.indices[b]]) for t in range(4)]
         y = [np.mean([yv[t, s, i] for s in draws[b] for i in y_boot.indices[b]]) for t in range(4)]
-        assert evidence.resampled[b] == pytest.approx(y[-1] - _loop(x[:-1], y[:-1], x[-1]))
+        assert evidence.resampled[b] == pytest.approx(y[-1] - coverage_by_loop(x[:-1], y[:-1], x[-1]))

@@ -80,6 +80,10 @@ def test_es_equal_to_its_control_is_not_reproduced():
     assert claim_of(report, TINY)["numbers"]["excess"]["per_seed"] == [0.0, 0.0, 0.0]
     assert verdicts[ES_KINDS] == UNRESOLVED  # exactly the control's share: neither above nor below
     assert verdicts[GRPO_KINDS] == REPRODUCED  # 32 % of the top-k against a 14 % parameter share
+    spread = analysis(kinds={"embedding": [1, 0, 2], "mlp": [70, 66, 68], "attention": [29, 34, 30]})
+    assert (
+        verdicts_of(build(_learned(), drift=drift(WALK, WALK, spread)))[GRPO_KINDS] == NOT_REPRODUCED
+    )  # 1 %
 
 
 def _walks(rng: np.random.Generator, seeds: int = 3) -> dict:

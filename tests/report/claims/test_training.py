@@ -22,7 +22,7 @@ from tests.report.claims.reports import (
     shifted,
     verdicts_of,
 )
-from tests.report.test_matched import _loop
+from tests.report.test_matched import coverage_by_loop
 
 KEEPS = "ES keeps its entropy (against its permuted control)"
 MATCHED = "ES keeps more entropy than GRPO at the same Pass@1"
@@ -78,7 +78,7 @@ def _expected_matched(report: dict, es_last: list[float]) -> list[float]:
     for s in SEEDS:
         xs = [np.mean(counts[p][str(s)]) / M for p in path_names()]
         ys = [grpo_entropy(s, step) for step in STEPS]
-        out.append(es_last[s] - _loop(xs, ys, np.mean(counts["es"][str(s)]) / M))
+        out.append(es_last[s] - coverage_by_loop(xs, ys, np.mean(counts["es"][str(s)]) / M))
     return out
 
 
