@@ -1,15 +1,17 @@
-"""Matched Pass@1 on a trajectory: the first crossing against a plain loop, and its bootstrap."""
+"""Matched Pass@1 on a trajectory: the path's coverage against a plain loop; the matched evidence's
+per-seed values and two-level resamples against a direct computation."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from es_lightning.evaluation.pass_at_k import pass_at_k
 from es_lightning.report.intervals import ProblemBootstrap
-from es_lightning.report.matched import matched_difference, path_coverage
+from es_lightning.report.matched import beyond_note, matched_difference, matched_evidence, path_coverage
 
 
-def _loop(xs: list[float], ys: list[float], x: float) -> float:
+def coverage_by_loop(xs: list[float], ys: list[float], x: float) -> float:
     """The largest coverage where the path crosses ``x``, else the nearest end's (a plain loop)."""
     found = []
     for t in range(len(xs) - 1):
@@ -49,7 +51,7 @@ def test_path_coverage_equals_a_plain_loop_on_winding_paths():
     points = rng.random(300) * 1.2 - 0.1  # some beyond the path on either side
     got, _ = path_coverage(xs, ys, points)
     for b in range(300):
-        assert got[b] == pytest.approx(_loop(list(xs[b]), list(ys[b]), points[b]))
+        assert got[b] == pytest.approx(coverage_by_loop(list(xs[b]), list(ys[b]), points[b]))
 
 
 def _boot(counts: dict[str, list[int]]) -> ProblemBootstrap:
@@ -63,9 +65,68 @@ def test_a_point_on_the_path_is_not_above_it():
     base = rng.integers(0, 4, 40).tolist()
     mid = [min(8, c + 2) for c in base]
     end = [min(8, c + 4) for c in base]
-    boot = _boot({"base": base, "g@5": mid, "g": end, "on_path": mid, "no_change": base})
+    boot = _boot({"base": base, "g@5": mid, "g": end, "on_path": mid, "no_change": base, "beyond": [8] * 40})
     path = ["base", "g@5", "g"]
-    on = matched_difference(boot, "on_path", path, 8)
-    assert on.estimate <= 0 and on.high <= 0  # a vertex of the path: never above it
-    still = matched_difference(boot, "no_change", path, 8)  # the base itself: step 0 of the path
-    assert still.estimate <= 0 and still.high <= 0
+    on, beyond = matched_difference(boot, "on_path", path, 8)
+    assert on.estimate <= 0 and (on.resampled <= 0).all() and beyond == 0  # a vertex: never above it
+    still, _ = matched_difference(boot, "no_change", path, 8)  # the base itself: step 0 of the path
+    assert still.estimate <= 0 and (still.resampled <= 0).all()
+    far, beyond = matched_difference(boot, "beyond", path, 8)  # more accurate than GRPO ever was
+    assert beyond == 300 and far.estimate == pytest.approx(1.0 - np.mean([pass_at_k(8, c, 8) for c in end]))
+    assert beyond_note(beyond, 300).startswith("its Pass@1 lies outside the path in 300 of 300 resamples")
+    assert beyond_note(0, 300) is None
+    assert matched_difference(boot, "on_path", [*path, "absent"], 8) is None
+
+
+def _values(rng: np.random.Generator, points: int, seeds: int, problems: int) -> np.ndarray:
+    """``(points, S, P)`` per-problem values in [0, 1]: a path whose mean rises in update order,
+    then the method (the last row) between its ends; continuous, so no two points tie."""
+    rise = np.array([*(0.1 * np.arange(points - 1)), 0.11])[:, None, None]
+    return np.clip(0.5 * rng.random((points, seeds, problems)) + rise, 0.0, 1.0)
+
+
+def _bootstrap(problems: int, resamples: int, seeds: int = 3) -> ProblemBootstrap:
+    counts = {"x": {str(s): [0] * problems for s in range(seeds)}}
+    return ProblemBootstrap(
+        {"m": 8, "problems": [str(i) for i in range(problems)], "counts": counts}, 0.95, resamples, 7
+    )
+
+
+def test_matched_evidence_per_seed_and_resamples_equal_a_plain_computation():
+    rng = np.random.default_rng(4)
+    xv, yv = (
+        _values(rng, 4, 3, 6),
+        _values(rng, 4, 3, 6),
+    )  # a path of 3 points and the method; 3 seeds, 6 problems
+    x_boot, y_boot = _bootstrap(6, 40), _bootstrap(6, 40)
+    evidence, beyond = matched_evidence((x_boot, xv), (y_boot, yv))
+    for s in range(3):  # each seed against its own path
+        xs, ys = xv[:, s].mean(axis=1), yv[:, s].mean(axis=1)
+        assert evidence.per_seed[s] == pytest.approx(
+            ys[-1] - coverage_by_loop(list(xs[:-1]), list(ys[:-1]), xs[-1])
+        )
+    pooled_x, pooled_y = xv.mean(axis=(1, 2)), yv.mean(axis=(1, 2))
+    assert evidence.estimate == pytest.approx(
+        pooled_y[-1] - coverage_by_loop(list(pooled_x[:-1]), list(pooled_y[:-1]), pooled_x[-1])
+    )
+    draws, outside = x_boot.seed_draws(3), 0
+    for b in range(40):  # the seeds of draw b, the problems of resample b, every point alike
+        x = [np.mean([xv[t, s, i] for s in draws[b] for i in x_boot.indices[b]]) for t in range(4)]
+        y = [np.mean([yv[t, s, i] for s in draws[b] for i in y_boot.indices[b]]) for t in range(4)]
+        assert evidence.resampled[b] == pytest.approx(y[-1] - coverage_by_loop(x[:-1], y[:-1], x[-1]))
+        outside += not min(x[:-1]) <= x[-1] <= max(x[:-1])
+    assert beyond == outside
+
+
+def test_the_path_and_the_point_may_come_from_different_tasks():
+    rng = np.random.default_rng(5)
+    xv = _values(rng, 4, 3, 7)  # in-domain Pass@1 on 7 problems
+    yv = 1.0 - _values(rng, 4, 3, 5)  # held-out Pass@1 on 5 others, falling along the path
+    x_boot, y_boot = _bootstrap(7, 30), _bootstrap(5, 30)
+    evidence, _ = matched_evidence((x_boot, xv), (y_boot, yv))
+    draws = x_boot.seed_draws(3)
+    assert (draws == y_boot.seed_draws(3)).all()  # the seeds drawn are shared
+    for b in (0, 17, 29):
+        x = [np.mean([xv[t, s, i] for s in draws[b] for i in x_boot.indices[b]]) for t in range(4)]
+        y = [np.mean([yv[t, s, i] for s in draws[b] for i in y_boot.indices[b]]) for t in range(4)]
+        assert evidence.resampled[b] == pytest.approx(y[-1] - coverage_by_loop(x[:-1], y[:-1], x[-1]))

@@ -142,10 +142,16 @@ def _attribution(ctx: Context, method: str, kinds: tuple[str, ...], paper: str, 
     if method == "es":
         reference = shares(methods.get(ctx.settings.permuted_control) or {}, kinds)
         against = "its permuted control's share"
+        why = None if reference else insufficient(f"no top-k attribution of {ctx.settings.permuted_control}")
     else:
         reference = dict.fromkeys(mine, expected)
         against = f"their parameter share {100 * expected:.1f}%"
-    excess = paired(ctx, mine, reference) if drift.get("kind_share") or method == "es" else None
+        why = (
+            None
+            if drift.get("kind_share")
+            else insufficient("no parameter shares by kind (analyze's null block)")
+        )
+    excess = paired(ctx, mine, reference) if why is None else None
     family = "grpo" if method == "grpo" else "es_mechanism"
     text = (
         f"top-k share of {'/'.join(kinds)} − {against} (points) = {fmt_interval(evidence_json(excess), 100)}"
@@ -161,7 +167,7 @@ def _attribution(ctx: Context, method: str, kinds: tuple[str, ...], paper: str, 
         rule,
         excess=evidence_json(excess),
     )
-    return _judged(ctx, base, family, excess, *(_pq(excess)), gate)
+    return _judged(ctx, base, family, excess, *(_pq(excess)), gate or (why if mine else None))
 
 
 def _functional(ctx: Context, es: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import numpy as np
 from es_lightning.report.claims.common import PCT, Context, claim, evidence_json, fmt_interval, points, tested
 from es_lightning.report.forgetting import bootstraps, changes
 from es_lightning.report.matched import matched_evidence
-from es_lightning.report.verdicts import insufficient
+from es_lightning.report.verdicts import ONE_SEED, insufficient
 
 ES = "es"
 
@@ -90,10 +90,12 @@ def _premise(ctx: Context, boot: Any, control: str) -> str | None:
         return insufficient("no per-problem outcomes of es in the forgetting setting")
     if not boot.has(f"{control}/after"):
         return insufficient(f"no permuted control ({control!r}) in the forgetting setting")
+    if not boot.has(f"{ES}/before"):
+        return insufficient("no per-problem outcomes of es before training in the forgetting setting")
     over_before = boot.difference_evidence(f"{ES}/after", f"{ES}/before", 1)
     over_control = boot.difference_evidence(f"{ES}/after", f"{control}/after", 1)
     if over_before is None or over_control is None or over_before.n_seeds < 2:
-        return "not resolved (one seed)"
+        return ONE_SEED
     if over_before.p_greater() >= alpha:
         return "vacuous: ES did not learn its training task"
     if over_control.p_greater() >= alpha:
