@@ -10,7 +10,8 @@ with the path where the path has its Pass@1: on every segment ``t → t + 1`` wh
 and ``y*(x)`` is the largest of them: the most GRPO ever covered while as accurate as the method
 (a path that turns back in Pass@1, as a noisy one does, crosses ``x`` several times). Where the
 path never reaches ``x`` (the method is more accurate than GRPO ever was, or less than the base),
-``y*`` is the ``y`` of the path's point nearest in Pass@1 (GRPO at its most, or least, accurate).
+``y*`` is the ``y`` of the path's point nearest in Pass@1 (GRPO at its most, or least, accurate;
+of points tied there, the largest ``y``).
 Then ``Δ = y − y*(x)``: above 0 the method covers more than GRPO did when GRPO was as accurate; a
 method on GRPO's path, or one that did nothing (at step 0), gives ``Δ ≤ 0``.
 
@@ -45,10 +46,9 @@ def path_coverage(path_x: np.ndarray, path_y: np.ndarray, x: np.ndarray) -> tupl
     )
     reached = inside.any(axis=1)
     best = np.where(inside, on_segment, -np.inf).max(axis=1)
-    rows = np.arange(len(path_x))
-    nearest = np.where(
-        x[:, 0] > path_x.max(axis=1), path_y[rows, path_x.argmax(axis=1)], path_y[rows, path_x.argmin(axis=1)]
-    )
+    at_max = np.where(path_x == path_x.max(axis=1, keepdims=True), path_y, -np.inf).max(axis=1)
+    at_min = np.where(path_x == path_x.min(axis=1, keepdims=True), path_y, -np.inf).max(axis=1)
+    nearest = np.where(x[:, 0] > path_x.max(axis=1), at_max, at_min)  # ties: the larger coverage
     return np.where(reached, best, nearest), reached
 
 

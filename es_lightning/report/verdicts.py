@@ -1,27 +1,26 @@
-"""The verdict rules: an interval decides, and a claim needs the data and the premise it rests on.
+"""The verdict rules: two tests decide, and a claim needs the data and the premise it rests on.
 
-Every measured number comes with one-sided bounds at the report's ``level`` (95 % by default):
-``low`` (the claim "above") and ``high`` (the claim "below"); see :class:`Interval`. The rules:
+Each claim carries evidence (:mod:`~es_lightning.report.evidence`: the seed-level t test and the
+two-level bootstrap, which must both pass) and two one-sided tests at the report's ``level`` (95 %
+by default): the test whose rejection reproduces the claim and the test whose rejection refutes it
+(:func:`decide`). The shapes of claims:
 
-- **direction** ("A raises B", "A > threshold"): ``reproduced`` when ``low > threshold``, ``not
-  reproduced`` when ``high ≤ threshold`` (resolved on the other side, or exactly on it), otherwise
-  ``not resolved at this scale``. A method with no effect is called reproduced in at most
-  ``1 − level`` of evaluations.
-- **non-inferiority** ("A keeps B", with a stated ``margin`` δ): ``reproduced`` when
-  ``low > −δ``, ``not reproduced`` when ``high < −δ``, otherwise not resolved.
-- **range** ("x lies in [a, b]"): ``reproduced`` when ``[low, high]`` lies wholly inside the range,
-  ``not reproduced`` when wholly outside, otherwise not resolved (the same rule on both sides).
+- **direction** ("A raises B"): reproduced when "above the threshold" is resolved, not reproduced
+  when "below" is;
+- **non-inferiority** ("A keeps B", margin δ): reproduced when "above −δ" is resolved, not
+  reproduced when "below −δ" is;
+- **matched Pass@1** ("A covers more than the path", margin δ): reproduced above 0, not
+  reproduced below δ (not meaningfully above the path); where both hold, reproduced.
+
+The claims form families (the primary claim, coverage, GRPO's claims, ES's mechanism, forgetting,
+the sequential runs, the ES variants); within each family the p-values of each kind are adjusted by
+Holm's step-down (:func:`apply_holm`), so the chance of any false "reproduced" in a family stays at
+most ``1 − level``. A claim on one seed is ``not resolved (one seed)``: a seed's spread cannot be
+estimated from one. :func:`direction`, :func:`non_inferior` and :func:`within_range` read an
+interval's bounds instead (the ablations, which are one-seed, and the tune).
 
 A claim whose inputs are absent says ``insufficient data: <what is missing>``; one that rests on a
 premise that failed says why (``vacuous: ES did not learn``) instead of judging the number.
-
-Each rule is two one-sided tests on the claim's evidence (:mod:`~es_lightning.report.evidence`):
-the test whose rejection reproduces the claim and the test whose rejection refutes it
-(:func:`decide`). The claims form families (the primary claim, coverage, GRPO's claims, ES's
-mechanism, forgetting, the sequential runs, the ES variants); within each family the p-values of
-each kind are adjusted by Holm's step-down (:func:`apply_holm`), so the chance of any false
-"reproduced" in a family stays at most ``1 − level``. A claim on one seed is ``not resolved (one
-seed)``: a seed's spread cannot be estimated from one.
 """
 
 from __future__ import annotations

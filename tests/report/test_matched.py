@@ -22,10 +22,8 @@ def coverage_by_loop(xs: list[float], ys: list[float], x: float) -> float:
                 found.append(ys[t] + (x - xs[t]) * (ys[t + 1] - ys[t]) / (xs[t + 1] - xs[t]))
     if found:
         return max(found)
-    end = (
-        max(range(len(xs)), key=lambda t: xs[t]) if x > max(xs) else min(range(len(xs)), key=lambda t: xs[t])
-    )
-    return ys[end]
+    edge = max(xs) if x > max(xs) else min(xs)
+    return max(ys[t] for t in range(len(xs)) if xs[t] == edge)  # of ends tied in Pass@1, the larger
 
 
 def test_path_coverage_by_hand():
@@ -36,6 +34,11 @@ def test_path_coverage_by_hand():
     y, reached = path_coverage(path_x, path_y, np.array([0.6]))  # more accurate than GRPO ever was
     assert y[0] == pytest.approx(0.6) and not reached[0]
     assert path_coverage(path_x, path_y, np.array([0.29]))[0][0] == pytest.approx(0.9)  # below the base
+
+
+def test_beyond_the_path_tied_ends_give_the_larger_coverage():
+    path_x, path_y = np.array([[0.3, 0.5, 0.5]]), np.array([[0.9, 0.6, 0.7]])
+    assert path_coverage(path_x, path_y, np.array([0.6]))[0][0] == pytest.approx(0.7)
 
 
 def test_a_path_that_turns_back_is_read_at_its_best():

@@ -5,9 +5,11 @@ by construction, and a sequential run whose ES half did nothing is GRPO after it
 So a sequential run's claim "non-dominated (Pass@1 vs Pass@K)" is judged on GRPO's path
 (:mod:`~es_lightning.report.matched`): ``reproduced`` when its Pass@K is resolved above GRPO's at
 the same Pass@1 (one-sided bound > 0) and GRPO after as many GRPO updates as the run's GRPO stage
-(half the budget) does not dominate it; ``not reproduced (on GRPO's trajectory)`` when the bound
-on the other side is ≤ 0 (on the path or below it). The evidence is the seed t and the two-level
-bootstrap (:mod:`~es_lightning.report.evidence`); the claims form the ``sequential`` family (Holm).
+(half the budget) does not dominate it; ``not reproduced (on GRPO's trajectory)`` when its Pass@K
+is resolved below GRPO's plus ``verdicts.primary_margin`` (on the path, below it, or not
+meaningfully above it), as for ES's own matched claims. The evidence is the seed t and the
+two-level bootstrap (:mod:`~es_lightning.report.evidence`); the claims form the ``sequential``
+family (Holm).
 """
 
 from __future__ import annotations
@@ -15,7 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from es_lightning.report.claims.common import PCT, Context, claim, evidence_json, fmt_interval, tested
-from es_lightning.report.claims.coverage import difference, missing, primary_path, versus_path
+from es_lightning.report.claims.coverage import (
+    difference,
+    missing,
+    primary_path,
+    trajectory_paths,
+    versus_path,
+)
 from es_lightning.report.trajectory import point_name
 from es_lightning.report.verdicts import NOT_REPRODUCED
 
@@ -38,13 +46,15 @@ def half_budget_point(ctx: Context, method: str) -> tuple[int | None, str | None
 
 
 def sequential_methods(ctx: Context) -> list[str]:
-    """Every method but the frontier's, the permuted control and the ES variants."""
+    """Every method but the frontier's, the permuted control, the ES variants and the methods whose
+    trajectory is a path (GRPO sampled at another temperature)."""
     config = ctx.report["config"]
     skip = {
         "base",
         *config["frontier_methods"],
         ctx.settings.permuted_control,
         *(config.get("es_variants") or []),
+        *trajectory_paths(ctx),
     }
     return [m for m in config["methods"] if m not in skip]
 

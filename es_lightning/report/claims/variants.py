@@ -50,7 +50,9 @@ def variant_claims(ctx: Context) -> list[dict[str, Any]]:
         premise, _ = learned(ctx, v)
         for row in (
             keeps_versus_control(ctx, v, k, at_k, premise),
-            matched_claim(ctx, v, primary_path(ctx), k or 1, "variants", "GRPO", SLOW_GRPO, premise),
+            matched_claim(
+                ctx, v, primary_path(ctx), k or 1, "variants", "GRPO", SLOW_GRPO.replace("ES", v), premise
+            ),
         ):
             test = row.get("test")
             if test:
