@@ -15,8 +15,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any
+
+from es_lightning.es.student_t import t_quantile as t_quantile  # intervals over seeds
 
 
 @dataclass(frozen=True)
@@ -56,29 +57,6 @@ def paired_difference(a: Mapping[int, float], b: Mapping[int, float]) -> Stat | 
 def paired_ratio(a: Mapping[int, float], b: Mapping[int, float]) -> Stat | None:
     """``a / b`` over the seeds both have with ``b ≠ 0``."""
     return stat({s: a[s] / b[s] for s in a if s in b and b[s] != 0})
-
-
-def t_quantile(level: float, df: int) -> float:
-    """The ``level`` quantile of Student's t with ``df`` degrees of freedom.
-
-    Exact for ``df`` 1 and 2 (``tan(π(p − ½))`` and ``(2p − 1)/√(2p(1 − p))``); for ``df ≥ 3`` the
-    Cornish–Fisher expansion in the normal quantile ``z`` to the ``1/df³`` term (within 0.3 % of the
-    tables at ``df = 3``, closer above).
-
-    >>> round(t_quantile(0.95, 1), 3), round(t_quantile(0.95, 2), 3), round(t_quantile(0.95, 10), 2)
-    (6.314, 2.92, 1.81)
-    """
-    if df < 1:
-        raise ValueError(f"t_quantile: df must be >= 1, got {df}")
-    if df == 1:
-        return math.tan(math.pi * (level - 0.5))
-    if df == 2:
-        return (2 * level - 1) / math.sqrt(2 * level * (1 - level))
-    z = NormalDist().inv_cdf(level)
-    g1 = (z**3 + z) / 4
-    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
-    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
-    return z + g1 / df + g2 / df**2 + g3 / df**3
 
 
 def stat_json(value: Stat | None) -> dict[str, Any] | None:
