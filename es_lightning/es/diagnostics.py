@@ -29,6 +29,20 @@ signal, measured here), and with signal they understate it (0.27 against 0.37 po
 arithmetic demo). Logs that kept only ρ give r_ab back as ρ/(2 − ρ) (:func:`correlation_from_reliability`;
 a clipped ρ = −1 only says r_ab ≤ −1/3).
 
+Antithetic pairs (``estimator: antithetic``). The members are pairs θ ± σε_j (member 2j is +, 2j+1
+is −, :class:`~es_lightning.es.update.Population`), and the update weighs ε_j by z_{2j} − z_{2j+1}:
+its signal is in the pair's difference d_j = R(θ + σε_j) − R(θ − σε_j), not in R_i. So the same
+split-half reliability is measured on the per-prompt differences (:func:`pair_differences`)::
+
+    d[j, p] = r[2j, p] − r[2j+1, p]                                   shape (N/2, P), or (N, P)
+    r_ab^d  = Pearson corr over pairs j of (mean_{p even} d[j, p], mean_{p odd} d[j, p])
+    ρ_d     = 2·r_ab^d / (1 + r_ab^d)
+
+(``es/antithetic_diff_split_half_corr``, ``es/antithetic_diff_reliability``; same conventions as ρ).
+With common sampling seeds the two members of a pair share their evaluation noise, which the
+difference cancels, so ρ_d can be high where ρ is low; the run-level signal of an antithetic run
+reads ρ_d and the number of pairs (:mod:`es_lightning.es.run_signal`).
+
 Flip rate (``es/flip_rate``, :func:`flip_rate`): the share of (member, prompt) rewards that differ
 from the prompt's modal reward across the members::
 
@@ -58,10 +72,12 @@ import numpy as np
 
 __all__ = [
     "SignalMonitor",
+    "antithetic_split_half_correlation",
     "correlation_from_reliability",
     "flip_rate",
     "no_signal_message",
     "no_signal_reason",
+    "pair_differences",
     "pooled_reliability",
     "spearman_brown",
     "split_half_correlation",
@@ -120,6 +136,21 @@ def correlation_from_reliability(reliability: float) -> float:
     if not np.isfinite(reliability):
         return float("nan")
     return float(reliability / (2.0 - reliability))
+
+
+def pair_differences(member_prompt_rewards: np.ndarray) -> np.ndarray:
+    """d[j, p] = r[2j, p] − r[2j+1, p] of an antithetic population's (N, P) table (members listed
+    as (+ε_j, −ε_j) pairs), shape (N/2, P)."""
+    r = _member_prompt(member_prompt_rewards)
+    if r.shape[0] % 2:
+        raise ValueError(f"antithetic members come in (+, −) pairs; got {r.shape[0]} members")
+    return r[0::2] - r[1::2]
+
+
+def antithetic_split_half_correlation(member_prompt_rewards: np.ndarray) -> float:
+    """r_ab^d, the split-half correlation of the antithetic pairs' differences d_j (module
+    docstring); NaN with fewer than 2 pairs or 2 prompts, or when a half of d does not vary."""
+    return split_half_correlation(pair_differences(member_prompt_rewards))
 
 
 def flip_rate(member_prompt_rewards: np.ndarray) -> float:

@@ -17,8 +17,9 @@ One update t (the paper's Algorithm 1; symbols σ, α, N, z_i, ε_i as there):
    draws no ε again; ``redraw`` draws every ε again. On several ranks the work of the update is
    shared and the ranks exchange directions (:mod:`es_lightning.strategies.es_update`).
 6. Signal diagnostics of the true rewards (:mod:`es_lightning.es.diagnostics`):
-   ``es/reward_split_half_corr`` (r_ab), ``es/reward_reliability`` (its Spearman–Brown value) and
-   ``es/flip_rate``; when the last ``signal_window`` updates show no signal (their pooled
+   ``es/reward_split_half_corr`` (r_ab), ``es/reward_reliability`` (its Spearman–Brown value),
+   ``es/flip_rate`` and, for antithetic pairs, the same reliability of the pairs' differences
+   (``es/antithetic_diff_split_half_corr``, ``es/antithetic_diff_reliability``); when the last ``signal_window`` updates show no signal (their pooled
    reliability below ``signal_threshold``), one warning says why and which knobs to turn.
 
 How this departs from the public ES-for-LLM code:
@@ -69,7 +70,13 @@ from lightning.fabric.utilities import rank_zero_warn
 from typing_extensions import override
 
 from es_lightning.es.control import RewardControl, controlled_rewards
-from es_lightning.es.diagnostics import SignalMonitor, flip_rate, spearman_brown, split_half_correlation
+from es_lightning.es.diagnostics import (
+    SignalMonitor,
+    antithetic_split_half_correlation,
+    flip_rate,
+    spearman_brown,
+    split_half_correlation,
+)
 from es_lightning.es.lowrank import LowRankTargets, Perturbation
 from es_lightning.es.noise import seed_schedule
 from es_lightning.es.normalize import Normalization, normalize_rewards
@@ -319,6 +326,9 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         }
         if self.settings.antithetic:
             metrics["es/kappa_pair"] = kappa_pair(gathered.rewards, population)
+            pair_split_half = antithetic_split_half_correlation(per_prompt[0])
+            metrics["es/antithetic_diff_split_half_corr"] = pair_split_half
+            metrics["es/antithetic_diff_reliability"] = spearman_brown(pair_split_half)
         return metrics
 
     def _watch_signal(self, metrics: dict[str, float]) -> None:

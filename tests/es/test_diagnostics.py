@@ -13,10 +13,12 @@ import pytest
 
 from es_lightning.es.diagnostics import (
     SignalMonitor,
+    antithetic_split_half_correlation,
     correlation_from_reliability,
     flip_rate,
     no_signal_message,
     no_signal_reason,
+    pair_differences,
     pooled_reliability,
     spearman_brown,
     split_half_correlation,
@@ -144,6 +146,41 @@ def test_correlation_from_reliability_inverts_spearman_brown():
         assert correlation_from_reliability(spearman_brown(r_ab)) == pytest.approx(r_ab)
     assert correlation_from_reliability(-1.0) == pytest.approx(-1 / 3)  # clipped: a bound
     assert math.isnan(correlation_from_reliability(math.nan))
+
+
+def test_antithetic_difference_reliability_hand_worked():
+    """Pairs (2j, 2j+1) whose members share noise C[j, p] (common random numbers) and differ by
+    HAND[j, p]: the differences are HAND, so their reliability is HAND's 0.597871, whatever C does
+    to the member rewards (here it drowns them: the members' own split-half correlation is −0.26)."""
+    shared = np.array(
+        [[3.0, 0.0, 5.0, 1.0], [0.0, 4.0, 1.0, 6.0], [2.0, 2.0, 0.0, 0.0], [5.0, 1.0, 4.0, 0.0]]
+    )
+    members = np.empty((8, 4))
+    members[0::2], members[1::2] = HAND + shared, shared
+    np.testing.assert_array_equal(pair_differences(members), HAND)
+    r_ab = 0.25 / math.sqrt(0.6875 * 0.5)  # test_reliability_hand_worked
+    assert antithetic_split_half_correlation(members) == pytest.approx(r_ab)
+    assert spearman_brown(antithetic_split_half_correlation(members)) == pytest.approx(0.597871, abs=1e-6)
+    assert split_half_correlation(members) < 0
+
+
+def test_antithetic_difference_reliability_matches_plain_loops():
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        pairs, prompts = int(rng.integers(3, 9)), int(rng.integers(2, 12))
+        r = rng.integers(0, 3, size=(2 * pairs, prompts)) / 2.0
+        d = [[r[2 * j][p] - r[2 * j + 1][p] for p in range(prompts)] for j in range(pairs)]
+        d = np.array(d)
+        if d[:, 0::2].mean(1).std() * d[:, 1::2].mean(1).std() == 0:
+            assert math.isnan(antithetic_split_half_correlation(r))
+            continue
+        expected = reference_reliability(d)
+        assert spearman_brown(antithetic_split_half_correlation(r)) == pytest.approx(
+            float(np.clip(expected, -1, 1))
+        )
+    with pytest.raises(ValueError, match="pairs; got 3 members"):
+        pair_differences(np.ones((3, 4)))
+    assert math.isnan(antithetic_split_half_correlation(np.ones((2, 4))))  # one pair: no correlation
 
 
 def test_flip_rate_hand_worked():
