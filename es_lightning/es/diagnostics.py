@@ -70,6 +70,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from es_lightning.es.run_signal import spearman_brown
+
 __all__ = [
     "SignalMonitor",
     "antithetic_split_half_correlation",
@@ -104,15 +106,6 @@ def split_half_correlation(member_prompt_rewards: np.ndarray) -> float:
     if np.all(half_a == half_a[0]) or np.all(half_b == half_b[0]):
         return float("nan")
     return float(np.clip(np.corrcoef(half_a, half_b)[0, 1], -1.0, 1.0))
-
-
-def spearman_brown(correlation: float) -> float:
-    """2r / (1 + r), clipped to [−1, 1] (it is ≤ −1 for r ≤ −1/3); NaN stays NaN."""
-    if not np.isfinite(correlation):
-        return float("nan")
-    if correlation <= -1.0 / 3.0:
-        return -1.0
-    return float(np.clip(2.0 * correlation / (1.0 + correlation), -1.0, 1.0))
 
 
 def split_half_reliability(member_prompt_rewards: np.ndarray) -> float:
