@@ -11,6 +11,7 @@ from typing import Any
 from es_lightning.report.claims.common import fmt_interval, points
 from es_lightning.report.claims.variants import NOT_IN_PAPER
 from es_lightning.report.compute import FIELDS
+from es_lightning.report.diversity import diversity_section
 from es_lightning.report.signal import signal_section
 from es_lightning.report.stats import fmt_stat
 from es_lightning.report.tables import PCT, ablations, curves, drift, pareto, pass_at_k, table, trajectory
@@ -210,4 +211,5 @@ def render(report: dict[str, Any]) -> str:
     )
     out += trajectory(report)
     out += pareto(report) + curves(report) + drift(report) + _forgetting(report) + ablations(report)
+    out += diversity_section(report)
     return "\n".join(out).rstrip() + "\n"
