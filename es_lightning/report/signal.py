@@ -16,6 +16,10 @@ For every method, forgetting method and ablation value whose runs logged the ES 
   run-level signal;
 - ``per_seed``: the ``pooled`` block of each run alone.
 
+A permuted-reward control (``reward_control: permuted``) logs the reliability of its true member
+rewards, but its updates apply rewards shuffled among the members: its run-level signal is 0 by
+construction (``rewards_permuted``), whatever its ρ̄.
+
 r_ab is ``es/reward_split_half_corr``; runs logged before it existed give it back from
 ``es/reward_reliability`` as ρ/(2 − ρ) (a clipped ρ = −1 only bounds r_ab ≤ −1/3, so such a run's
 ρ̄ reads a little high). N comes from the run's ``config.yaml`` (its ES stage for a pipeline).
@@ -80,8 +84,10 @@ def _series(run_dir: Path) -> dict[str, Any] | None:
             values = {s: correlation_from_reliability(v) for s, v in series[fallback]}
         return [values.get(step, math.nan) for step in steps] if values else None
 
-    members, pairs = _directions(es_settings(run_dir))
+    settings = es_settings(run_dir)
+    members, pairs = _directions(settings)
     return {
+        "permuted": (settings or {}).get("reward_control") == "permuted",
         "skipped": [v > 0 for _, v in series["es/skipped"]],
         "members": aligned("es/reward_split_half_corr", "es/reward_reliability"),
         "pairs": aligned("es/antithetic_diff_split_half_corr", "es/antithetic_diff_reliability"),
@@ -124,7 +130,10 @@ def _pooled(runs: list[dict[str, Any]], key: str, count: str, with_signal: bool)
     counts = {r[count] for r in runs}
     n = counts.pop() if len(counts) == 1 else None
     found = measure_run_signal(correlations, skipped, n or 1, runs=len(runs), level=LEVEL)
-    return _block(found, with_signal and n is not None)
+    block = _block(found, with_signal and n is not None)
+    if with_signal and all(r["permuted"] for r in runs):  # the update's z ignore the members: no signal
+        block.update(signal=0.0, signal_low=0.0, signal_high=0.0, rewards_permuted=True)
+    return block
 
 
 def _blocks(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -206,7 +215,8 @@ def signal_section(report: dict[str, Any]) -> list[str]:
         "evaluation; a ρ̄ whose interval holds 0 can still add up to a signal well above 2, and the "
         "runs' no-signal warning fires only when the upper bound stays below 2. For antithetic pairs "
         "the update weighs the pairs' differences R(θ+σε) − R(θ−σε): their ρ̄_d gives that signal "
-        "(N the pairs). Also the share of (member, prompt) rewards that differ from the prompt's "
+        "(N the pairs). A permuted-reward control's ρ̄ is that of its true rewards, but its updates "
+        "apply shuffled ones: its signal is 0. Also the share of (member, prompt) rewards that differ from the prompt's "
         "modal reward (flip rate, mean ± sd over seeds)."
     )
     out.append("")
@@ -214,6 +224,9 @@ def signal_section(report: dict[str, Any]) -> list[str]:
     for name, row in signal.items():
         pooled, pairs = row.get("pooled"), row.get("antithetic")
         signal_block = pairs if pairs and pairs.get("signal") is not None else pooled
+        signal_cell = _interval(signal_block, "signal", "signal_low", "signal_high", ".1f")
+        if (signal_block or {}).get("rewards_permuted"):
+            signal_cell = "0 (rewards permuted)"
         updates = (row.get("updates") or {}).get("mean", 0)
         body.append(
             [
@@ -221,7 +234,7 @@ def signal_section(report: dict[str, Any]) -> list[str]:
                 f"{updates:.0f}",
                 _percent((pooled or {}).get("excluded")),
                 _interval(pooled, "reliability", "low", "high", ".3f"),
-                _interval(signal_block, "signal", "signal_low", "signal_high", ".1f"),
+                signal_cell,
                 _interval(pairs, "reliability", "low", "high", ".3f"),
                 fmt_stat(row.get("flip_rate"), scale=100.0),
                 fmt_stat(row.get("skipped"), scale=100.0),

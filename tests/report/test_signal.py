@@ -29,10 +29,11 @@ def _es_records(correlations, flips, skipped, key="es/reward_split_half_corr"):
     return records
 
 
-def _es_config(path: Path, population_size: int, estimator: str = "one_point") -> None:
+def _es_config(path: Path, population_size: int, estimator: str = "one_point", control: str = "none") -> None:
     (path / "config.yaml").write_text(
         "strategy:\n  class_path: es_lightning.strategies.ESStrategy\n  init_args:\n"
         f"    population_size: {population_size}\n    estimator: {estimator}\n    antithetic_budget: rollouts\n"
+        f"    reward_control: {control}\n"
     )
 
 
@@ -136,6 +137,27 @@ def test_collect_signal_pools_updates_over_seeds(tmp_path):
     assert signal_section({}) == []  # a report without ES runs
 
 
+def test_a_permuted_control_has_no_run_level_signal(tmp_path):
+    """Its ρ̄ is that of its true member rewards (the same as ES's here), but the update applies
+    rewards shuffled among the members: the signal is 0 by construction."""
+    rng = np.random.default_rng(2)
+    runs = {}
+    for name, control in (("es", "none"), ("es_permuted", "permuted")):
+        runs[name] = {0: _run(tmp_path / name, _es_records([0.2, 0.3, 0.1], [0.0] * 3, [0.0] * 3), rng)}
+        _es_config(runs[name][0], 32, control=control)
+    found = collect_signal(runs, {}, {})
+    assert (
+        found["es"]["pooled"]["reliability"]
+        == found["es_permuted"]["pooled"]["reliability"]
+        == pytest.approx(0.4 / 1.2)
+    )
+    assert found["es"]["pooled"]["signal"] == pytest.approx(math.sqrt(0.4 / 1.2 * 32 * 3))
+    permuted = found["es_permuted"]["pooled"]
+    assert permuted["rewards_permuted"] and permuted["signal"] == permuted["signal_high"] == 0.0
+    assert "| es_permuted | 3 | 0.0 | 0.333 [" in "\n".join(signal_section({"signal": found}))
+    assert "| 0 (rewards permuted) |" in "\n".join(signal_section({"signal": found}))
+
+
 def test_an_older_report_json_still_renders(tmp_path):
     """A report.json saved before the pooled blocks existed: its rows render with dashes."""
     old = {"es": {"updates": {"mean": 120, "sd": 0, "n": 3, "values": [120] * 3},
@@ -190,6 +212,11 @@ def test_signal_of_the_committed_coverage_runs_against_a_plain_recomputation():
     assert found["signal_high"] == pytest.approx(math.sqrt(_sb(mean + half) * 32 * 120))
     assert 0.02 < found["reliability"] < 0.035 and found["low"] < 0 < found["high"]
     assert found["signal_low"] == 0.0 and 8 < found["signal"] < 12 and found["signal_high"] > 12
+    control = collect_signal(
+        {"es_permuted": {s: runs / "es_permuted" / f"seed{s}" for s in range(3)}}, {}, {}
+    )
+    pooled = control["es_permuted"]["pooled"]
+    assert pooled["rewards_permuted"] and pooled["signal"] == 0.0 and 0.02 < pooled["reliability"] < 0.035
 
 
 def test_report_renders_the_signal_section_in_place():
