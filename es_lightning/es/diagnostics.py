@@ -62,9 +62,11 @@ summed gain within two standard deviations of the random walk's). A run that is 
 update but adds up is not flagged: ρ̄ = 0.025 over 120 updates of 32 members is a signal of 9.8.
 The run-level rule is judged every ``window`` updates and fires when the bound stayed below the
 threshold at two looks in a row (each look is one more chance of a false alarm; two in a row
-keeps the chance for a run with a weak real signal below 5 %, ``tests/es/test_diagnostics.py``). One update's r_ab is noisy (its standard error is about 1/√N), so the run-level bound
-stays above 2 unless ρ̄'s upper bound is near 0 (:mod:`es_lightning.es.run_signal` shows why):
-the warning says "no signal" only where the logged rewards exclude the signal a run needs.
+keep the chance for a run with a weak real signal below 5 %, ``tests/es/test_diagnostics.py``).
+One update's r_ab is noisy (its standard error is about 1/√N), so the run-level bound stays above
+2 unless ρ̄'s upper bound is near 0 (:mod:`es_lightning.es.run_signal` shows why): the warning
+says "no signal" only where the logged rewards exclude the signal a run needs. Skipped updates
+are left out of ρ̄ (they moved nothing; their halves mirror, r_ab = −1).
 :class:`SignalMonitor` turns that into one warning per run (:func:`no_signal_message` names the
 likely causes and knobs).
 """
