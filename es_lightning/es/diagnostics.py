@@ -29,6 +29,20 @@ signal, measured here), and with signal they understate it (0.27 against 0.37 po
 arithmetic demo). Logs that kept only ρ give r_ab back as ρ/(2 − ρ) (:func:`correlation_from_reliability`;
 a clipped ρ = −1 only says r_ab ≤ −1/3).
 
+Antithetic pairs (``estimator: antithetic``). The members are pairs θ ± σε_j (member 2j is +, 2j+1
+is −, :class:`~es_lightning.es.update.Population`), and the update weighs ε_j by z_{2j} − z_{2j+1}:
+its signal is in the pair's difference d_j = R(θ + σε_j) − R(θ − σε_j), not in R_i. So the same
+split-half reliability is measured on the per-prompt differences (:func:`pair_differences`)::
+
+    d[j, p] = r[2j, p] − r[2j+1, p]                                   shape (N/2, P), or (N, P)
+    r_ab^d  = Pearson corr over pairs j of (mean_{p even} d[j, p], mean_{p odd} d[j, p])
+    ρ_d     = 2·r_ab^d / (1 + r_ab^d)
+
+(``es/antithetic_diff_split_half_corr``, ``es/antithetic_diff_reliability``; same conventions as ρ).
+With common sampling seeds the two members of a pair share their evaluation noise, which the
+difference cancels, so ρ_d can be high where ρ is low; the run-level signal of an antithetic run
+reads ρ_d and the number of pairs (:mod:`es_lightning.es.run_signal`).
+
 Flip rate (``es/flip_rate``, :func:`flip_rate`): the share of (member, prompt) rewards that differ
 from the prompt's modal reward across the members::
 
@@ -40,28 +54,42 @@ weights and, with independent member sampling seeds, from sampling as well; with
 (re-scored) rollouts r[i, p] is continuous and nearly every value differs, so read it with
 ``member_rollouts: regenerate``.
 
-No signal (:func:`no_signal_reason`): over the last ``window`` updates, more than half were
-skipped (all R_i tied) or their pooled reliability stayed below a threshold. One update's r_ab is
-noisy (its standard error is about 0.18 with N = 32 members), so the window must be long: on the
-arithmetic demo (σ = 1e-3, N = 32, B = 64), where ES raises Pass@1 by about 20 points, a 10-update
-window dipped to a pooled −0.02 while every 20-update window stayed at 0.24 or above; on the
-countdown coverage setting (σ = 3e-3) whole 120-update runs pooled 0.02–0.04. :class:`SignalMonitor`
-turns that into one warning per run (:func:`no_signal_message` names the likely causes and knobs).
+No signal (:func:`no_signal_reason`): more than half of the last ``window`` updates were skipped
+(all R_i tied), or the run's updates so far cannot add up to learning: the upper end of the 95 %
+interval of the run-level signal √(ρ̄·N·T) (:mod:`es_lightning.es.run_signal`: ρ̄ over the applied
+updates, N members or antithetic pairs, T applied updates) is below a threshold (2 by default: a
+summed gain within two standard deviations of the random walk's). A run that is only noisy per
+update but adds up is not flagged: ρ̄ = 0.025 over 120 updates of 32 members is a signal of 9.8.
+The run-level rule is judged every ``window`` updates and fires when the bound stayed below the
+threshold at two looks in a row (each look is one more chance of a false alarm; two in a row
+keep the chance for a run with a weak real signal below 5 %, ``tests/es/test_diagnostics.py``).
+One update's r_ab is noisy (its standard error is about 1/√N), so the run-level bound stays above
+2 unless ρ̄'s upper bound is near 0 (:mod:`es_lightning.es.run_signal` shows why): the warning
+says "no signal" only where the logged rewards exclude the signal a run needs. Skipped updates
+are left out of ρ̄ (they moved nothing; their halves mirror, r_ab = −1).
+:class:`SignalMonitor` turns that into one warning per run (:func:`no_signal_message` names the
+likely causes and knobs).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 
 import numpy as np
 
+from es_lightning.es.run_signal import measure_run_signal, spearman_brown
+
+SIGNAL_LEVEL = 0.95
+"""The two-sided level of the run-level signal's interval that the no-signal warning reads."""
+
 __all__ = [
     "SignalMonitor",
+    "antithetic_split_half_correlation",
     "correlation_from_reliability",
     "flip_rate",
     "no_signal_message",
     "no_signal_reason",
+    "pair_differences",
     "pooled_reliability",
     "spearman_brown",
     "split_half_correlation",
@@ -90,15 +118,6 @@ def split_half_correlation(member_prompt_rewards: np.ndarray) -> float:
     return float(np.clip(np.corrcoef(half_a, half_b)[0, 1], -1.0, 1.0))
 
 
-def spearman_brown(correlation: float) -> float:
-    """2r / (1 + r), clipped to [−1, 1] (it is ≤ −1 for r ≤ −1/3); NaN stays NaN."""
-    if not np.isfinite(correlation):
-        return float("nan")
-    if correlation <= -1.0 / 3.0:
-        return -1.0
-    return float(np.clip(2.0 * correlation / (1.0 + correlation), -1.0, 1.0))
-
-
 def split_half_reliability(member_prompt_rewards: np.ndarray) -> float:
     """ρ, the Spearman–Brown split-half reliability of one update's member rewards (module
     docstring): in [−1, 1], NaN when a half does not vary over the members or with fewer than 2
@@ -122,6 +141,21 @@ def correlation_from_reliability(reliability: float) -> float:
     return float(reliability / (2.0 - reliability))
 
 
+def pair_differences(member_prompt_rewards: np.ndarray) -> np.ndarray:
+    """d[j, p] = r[2j, p] − r[2j+1, p] of an antithetic population's (N, P) table (members listed
+    as (+ε_j, −ε_j) pairs), shape (N/2, P)."""
+    r = _member_prompt(member_prompt_rewards)
+    if r.shape[0] % 2:
+        raise ValueError(f"antithetic members come in (+, −) pairs; got {r.shape[0]} members")
+    return r[0::2] - r[1::2]
+
+
+def antithetic_split_half_correlation(member_prompt_rewards: np.ndarray) -> float:
+    """r_ab^d, the split-half correlation of the antithetic pairs' differences d_j (module
+    docstring); NaN with fewer than 2 pairs or 2 prompts, or when a half of d does not vary."""
+    return split_half_correlation(pair_differences(member_prompt_rewards))
+
+
 def flip_rate(member_prompt_rewards: np.ndarray) -> float:
     """The share of (member, prompt) rewards that differ from the prompt's modal reward over the
     members (module docstring); NaN for an empty array."""
@@ -137,15 +171,18 @@ def no_signal_reason(
     skipped: Sequence[bool | float],
     window: int,
     threshold: float,
+    directions: int,
 ) -> str | None:
-    """Why the last ``window`` updates carried no ES signal, or ``None`` (signal, or fewer than
-    ``window`` updates so far).
+    """Why the updates so far carry no ES signal, or ``None`` (signal, or not judged yet).
 
-    ``correlations`` are the updates' split-half correlations r_ab (``es/reward_split_half_corr``)
-    and ``skipped`` their skip flags, aligned. Over the last ``window`` entries: more than half of
-    the updates skipped (all R_i tied) → that; otherwise, when their pooled reliability
-    (:func:`pooled_reliability`) is below ``threshold`` → that (a window without a finite
-    correlation, e.g. one prompt per update, is judged by the skips alone).
+    ``correlations`` are the updates' split-half correlations (r_ab of the members, or of the
+    antithetic pairs' differences) and ``skipped`` their skip flags, aligned; ``directions`` is N
+    (members, or pairs). With fewer than ``window`` updates: ``None``. More than half of the last
+    ``window`` skipped (all R_i tied) → that. Otherwise, when the number of updates is a multiple
+    of ``window`` (at least two): the upper end of the 95 % interval of the run-level signal
+    √(ρ̄·N·T) (:func:`~es_lightning.es.run_signal.measure_run_signal`) stayed below ``threshold``
+    over all of them and over all but the last ``window`` → that (fewer than 2 finite
+    correlations, e.g. one prompt per update: not judged).
     """
     if len(correlations) != len(skipped):
         raise ValueError(f"{len(correlations)} correlations but {len(skipped)} skip flags")
@@ -159,13 +196,20 @@ def no_signal_reason(
             f"{n_skipped} of the last {window} updates were skipped (all member rewards tied, so the "
             "weights did not move)"
         )
-    pooled = pooled_reliability(correlations[-window:])
-    if np.isfinite(pooled) and pooled < threshold:
-        return (
-            f"the pooled es/reward_reliability of the last {window} updates is {pooled:.3f} "
-            f"(< {threshold:g}): the members' ranking is mostly noise and the update a random walk"
-        )
-    return None
+    if len(correlations) % window or len(correlations) < 2 * window:
+        return None
+    earlier = measure_run_signal(correlations[:-window], skipped[:-window], directions, level=SIGNAL_LEVEL)
+    found = measure_run_signal(correlations, skipped, directions, level=SIGNAL_LEVEL)
+    signal, _, high = found.signal
+    if not all(np.isfinite(h) and h < threshold for h in (earlier.signal[2], high)):
+        return None
+    rho = found.interval
+    return (
+        f"over its {found.applied:g} applied updates the run-level signal sqrt(rho*N*T) is {signal:.2f}, "
+        f"at most {high:.2f} (< {threshold:g}; pooled reliability rho {rho.reliability:.3f} "
+        f"[{rho.low:.3f}, {rho.high:.3f}], N = {directions}): its summed updates cannot be told from "
+        "a random walk"
+    )
 
 
 def no_signal_message(reason: str) -> str:
@@ -179,29 +223,33 @@ def no_signal_message(reason: str) -> str:
 
 
 class SignalMonitor:
-    """The no-signal verdict over a sliding window of updates, reported once.
+    """The no-signal verdict over the run's updates, reported once.
 
     Args:
-        window: updates judged together (the last ``window``).
-        threshold: the pooled reliability below which a window has no signal.
+        window: the skip rule reads the last ``window`` updates; the run-level rule is judged
+            every ``window`` updates.
+        threshold: the run-level signal whose interval's upper end must be reached.
+        directions: N, the members (one-point) or the antithetic pairs.
     """
 
-    def __init__(self, window: int, threshold: float) -> None:
+    def __init__(self, window: int, threshold: float, directions: int) -> None:
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window}")
-        self.window, self.threshold = window, threshold
-        self.correlations: deque[float] = deque(maxlen=window)
-        self.skipped: deque[bool] = deque(maxlen=window)
+        self.window, self.threshold, self.directions = window, threshold, directions
+        self.correlations: list[float] = []
+        self.skipped: list[bool] = []
         self.warned = False
 
     def observe(self, correlation: float, skipped: bool) -> str | None:
-        """Record one update (its split-half correlation r_ab and whether it was skipped); the
-        warning message the first time the window has no signal, else None."""
+        """Record one update (its split-half correlation and whether it was skipped); the warning
+        message the first time the run has no signal, else None."""
         self.correlations.append(float(correlation))
         self.skipped.append(bool(skipped))
         if self.warned:
             return None
-        reason = no_signal_reason(list(self.correlations), list(self.skipped), self.window, self.threshold)
+        reason = no_signal_reason(
+            self.correlations, self.skipped, self.window, self.threshold, self.directions
+        )
         if reason is None:
             return None
         self.warned = True

@@ -113,6 +113,7 @@ def build_report(
         collect_pareto,
     )
     from es_lightning.report.compute import collect_compute
+    from es_lightning.report.diversity import collect_diversity
     from es_lightning.report.forgetting import collect_forgetting
     from es_lightning.report.readers import run_updates
     from es_lightning.report.signal import collect_signal
@@ -147,6 +148,7 @@ def build_report(
     report["compute"] = collect_compute(methods)
     report["forgetting"] = collect_forgetting(plan, forgetting_runs)
     report["signal"] = collect_signal(methods, forgetting_runs, ablations)
+    report["diversity"] = collect_diversity(methods, forgetting_runs, plan.verdicts.permuted_control)
     report.update(judge(report))
     return report
 

@@ -11,6 +11,8 @@ from typing import Any
 from es_lightning.report.claims.common import fmt_interval, points
 from es_lightning.report.claims.variants import NOT_IN_PAPER
 from es_lightning.report.compute import FIELDS
+from es_lightning.report.diversity import diversity_section
+from es_lightning.report.signal import signal_section
 from es_lightning.report.stats import fmt_stat
 from es_lightning.report.tables import PCT, ablations, curves, drift, pareto, pass_at_k, table, trajectory
 from es_lightning.report.verdicts import CATEGORIES, category
@@ -154,31 +156,6 @@ def _premise(report: dict[str, Any]) -> list[str]:
     return out + [table(["difference (points)", "estimate [one-sided bounds]"], rows), ""]
 
 
-def _signal(report: dict[str, Any]) -> list[str]:
-    """ES's per-update signal per run group (:mod:`~es_lightning.report.signal`)."""
-    signal = report.get("signal")
-    if not signal:
-        return []
-    out = ["## ES's signal per update", ""]
-    out.append(
-        "Did the members' rewards rank the members, or was the ranking noise? Per run: the pooled "
-        "split-half reliability ρ̄ of the member rewards (Spearman–Brown of the mean correlation, over "
-        "the members, of each update's rewards on its even- and odd-position prompts), the mean share "
-        "of (member, prompt) rewards that differ from the prompt's modal reward (flip rate) and the "
-        "share of updates skipped because every member scored alike; mean ± sd over seeds. ρ̄ ≈ 0 "
-        "is what a method that did nothing shows: each update a random walk, any gain a bias too "
-        "small to see in one update; the runs warn below 0.1."
-    )
-    out.append("")
-    body = [
-        [name, f"{(row.get('updates') or {}).get('mean', 0):.0f}", fmt_stat(row.get("reliability"), spec=".3f"),
-         fmt_stat(row.get("flip_rate"), **PCT), fmt_stat(row.get("skipped"), **PCT)]
-        for name, row in signal.items()
-    ]  # fmt: skip
-    head = ["runs", "updates", "reliability ρ̄", "flip rate (%)", "skipped (%)"]
-    return [*out, table(head, body), ""]
-
-
 def _runs(report: dict[str, Any]) -> list[str]:
     runs = report.get("runs") or []
     out = ["## Runs", ""]
@@ -301,11 +278,12 @@ def render(report: dict[str, Any]) -> str:
         _reading(report)
         + _premise(report)
         + _gain_split(report)
-        + _signal(report)
+        + signal_section(report)
         + _runs(report)
         + pass_at_k(report)
         + _compute(report)
     )
     out += trajectory(report)
     out += pareto(report) + curves(report) + drift(report) + _forgetting(report) + ablations(report)
+    out += diversity_section(report)
     return "\n".join(out).rstrip() + "\n"

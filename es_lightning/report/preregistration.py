@@ -32,6 +32,7 @@ from es_lightning.errors import ConfigError
 
 PACKAGE = Path(__file__).resolve().parents[1]
 RULE_MODULES = (
+    "es/student_t.py",
     "report/bootstrap.py",
     "report/evidence.py",
     "report/intervals.py",

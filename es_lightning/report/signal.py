@@ -1,61 +1,245 @@
-"""ES's signal per update, per run group: did the members' rewards rank them, or was it noise?
+"""ES's signal per run group: did the members' rewards rank them, and could the updates add up?
 
 For every method, forgetting method and ablation value whose runs logged the ES diagnostics
-(:mod:`es_lightning.es.diagnostics`; pipelines: their ES stages), per run:
+(:mod:`es_lightning.es.diagnostics`; pipelines: their ES stages):
 
-    reliability = ρ̄ = 2·mean_t(r_ab,t) / (1 + mean_t(r_ab,t))     over the run's updates t
-    flip_rate   = mean_t es/flip_rate
-    skipped     = share of updates with es/skipped = 1 (all member rewards tied)
+- per run: ρ̄ = 2·r̄/(1 + r̄) over its applied updates, the mean ``es/flip_rate`` and the share
+  of skipped updates, each a Stat over seeds;
+- ``pooled``: ρ̄ over the applied updates of all the group's runs with its 95 % t interval over
+  those updates (each update its own members and prompts: the unit; not the seeds' spread), the
+  share of updates left out of it (skipped, or a half of the prompts that did not vary over the
+  members) and the run-level signal √(ρ̄·N·T) with its bounds (:mod:`es_lightning.es.run_signal`:
+  N the population, T the applied updates per run), which tells whether a run's summed updates
+  could beat its permuted control (below 2: not even with a noiseless evaluation);
+- ``antithetic``: the same for the pairs' differences (``es/antithetic_diff_split_half_corr``,
+  N the pairs) where the runs logged it; for antithetic runs it, not the members' ρ̄, gives the
+  run-level signal;
+- ``per_seed``: the ``pooled`` block of each run alone.
 
-r_ab,t is ``es/reward_split_half_corr``; runs logged before it existed give it back from
+A permuted-reward control (``reward_control: permuted``) logs the reliability of its true member
+rewards, but its updates apply rewards shuffled among the members: its run-level signal is 0 by
+construction (``rewards_permuted``), whatever its ρ̄.
+
+r_ab is ``es/reward_split_half_corr``; runs logged before it existed give it back from
 ``es/reward_reliability`` as ρ/(2 − ρ) (a clipped ρ = −1 only bounds r_ab ≤ −1/3, so such a run's
-ρ̄ reads a little high). Updates whose halves did not vary over the members (NaN) are left out.
-Each is a Stat over seeds. ρ̄ ≈ 0 says the updates were a random walk (a method that did nothing
-reads so too; any gain then came from a bias too small to see in one update); the no-signal
-warning of the runs fires below ``signal_threshold`` (0.1 by default).
+ρ̄ reads a little high). N comes from the run's ``config.yaml`` (its ES stage for a pipeline).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 from es_lightning.es.diagnostics import correlation_from_reliability, pooled_reliability
+from es_lightning.es.run_signal import RunSignal, applied, measure_run_signal
 from es_lightning.report.readers import read_series
-from es_lightning.report.stats import stat, stat_json
+from es_lightning.report.stats import fmt_stat, stat, stat_json
+from es_lightning.report.tables import table
 
 Dirs = dict[int, Path]
+LEVEL = 0.95
+"""The two-sided level of ρ̄'s interval over updates and of the run-level signal's bounds."""
 
 
-def run_signal(run_dir: Path) -> dict[str, float] | None:
-    """``{updates, reliability, flip_rate, skipped}`` of one run, or ``None`` (no ES updates)."""
-    series = read_series(run_dir)
-    skipped = [v for _, v in series.get("es/skipped", [])]
-    if not skipped:
+def es_settings(run_dir: Path) -> dict[str, Any] | None:
+    """The ES strategy's ``init_args`` in the run's ``config.yaml`` (a pipeline's first ES stage),
+    or ``None``."""
+    import yaml
+
+    try:
+        config = yaml.safe_load((Path(run_dir) / "config.yaml").read_text())
+    except (OSError, yaml.YAMLError):
         return None
-    correlations = [v for _, v in series.get("es/reward_split_half_corr", [])]
-    if not correlations:
-        correlations = [correlation_from_reliability(v) for _, v in series.get("es/reward_reliability", [])]
-    flips = [v for _, v in series.get("es/flip_rate", [])]
-    out = {"updates": float(len(skipped)), "skipped": sum(v > 0 for v in skipped) / len(skipped)}
-    out["reliability"] = pooled_reliability(correlations) if correlations else float("nan")
+    if not isinstance(config, dict):
+        return None
+    strategies = [config.get("strategy")] + [
+        s.get("strategy") for s in config.get("stages") or [] if isinstance(s, dict)
+    ]
+    for strategy in strategies:
+        if isinstance(strategy, dict) and str(strategy.get("class_path", "")).endswith("ESStrategy"):
+            return strategy.get("init_args") or {}
+    return None
+
+
+def _directions(settings: dict[str, Any] | None) -> tuple[int | None, int | None]:
+    """(members, antithetic pairs) of the run's populations; ``None`` where unknown or absent."""
+    if settings is None or "population_size" not in settings:
+        return None, None
+    n = int(settings["population_size"])
+    if settings.get("estimator", "one_point") != "antithetic":
+        return n, None
+    return (2 * n, n) if settings.get("antithetic_budget") == "directions" else (n, n // 2)
+
+
+def _series(run_dir: Path) -> dict[str, Any] | None:
+    series = read_series(run_dir)
+    if not series.get("es/skipped"):
+        return None
+    steps = [step for step, _ in series["es/skipped"]]
+
+    def aligned(key: str, fallback: str | None = None) -> list[float] | None:
+        values = dict(series.get(key, []))
+        if not values and fallback and series.get(fallback):
+            values = {s: correlation_from_reliability(v) for s, v in series[fallback]}
+        return [values.get(step, math.nan) for step in steps] if values else None
+
+    settings = es_settings(run_dir)
+    members, pairs = _directions(settings)
+    return {
+        "permuted": (settings or {}).get("reward_control") == "permuted",
+        "skipped": [v > 0 for _, v in series["es/skipped"]],
+        "members": aligned("es/reward_split_half_corr", "es/reward_reliability"),
+        "pairs": aligned("es/antithetic_diff_split_half_corr", "es/antithetic_diff_reliability"),
+        "flips": [v for _, v in series.get("es/flip_rate", [])],
+        "n_members": members,
+        "n_pairs": pairs,
+    }
+
+
+def _block(found: RunSignal, with_signal: bool) -> dict[str, Any]:
+    interval = found.interval
+    signal, low, high = found.signal if with_signal else (math.nan, math.nan, math.nan)
+
+    def num(x: float) -> float | None:
+        return x if math.isfinite(x) else None
+
+    return {
+        "reliability": num(interval.reliability),
+        "low": num(interval.low),
+        "high": num(interval.high),
+        "level": interval.level,
+        "measured": interval.measured,
+        "updates": found.updates,
+        "excluded": num(found.excluded),
+        "applied_per_run": found.applied,
+        "directions": found.directions if with_signal else None,
+        "signal": num(signal),
+        "signal_low": num(low),
+        "signal_high": num(high),
+    }
+
+
+def _pooled(runs: list[dict[str, Any]], key: str, count: str, with_signal: bool) -> dict[str, Any] | None:
+    """One block over ``runs`` (their ``key`` correlations concatenated), or None when none has them."""
+    runs = [r for r in runs if r[key] is not None]
+    if not runs:
+        return None
+    correlations = [c for r in runs for c in r[key]]
+    skipped = [s for r in runs for s in r["skipped"]]
+    counts = {r[count] for r in runs}
+    n = counts.pop() if len(counts) == 1 else None
+    found = measure_run_signal(correlations, skipped, n or 1, runs=len(runs), level=LEVEL)
+    block = _block(found, with_signal and n is not None)
+    if with_signal and all(r["permuted"] for r in runs):  # the update's z ignore the members: no signal
+        block.update(signal=0.0, signal_low=0.0, signal_high=0.0, rewards_permuted=True)
+    return block
+
+
+def _blocks(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    antithetic = any(r["n_pairs"] is not None for r in runs)
+    return {
+        "pooled": _pooled(runs, "members", "n_members", with_signal=not antithetic),
+        "antithetic": _pooled(runs, "pairs", "n_pairs", with_signal=True),
+    }
+
+
+def _run_numbers(found: dict[str, Any]) -> dict[str, float]:
+    skipped, correlations, flips = found["skipped"], found["members"], found["flips"]
+    out = {"updates": float(len(skipped)), "skipped": sum(skipped) / len(skipped)}
+    out["reliability"] = pooled_reliability(applied(correlations, skipped)) if correlations else float("nan")
     out["flip_rate"] = sum(flips) / len(flips) if flips else float("nan")
     return out
 
 
+def run_signal(run_dir: Path) -> dict[str, float] | None:
+    """``{updates, reliability, flip_rate, skipped}`` of one run, or ``None`` (no ES updates)."""
+    found = _series(run_dir)
+    return None if found is None else _run_numbers(found)
+
+
 def _group(dirs: Dirs) -> dict[str, Any] | None:
-    runs = {seed: found for seed, d in sorted(dirs.items()) if (found := run_signal(d)) is not None}
-    if not runs:
+    series = {seed: found for seed, d in sorted(dirs.items()) if (found := _series(d)) is not None}
+    if not series:
         return None
+    runs = {seed: _run_numbers(found) for seed, found in series.items()}
     fields = ("updates", "reliability", "flip_rate", "skipped")
-    return {f: stat_json(stat({s: r[f] for s, r in runs.items() if r[f] == r[f]})) for f in fields}
+    out: dict[str, Any] = {
+        f: stat_json(stat({s: r[f] for s, r in runs.items() if r[f] == r[f]})) for f in fields
+    }
+    out.update(_blocks(list(series.values())))
+    out["per_seed"] = {str(seed): _blocks([found]) for seed, found in series.items()}
+    return out
 
 
 def collect_signal(
     methods: dict[str, Dirs], forgetting: dict[str, Dirs], ablations: dict[str, dict[str, Dirs]]
 ) -> dict[str, Any]:
-    """``{group: {updates, reliability, flip_rate, skipped}}`` (each a Stat over seeds) for every
-    group with ES updates: methods by name, ``forgetting/<method>``, ``<ablation>/<value>``."""
+    """``{group: {updates, reliability, flip_rate, skipped, pooled, antithetic, per_seed}}`` for
+    every group with ES updates: methods by name, ``forgetting/<method>``, ``<ablation>/<value>``."""
     groups = {**methods, **{f"forgetting/{m}": d for m, d in forgetting.items()}}
     groups |= {f"{a}/{v}": d for a, values in ablations.items() for v, d in values.items()}
     return {name: found for name, dirs in groups.items() if (found := _group(dirs)) is not None}
+
+
+def _interval(block: dict[str, Any] | None, key: str, low: str, high: str, spec: str) -> str:
+    """``estimate [low, high]`` of a block's fields, ``–`` when absent."""
+    if not block or block.get(key) is None:
+        return "–"
+    bounds = [block.get(low), block.get(high)]
+    if any(b is None for b in bounds):
+        return format(block[key], spec)
+    return f"{format(block[key], spec)} [{format(bounds[0], spec)}, {format(bounds[1], spec)}]"
+
+
+def _percent(value: Any) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def signal_section(report: dict[str, Any]) -> list[str]:
+    """REPORT.md's section: per run group, ρ̄ [95 % CI over updates], the share of updates left
+    out, the run-level signal √(ρ̄·N·T) [bounds], the antithetic pairs' ρ̄_d, flip rate, skips."""
+    signal = report.get("signal")
+    if not signal:
+        return []
+    out = ["## ES's signal: per update and over the run", ""]
+    out.append(
+        "Did the members' rewards rank the members, and could the run's updates add up? Per run group "
+        "(every update of every seed pooled): ρ̄, the split-half reliability of the member rewards "
+        "(Spearman–Brown of the mean correlation, over the members, of each update's rewards on its "
+        "even- and odd-position prompts), with its 95% t interval over updates; the share of updates "
+        "left out of it (skipped because every member scored alike, or a half of the prompts on which "
+        "they all did); and the run-level signal √(ρ̄·N·T) (N members, T applied updates per run), "
+        "the expected z of a run's summed gain against the random walk its permuted control makes, "
+        "with the bounds from ρ̄'s. Below 2 a run could not beat its control even with a noiseless "
+        "evaluation; a ρ̄ whose interval holds 0 can still add up to a signal well above 2, and the "
+        "runs' no-signal warning fires only when the upper bound stays below 2. For antithetic pairs "
+        "the update weighs the pairs' differences R(θ+σε) − R(θ−σε): their ρ̄_d gives that signal "
+        "(N the pairs). A permuted-reward control's ρ̄ is that of its true rewards, but its updates "
+        "apply shuffled ones: its signal is 0. Also the share of (member, prompt) rewards that differ from the prompt's "
+        "modal reward (flip rate, mean ± sd over seeds)."
+    )
+    out.append("")
+    body = []
+    for name, row in signal.items():
+        pooled, pairs = row.get("pooled"), row.get("antithetic")
+        signal_block = pairs if pairs and pairs.get("signal") is not None else pooled
+        signal_cell = _interval(signal_block, "signal", "signal_low", "signal_high", ".1f")
+        if (signal_block or {}).get("rewards_permuted"):
+            signal_cell = "0 (rewards permuted)"
+        updates = (row.get("updates") or {}).get("mean", 0)
+        body.append(
+            [
+                name,
+                f"{updates:.0f}",
+                _percent((pooled or {}).get("excluded")),
+                _interval(pooled, "reliability", "low", "high", ".3f"),
+                signal_cell,
+                _interval(pairs, "reliability", "low", "high", ".3f"),
+                fmt_stat(row.get("flip_rate"), scale=100.0),
+                fmt_stat(row.get("skipped"), scale=100.0),
+            ]
+        )
+    head = ["runs", "updates", "left out (%)", "ρ̄ [95% CI]", "√(ρ̄NT) [95% CI]", "pairs' ρ̄_d [95% CI]",
+            "flip rate (%)", "skipped (%)"]  # fmt: skip
+    return [*out, table(head, body), ""]

@@ -17,9 +17,12 @@ One update t (the paper's Algorithm 1; symbols σ, α, N, z_i, ε_i as there):
    draws no ε again; ``redraw`` draws every ε again. On several ranks the work of the update is
    shared and the ranks exchange directions (:mod:`es_lightning.strategies.es_update`).
 6. Signal diagnostics of the true rewards (:mod:`es_lightning.es.diagnostics`):
-   ``es/reward_split_half_corr`` (r_ab), ``es/reward_reliability`` (its Spearman–Brown value) and
-   ``es/flip_rate``; when the last ``signal_window`` updates show no signal (their pooled
-   reliability below ``signal_threshold``), one warning says why and which knobs to turn.
+   ``es/reward_split_half_corr`` (r_ab), ``es/reward_reliability`` (its Spearman–Brown value),
+   ``es/flip_rate`` and, for antithetic pairs, the same reliability of the pairs' differences
+   (``es/antithetic_diff_split_half_corr``, ``es/antithetic_diff_reliability``). When most of the
+   last ``signal_window`` updates were skipped, or the run's updates cannot add up (the upper end
+   of the interval of its signal √(ρ̄·N·T), :mod:`es_lightning.es.run_signal`, below
+   ``signal_threshold``), one warning says why and which knobs to turn.
 
 How this departs from the public ES-for-LLM code:
 
@@ -69,7 +72,13 @@ from lightning.fabric.utilities import rank_zero_warn
 from typing_extensions import override
 
 from es_lightning.es.control import RewardControl, controlled_rewards
-from es_lightning.es.diagnostics import SignalMonitor, flip_rate, spearman_brown, split_half_correlation
+from es_lightning.es.diagnostics import (
+    SignalMonitor,
+    antithetic_split_half_correlation,
+    flip_rate,
+    spearman_brown,
+    split_half_correlation,
+)
 from es_lightning.es.lowrank import LowRankTargets, Perturbation
 from es_lightning.es.noise import seed_schedule
 from es_lightning.es.normalize import Normalization, normalize_rewards
@@ -145,7 +154,17 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         # no DDP options: the model is never wrapped, the process group only carries seeds and rewards
         super().__init__(process_group_backend=process_group_backend)
         window, threshold = self.settings.signal_window, self.settings.signal_threshold
-        self._signal = None if window is None else SignalMonitor(window, threshold)
+        self._signal = None if window is None else SignalMonitor(window, threshold, self.signal_directions)
+
+    @property
+    def signal_directions(self) -> int:
+        """N of the run-level signal: the members, or the antithetic pairs (whose differences the
+        update weighs)."""
+        settings = self.settings
+        members = Population.member_count(
+            settings.population_size, settings.antithetic, settings.antithetic_budget
+        )
+        return members // 2 if settings.antithetic else members
 
     @override
     def hparams(self) -> dict[str, Any]:
@@ -319,12 +338,21 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         }
         if self.settings.antithetic:
             metrics["es/kappa_pair"] = kappa_pair(gathered.rewards, population)
+            pair_split_half = antithetic_split_half_correlation(per_prompt[0])
+            metrics["es/antithetic_diff_split_half_corr"] = pair_split_half
+            metrics["es/antithetic_diff_reliability"] = spearman_brown(pair_split_half)
         return metrics
 
     def _watch_signal(self, metrics: dict[str, float]) -> None:
-        """Feed the no-signal monitor; its one warning goes to the console."""
+        """Feed the no-signal monitor (the pairs' differences for antithetic pairs); its one
+        warning goes to the console."""
         if self._signal is not None:
-            warning = self._signal.observe(metrics["es/reward_split_half_corr"], metrics["es/skipped"] == 1.0)
+            key = (
+                "es/antithetic_diff_split_half_corr"
+                if self.settings.antithetic
+                else "es/reward_split_half_corr"
+            )
+            warning = self._signal.observe(metrics[key], metrics["es/skipped"] == 1.0)
             if warning is not None:
                 rank_zero_warn(warning)
 

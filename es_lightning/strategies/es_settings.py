@@ -78,11 +78,13 @@ class ESSettings:
     metrics and the population's ``rewards`` stay the true ones; the population's ``z`` are the ones
     the update applied."""
     signal_window: int | None = checked(20, lambda n: n is None or n >= 1, "null or >= 1")
-    """the no-signal warning judges the last this many updates (``None``: no warning). The window
-    restarts when a run resumes."""
-    signal_threshold: float = checked(0.1, lambda r: -1.0 <= r <= 1.0, "in [-1, 1]")
-    """a window whose pooled reliability (Spearman–Brown of the mean ``es/reward_split_half_corr``)
-    is below this (in [−1, 1]) has no signal, as has one in which most updates were skipped."""
+    """the no-signal warning's pace: it fires when most of the last this many updates were skipped,
+    and judges the run-level signal every this many updates (``None``: no warning). It restarts
+    when a run resumes."""
+    signal_threshold: float = checked(2.0, _positive, "> 0")
+    """the no-signal warning fires when the upper end of the 95% interval of the run's signal
+    √(ρ̄·N·T) (the expected z of its summed updates' gain against a random walk's:
+    :mod:`es_lightning.es.run_signal`) stays below this (> 0) at two looks in a row."""
     checksum_tolerance: float = checked(0.0, lambda t: t >= 0, ">= 0")
     """largest allowed difference of the centre's checksum across ranks (0: bit-identical, the
     default)."""

@@ -40,7 +40,7 @@ from es_lightning.strategies.es_settings import SETTING_NAMES, ESSettings
         (dict(checksum_tolerance=-1.0), r"checksum_tolerance=-1.0 \(must be >= 0\)"),
         (dict(reward_control="shuffled"), r"reward_control='shuffled' \(must be none or permuted\)"),
         (dict(signal_window=0), r"signal_window=0 \(must be null or >= 1\)"),
-        (dict(signal_threshold=2.0), r"signal_threshold=2.0 \(must be in \[-1, 1\]\)"),
+        (dict(signal_threshold=0.0), r"signal_threshold=0.0 \(must be > 0\)"),
     ],
 )
 def test_bad_settings_are_named(kwargs, match):

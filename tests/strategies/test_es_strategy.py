@@ -8,7 +8,12 @@ import torch
 from lightning.fabric import Fabric
 
 from es_lightning.es.control import control_permutation
-from es_lightning.es.diagnostics import flip_rate, split_half_correlation, split_half_reliability
+from es_lightning.es.diagnostics import (
+    flip_rate,
+    spearman_brown,
+    split_half_correlation,
+    split_half_reliability,
+)
 from es_lightning.es.noise import noise_like, seed_schedule
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import SamplingConfig
@@ -226,13 +231,17 @@ def test_equal_rewards_skip_the_update(tiny_model_path, hf_rollout, fabric_es):
 
 
 def test_antithetic_logs_kappa_pair(tiny_model_path, hf_rollout, fabric_es):
-    fabric, strategy = fabric_es(population_size=4, sigma=0.05, learning_rate=0.01, estimator="antithetic")
-    module = _module(tiny_model_path)
+    fabric, strategy = fabric_es(population_size=8, sigma=0.05, learning_rate=0.01, estimator="antithetic")
+    module = _module(tiny_model_path, task=_FirstCharacter())
     hf_rollout.es_init()
-    metrics = strategy.training_step(
-        fabric, module, hf_rollout, module.task.load("train")[:4], step=0, run_seed=2
-    ).metrics
+    result = strategy.training_step(fabric, module, hf_rollout, module.task.load("train"), step=0, run_seed=2)
+    metrics, table = result.metrics, result.population.member_prompt_rewards
     assert "es/kappa_pair" in metrics
+    # the pairs' differences d[j, p] = r[2j, p] − r[2j+1, p] of the logged table, split-half as the members'
+    pair_corr = split_half_correlation(table[0::2] - table[1::2])
+    np.testing.assert_equal(metrics["es/antithetic_diff_split_half_corr"], pair_corr)
+    np.testing.assert_equal(metrics["es/antithetic_diff_reliability"], spearman_brown(pair_corr))
+    assert np.isfinite(pair_corr), "the test needs differences that vary over the pairs"
 
 
 class _FirstCharacter(Task):
