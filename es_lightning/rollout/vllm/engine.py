@@ -129,7 +129,6 @@ class VLLMEngine:
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._pids: list[int] = []
         self._watchdog: EngineWatchdog | None = None
-        self._restore_pending = False
 
     def engine_args(self) -> dict[str, Any]:
         """The keyword arguments :meth:`start` gives ``vllm.LLM``."""
