@@ -148,10 +148,9 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
 
         A file rather than the call's own arguments: ``collective_rpc`` moves bytes as msgpack to
         the engine core, then as a pickle broadcast to the workers (shared memory up to 16 MiB a
-        message), about twice the copies of a file in the page cache. On a 30M-parameter model
-        (116 MiB fp32, 2 busy CPU cores) the file was 1.2-2.8× faster in each of six interleaved
-        runs (median per load 0.15-0.39 s, as bytes 0.33-0.53 s). Chunking keeps one chunk's CPU
-        copy and file at a time (weights on a GPU are copied to the CPU per chunk)."""
+        message), about twice the copies of a file in the page cache (the file was the faster,
+        BENCHMARKS.md). Chunking keeps one chunk's CPU copy and file at a time (weights on a GPU
+        are copied to the CPU per chunk)."""
         from safetensors.torch import save_file
 
         self._serve_centre()  # the tensors may cover only part of the model

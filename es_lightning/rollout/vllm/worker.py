@@ -145,8 +145,8 @@ class WorkerExtension:
             self.refresh_cpu_kernels()
 
     def refresh_cpu_kernels(self) -> None:
-        """Repack every linear weight for the CPU kernels (they read a packed copy; ~50 ms on a
-        30M-parameter model, so once per weight change, not once per chunk). Nothing off CPU."""
+        """Repack every linear weight for the CPU kernels (they read a packed copy; a pass over
+        every weight, so once per weight change, not once per chunk). Nothing off CPU."""
         self._refresh_cpu_kernels()
 
     def _refresh_cpu_kernels(self) -> None:
