@@ -178,6 +178,13 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
         self._serve_centre()
         return self.rpc("weights_digest")[0]
 
+    @override
+    def close(self) -> None:
+        """Shut the engine down; the ES centre in its workers goes with it (``es_init`` again after
+        a restart)."""
+        self._es = None
+        super().close()
+
 
 def weight_chunks(
     named_tensors: Iterable[tuple[str, torch.Tensor]], max_bytes: int
