@@ -96,19 +96,8 @@ except ImportError:  # imported outside a vLLM install (docs, type checks)
 start_lifeline()  # in an engine process: end with the trainer (does nothing elsewhere)
 
 ES_CALLS = frozenset(
-    {
-        "perturb",
-        "restore",
-        "serve_centre",
-        "accumulate",
-        "record_reward",
-        "update",
-        "update_accumulated",
-        "checksum",
-        "fold_seconds",
-        "shapes",
-        "save_state",
-    }
+    "perturb restore serve_centre accumulate record_reward update update_accumulated checksum "
+    "fold_seconds shapes save_state".split()
 )
 """The :class:`~es_lightning.es.weights.ESWeights` methods the trainer calls through
 :meth:`WorkerExtension.es_call` (:class:`~es_lightning.rollout.vllm.es_centre.WorkerESWeights`)."""
