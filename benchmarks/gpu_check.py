@@ -263,7 +263,7 @@ def run_es(device: torch.device, model_path: Path, s: Settings, grpo_follows: bo
     for k in range(3):  # one member's perturb + restore, synchronised
         _, t = timed(
             device,
-            lambda k=k: (rollout.es_perturb(12345 + k, 1.0, strategy.settings.sigma), rollout.es_restore()),
+            lambda k=k: (rollout.es.perturb(12345 + k, 1.0, strategy.settings.sigma), rollout.es.restore()),
         )
         perturb_restore.append(t)
     per_member_pr = statistics.median(perturb_restore)
@@ -361,12 +361,12 @@ def _forced_update(strategy: Any, rollout: Any, step: int) -> Any:
         settings.update, settings.normalization, settings.reward_control, settings.perturbation
     )
     if accumulated:
-        rollout.es_accumulate(True)
-        rollout.es_perturb(*population.members[0], settings.sigma)
-        rollout.es_record_reward(float(rewards[0]))
-        rollout.es_restore()
+        rollout.es.accumulate(True)
+        rollout.es.perturb(*population.members[0], settings.sigma)
+        rollout.es.record_reward(float(rewards[0]))
+        rollout.es.restore()
     lr, normalization = settings.learning_rate, settings.normalization
-    return lambda: take_update(strategy, rollout, coeffs, rewards, accumulated, lr, normalization)
+    return lambda: take_update(strategy, rollout.es, coeffs, rewards, accumulated, lr, normalization)
 
 
 def run_grpo(device: torch.device, model_path: Path, s: Settings) -> dict[str, Any]:

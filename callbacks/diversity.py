@@ -159,11 +159,11 @@ class PopulationDiversity(Callback):
         copies = torch.zeros(n, len(rows), dtype=torch.float64)
         for i in range(rank, n, world):
             seed, sign = population.members[i]
-            engine.es_perturb(seed, sign, settings.sigma)
+            engine.es.perturb(seed, sign, settings.sigma)
             members[i] = torch.from_numpy(
                 self._rates(trainer, rows, prompt_ids, replace(sampling, seed=seeds[i]))
             )
-            engine.es_restore()
+            engine.es.restore()
         for i in range(rank, 1 if common else n, world):  # σ = 0: the centre itself
             copies[i] = torch.from_numpy(
                 self._rates(trainer, rows, prompt_ids, replace(sampling, seed=seeds[i]))

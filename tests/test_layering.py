@@ -37,7 +37,7 @@ LAYERS = (
     ("es_lightning.evaluation",),  # Pass@K evaluation and the ``evaluate`` command
     ("es_lightning.strategies",),  # ES and GRPO as Fabric strategies
     ("es_lightning.training",),  # the trainer, its hook contract and the ``fit`` command
-    ("es_lightning.warmstart", "es_lightning.analysis"),  # SFT warm starts; drift and sparsity analysis
+    ("es_lightning.analysis",),  # drift and sparsity analysis
     ("es_lightning.callbacks",),  # the built-in callbacks (the top-level callbacks/ folder)
     ("es_lightning.report",),  # the coverage study
     ("es_lightning.tune",),  # settings chosen on the validation split (runs launched as the report's)

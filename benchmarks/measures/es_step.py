@@ -93,8 +93,8 @@ def main() -> None:
 
     # warm-up: generation and one perturb/restore
     rollout.generate(prompt_ids, replace(sampling, seed=1))
-    rollout.es_perturb(12345, 1.0, args.sigma)
-    rollout.es_restore()
+    rollout.es.perturb(12345, 1.0, args.sigma)
+    rollout.es.restore()
 
     def cpu_s() -> float:  # this rank's process tree so far, summed over the ranks
         return float(fabric.all_reduce(torch.tensor(_tree_cpu_s(), dtype=torch.float64), reduce_op="sum"))
@@ -222,15 +222,15 @@ def _forced_update(fabric, strategy, rollout, step: int, sigma: float, cpu_s) ->
     coeffs = member_coefficients(population, rewards, settings.normalization)
     accumulated = accumulates(settings.update, settings.normalization, settings.reward_control)
     if accumulated:
-        rollout.es_accumulate(True)
-        rollout.es_perturb(*population.members[strategy.global_rank], sigma)
-        rollout.es_record_reward(float(rewards[strategy.global_rank]))
-        rollout.es_restore()
+        rollout.es.accumulate(True)
+        rollout.es.perturb(*population.members[strategy.global_rank], sigma)
+        rollout.es.record_reward(float(rewards[strategy.global_rank]))
+        rollout.es.restore()
     c0 = cpu_s()
     fabric.barrier()
     t0 = time.perf_counter()
     take_update(
-        strategy, rollout, coeffs, rewards, accumulated, settings.learning_rate, settings.normalization
+        strategy, rollout.es, coeffs, rewards, accumulated, settings.learning_rate, settings.normalization
     )
     fabric.barrier()
     return time.perf_counter() - t0, cpu_s() - c0
@@ -244,11 +244,11 @@ def prefix_cache_check(rollout, prompt_ids, sampling, sigma: float = 1e-2) -> di
     rollout.llm.reset_prefix_cache()
     centre_fresh = rollout.generate(prompt_ids, greedy)  # the centre fills the cache
     centre_warm = rollout.generate(prompt_ids, greedy)  # control: same weights, cache warm
-    rollout.es_perturb(4242, 1.0, sigma)
+    rollout.es.perturb(4242, 1.0, sigma)
     warm = rollout.generate(prompt_ids, greedy)
     rollout.llm.reset_prefix_cache()
     fresh = rollout.generate(prompt_ids, greedy)
-    rollout.es_restore()
+    rollout.es.restore()
     rollout.llm.reset_prefix_cache()
 
     def differ(xs, ys) -> float:

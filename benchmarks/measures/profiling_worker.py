@@ -23,12 +23,12 @@ class ProfilingWorker(WorkerExtension):
 
     @torch.no_grad()
     def es_profile(self, seed: int, sigma: float, repeats: int) -> dict[str, float]:
-        """Median seconds of each part of ``es_perturb`` + ``es_restore`` over ``repeats``:
+        """Median seconds of each part of ``es.perturb`` + ``es.restore`` over ``repeats``:
         noise (ε for every tensor, one after another), noise_threaded (the same on the threads
-        ``es_perturb`` uses, :mod:`es_lightning.es.parallel`), perturbed (what ``es_perturb``
+        ``es.perturb`` uses, :mod:`es_lightning.es.parallel`), perturbed (what ``es.perturb``
         computes: noise + add + cast on those threads), add (θ + σε, cast), load (the model's
         ``load_weights``), repack (the CPU kernels' weight refresh), restore (a whole write of the
-        centre, which ``es_restore`` defers and a population never makes between members)."""
+        centre, which ``es.restore`` defers and a population never makes between members)."""
         from es_lightning.es.parallel import map_tensors
 
         es = self._es
@@ -52,7 +52,7 @@ class ProfilingWorker(WorkerExtension):
             t3 = time.perf_counter()
             self._refresh_cpu_kernels()
             t4 = time.perf_counter()
-            es.restore()
+            es.write_centre()
             t5 = time.perf_counter()
             for key, value in zip(
                 ("noise", "add", "load", "repack", "restore"), (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)

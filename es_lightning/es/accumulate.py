@@ -19,8 +19,7 @@ c is the first reward this process records in the population, so A sums reward *
 all sit near 0.97 would subtract two large, nearly equal numbers.
 
 Memory: three float32 buffers the size of the master (A, B, the held ε), 12 bytes per parameter,
-allocated at the first accumulated population and kept: 366 MB for the 30.5M-parameter bench
-model, 18.5 GB (17.2 GiB) for Qwen2.5-1.5B's 1.54B parameters, beside the master's own 4 bytes per
+allocated at the first accumulated population and kept, beside the master's own 4 bytes per
 parameter. Two buffers would not do: until R_i is known the held ε_i cannot be folded, so without
 it the update would have to draw ε_i again.
 

@@ -24,9 +24,8 @@ prompts (no split exists).
 Over many updates (:func:`pooled_reliability`) the reliability is the Spearman–Brown value of the
 *mean* split-half correlation, ρ̄ = 2·mean(r_ab) / (1 + mean(r_ab)), NaN updates skipped. The mean
 of the per-update ρ is not used: 2r/(1 + r) is concave and clipped, so with no signal at all
-(E[r_ab] = 0) the per-update ρ average below 0 (−0.04 to −0.13 on runs whose members carry no
-signal, measured here), and with signal they understate it (0.27 against 0.37 pooled on the
-arithmetic demo). Logs that kept only ρ give r_ab back as ρ/(2 − ρ) (:func:`correlation_from_reliability`;
+(E[r_ab] = 0) the per-update ρ average below 0, and with signal they understate it
+(docs/instruments.md has both on measured runs). Logs that kept only ρ give r_ab back as ρ/(2 − ρ) (:func:`correlation_from_reliability`;
 a clipped ρ = −1 only says r_ab ≤ −1/3).
 
 Antithetic pairs (``estimator: antithetic``). The members are pairs θ ± σε_j (member 2j is +, 2j+1

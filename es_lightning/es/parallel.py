@@ -1,7 +1,7 @@
 """Per-tensor ES work (noise, perturbation, update) spread over CPU threads, results in order.
 
 Drawing ε on CPU is the cost of an ES perturbation and of its update: one ``torch.Generator`` fills
-a tensor on one core (about 6 ns per number), however many cores torch may use. Every tensor has
+a tensor on one core, however many cores torch may use. Every tensor has
 its own generator (:func:`~es_lightning.es.noise.noise_like` seeds it from the tensor's name), and
 torch releases the GIL while it fills, so different tensors can be drawn on different threads with
 the same numbers as one after the other. :func:`map_tensors` does that: it applies a function to
@@ -12,9 +12,8 @@ a serial loop: results are bit-identical to the serial ones. The threads may run
 thread of the process may use (in a vLLM CPU worker, the cores its compute threads are bound to),
 and each thread sets that again before every tensor: in a vLLM CPU worker (whose OpenMP runtime
 runs with ``GOMP_CPU_AFFINITY``) both pool threads were found pinned to the main thread's core
-after their first tensor, and then drew ε no faster than one thread (measured in the worker, 30M
-parameters on 2 cores: 0.26 s threaded vs 0.25 s serial per perturbation; 0.16 s with the
-affinity set per tensor).
+after their first tensor, and then drew ε no faster than one thread (BENCHMARKS.md has the
+measurements).
 
 CUDA tensors are mapped serially: the device draws ε far faster than a thread could hand it work.
 """

@@ -15,6 +15,14 @@ the direction (:meth:`ESWeights.directions`) and applies the summed one
 With :attr:`ESWeights.noise` set to a :class:`~es_lightning.es.lowrank.LowRankNoise` every member
 and update uses the low-rank directions A·Bᵀ/√r of the matrices instead (1-D tensors stay put);
 the update then always draws them again (they are cheap), never accumulates.
+
+:meth:`ESWeights.restore` is deferred: it writes nothing, and the centre is written back when the
+served weights are next read (:meth:`ESWeights.serve_centre`, which every reader calls first). The
+next member's perturbation and the update overwrite every served tensor anyway, so a population
+never writes θ between its members.
+
+A rollout's ``es`` (:class:`~es_lightning.es.handle.ESHandle`) is an :class:`ESWeights` in the
+trainer's process (transformers), or a proxy to the one in each vLLM worker.
 """
 
 from __future__ import annotations
@@ -67,6 +75,10 @@ class ESWeights:
         self._adam_betas, self._adam_eps = adam_betas, adam_eps
         self.accumulator = RewardAccumulator()
         self.noise = noise
+        self.writes = 0
+        """How many times the served weights were written (a vLLM engine drops its prefix cache then)."""
+        self.restore_pending = False
+        """:meth:`restore` was called and nothing has written the served weights since."""
 
     def _redrawn(self, coeffs: Mapping[int, float]) -> Direction:
         """Σ_s c_s ε_s drawn again from the seeds, full-rank or low-rank as :attr:`noise` says."""
@@ -100,13 +112,31 @@ class ESWeights:
 
         yield from map_tensors(member, self.master.items())
 
-    @torch.no_grad()
-    def perturb(self, seed: int, sign: float, sigma: float) -> None:
-        self.write(self.perturbed(seed, sign, sigma))
+    def _serve(self, named: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Write every master tensor's served counterpart (so no restore is pending afterwards)."""
+        self.write(named)
+        self.writes += 1
+        self.restore_pending = False
 
     @torch.no_grad()
+    def perturb(self, seed: int, sign: float, sigma: float) -> None:
+        """Serve θ + sign·σ·ε_seed."""
+        self._serve(self.perturbed(seed, sign, sigma))
+
     def restore(self) -> None:
-        self.write((n, m.to(self.serving_dtype)) for n, m in self.master.items())
+        """Serve the centre θ again, bit-exactly, from the next read of the served weights on
+        (module docstring); writes nothing now."""
+        self.restore_pending = True
+
+    def serve_centre(self) -> None:
+        """Write θ into the serving model if a restore is pending (before the served weights are read)."""
+        if self.restore_pending:
+            self.write_centre()
+
+    @torch.no_grad()
+    def write_centre(self) -> None:
+        """Write θ into the serving model now, cast once from the fp32 master."""
+        self._serve((n, m.to(self.serving_dtype)) for n, m in self.master.items())
 
     def accumulate(self, active: bool) -> None:
         """From the next :meth:`perturb` on, keep each member's ε and fold its recorded reward
@@ -180,7 +210,7 @@ class ESWeights:
             seen += list(chunk)
         self._check_cover(seen)
         self.accumulator.stop()
-        self.restore()
+        self.write_centre()
         return norm
 
     def _check_cover(self, names: list[str]) -> None:
@@ -212,14 +242,32 @@ class ESWeights:
                 .sqrt()
             )
         self.accumulator.stop()
-        self.restore()
+        self.write_centre()
         return norm
 
     def _new_adam(self, lr: float) -> torch.optim.Adam:
         return torch.optim.Adam(list(self.master.values()), lr=lr, betas=self._adam_betas, eps=self._adam_eps)
 
     def checksum(self) -> float:
+        """Sum of the fp32 master in float64 (equal centres give equal checksums)."""
         return float(sum(m.detach().double().sum().item() for m in self.master.values()))
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """The master tensors' shapes, in the master's order (the split of an update over ranks)."""
+        return {name: tuple(m.shape) for name, m in self.master.items()}
+
+    def fold_seconds(self) -> float:
+        """Seconds the current accumulated population has spent folding ε into its sums."""
+        return self.accumulator.fold_seconds
+
+    def named_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """The fp32 centre as ``(HF name, CPU copy)`` pairs (checkpoints, drift and attribution read it)."""
+        for name, m in self.master.items():
+            yield name, m.detach().to("cpu", copy=True)
+
+    def save_state(self, path: str) -> None:
+        """Write :meth:`state_dict` (Adam's moments; nothing to restore for plain ES) to ``path``."""
+        torch.save(self.state_dict(), path)
 
     def state_dict(self) -> dict:
         """A copy of the optimizer state (``None`` for plain ES)."""
@@ -250,7 +298,7 @@ def es_weights_from_files(
     """The centre read from safetensors ``files`` in fp32 on ``device`` (keeping only ``names``
     when given), with the optimizer state of a checkpoint when ``optimizer_state`` names its file;
     ``noise``: the low-rank directions, or ``None`` for full-rank ε.
-    Nothing is written into the serving model yet (call :meth:`ESWeights.restore`)."""
+    Nothing is written into the serving model yet (call :meth:`ESWeights.write_centre`)."""
     from es_lightning.weight_files import load_weights
 
     master = load_weights(files, names=names, device=device)

@@ -1,2 +1,2 @@
-"""Rollout backends: generation behind one contract (base.py), plus in-engine ES operations (es_engine.py);
-transformers in hf.py, vLLM in vllm/."""
+"""Rollout backends: generation behind one contract (base.py), holding the ES centre where they
+generate; transformers in hf.py, vLLM in vllm/."""

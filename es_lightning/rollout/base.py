@@ -9,8 +9,10 @@ the chat template and tokenises, so every backend sees identical inputs) and ret
     outputs[0].completions[2].logprobs      # list[float] | None (one per generated token)
 
 Weights move in through :meth:`Rollout.load_weights` (GRPO after each optimizer step, or a
-checkpoint). That is all evaluation and GRPO need from a backend; ES needs the in-engine operations
-of :class:`~es_lightning.rollout.es_engine.ESEngine` as well, which both built-in backends add.
+checkpoint). That is all evaluation and GRPO need from a backend. ES also needs the centre θ held
+where generation runs: :meth:`Rollout.es_init` reads it, and :attr:`Rollout.es`
+(:class:`~es_lightning.es.handle.ESHandle`) perturbs, restores and updates it, so that only seeds and
+scalars cross a process boundary; both built-in backends provide them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from es_lightning.errors import ConfigError
 from es_lightning.rollout.generation_options import check_generation_options
 
 if TYPE_CHECKING:
+    from es_lightning.es.handle import ESHandle
+    from es_lightning.es.weights import OptimizerName
     from es_lightning.models.loading import ModelLoading
 
 
@@ -96,6 +100,7 @@ class Rollout(ABC):
 
     dtype: torch.dtype = torch.float32
     """The dtype the engine serves the weights in (set by :meth:`setup`)."""
+    _es: ESHandle | None = None
 
     @abstractmethod
     def setup(
@@ -135,6 +140,31 @@ class Rollout(ABC):
     @abstractmethod
     def digest(self) -> str:
         """SHA-256 of every serving weight's bytes: equal only for bit-identical weights."""
+
+    def es_init(
+        self,
+        weight_files: Sequence[str] | None = None,
+        optimizer: OptimizerName = "sgd",
+        optimizer_state: str | None = None,
+    ) -> None:
+        """Hold the ES centre θ as fp32 master weights read from ``weight_files`` (default: the
+        most precise weights of the served model, :func:`~es_lightning.weight_files.weight_files`),
+        with ``optimizer``'s state from the file ``optimizer_state`` when resuming, and serve it;
+        :attr:`es` drives it from then on (a backend sets ``self._es`` to the handle it made).
+        Optional: only ES needs it."""
+        raise NotImplementedError(f"{type(self).__name__} cannot hold an ES centre (es_init)")
+
+    @property
+    def es(self) -> ESHandle:
+        """The ES centre :meth:`es_init` made (:class:`~es_lightning.es.handle.ESHandle`)."""
+        if self._es is None:
+            raise RuntimeError(f"{type(self).__name__}: call es_init() before ES operations")
+        return self._es
+
+    def _serve_centre(self) -> None:
+        """Before the served weights are read: write the ES centre back if a restore is pending."""
+        if self._es is not None:
+            self._es.serve_centre()
 
     def start(self) -> None:  # noqa: B027  (optional hook: backends that start lazily override it)
         """Start the engine now; the trainer calls it before any torch work in its process."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import torch
 from typing_extensions import override
@@ -14,14 +14,13 @@ from es_lightning.es.lowrank import LowRankNoise
 from es_lightning.es.weights import ESWeights, OptimizerName, es_weights_from_files
 from es_lightning.models.loading import ModelLoading
 from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig, weights_digest
-from es_lightning.rollout.es_engine import ESEngine
 from es_lightning.rollout.generation_options import check_known_kwargs
 from es_lightning.rollout.population_engine import PopulationEngine
 from es_lightning.rollout.seeds import chunk_seed
 from es_lightning.weight_files import weight_files as default_weight_files
 
 
-class HFRollout(Rollout, ESEngine, PopulationEngine):
+class HFRollout(Rollout, PopulationEngine):
     """transformers ``generate`` behind the rollout contract, with the ES centre in the same process.
 
     Low-rank ES populations are generated in one call, every member's rows under its own weights
@@ -37,10 +36,8 @@ class HFRollout(Rollout, ESEngine, PopulationEngine):
         self.batch_size = batch_size
         self.model: Any = None  # a transformers PreTrainedModel once set up
         self.tokenizer: Any = None  # its tokenizer
-        self._es: ESWeights | None = None
         self.loading = ModelLoading()
         self.device = torch.device("cpu")
-        self._restore_pending = False  # es_restore's write, deferred to the next read
 
     @override
     def setup(
@@ -219,13 +216,13 @@ class HFRollout(Rollout, ESEngine, PopulationEngine):
             else default_weight_files(self.model_path, revision=self.loading.revision)
         )
         dtype = next(iter(params.values())).dtype
-        self._es = es_weights_from_files(
+        es = es_weights_from_files(
             files, self._write, dtype, self.device, optimizer, optimizer_state, names=set(params)
         )
-        for name in set(params) - set(self._es.master):  # e.g. weights the files name differently
-            self._es.master[name] = params[name].detach().to(torch.float32, copy=True)
-        self._es.restore()
-        self._restore_pending = False
+        for name in set(params) - set(es.master):  # e.g. weights the files name differently
+            es.master[name] = params[name].detach().to(torch.float32, copy=True)
+        es.write_centre()
+        self._es = es
 
     @torch.no_grad()
     def _write(self, named: Iterable[tuple[str, torch.Tensor]]) -> None:
@@ -234,84 +231,10 @@ class HFRollout(Rollout, ESEngine, PopulationEngine):
             params[name].copy_(tensor)
 
     @property
+    @override
     def es(self) -> ESWeights:
-        es = self._es
-        if es is None:
-            raise RuntimeError("HFRollout: call es_init() before ES operations")
-        return es
-
-    @override
-    def es_perturb(self, seed: int, sign: float, sigma: float) -> None:
-        """Serve θ + sign·σ·ε_seed (every tensor written from the fp32 master)."""
-        self.es.perturb(seed, sign, sigma)
-        self._restore_pending = False
-
-    @override
-    def es_restore(self) -> None:
-        """Serve the centre again, bit-exactly; written when the served weights are next read (the
-        next member's perturbation or the update overwrites them all anyway)."""
-        self._restore_pending = True
-
-    def serve_centre(self) -> None:
-        """Write the centre into the served model if a restore is pending."""
-        self._serve_centre()
-
-    def _serve_centre(self) -> None:
-        if self._restore_pending:
-            self.es.restore()
-            self._restore_pending = False
-
-    @override
-    def es_update(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:
-        self._restore_pending = False  # the update writes the new centre
-        return self.es.update(coeffs, lr, population_size)
-
-    @override
-    def es_accumulate(self, active: bool) -> None:
-        self.es.accumulate(active)
-
-    @override
-    def es_record_reward(self, reward: float) -> None:
-        self.es.record_reward(reward)
-
-    @override
-    def es_update_accumulated(self, mean: float, std: float, lr: float, population_size: int) -> float:
-        self._restore_pending = False  # the update writes the new centre
-        return self.es.update_accumulated(mean, std, lr, population_size)
-
-    @override
-    def es_fold_seconds(self) -> float:
-        return self.es.accumulator.fold_seconds
-
-    @override
-    def es_tensor_shapes(self) -> dict[str, tuple[int, ...]]:
-        return {name: tuple(m.shape) for name, m in self.es.master.items()}
-
-    @override
-    def es_directions(
-        self, names: Sequence[str], coeffs: Mapping[int, float] | None = None, mean: float | None = None
-    ) -> dict[str, torch.Tensor]:
-        return self.es.directions(names, coeffs, mean)
-
-    @override
-    def es_apply_directions(
-        self, chunks: Iterable[Mapping[str, torch.Tensor]], lr: float, population_size: int, std: float = 1.0
-    ) -> float:
-        self._restore_pending = False  # the update writes the new centre
-        return self.es.apply_directions(chunks, lr, population_size, std)
-
-    @override
-    def es_checksum(self) -> float:
-        return self.es.checksum()
-
-    @override
-    def es_named_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
-        for name, m in self.es.master.items():
-            yield name, m.detach().to("cpu", copy=True)
-
-    @override
-    def es_save_optimizer(self, path: str) -> None:
-        torch.save(self.es.state_dict(), path)
+        """The fp32 centre beside the served model, in this process."""
+        return cast(ESWeights, super().es)
 
     @override
     def es_use_lowrank(self, rank: int | None, fixed: Collection[str] = ()) -> None:
@@ -337,7 +260,6 @@ class HFRollout(Rollout, ESEngine, PopulationEngine):
         """Release the served model and the ES centre (its fp32 master and optimizer state)."""
         self.model = None
         self._es = None
-        self._restore_pending = False
 
 
 def _left_padded(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:

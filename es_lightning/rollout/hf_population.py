@@ -179,9 +179,6 @@ class PopulationRollout(Protocol):
     def es(self) -> ESWeights: ...
     @property
     def served_model(self) -> nn.Module: ...
-    def serve_centre(self) -> None: ...
-    def es_perturb(self, seed: int, sign: float, sigma: float) -> None: ...
-    def es_restore(self) -> None: ...
     def generate_rows(
         self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig, row_seeds: Sequence[int | None]
     ) -> list[Completion]: ...
@@ -203,18 +200,18 @@ def generate_population(
     seeds = row_seeds(sampling_seeds, len(prompts), sampling.n)
     per_member = len(prompts) * sampling.n
     if batched:
-        rollout.serve_centre()
+        rollout.es.serve_centre()
         with population_hooks(rollout.served_model, rollout.es.master, _noise(rollout), members, sigma):
             rows = rollout.generate_rows([p for _ in members for p in prompts], sampling, seeds)
         blocks = [rows[m * per_member : (m + 1) * per_member] for m in range(len(members))]
     else:
         blocks = []
         for m, (seed, sign) in enumerate(members):
-            rollout.es_perturb(seed, sign, sigma)
+            rollout.es.perturb(seed, sign, sigma)
             blocks.append(
                 rollout.generate_rows(prompts, sampling, seeds[m * per_member : (m + 1) * per_member])
             )
-            rollout.es_restore()
+            rollout.es.restore()
     return [
         [
             RolloutOutput(prompt_token_ids=list(p), completions=block[j * sampling.n : (j + 1) * sampling.n])

@@ -2,8 +2,8 @@
 
 With ``perturbation: lowrank`` (:mod:`es_lightning.es.lowrank`) member i's weights differ from the
 centre by σ·A_i B_iᵀ/√r per matrix, a change a forward pass can add per batch row without writing
-any weight. A backend that can do that implements :class:`PopulationEngine` beside
-:class:`~es_lightning.rollout.es_engine.ESEngine`::
+any weight. A backend that can do that implements :class:`PopulationEngine` beside its ES centre
+(:meth:`~es_lightning.rollout.base.Rollout.es_init`)::
 
     engine.es_reserve_population(N, r)            # before the engine starts: room for N members
     engine.es_init(...)

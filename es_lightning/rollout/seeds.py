@@ -8,10 +8,8 @@ reproduces those prompts' samples (the evaluation runner's chunks and shards rel
 Within a prompt the responses must not share random numbers with other prompts' responses.
 vLLM's ``n > 1`` fan-out seeds child j of a request ``seed + j``
 (``vllm/v1/engine/parallel_sampling.py``), so with ``seed + i`` per prompt, sample j of prompt i
-and sample j − 1 of prompt i + 1 drew the same numbers: on the built-in arithmetic model (200
-test problems, 16 samples at T 0.6, 3 seeds; ``benchmarks/measures/sample_streams.py``) their
-rewards correlated 0.27, against −0.01 for unrelated pairs; with the seeds below, 0.00 against
-−0.02 (standard error ≈ 0.01). Instead::
+and sample j − 1 of prompt i + 1 drew the same numbers and their rewards correlated (measured with
+``benchmarks/measures/sample_streams.py``, BENCHMARKS.md). Instead::
 
     sample_seed(seed, i, j) = BLAKE2b(seed + i, j) mod 2⁶³
 

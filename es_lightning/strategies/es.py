@@ -87,7 +87,6 @@ from es_lightning.es.weights import OptimizerName
 from es_lightning.grpo.checked import plain_values, settings_help
 from es_lightning.ranks import fail_together
 from es_lightning.rollout.base import Rollout
-from es_lightning.rollout.es_engine import ESEngine
 from es_lightning.rollout.population_engine import PopulationEngine
 from es_lightning.rollout.seeds import spaced_seeds
 from es_lightning.strategies.base import PopulationResult, ReasoningStrategy, Row, StepResult
@@ -108,8 +107,8 @@ if TYPE_CHECKING:
     from lightning.fabric import Fabric
 
     from es_lightning.checkpoint import Checkpoint
+    from es_lightning.es.handle import ESHandle
     from es_lightning.module import ReasoningModule
-    from es_lightning.strategies.es_members import ESRollout
 
 OPTIMIZER_FILE = "optimizer.pt"
 
@@ -186,10 +185,10 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
     def check_rollout(self, rollout: Rollout) -> None:
         """ES needs an engine that perturbs and updates weights; low-rank directions need one that
         serves low-rank members (checked again in :meth:`prepare`)."""
-        if not isinstance(rollout, ESEngine):
+        if type(rollout).es_init is Rollout.es_init:
             raise TypeError(
                 f"ESStrategy: rollout {type(rollout).__name__} cannot run ES; it generates only. Use a "
-                "rollout that implements es_lightning.rollout.es_engine.ESEngine (VLLMRollout, HFRollout)"
+                "rollout that holds the ES centre, Rollout.es_init (VLLMRollout, HFRollout)"
             )
         check_lowrank_rollout(self.settings, rollout)
 
@@ -199,14 +198,14 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
     ) -> None:
         """Make the rollout engine hold the fp32 centre (a checkpoint's, when resuming)."""
         self.check_rollout(rollout)
-        engine, settings = cast("ESEngine", rollout), self.settings  # check_rollout refused the others
+        settings = self.settings
         files = (
             resume.weight_files("stored")
             if resume is not None
             else weight_files(module.model, revision=module.loading.revision)
         )
         state = resume.state_dir(self.strategy_name) / OPTIMIZER_FILE if resume is not None else None
-        engine.es_init(files, settings.optimizer, str(state) if state and state.is_file() else None)
+        rollout.es_init(files, settings.optimizer, str(state) if state and state.is_file() else None)
         use_lowrank(settings, module.model, module.loading, rollout)
 
     @override
@@ -214,14 +213,14 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         """The fp32 centre, streamed out of this rank's engine (rank 0 only: every rank holds the
         same centre, checked by checksum after each update)."""
         if self.is_global_zero:
-            yield from rollout.es_named_weights()  # type: ignore[attr-defined]
+            yield from rollout.es.named_weights()
 
     @override
     def save_state(self, fabric: Fabric, rollout: Rollout, folder: Path) -> None:
         """The ES optimizer's state (Adam moments), written by rank 0's engine."""
         if self.is_global_zero:
             folder.mkdir(parents=True, exist_ok=True)
-            rollout.es_save_optimizer(str(folder / OPTIMIZER_FILE))  # type: ignore[attr-defined]
+            rollout.es.save_state(str(folder / OPTIMIZER_FILE))
 
     def population(self, run_seed: int, step: int) -> Population:
         """The members of update ``step``: a pure function of (run seed, step) and the settings."""
@@ -241,19 +240,19 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         run_seed: int,
     ) -> StepResult:
         """One ES update on the mini-batch ``rows``; returns the metrics and the population."""
-        engine = cast("ESRollout", rollout)  # prepare() refused any other rollout
+        es = rollout.es
         settings, population = self.settings, self.population(run_seed, step)
         accumulated = accumulates(
             settings.update, settings.normalization, settings.reward_control, settings.perturbation
         )
         with fail_together():  # generation and reward functions: a failure on one rank ends all ranks
-            engine.es_accumulate(accumulated)  # before the first member: each ε is kept until R_i is known
-            local = self._evaluate(engine, module, rows, population, run_seed, step, accumulated)
+            es.accumulate(accumulated)  # before the first member: each ε is kept until R_i is known
+            local = self._evaluate(rollout, module, rows, population, run_seed, step, accumulated)
         gathered = self._gather(local)
         update_rewards = controlled_rewards(gathered.rewards, settings.reward_control, run_seed, step)  # (M,)
         coeffs = member_coefficients(population, update_rewards, settings.normalization)
-        update_norm = self._update(engine, coeffs, update_rewards, accumulated, local)
-        self._check_agreement(engine.es_checksum())
+        update_norm = self._update(es, coeffs, update_rewards, accumulated, local)
+        self._check_agreement(es.checksum())
         metrics = self._metrics(gathered, local, population, update_norm, skipped=coeffs is None)
         self._watch_signal(metrics)
         z = None if coeffs is None else normalize_rewards(update_rewards, settings.normalization)
@@ -261,7 +260,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
 
     def _update(
         self,
-        engine: ESEngine,
+        es: ESHandle,
         coeffs: dict[int, float] | None,
         update_rewards: np.ndarray,
         accumulated: bool,
@@ -270,16 +269,16 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         """Take the update on every rank (:func:`~es_lightning.strategies.es_update.take_update`);
         ``time/update`` gets its seconds, with the folds of an accumulated update, which ran
         inside the perturbations (moved out of ``perturb_restore``)."""
-        fold_s = engine.es_fold_seconds() if accumulated else 0.0
+        fold_s = es.fold_seconds() if accumulated else 0.0
         local.timings["perturb_restore"] -= fold_s
         local.timings["update"] = fold_s
         lr, normalization = self.settings.learning_rate, self.settings.normalization
         with local.timed("update"):
-            return take_update(self, engine, coeffs, update_rewards, accumulated, lr, normalization)
+            return take_update(self, es, coeffs, update_rewards, accumulated, lr, normalization)
 
     def _evaluate(
         self,
-        engine: ESRollout,
+        rollout: Rollout,
         module: ReasoningModule,
         rows: list[Row],
         population: Population,
@@ -294,12 +293,12 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         sampling = replace(module.train_sampling, n=settings.responses_per_prompt)
         seeds = member_sampling_seeds(run_seed, step, population.size, settings.member_sampling_seeds)
         if settings.perturbation == "lowrank" and settings.member_rollouts == "regenerate":
-            batched = cast("PopulationEngine", engine)
+            batched = cast("PopulationEngine", rollout)
             return evaluate_population(
                 batched, module, rows, population, members, sampling, seeds, settings.sigma
             )
         return evaluate_members(
-            engine,
+            rollout,
             module,
             rows,
             population,

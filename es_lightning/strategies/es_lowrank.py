@@ -43,7 +43,7 @@ def check_lowrank_rollout(settings: ESSettings, rollout: Rollout) -> None:
 
 
 def use_lowrank(settings: ESSettings, model_path: str, loading: ModelLoading, rollout: Rollout) -> None:
-    """After ``es_init``: make the engine perturb, serve and update with the run's directions."""
+    """After ``es_init``: make the centre perturb, serve and update with the run's directions."""
     if not isinstance(rollout, PopulationEngine):
         return
     if settings.perturbation != "lowrank":

@@ -5,8 +5,8 @@
 
 Rank r evaluates members i ≡ r (mod world size). For each: serve θ + sign_i·σ·ε_i, generate the
 mini-batch's responses (or re-score the centre's, ``member_rollouts: fixed``), R_i = the mean
-reward, restore θ. When the update is accumulated, R_i goes back to the engine right away
-(``es_record_reward``), so that the ε it holds for member i is folded into the running sums before
+reward, restore θ. When the update is accumulated, R_i goes back to the centre right away
+(``es.record_reward``), so that the ε it holds for member i is folded into the running sums before
 the next member's replaces it.
 """
 
@@ -30,12 +30,7 @@ from es_lightning.strategies.metrics import response_stats, text_samples
 if TYPE_CHECKING:
     from es_lightning.module import ReasoningModule
     from es_lightning.rollout.base import Rollout, RolloutOutput, SamplingConfig
-    from es_lightning.rollout.es_engine import ESEngine
     from es_lightning.rollout.population_engine import PopulationEngine
-
-    class ESRollout(Rollout, ESEngine):
-        """A rollout that is also an ES engine (the type :class:`~es_lightning.strategies.ESStrategy`
-        checks for before the first update)."""
 
 
 @dataclass
@@ -82,7 +77,7 @@ class MemberResults:
 
 
 def evaluate_members(
-    engine: ESRollout,
+    rollout: Rollout,
     module: ReasoningModule,
     rows: list[Row],
     population: Population,
@@ -98,33 +93,35 @@ def evaluate_members(
 
     ``fixed_rollouts``: the centre samples once (with member 0's sampling seed) and every member
     re-scores those responses; ``keeps_centre_samples``: this rank reports the centre's responses
-    and samples then (rank 0). ``record_rewards``: hand each R_i to the engine (accumulating).
+    and samples then (rank 0). ``record_rewards``: hand each R_i to the centre (accumulating).
     """
-    prompt_ids = module.encode(rows)
+    prompt_ids, es = module.encode(rows), rollout.es
     out = MemberResults.empty(population.size, len(rows))
     fixed = None
     if fixed_rollouts:  # sampled once at the centre, re-scored by every member
         with out.timed("generate"):
-            fixed = FixedRollouts(engine, module, rows, prompt_ids, replace(sampling, seed=sampling_seeds[0]))
+            fixed = FixedRollouts(
+                rollout, module, rows, prompt_ids, replace(sampling, seed=sampling_seeds[0])
+            )
         out.tokens += fixed.tokens
         if keeps_centre_samples:  # the centre's responses stand for the update's
             out.responses, out.samples = fixed.stats, fixed.samples
     for i in members:
         seed, sign = population.members[i]
         with out.timed("perturb_restore"):
-            engine.es_perturb(seed, sign, sigma)
+            es.perturb(seed, sign, sigma)
         if fixed is None:
             with out.timed("generate"):
-                outputs = engine.generate(prompt_ids, replace(sampling, seed=sampling_seeds[i]))
+                outputs = rollout.generate(prompt_ids, replace(sampling, seed=sampling_seeds[i]))
             with out.timed("score"):
                 out.record(i, module, rows, outputs)
         else:
             with out.timed("score"):
-                out.rewards[i], out.per_prompt[0, i], out.per_prompt[1, i] = fixed.rescore(engine)
+                out.rewards[i], out.per_prompt[0, i], out.per_prompt[1, i] = fixed.rescore(rollout)
         with out.timed("perturb_restore"):
             if record_rewards:
-                engine.es_record_reward(float(out.rewards[i]))
-            engine.es_restore()
+                es.record_reward(float(out.rewards[i]))
+            es.restore()
     return out
 
 

@@ -68,7 +68,7 @@ class ESSettings:
     update: UpdateMode = one_of("accumulate", UPDATE_MODES)
     """``accumulate`` (the default): each member's ε, drawn for its perturbation, is folded into
     running sums once R_i is known, and the update reads them (z-score and no normalisation, true
-    rewards; three fp32 master-sized buffers per rank, 18.5 GB at 1.5B parameters); ``redraw``: the
+    rewards; three fp32 master-sized buffers per rank, 12 bytes per parameter); ``redraw``: the
     update draws every ε again from its seed (no extra memory; also what rank normalisation and
     ``reward_control: permuted`` use). The two differ only in the order of float32 sums."""
     reward_control: RewardControl = one_of("none", REWARD_CONTROLS)

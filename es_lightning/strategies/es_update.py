@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from torch.distributed import ReduceOp
 
-    from es_lightning.rollout.es_engine import ESEngine
+    from es_lightning.es.handle import ESHandle
 
 UpdateMode = Literal["accumulate", "redraw"]
 UPDATE_MODES: tuple[str, ...] = ("accumulate", "redraw")
@@ -85,7 +85,7 @@ class RankUpdate:
     """The collective part of an update on several ranks: the strategy's all-reduce and its device."""
 
     strategy: UpdateStrategy
-    engine: ESEngine
+    es: ESHandle
 
     def _summed(
         self,
@@ -111,26 +111,26 @@ class RankUpdate:
             yield {n: part.reshape(shapes[n]) for n, part in zip(names, parts, strict=True)}
 
     def accumulated(self, mean: float, std: float, lr: float, population_size: int) -> float:
-        shapes = self.engine.es_tensor_shapes()
-        chunks = self._summed(shapes, lambda names: self.engine.es_directions(names, mean=mean))
-        return self.engine.es_apply_directions(chunks, lr, population_size, std)
+        shapes = self.es.shapes()
+        chunks = self._summed(shapes, lambda names: self.es.directions(names, mean=mean))
+        return self.es.apply_directions(chunks, lr, population_size, std)
 
     def redrawn(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:
-        shapes = self.engine.es_tensor_shapes()
+        shapes = self.es.shapes()
         numels = {n: int(np.prod(s, dtype=np.int64)) for n, s in shapes.items()}
         owner = assign_tensors(numels, self.strategy.world_size)
         rank = self.strategy.global_rank
 
         def local(names: list[str]) -> dict[str, torch.Tensor]:
             mine = [n for n in names if owner[n] == rank]
-            return self.engine.es_directions(mine, coeffs=coeffs) if mine else {}
+            return self.es.directions(mine, coeffs=coeffs) if mine else {}
 
-        return self.engine.es_apply_directions(self._summed(shapes, local), lr, population_size)
+        return self.es.apply_directions(self._summed(shapes, local), lr, population_size)
 
 
 def take_update(
     strategy: UpdateStrategy,
-    engine: ESEngine,
+    es: ESHandle,
     coeffs: Mapping[int, float] | None,
     rewards: np.ndarray,
     accumulated: bool,
@@ -143,13 +143,13 @@ def take_update(
     lr, size = learning_rate, len(rewards)
     if coeffs is None:
         if accumulated:
-            engine.es_accumulate(False)
+            es.accumulate(False)
         return 0.0
     if accumulated:
         mean, std = reward_moments(rewards, normalization)
         if strategy.world_size == 1:
-            return engine.es_update_accumulated(mean, std, lr, size)
-        return RankUpdate(strategy, engine).accumulated(mean, std, lr, size)
+            return es.update_accumulated(mean, std, lr, size)
+        return RankUpdate(strategy, es).accumulated(mean, std, lr, size)
     if strategy.world_size == 1:
-        return engine.es_update(coeffs, lr, size)
-    return RankUpdate(strategy, engine).redrawn(coeffs, lr, size)
+        return es.update(coeffs, lr, size)
+    return RankUpdate(strategy, es).redrawn(coeffs, lr, size)

@@ -97,6 +97,7 @@ def test_member_weights_are_centre_plus_sigma_a_bt_and_restore_exactly():
     torch.testing.assert_close(written["embed.weight"].double(), expected, rtol=0, atol=1e-6)
     assert torch.equal(written["norm.weight"], theta["norm.weight"])
     weights.restore()
+    weights.serve_centre()
     for name, t in theta.items():
         assert torch.equal(written[name], t)
     with pytest.raises(ValueError, match="does not accumulate"):

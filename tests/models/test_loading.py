@@ -125,7 +125,7 @@ def test_a_revision_reaches_the_tokenizer_the_rollout_the_trainer_model_and_the_
     setup_rollout(rollout, module.model, CPU, torch.float32, module.loading)
     assert rollout.checksum() == pytest.approx(sums[ref], rel=1e-12)
     rollout.es_init()  # the ES start: the weight files of the same revision
-    assert rollout.es_checksum() == pytest.approx(sums[ref], rel=1e-9)
+    assert rollout.es.checksum() == pytest.approx(sums[ref], rel=1e-9)
     assert weight_files(module.model, revision) == [str(two_revisions[ref] / "model.safetensors")]
     trainer_model = _grpo_model(module, rollout)
     assert sum(p.double().sum().item() for p in trainer_model.parameters()) == pytest.approx(
@@ -322,7 +322,7 @@ def test_a_vllm_engine_serves_the_revision_asked_for(two_revisions):
         rollout.start()
         assert rollout.checksum() == pytest.approx(_weights_sum(two_revisions["v2"]), rel=1e-9)
         rollout.es_init()  # the ES start read from the same revision's files
-        assert rollout.es_checksum() == pytest.approx(_weights_sum(two_revisions["v2"]), rel=1e-9)
+        assert rollout.es.checksum() == pytest.approx(_weights_sum(two_revisions["v2"]), rel=1e-9)
     finally:
         rollout.close()
 

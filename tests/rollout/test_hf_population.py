@@ -44,12 +44,12 @@ def test_batched_forward_equals_each_members_weights_written(hf_rollout):
         with population_hooks(model, hf_rollout.es.master, hf_rollout.es.noise, MEMBERS, sigma):
             batched = model(ids.repeat(len(MEMBERS), 1)).logits  # (M·R, T, V)
         for m, (seed, sign) in enumerate(MEMBERS):
-            hf_rollout.es_perturb(seed, sign, sigma)
+            hf_rollout.es.perturb(seed, sign, sigma)
             alone = model(ids).logits
             block = batched[m * rows_per_member : (m + 1) * rows_per_member]
             torch.testing.assert_close(block, alone, rtol=1e-4, atol=1e-4)
             assert (alone - centre).abs().max() > 1e-2, "the perturbation must move the logits"
-        hf_rollout.es_restore()
+        hf_rollout.es.restore()
     hooked = {name for _, name in hooked_layers(model, hf_rollout.es.master, LowRankNoise(2))}
     assert "model.embed_tokens.weight" in hooked and "lm_head.weight" not in hf_rollout.es.master
 

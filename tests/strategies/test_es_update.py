@@ -50,14 +50,14 @@ def _updates(rank: int, world_size: int, model_path: str, update: str, antitheti
     for step, rewards in enumerate(REWARDS):
         population = Population.sample(7, step, 6, antithetic)
         accumulated = accumulates(update, "zscore", "none")
-        engine.es_accumulate(accumulated)
+        engine.es.accumulate(accumulated)
         for i in range(rank, population.size, world_size):
-            engine.es_perturb(*population.members[i], SIGMA)
+            engine.es.perturb(*population.members[i], SIGMA)
             if accumulated:
-                engine.es_record_reward(rewards[i])
-            engine.es_restore()
+                engine.es.record_reward(rewards[i])
+            engine.es.restore()
         r = np.array(rewards)
-        take_update(strategy, engine, member_coefficients(population, r), r, accumulated, LR, "zscore")
+        take_update(strategy, engine.es, member_coefficients(population, r), r, accumulated, LR, "zscore")
     return {n: t.clone() for n, t in engine.es.master.items()}
 
 

@@ -47,8 +47,8 @@ def test_validation_split_follows_the_test_problems_in_their_stream():
 
 def test_default_validation_problems_are_unseen_by_the_warm_start():
     """es-lightning/tiny-arithmetic trained on every problem but the first 1,000 of the test stream
-    (es_lightning.warmstart.arithmetic.training_task): the default test and validation splits lie in those."""
-    from es_lightning.warmstart.arithmetic import training_task
+    (scripts.warmstart.arithmetic.training_task): the default test and validation splits lie in those."""
+    from scripts.warmstart.arithmetic import training_task
 
     task = Arithmetic(seed=0)
     held = set(_keys(Arithmetic(n_test=1000, n_validation=0).load("test")))

@@ -80,9 +80,9 @@ def test_validation_split_follows_the_test_problems_and_stays_out_of_train():
 
 def test_default_validation_problems_are_unseen_by_the_warm_start():
     """es-lightning/tiny-countdown trained on CountdownTiny(seed=0, n_test=1000).load("train"): the
-    stream after its first 1,000 problems (es_lightning.warmstart.countdown.training_task); the
+    stream after its first 1,000 problems (scripts.warmstart.countdown.training_task); the
     default test and validation splits must lie within those 1,000."""
-    from es_lightning.warmstart.countdown import training_task
+    from scripts.warmstart.countdown import training_task
 
     held = CountdownTiny(n_test=1000, n_validation=0, seed=0).load("test")
     task = CountdownTiny(seed=0)  # the defaults: n_test 200, n_validation 200

@@ -9,15 +9,15 @@ from es_lightning.models.registry import PACKAGED_MODELS, resolve_model
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 from es_lightning.module import ReasoningModule
 from es_lightning.tasks import CountdownTiny
-from es_lightning.warmstart import countdown
-from es_lightning.warmstart.countdown import (
+from scripts.warmstart import countdown
+from scripts.warmstart.common import IGNORE
+from scripts.warmstart.countdown import (
     build_examples,
     countdown_config,
     diagnose,
     error_profile,
     train_countdown_model,
 )
-from es_lightning.warmstart.loop import IGNORE
 
 ROW = {"nums": [4, 8, 2], "target": 10}
 PATH = ((8, "-", 2, 6), (6, "+", 4, 10))
@@ -118,8 +118,10 @@ def test_the_training_set_never_holds_a_held_out_problem():
 
 
 def test_cli_help(capsys):
+    from scripts.warmstart.__main__ import main
+
     with pytest.raises(SystemExit) as exit_:
-        countdown.main(["--help"])
+        main(["countdown", "--help"])
     assert exit_.value.code == 0
     assert "--steps" in capsys.readouterr().out
 

@@ -1,6 +1,6 @@
 import torch
 
-from es_lightning.warmstart.loop import epoch_queue
+from scripts.warmstart.common import epoch_queue
 
 
 def test_epoch_queue_takes_epochs_of_fresh_permutations_in_order():

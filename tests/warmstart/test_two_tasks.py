@@ -11,10 +11,10 @@ from es_lightning.models.registry import PACKAGED_MODELS, resolve_model
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 from es_lightning.module import ReasoningModule
 from es_lightning.tasks import Arithmetic, CountdownTiny
-from es_lightning.warmstart import two_tasks
-from es_lightning.warmstart.countdown import step_sequences
-from es_lightning.warmstart.loop import IGNORE
-from es_lightning.warmstart.two_tasks import (
+from scripts.warmstart import two_tasks
+from scripts.warmstart.common import IGNORE
+from scripts.warmstart.countdown import step_sequences
+from scripts.warmstart.two_tasks import (
     ARITHMETIC,
     COUNTDOWN,
     MixedStream,
@@ -158,7 +158,7 @@ def test_three_step_run_writes_a_loadable_reproducible_model(tmp_path):
 
 
 def test_a_start_from_a_trained_model_copies_it_and_records_which(tmp_path, tiny_model_path):
-    from es_lightning.warmstart.two_tasks import HF_FILES, start_model
+    from scripts.warmstart.two_tasks import HF_FILES, start_model
 
     recorded = start_model(tmp_path / "out", str(tiny_model_path), None, seed=0)
     for name in HF_FILES:
@@ -180,8 +180,10 @@ def test_bad_settings_are_refused_before_any_work(tmp_path):
 
 
 def test_cli_help(capsys):
+    from scripts.warmstart.__main__ import main
+
     with pytest.raises(SystemExit) as exit_:
-        two_tasks.main(["--help"])
+        main(["two_tasks", "--help"])
     assert exit_.value.code == 0
     assert "--arithmetic-per-batch" in capsys.readouterr().out
 

@@ -2,7 +2,7 @@
 
 * :mod:`~es_lightning.rollout.vllm.rollout`: :class:`VLLMRollout` (generation, scoring, weight loads);
 * :mod:`~es_lightning.rollout.vllm.engine`: the engine's settings, start, watched calls and end;
-* :mod:`~es_lightning.rollout.vllm.es_centre`: the in-engine ES operations (``ESEngine``);
+* :mod:`~es_lightning.rollout.vllm.es_centre`: the rollout's ``es``, a proxy to the ES centre in the workers;
 * :mod:`~es_lightning.rollout.vllm.worker`: the code that runs inside each vLLM worker process;
 * :mod:`~es_lightning.rollout.vllm.placement` and :mod:`~es_lightning.rollout.vllm.lifeline`: the
   cores and GPU an engine gets, and engine processes that end with their trainer.

@@ -10,8 +10,8 @@ the trainer however it ends (:mod:`~es_lightning.rollout.vllm.lifeline`).
 vLLM logs at ``WARNING`` unless ``VLLM_LOGGING_LEVEL`` is set (``VLLM_LOGGING_LEVEL=INFO`` brings
 its start-up and progress lines back).
 
-Measured on CPU: an engine created *after* torch compute in the same process can run an order of
-magnitude slower, so create it before heavy torch work (the trainer calls :meth:`VLLMEngine.start`
+On CPU an engine created *after* torch compute in the same process can run far slower
+(BENCHMARKS.md), so create it before heavy torch work (the trainer calls :meth:`VLLMEngine.start`
 first).
 """
 
@@ -129,7 +129,6 @@ class VLLMEngine:
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._pids: list[int] = []
         self._watchdog: EngineWatchdog | None = None
-        self._restore_pending = False
 
     def engine_args(self) -> dict[str, Any]:
         """The keyword arguments :meth:`start` gives ``vllm.LLM``."""
@@ -157,11 +156,9 @@ class VLLMEngine:
         which its front end keeps), and for several ranks this rank's share of the cores
         (:func:`~es_lightning.rollout.vllm.placement.rank_cores`), split again per tensor-parallel worker.
 
-        Measured on 2 cores (``benchmarks/measures/main_job.py``): the 0.8M-parameter demo's ES
-        update took 16.5 s with ``auto`` and 20.7 s with the worker on both cores (its front end
-        then competes with a pinned compute thread); on a 40M model both cores generated 1.6× the
-        tokens of ``auto``, so ``cpu_threads_bind: "0-1"`` is the setting for larger models there.
-        Two ranks under ``auto`` would both bind to the same core."""
+        ``auto`` leaves the front end a core of its own, which on a small model beats binding the
+        worker to every core; a larger model gains from every core (``cpu_threads_bind: "0-1"``
+        on 2 cores; BENCHMARKS.md). Two ranks under ``auto`` would both bind to the same core."""
         given = self.cpu_threads_bind or os.environ.get("VLLM_CPU_OMP_THREADS_BIND")
         if given:
             return given

@@ -1,8 +1,8 @@
 """Generation, scoring and weight loads through a vLLM engine: :class:`VLLMRollout`.
 
 The engine itself (settings, start, calls under a watchdog, shutdown) is
-:class:`~es_lightning.rollout.vllm.engine.VLLMEngine`; the ES centre in its workers,
-:class:`~es_lightning.rollout.vllm.es_centre.VLLMES`.
+:class:`~es_lightning.rollout.vllm.engine.VLLMEngine`; the ES centre in its workers is reached
+through :class:`~es_lightning.rollout.vllm.es_centre.WorkerESWeights`.
 """
 
 from __future__ import annotations
@@ -10,26 +10,25 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from typing_extensions import override
 
 from es_lightning.errors import ConfigError
+from es_lightning.es.weights import OptimizerName
 from es_lightning.models.loading import ModelLoading
 from es_lightning.rollout.base import Rollout, RolloutOutput, SamplingConfig
 from es_lightning.rollout.generation_options import check_known_kwargs
 from es_lightning.rollout.seeds import sample_seeds
 from es_lightning.rollout.vllm.engine import VLLMEngine, vllm_available
-from es_lightning.rollout.vllm.es_centre import VLLMES
+from es_lightning.rollout.vllm.es_centre import WorkerESWeights
 from es_lightning.rollout.vllm.outputs import rollout_outputs, token_logprob, tokens_prompt
 from es_lightning.rollout.vllm.population import VLLMPopulation
-
-if TYPE_CHECKING:
-    pass
+from es_lightning.weight_files import weight_files as default_weight_files
 
 
-class VLLMRollout(VLLMEngine, Rollout, VLLMES, VLLMPopulation):
+class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
     """A vLLM ``LLM`` engine behind the rollout contract, holding the ES centre in its workers
     and serving low-rank ES populations as LoRA adapters
     (settings: :class:`~es_lightning.rollout.vllm.engine.VLLMEngine`)."""
@@ -58,6 +57,25 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMES, VLLMPopulation):
                     "of the model (tokenizer, trainer model, engine)"
                 )
         self.model_path, self.device, self.dtype = str(model_path), torch.device(device), dtype
+
+    @override
+    def es_init(
+        self,
+        weight_files: Sequence[str] | None = None,
+        optimizer: OptimizerName = "sgd",
+        optimizer_state: str | None = None,
+    ) -> None:
+        """Every worker reads the fp32 centre from the files and serves it
+        (:class:`~es_lightning.rollout.vllm.es_centre.WorkerESWeights` drives it from then on)."""
+        if weight_files:
+            files = list(weight_files)
+        elif self.model_path is not None:
+            files = default_weight_files(self.model_path, revision=self.loading.revision)
+        else:
+            raise RuntimeError("VLLMRollout: call setup(model_path, device, dtype) before es_init")
+        self.rpc("es_init", files, optimizer, optimizer_state)
+        self._es = WorkerESWeights(self)
+        self._weights_changed()
 
     @override
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[RolloutOutput]:
@@ -130,10 +148,9 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMES, VLLMPopulation):
 
         A file rather than the call's own arguments: ``collective_rpc`` moves bytes as msgpack to
         the engine core, then as a pickle broadcast to the workers (shared memory up to 16 MiB a
-        message), about twice the copies of a file in the page cache. On a 30M-parameter model
-        (116 MiB fp32, 2 busy CPU cores) the file was 1.2-2.8× faster in each of six interleaved
-        runs (median per load 0.15-0.39 s, as bytes 0.33-0.53 s). Chunking keeps one chunk's CPU
-        copy and file at a time (weights on a GPU are copied to the CPU per chunk)."""
+        message), about twice the copies of a file in the page cache (the file was the faster,
+        BENCHMARKS.md). Chunking keeps one chunk's CPU copy and file at a time (weights on a GPU
+        are copied to the CPU per chunk)."""
         from safetensors.torch import save_file
 
         self._serve_centre()  # the tensors may cover only part of the model
@@ -160,6 +177,13 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMES, VLLMPopulation):
     def digest(self) -> str:
         self._serve_centre()
         return self.rpc("weights_digest")[0]
+
+    @override
+    def close(self) -> None:
+        """Shut the engine down; the ES centre in its workers goes with it (``es_init`` again after
+        a restart)."""
+        self._es = None
+        super().close()
 
 
 def weight_chunks(

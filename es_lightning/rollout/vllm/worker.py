@@ -9,8 +9,8 @@ per bounded chunk of a load (:meth:`WorkerExtension.load_weights_from_file`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol, cast
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import torch
 
@@ -95,6 +95,13 @@ except ImportError:  # imported outside a vLLM install (docs, type checks)
     pass
 start_lifeline()  # in an engine process: end with the trainer (does nothing elsewhere)
 
+ES_CALLS = frozenset(
+    "perturb restore serve_centre accumulate record_reward update update_accumulated checksum "
+    "fold_seconds shapes save_state".split()
+)
+"""The :class:`~es_lightning.es.weights.ESWeights` methods the trainer calls through
+:meth:`WorkerExtension.es_call` (:class:`~es_lightning.rollout.vllm.es_centre.WorkerESWeights`)."""
+
 
 class _LoadsWeights(Protocol):
     """What every vLLM model class has beyond ``torch.nn.Module``: a loader of HF-named tensors
@@ -127,8 +134,8 @@ class WorkerExtension:
             self.refresh_cpu_kernels()
 
     def refresh_cpu_kernels(self) -> None:
-        """Repack every linear weight for the CPU kernels (they read a packed copy; ~50 ms on a
-        30M-parameter model, so once per weight change, not once per chunk). Nothing off CPU."""
+        """Repack every linear weight for the CPU kernels (they read a packed copy; a pass over
+        every weight, so once per weight change, not once per chunk). Nothing off CPU."""
         self._refresh_cpu_kernels()
 
     def _refresh_cpu_kernels(self) -> None:
@@ -176,17 +183,23 @@ class WorkerExtension:
             optimizer,
             optimizer_state,
         )
-        self._es.restore()  # serve cast(master) from now on, whatever the file's dtype
+        self._es.write_centre()  # serve cast(master) from now on, whatever the file's dtype
+        self._staged: dict[str, torch.Tensor] = {}
         return len(self._es.master)
 
-    def es_perturb(self, seed: int, sign: float, sigma: float, reward: float | None = None) -> None:
-        """Serve θ + sign·σ·ε_seed; ``reward``: the previous member's, when accumulating."""
-        if reward is not None:
-            self._es.record_reward(reward)
-        self._es.perturb(seed, sign, sigma)
+    def es_call(self, method: str, *args: Any) -> tuple[Any, int, bool]:
+        """``ESWeights.method(*args)`` on this worker's centre (one of :data:`ES_CALLS`), reported
+        as ``(value, writes of the served weights it made, restore pending)``."""
+        if method not in ES_CALLS:
+            raise ValueError(f"WorkerExtension.es_call: {method!r} is not one of {sorted(ES_CALLS)}")
+        if method == "update":  # seeds as ints, whatever the transport made of the keys
+            args = ({int(k): float(v) for k, v in args[0].items()}, *args[1:])
+        return self._reported(getattr(self._es, method), *args)
 
-    def es_restore(self) -> None:
-        self._es.restore()
+    def _reported(self, call: Callable[..., Any], *args: Any) -> tuple[Any, int, bool]:
+        before = self._es.writes
+        value = call(*args)
+        return value, self._es.writes - before, self._es.restore_pending
 
     def es_use_lowrank(self, rank: int | None, fixed: list[str]) -> list[str]:
         """Low-rank noise of rank ``rank`` (``None``: full rank); the moving matrices vLLM cannot
@@ -201,33 +214,11 @@ class WorkerExtension:
 
         return load_population_in_worker(self, members, sigma)
 
-    def es_update(self, coeffs: dict, lr: float, population_size: int) -> float:
-        return self._es.update({int(k): float(v) for k, v in coeffs.items()}, lr, population_size)
-
-    def es_accumulate(self, active: bool) -> None:
-        self._es.accumulate(active)
-        self._staged: dict[str, torch.Tensor] = {}
-
-    def es_update_accumulated(
-        self, mean: float, std: float, lr: float, population_size: int, reward: float | None
-    ) -> float:
-        if reward is not None:
-            self._es.record_reward(reward)
-        return self._es.update_accumulated(mean, std, lr, population_size)
-
-    def es_fold_seconds(self) -> float:
-        return self._es.accumulator.fold_seconds
-
-    def es_tensor_shapes(self) -> dict[str, list[int]]:
-        return {name: list(m.shape) for name, m in self._es.master.items()}
-
     def es_directions_to_file(
-        self, names: list[str], coeffs: dict | None, mean: float | None, reward: float | None, path: str
+        self, names: list[str], coeffs: dict | None, mean: float | None, path: str
     ) -> None:
         """Unscaled directions of ``names``, one after another as float32, into the file ``path``
         (made by the trainer for them: :mod:`es_lightning.rollout.vllm.exchange`)."""
-        if reward is not None:
-            self._es.record_reward(reward)
         coeffs = None if coeffs is None else {int(k): float(v) for k, v in coeffs.items()}
         directions = self._es.directions(names, coeffs, mean)
         numbers = sum(d.numel() for d in directions.values())
@@ -242,9 +233,7 @@ class WorkerExtension:
         ``path``) until :meth:`es_apply_staged`."""
         from es_lightning.rollout.vllm.exchange import unflatten
 
-        staged = getattr(self, "_staged", None)
-        if staged is None:
-            staged = self._staged = {}
+        staged = self._staged
         shapes = {n: tuple(self._es.master[n].shape) for n in names}
         numbers = sum(math.prod(s) for s in shapes.values())
         flat = torch.from_file(path, shared=True, size=numbers, dtype=torch.float32)  # scaled in place
@@ -252,12 +241,10 @@ class WorkerExtension:
         for name, t in unflatten(flat, shapes).items():
             staged[name] = t.to(device)
 
-    def es_apply_staged(self, lr: float, population_size: int, std: float) -> float:
-        staged, self._staged = getattr(self, "_staged", {}), {}
-        return self._es.apply_directions([staged], lr, population_size, std)
-
-    def es_checksum(self) -> float:
-        return self._es.checksum()
+    def es_apply_staged(self, lr: float, population_size: int, std: float) -> tuple[Any, int, bool]:
+        """Apply the staged directions (reported as :meth:`es_call` reports)."""
+        staged, self._staged = self._staged, {}
+        return self._reported(self._es.apply_directions, [staged], lr, population_size, std)
 
     def es_weight_chunks(self, max_bytes: int) -> list[list[str]]:
         """The master's tensor names in groups of at most ``max_bytes`` (one tensor at least)."""
@@ -279,6 +266,3 @@ class WorkerExtension:
             t = self._es.master[name].detach().to("cpu").contiguous()
             out[name] = (list(t.shape), t.view(torch.uint8).numpy().tobytes())
         return out
-
-    def es_save_optimizer(self, path: str) -> None:
-        torch.save(self._es.state_dict(), path)

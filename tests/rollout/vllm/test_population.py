@@ -45,9 +45,9 @@ def test_population_as_adapters_equals_members_with_weights_written(lora_engine,
     seeds = [101, 101, 101]  # common random numbers
     batched = lora_engine.es_generate_population(PROMPTS, sampling, MEMBERS, SIGMA, seeds)
     for (seed, sign), sampling_seed, member in zip(MEMBERS, seeds, batched, strict=True):
-        lora_engine.es_perturb(seed, sign, SIGMA)
+        lora_engine.es.perturb(seed, sign, SIGMA)
         alone = lora_engine.generate(PROMPTS, replace(sampling, seed=sampling_seed))
-        lora_engine.es_restore()
+        lora_engine.es.restore()
         assert [o.prompt_token_ids for o in member] == PROMPTS
         assert [c.token_ids for o in member for c in o.completions] == [
             c.token_ids for o in alone for c in o.completions
@@ -77,11 +77,11 @@ def test_a_population_after_an_update_serves_the_new_centre(lora_engine):
     """Adapters are rebuilt for every population and the base weights are the current centre."""
     sampling = SamplingConfig(n=1, temperature=0.0, max_tokens=8, logprobs=True)
     before = lora_engine.es_generate_population(PROMPTS, sampling, MEMBERS[:1], SIGMA, [0])
-    lora_engine.es_update({11: 1.0, 23: -1.0}, 0.5, 2)
+    lora_engine.es.update({11: 1.0, 23: -1.0}, 0.5, 2)
     after = lora_engine.es_generate_population(PROMPTS, sampling, MEMBERS[:1], SIGMA, [0])
-    lora_engine.es_perturb(*MEMBERS[0], SIGMA)
+    lora_engine.es.perturb(*MEMBERS[0], SIGMA)
     alone = lora_engine.generate(PROMPTS, sampling)
-    lora_engine.es_restore()
+    lora_engine.es.restore()
     lora_engine.es_init()
     lora_engine.es_use_lowrank(2, embedding_names(lora_engine.model_path, lora_engine.loading))
     logps = [c.logprobs for o in after[0] for c in o.completions]

@@ -100,8 +100,8 @@ def test_a_partial_load_lands_on_the_centre_after_a_pending_restore(vllm_rollout
     }
     name = next(n for n in base_weights if n.endswith("q_proj.weight"))
     replacement = _perturbed(tiny_model_path, seed=5)[name]
-    vllm_rollout.es_perturb(seed=1, sign=1.0, sigma=0.1)
-    vllm_rollout.es_restore()  # deferred: the load must write the centre back first
+    vllm_rollout.es.perturb(seed=1, sign=1.0, sigma=0.1)
+    vllm_rollout.es.restore()  # deferred: the load must write the centre back first
     vllm_rollout.load_weights([(name, replacement)])
     served = vllm_rollout.digest()
     assert _served_digest_of(vllm_rollout, base_weights | {name: replacement}, tmp_path) == served

@@ -2,9 +2,10 @@
 
 The setting where forgetting can be measured: post-train on ``countdown_tiny`` only, then evaluate
 on its test problems (in domain) and on ``arithmetic``'s (out of domain), before and after
-(``recipes/forgetting_cpu_{es,grpo}.yaml``). Run it as a script (``--help`` lists every option)::
+(``recipes/forgetting_cpu_{es,grpo}.yaml``). Run it from the repository's root (``--help`` lists
+every option)::
 
-    python -m es_lightning.warmstart.two_tasks --output runs/tiny-countdown-arithmetic --evaluate
+    python -m scripts.warmstart two_tasks --output runs/tiny-countdown-arithmetic --evaluate
 
 (the defaults are the packaged model's settings) or call :func:`train_two_task_model`. What it
 does, top to bottom:
@@ -14,10 +15,10 @@ does, top to bottom:
    covers both tasks' prompts and solutions (``Q: 4 8 2 -> 10`` and ``Q: 12+7-5=?``);
 2. takes the two training sets of the single-task warm starts, with their held-out discipline:
    ``countdown_tiny``: the ``n_problems`` problems after the first ``held_out`` of the
-   ``CountdownTiny(seed=0)`` stream (:func:`es_lightning.warmstart.countdown.training_task`, the
+   ``CountdownTiny(seed=0)`` stream (:func:`scripts.warmstart.countdown.training_task`, the
    problems ``tiny-countdown`` was trained on); ``arithmetic``: every ``a+b-c`` problem except
    the first ``held_out`` of the ``Arithmetic(seed=0)`` test stream
-   (:func:`es_lightning.warmstart.arithmetic.training_task`); so both tasks' test and validation splits
+   (:func:`scripts.warmstart.arithmetic.training_task`); so both tasks' test and validation splits
    (problems 1-200 and 201-400 of those streams) are never trained on;
 3. fills every batch with ``batch_size - arithmetic_per_batch`` countdown problems and
    ``arithmetic_per_batch`` arithmetic problems (:class:`MixedStream`), each task in epochs of
@@ -26,22 +27,21 @@ does, top to bottom:
    solution always ends ``A: r`` (no second answer style: a format the verifier ignores would
    turn "forgetting" into a formatting effect);
 4. trains with the loop every warm start shares
-   (:func:`~es_lightning.warmstart.loop.fit_completions`: completion-only cross-entropy, AdamW,
+   (:func:`~scripts.warmstart.common.fit_completions`: completion-only cross-entropy, AdamW,
    warmup then cosine, clipping at 1) and saves an HF folder plus ``training_config.json``
    (which records the starting model and its sha256).
 
 Starting from ``tiny-countdown`` rather than from random weights is what keeps the run short
-(150 steps): ``tiny-countdown`` alone took 2,000 steps from scratch, and the same number of mixed
-steps ran at 2.5 s a step on one thread of the busy 2-core machine (well over an hour). Countdown
-is rehearsed in every batch, so arithmetic is learned beside it, not instead of it.
+(150 steps against the 2,000 ``tiny-countdown`` took from scratch; the model card has the times).
+Countdown is rehearsed in every batch, so arithmetic is learned beside it, not instead of it.
 
 Deterministic: the same arguments on the same machine and software give bit-identical weights.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -51,9 +51,9 @@ import torch
 from es_lightning.errors import ConfigError
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 from es_lightning.tasks.countdown_tiny import Step
-from es_lightning.warmstart import arithmetic as arithmetic_warmstart
-from es_lightning.warmstart import countdown as countdown_warmstart
-from es_lightning.warmstart.loop import Example, epoch_queue, fit_completions, sft_parser
+from scripts.warmstart import arithmetic as arithmetic_warmstart
+from scripts.warmstart import countdown as countdown_warmstart
+from scripts.warmstart.common import Example, WarmStart, default_warmup, epoch_queue, fit_completions
 
 COUNTDOWN, ARITHMETIC = "countdown_tiny", "arithmetic"
 
@@ -75,7 +75,7 @@ class MixedStream:
     ``arithmetic_per_batch`` arithmetic ones, each task in epochs of its own ``randperm`` order.
 
     Seeded generators: ``seed`` orders countdown problems, ``seed + 1`` draws their solutions
-    (as in :mod:`~es_lightning.warmstart.countdown`), ``seed + 2`` orders arithmetic problems.
+    (as in :mod:`~scripts.warmstart.countdown`), ``seed + 2`` orders arithmetic problems.
     """
 
     def __init__(
@@ -260,7 +260,8 @@ def train_two_task_model(
         n_problems: countdown training problems.
         held_out: how many problems at the start of each task's test stream are never trained on.
         config: model size of a random start (``init=None``); ``None``: :func:`two_task_config`.
-        threads: torch CPU threads while training (one is fastest on a busy 2-core machine).
+        threads: torch CPU threads while training (fixed, so the result does not depend on the
+            machine's core count).
         device: where to train; ``"cuda"`` rounds differently from the CPU run that made the
             packaged model.
         progress: show a tqdm progress bar.
@@ -269,7 +270,7 @@ def train_two_task_model(
 
     _check_sizes(steps, batch_size, n_problems, arithmetic_per_batch)
     output = Path(output)
-    warmup = warmup_steps if warmup_steps is not None else max(1, steps // 20)
+    warmup = default_warmup(steps, warmup_steps)
     start = start_model(output, init, config, seed)
     countdown, arithmetic, countdown_rows, paths, arithmetic_rows = training_sets(n_problems, held_out)
     settings = dict(
@@ -307,7 +308,7 @@ def evaluate_two_task_model(
     (``seed=0``): Pass@K (K = 1..``num_samples``), maj@K and greedy accuracy at ``temperature``,
     sampling seed 1234, at most 64 new tokens, through the project's evaluation runner and
     ``HFRollout(batch_size=512)`` on ``threads`` CPU threads; the countdown summary also holds
-    its ``errors/<verdict>`` shares (:func:`~es_lightning.warmstart.countdown.error_profile`)."""
+    its ``errors/<verdict>`` shares (:func:`~scripts.warmstart.countdown.error_profile`)."""
     saved_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -323,19 +324,11 @@ def evaluate_two_task_model(
         torch.set_num_threads(saved_threads)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = sft_parser(
-        "python -m es_lightning.warmstart.two_tasks",
-        "Train the tiny two-task model (es-lightning/tiny-countdown-arithmetic) on CPU.",
-        steps=150,
-        threads=1,
-        evaluate="then report Pass@K, maj@K and greedy on 200 test problems of each task",
-        batch_size=96,
-        lr=1e-3,
-    )
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--init",
         default="es-lightning/tiny-countdown",
+        type=lambda given: None if given.lower() == "none" else given,
         help="model to start from, a packaged name or a folder; 'none': random weights "
         "(default: es-lightning/tiny-countdown)",
     )
@@ -345,32 +338,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--n-problems", type=int, default=30000, help="countdown training problems (default: 30000)"
     )
-    args = parser.parse_args(argv)
-
-    start = time.perf_counter()
-    folder = train_two_task_model(
-        args.output,
-        args.steps,
-        args.seed,
-        init=None if args.init.lower() == "none" else args.init,
-        batch_size=args.batch_size,
-        arithmetic_per_batch=args.arithmetic_per_batch,
-        lr=args.lr,
-        n_problems=args.n_problems,
-        threads=args.threads,
-        progress=not args.no_progress,
-    )
-    print(f"trained {args.steps} steps in {time.perf_counter() - start:.1f} s -> {folder}", flush=True)
-    if args.evaluate:
-        start = time.perf_counter()
-        summaries = evaluate_two_task_model(folder, threads=args.threads)
-        keys = ("pass@1", "pass@4", "pass@16", "maj@16", "greedy")
-        for task, summary in summaries.items():
-            shown = {k: round(summary[k], 4) for k in keys}
-            print(f"{task}: {json.dumps(shown)}", flush=True)
-        (folder / "evaluation.json").write_text(json.dumps(summaries, indent=2) + "\n")
-        print(f"evaluated in {time.perf_counter() - start:.1f} s", flush=True)
 
 
-if __name__ == "__main__":
-    main()
+WARM_START = WarmStart(
+    description="Train the tiny two-task model (es-lightning/tiny-countdown-arithmetic) on CPU.",
+    steps=150,
+    threads=1,
+    evaluates="200 test problems of each task",
+    shown=("pass@1", "pass@4", "pass@16", "maj@16", "greedy"),
+    add_arguments=_add_arguments,
+    train=train_two_task_model,
+    evaluate=lambda folder, args: evaluate_two_task_model(folder, threads=args.threads),
+    batch_size=96,
+    lr=1e-3,
+)
+"""``python -m scripts.warmstart two_tasks``."""

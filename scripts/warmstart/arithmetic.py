@@ -1,8 +1,8 @@
 """Supervised warm start of the built-in ``es-lightning/tiny-arithmetic`` model (CPU, minutes).
 
-Run it as a script (``--help`` lists every option)::
+Run it from the repository's root (``--help`` lists every option)::
 
-    python -m es_lightning.warmstart.arithmetic --output runs/tiny-arithmetic --evaluate
+    python -m scripts.warmstart arithmetic --output runs/tiny-arithmetic --evaluate
 
 (the defaults: ``--steps 900 --seed 0 --alt-answer-fraction 0.5 --threads 2``, the packaged model's
 settings)
@@ -22,7 +22,7 @@ or call :func:`train_arithmetic_model`. What it does, top to bottom:
    not reliably the grader's answer format, and has to learn it from the reward;
 4. minimises next-token cross-entropy on the completion and EOS tokens only (prompt and padding
    carry no loss) with AdamW, linear warmup then cosine decay to zero, gradient clipping at 1
-   (:func:`~es_lightning.warmstart.loop.fit_completions`, the loop every warm start shares);
+   (:func:`~scripts.warmstart.common.fit_completions`, the loop every warm start shares);
 5. saves an HF folder (float32 ``model.safetensors``, config, tokenizer) that transformers and vLLM
    both load, plus ``training_config.json`` with the settings used.
 
@@ -33,8 +33,8 @@ weights (seeded initialisation and data order, a fixed thread count,
 
 from __future__ import annotations
 
+import argparse
 import json
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,15 @@ import torch
 
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 from es_lightning.tasks.arithmetic import Arithmetic, worked_solution
-from es_lightning.warmstart.loop import IGNORE, Example, epoch_queue, fit_completions, sft_parser
+from scripts.warmstart.common import (
+    Example,
+    WarmStart,
+    completion_examples,
+    default_warmup,
+    epoch_queue,
+    evaluate_task,
+    fit_completions,
+)
 
 ALT_ANSWER_MARK = "Answer:"
 """The other answer style of the warm-start data (``Answer: 14``); the task's verifier reads only
@@ -92,18 +100,10 @@ def build_examples(
         alt_answer: per row, whether its solution ends ``Answer: r`` (:func:`solution_text`);
             ``None``: none does.
     """
-    tokenizer = module.tokenizer
-    prompts = module.encode(rows)
     alt = alt_answer if alt_answer is not None else [False] * len(rows)
     if len(alt) != len(rows):
         raise ValueError(f"build_examples: {len(alt)} alt_answer flags for {len(rows)} rows")
-    texts = [solution_text(row, flag) for row, flag in zip(rows, alt)]
-    targets = tokenizer(texts, add_special_tokens=False)["input_ids"]
-    examples = []
-    for prompt, target in zip(prompts, targets):
-        completion = [*target, tokenizer.eos_token_id]
-        examples.append(([*prompt, *completion], [IGNORE] * len(prompt) + completion))
-    return examples
+    return completion_examples(module, rows, [solution_text(row, flag) for row, flag in zip(rows, alt)])
 
 
 def _check_arguments(steps: int, batch_size: int, alt_answer_fraction: float) -> None:
@@ -158,7 +158,7 @@ def train_arithmetic_model(
     _check_arguments(steps, batch_size, alt_answer_fraction)
     output = Path(output)
     config = config or arithmetic_config(seed)
-    warmup = warmup_steps if warmup_steps is not None else max(1, steps // 20)
+    warmup = default_warmup(steps, warmup_steps)
     settings = dict(
         steps=steps, seed=seed, batch_size=batch_size, lr=lr, warmup_steps=warmup, weight_decay=weight_decay,
         max_number=max_number, held_out=held_out, alt_answer_fraction=alt_answer_fraction, threads=threads,
@@ -195,52 +195,26 @@ def evaluate_arithmetic_model(
     """Pass@K, maj@K and greedy accuracy of ``folder`` on the first ``n_test`` test problems of
     ``Arithmetic(seed=0)``, with the project's evaluation runner and the HF rollout (batch 512,
     at most 64 new tokens)."""
-    from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
-    from es_lightning.module import ReasoningModule
-    from es_lightning.rollout.hf import HFRollout
-
-    task = Arithmetic(n_test=n_test)
-    module = ReasoningModule(model=str(folder), task=task)
-    config = EvalConfig(num_samples=num_samples, temperature=temperature, max_tokens=64, seed=seed)
-    with HFRollout(batch_size=512) as rollout:
-        rollout.setup(module.model, torch.device("cpu"), torch.float32)
-        return evaluate_rows(module, rollout, task.load("test"), config).summary
+    return evaluate_task(folder, Arithmetic(n_test=n_test), num_samples, temperature, seed).summary
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = sft_parser(
-        "python -m es_lightning.warmstart.arithmetic",
-        "Train the tiny a+b-c model (es-lightning/tiny-arithmetic) on CPU.",
-        steps=900,
-        threads=2,
-        evaluate="then report Pass@1/4/16 and greedy on 200 test problems",
-    )
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--alt-answer-fraction",
         type=float,
         default=0.5,
         help="share of solutions ending 'Answer: r' instead of the graded 'A: r' (default: 0.5)",
     )
-    args = parser.parse_args(argv)
-
-    start = time.perf_counter()
-    folder = train_arithmetic_model(
-        args.output,
-        args.steps,
-        args.seed,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        alt_answer_fraction=args.alt_answer_fraction,
-        threads=args.threads,
-        progress=not args.no_progress,
-    )
-    print(f"trained {args.steps} steps in {time.perf_counter() - start:.1f} s -> {folder}")
-    if args.evaluate:
-        start = time.perf_counter()
-        summary = evaluate_arithmetic_model(folder)
-        shown = {k: round(summary[k], 4) for k in ("pass@1", "pass@4", "pass@16", "greedy", "mean_reward")}
-        print(f"evaluated in {time.perf_counter() - start:.1f} s: {json.dumps(shown)}")
 
 
-if __name__ == "__main__":
-    main()
+WARM_START = WarmStart(
+    description="Train the tiny a+b-c model (es-lightning/tiny-arithmetic) on CPU.",
+    steps=900,
+    threads=2,
+    evaluates="200 test problems",
+    shown=("pass@1", "pass@4", "pass@16", "greedy", "mean_reward"),
+    add_arguments=_add_arguments,
+    train=train_arithmetic_model,
+    evaluate=lambda folder, args: {"arithmetic": evaluate_arithmetic_model(folder)},
+)
+"""``python -m scripts.warmstart arithmetic``."""

@@ -1,8 +1,9 @@
-"""The supervised warm-start loop shared by the tiny models' scripts (``arithmetic``, ``countdown``,
-``two_tasks``).
+"""What the tiny models' warm starts (``arithmetic``, ``countdown``, ``two_tasks``) share: their
+examples, their training loop, their evaluation.
 
-Each script builds its own examples, ``(input_ids, labels)`` with the prompt labelled ``IGNORE``,
-and hands :func:`fit_completions` a function that returns the next batch of them. The loop then:
+Each script turns its problems into examples with :func:`completion_examples`, ``(input_ids,
+labels)`` with the prompt labelled ``IGNORE``, and hands :func:`fit_completions` a function that
+returns the next batch of them. The loop then:
 
 1. loads the model folder the script wrote (random weights from the script's seed);
 2. minimises next-token cross-entropy on the labelled positions only (:func:`completion_loss`:
@@ -14,6 +15,9 @@ It is deterministic: ``torch.manual_seed(seed)``, a fixed thread count and
 ``torch.use_deterministic_algorithms`` while it runs; the caller's RNG state, thread count and
 determinism flag are restored afterwards. The batches must come from seeded generators of their
 own (never the global RNG), so that the same arguments give bit-identical weights.
+
+:func:`evaluate_task` scores a trained folder on a task's test problems with the project's
+evaluation runner, as the model cards report it.
 """
 
 from __future__ import annotations
@@ -21,16 +25,63 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """One model's warm start as ``python -m scripts.warmstart <model>`` runs it."""
+
+    description: str
+    steps: int
+    """Default optimizer steps (the packaged model's)."""
+    threads: int
+    """Default torch CPU threads."""
+    evaluates: str
+    """What ``--evaluate`` scores (for ``--help``)."""
+    shown: tuple[str, ...]
+    """The summary keys printed after an evaluation (a key ending ``/``: every key it starts)."""
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    """Adds the model's own options."""
+    train: Callable[..., Path]
+    """``train(output, steps, seed, batch_size=, lr=, threads=, progress=, **own options)``;
+    returns the model folder."""
+    evaluate: Callable[[Path, argparse.Namespace], dict[str, dict[str, float]]]
+    """``{task: summary}`` of a trained folder."""
+    batch_size: int = 128
+    lr: float = 3e-3
+
 
 IGNORE = -100
 """Label of positions that carry no loss (``F.cross_entropy``'s ``ignore_index``)."""
 
 Example = tuple[list[int], list[int]]
 """One training sequence: ``(input_ids, labels)``, the labels ``IGNORE`` where no loss is taken."""
+
+
+def completion_examples(module: Any, rows: list[dict[str, Any]], texts: list[str]) -> list[Example]:
+    """``(input_ids, labels)`` per row: prompt + ``texts[i]`` + EOS, the prompt labelled ``IGNORE``.
+
+    ``module`` is a :class:`~es_lightning.module.ReasoningModule` on the rows' task: its ``encode``
+    makes the prompt ids, so training prompts are exactly what rollouts feed the model.
+    """
+    tokenizer = module.tokenizer
+    targets = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    examples = []
+    for prompt, target in zip(module.encode(rows), targets, strict=True):
+        completion = [*target, tokenizer.eos_token_id]
+        examples.append(([*prompt, *completion], [IGNORE] * len(prompt) + completion))
+    return examples
+
+
+def default_warmup(steps: int, warmup_steps: int | None) -> int:
+    """``warmup_steps``, or 5% of ``steps`` (at least 1) when it is ``None``."""
+    return warmup_steps if warmup_steps is not None else max(1, steps // 20)
 
 
 def collate(examples: list[Example], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -145,27 +196,36 @@ def epoch_queue(size: int, generator: torch.Generator) -> Callable[[int], list[i
     return take
 
 
-def sft_parser(
-    prog: str,
-    description: str,
-    steps: int,
-    threads: int,
-    evaluate: str,
-    batch_size: int = 128,
-    lr: float = 3e-3,
-) -> argparse.ArgumentParser:
-    """The options every warm-start script takes (each adds its own)."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--output", type=Path, required=True, help="folder to write the HF model to")
-    parser.add_argument("--steps", type=int, default=steps, help=f"optimizer steps (default: {steps})")
-    parser.add_argument("--seed", type=int, default=0, help="seed of weights and data order (default: 0)")
-    parser.add_argument(
-        "--batch-size", type=int, default=batch_size, help=f"examples per step (default: {batch_size})"
-    )
-    parser.add_argument("--lr", type=float, default=lr, help=f"peak AdamW learning rate (default: {lr:g})")
-    parser.add_argument(
-        "--threads", type=int, default=threads, help=f"torch CPU threads for training (default: {threads})"
-    )
-    parser.add_argument("--evaluate", action="store_true", help=evaluate)
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    return parser
+def evaluate_task(
+    folder: Path,
+    task: Any,
+    num_samples: int,
+    temperature: float,
+    seed: int = 1234,
+    rollout: Any = None,
+    threads: int | None = None,
+) -> Any:
+    """The evaluation runner's result (``.summary``: Pass@K, maj@K, greedy; ``.rows``,
+    ``.completions``) of the model in ``folder`` on ``task``'s test problems, at most 64 new tokens.
+
+    Args:
+        rollout: a set-up rollout to generate with; ``None``: ``HFRollout(batch_size=512)`` on CPU.
+        threads: torch CPU threads while that transformers rollout generates (then restored);
+            ``None``: as they are.
+    """
+    from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
+    from es_lightning.module import ReasoningModule
+    from es_lightning.rollout.hf import HFRollout
+
+    module = ReasoningModule(model=str(folder), task=task)
+    config = EvalConfig(num_samples=num_samples, temperature=temperature, max_tokens=64, seed=seed)
+    if rollout is not None:
+        return evaluate_rows(module, rollout, task.load("test"), config)
+    saved_threads = torch.get_num_threads()
+    torch.set_num_threads(threads or saved_threads)
+    try:
+        with HFRollout(batch_size=512) as hf:
+            hf.setup(module.model, torch.device("cpu"), torch.float32)
+            return evaluate_rows(module, hf, task.load("test"), config)
+    finally:
+        torch.set_num_threads(saved_threads)

@@ -1,8 +1,8 @@
 """Supervised warm start of the built-in ``es-lightning/tiny-countdown`` model (CPU, under an hour).
 
-Run it as a script (``--help`` lists every option)::
+Run it from the repository's root (``--help`` lists every option)::
 
-    python -m es_lightning.warmstart.countdown --output runs/tiny-countdown --evaluate
+    python -m scripts.warmstart countdown --output runs/tiny-countdown --evaluate
 
 (the defaults are the packaged model's settings) or call :func:`train_countdown_model`. What it
 does, top to bottom:
@@ -20,7 +20,7 @@ does, top to bottom:
    sampling time like a base model that was never taught to backtrack;
 4. minimises next-token cross-entropy on the completion and EOS tokens only with AdamW, linear
    warmup then cosine decay to zero, gradient clipping at 1 (the loop every warm start shares,
-   :func:`~es_lightning.warmstart.loop.fit_completions`);
+   :func:`~scripts.warmstart.common.fit_completions`);
 5. saves an HF folder (float32 ``model.safetensors``, config, tokenizer) that transformers and vLLM
    both load, plus ``training_config.json`` with the settings used.
 
@@ -31,9 +31,9 @@ weights (seeded initialisation, data order and solution draws, a fixed thread co
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict
@@ -44,8 +44,16 @@ import torch
 
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 from es_lightning.tasks.countdown_tiny import CountdownTiny, Step, classify, solutions, worked_solution
-from es_lightning.warmstart.arithmetic import arithmetic_config
-from es_lightning.warmstart.loop import IGNORE, Example, epoch_queue, fit_completions, sft_parser
+from scripts.warmstart.arithmetic import arithmetic_config
+from scripts.warmstart.common import (
+    Example,
+    WarmStart,
+    completion_examples,
+    default_warmup,
+    epoch_queue,
+    evaluate_task,
+    fit_completions,
+)
 
 
 def countdown_config(seed: int = 0) -> TinyConfig:
@@ -71,14 +79,8 @@ def build_examples(module: Any, rows: list[dict[str, Any]], steps: list[tuple[St
     labels are ``IGNORE``. ``module`` is a :class:`~es_lightning.module.ReasoningModule` on a
     ``countdown_tiny`` task: its ``encode`` makes the prompt ids, so training prompts equal rollout
     prompts."""
-    tokenizer = module.tokenizer
     texts = [worked_solution(row["nums"], path) for row, path in zip(rows, steps, strict=True)]
-    targets = tokenizer(texts, add_special_tokens=False)["input_ids"]
-    examples = []
-    for prompt, target in zip(module.encode(rows), targets):
-        completion = [*target, tokenizer.eos_token_id]
-        examples.append(([*prompt, *completion], [IGNORE] * len(prompt) + completion))
-    return examples
+    return completion_examples(module, rows, texts)
 
 
 def train_countdown_model(
@@ -112,8 +114,8 @@ def train_countdown_model(
         held_out: how many test problems of ``CountdownTiny(seed=0)`` are never trained on.
         config: model size; ``None``: :func:`countdown_config` with ``seed``.
         threads: torch CPU threads while training (fixed, so the result does not depend on the
-            machine's core count; one thread also stays fast on a busy machine, where two
-            threads were measured ten times slower than one).
+            machine's core count; one thread also stays fast on a busy machine: the model card
+            has the times).
         device: where to train; ``"cuda"`` is faster but rounds differently from the CPU run
             that made the packaged model.
         progress: show a tqdm progress bar.
@@ -129,7 +131,7 @@ def train_countdown_model(
         )
     output = Path(output)
     config = config or countdown_config(seed)
-    warmup = warmup_steps if warmup_steps is not None else max(1, steps // 20)
+    warmup = default_warmup(steps, warmup_steps)
     task = training_task(n_problems, held_out, **task_settings)
     settings = dict(
         steps=steps, seed=seed, batch_size=batch_size, lr=lr, warmup_steps=warmup, weight_decay=weight_decay,
@@ -249,60 +251,26 @@ def evaluate_countdown_model(
     Args:
         rollout: a set-up rollout to generate with; ``None``: ``HFRollout(batch_size=512)`` on CPU.
         threads: torch CPU threads while the transformers rollout generates (then restored): on a
-            busy 2-core machine one thread generated 9 times faster than two.
+            busy 2-core machine one thread is the faster (the model card has the times).
     """
-    from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
-    from es_lightning.module import ReasoningModule
-    from es_lightning.rollout.hf import HFRollout
-
     task = CountdownTiny(n_test=n_test, seed=0)
-    module = ReasoningModule(model=str(folder), task=task)
-    config = EvalConfig(num_samples=num_samples, temperature=temperature, max_tokens=64, seed=seed)
-    if rollout is None:
-        saved_threads = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
-            with HFRollout(batch_size=512) as hf:
-                hf.setup(module.model, torch.device("cpu"), torch.float32)
-                result = evaluate_rows(module, hf, task.load("test"), config)
-        finally:
-            torch.set_num_threads(saved_threads)
-    else:
-        result = evaluate_rows(module, rollout, task.load("test"), config)
+    result = evaluate_task(folder, task, num_samples, temperature, seed, rollout, threads)
     errors = error_profile(result.rows, result.completions)
     return result.summary | {f"errors/{verdict}": share for verdict, share in errors.items()}
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = sft_parser(
-        "python -m es_lightning.warmstart.countdown",
-        "Train the tiny countdown model (es-lightning/tiny-countdown) on CPU.",
-        steps=2000,
-        threads=1,
-        evaluate="then report Pass@K, greedy and errors on 200 test problems",
-    )
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-problems", type=int, default=30000, help="training problems (default: 30000)")
-    args = parser.parse_args(argv)
-
-    start = time.perf_counter()
-    folder = train_countdown_model(
-        args.output,
-        args.steps,
-        args.seed,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        n_problems=args.n_problems,
-        threads=args.threads,
-        progress=not args.no_progress,
-    )
-    print(f"trained {args.steps} steps in {time.perf_counter() - start:.1f} s -> {folder}")
-    if args.evaluate:
-        start = time.perf_counter()
-        summary = evaluate_countdown_model(folder)
-        keys = ["pass@1", "pass@4", "pass@16", "pass@32", "greedy"]
-        shown = {k: round(v, 4) for k, v in summary.items() if k in keys or k.startswith("errors/")}
-        print(f"evaluated in {time.perf_counter() - start:.1f} s: {json.dumps(shown)}")
 
 
-if __name__ == "__main__":
-    main()
+WARM_START = WarmStart(
+    description="Train the tiny countdown model (es-lightning/tiny-countdown) on CPU.",
+    steps=2000,
+    threads=1,
+    evaluates="200 test problems (with the error profile)",
+    shown=("pass@1", "pass@4", "pass@16", "pass@32", "greedy", "errors/"),
+    add_arguments=_add_arguments,
+    train=train_countdown_model,
+    evaluate=lambda folder, args: {"countdown_tiny": evaluate_countdown_model(folder)},
+)
+"""``python -m scripts.warmstart countdown``."""
