@@ -231,7 +231,6 @@ def run_es(device: torch.device, model_path: Path, s: Settings, grpo_follows: bo
     from lightning.fabric import Fabric
 
     from es_lightning.es.noise import seed_schedule
-    from es_lightning.rollout.base import setup_rollout
     from es_lightning.rollout.hf import HFRollout
     from es_lightning.strategies import ESStrategy
 
@@ -247,7 +246,7 @@ def run_es(device: torch.device, model_path: Path, s: Settings, grpo_follows: bo
     fabric.launch()
     module = make_module(model_path, temperature=0.0, max_tokens=s.es_max_tokens)
     rollout = HFRollout(batch_size=s.es_batch)  # one generate call per member
-    setup_rollout(rollout, module.model, fabric.device, module.torch_dtype(fabric.device), module.loading)
+    rollout.setup(module.model, fabric.device, module.torch_dtype(fabric.device), module.loading)
     strategy = fabric.strategy
     strategy.prepare(fabric, module, rollout, None)  # the fp32 centre beside the serving model
     setup_s = time.perf_counter() - t_setup
@@ -373,7 +372,6 @@ def run_grpo(device: torch.device, model_path: Path, s: Settings) -> dict[str, A
     """GRPO: ``GRPOStrategy.training_step`` (sample G per prompt, fwd/bwd, AdamW, weight sync)."""
     from lightning.fabric import Fabric
 
-    from es_lightning.rollout.base import setup_rollout
     from es_lightning.rollout.hf import HFRollout
     from es_lightning.strategies import GRPOStrategy
 
@@ -395,7 +393,7 @@ def run_grpo(device: torch.device, model_path: Path, s: Settings) -> dict[str, A
     fabric.launch()
     module = make_module(model_path, temperature=1.0, max_tokens=s.grpo_max_tokens)
     rollout = HFRollout(batch_size=s.grpo_batch * s.group_size)  # one generate call per update
-    setup_rollout(rollout, module.model, fabric.device, module.torch_dtype(fabric.device), module.loading)
+    rollout.setup(module.model, fabric.device, module.torch_dtype(fabric.device), module.loading)
     strategy = fabric.strategy
     strategy.total_updates = s.grpo_updates
     strategy.prepare(fabric, module, rollout, None)  # fp32 trainer model + AdamW, synced into the rollout

@@ -56,7 +56,7 @@ def main() -> None:
 
     from es_lightning.es.noise import seed_schedule
     from es_lightning.module import ReasoningModule
-    from es_lightning.rollout.base import SamplingConfig, setup_rollout
+    from es_lightning.rollout.base import SamplingConfig
     from es_lightning.rollout.vllm import VLLMRollout
     from es_lightning.strategies import ESStrategy
 
@@ -80,7 +80,7 @@ def main() -> None:
         cpu_threads_bind=binds[fabric.local_rank % len(binds)],
         engine_kwargs={"worker_extension_cls": PROFILING_WORKER},
     )
-    setup_rollout(rollout, model, fabric.device, module.torch_dtype(fabric.device), module.loading)
+    rollout.setup(model, fabric.device, module.torch_dtype(fabric.device), module.loading)
     t0 = time.perf_counter()
     rollout.start()  # before any torch work in this process, as the trainer does
     start_s = time.perf_counter() - t0

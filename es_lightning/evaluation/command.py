@@ -23,7 +23,7 @@ from es_lightning.evaluation.strict_json import strict_dumps
 from es_lightning.evaluation.summary import average_over_tasks
 from es_lightning.evaluation.table import print_table
 from es_lightning.models.loading import ModelLoading
-from es_lightning.rollout.base import Rollout, setup_rollout
+from es_lightning.rollout.base import Rollout
 from es_lightning.rollout.default import default_rollout
 from es_lightning.tasks.base import Task
 
@@ -139,7 +139,7 @@ def evaluate_model(
         model_kwargs=loading.model_kwargs,
     )
     first.check_model_source()
-    setup_rollout(rollout, first.model, device, first.torch_dtype(device), first.loading)
+    rollout.setup(first.model, device, first.torch_dtype(device), first.loading)
     if hasattr(rollout, "start"):
         rollout.start()
     summaries: dict[str, dict[str, float]] = {}
