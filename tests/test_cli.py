@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from es_lightning.cli import build_parser
-from es_lightning.evaluation.suites import SUITES, resolve_eval_tasks
+from es_lightning.presets import SUITES, resolve_eval_tasks
 from es_lightning.training.command import run_fit
 from tests.helpers import subprocess_env
 

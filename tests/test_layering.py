@@ -17,9 +17,8 @@ from tests.helpers import REPO
 LAYERS = (
     (
         "es_lightning.errors",
-        "es_lightning.named",
         "es_lightning.ranks",
-    ),  # errors; named registries; ranks failing together
+    ),  # errors; ranks failing together
     (
         "es_lightning.weight_files",
         "es_lightning.checkpoint_manifest",
@@ -34,7 +33,7 @@ LAYERS = (
         "es_lightning.cli_hints",
         "es_lightning.recipe_files",
     ),  # model + task + prompt format; command parsers; recipe files checked before parsing
-    ("es_lightning.evaluation",),  # Pass@K evaluation and the ``evaluate`` command
+    ("es_lightning.evaluation", "es_lightning.presets"),  # Pass@K evaluation, ``evaluate``; presets by name
     ("es_lightning.strategies",),  # ES and GRPO as Fabric strategies
     ("es_lightning.training",),  # the trainer, its hook contract and the ``fit`` command
     ("es_lightning.warmstart", "es_lightning.analysis"),  # SFT warm starts; drift and sparsity analysis
