@@ -31,7 +31,7 @@ from es_lightning.analysis.delta import VIEWS, View, parse_taus
 from es_lightning.analysis.locate import ModelWeights, locate_model
 from es_lightning.analysis.null import null_block
 from es_lightning.analysis.pair import analyze_pair, check_pair
-from es_lightning.analysis.summary import format_curve, format_summary
+from es_lightning.analysis.printout import format_analysis, format_curve
 from es_lightning.analysis.threshold import export_all
 from es_lightning.analysis.walk_inputs import RunWalks, WalkOptions, read_walks
 from es_lightning.errors import ConfigError
@@ -129,7 +129,7 @@ def run_analyze(
         result["rel_l2_ratio"] = _ratio(result["rel_l2"], result["compare"]["rel_l2"])
         result["bf16"]["rel_l2_ratio"] = _ratio(result["bf16"]["rel_l2"], result["compare"]["bf16"]["rel_l2"])
     output.write_text(json.dumps(result, indent=2))
-    print(format_summary(result))
+    print(format_analysis(result))
     if export_taus:
         root = Path(export_dir) if export_dir is not None else output.with_name(f"{output.stem}_thresholded")
         provenance = {"base": base, "checkpoint": checkpoint}
