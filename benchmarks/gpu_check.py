@@ -262,7 +262,7 @@ def run_es(device: torch.device, model_path: Path, s: Settings, grpo_follows: bo
     for k in range(3):  # one member's perturb + restore, synchronised
         _, t = timed(
             device,
-            lambda k=k: (rollout.es_perturb(12345 + k, 1.0, strategy.settings.sigma), rollout.es_restore()),
+            lambda k=k: (rollout.es_perturb(12345 + k, 1.0, strategy.sigma), rollout.es_restore()),
         )
         perturb_restore.append(t)
     per_member_pr = statistics.median(perturb_restore)
@@ -354,7 +354,7 @@ def _forced_update(strategy: Any, rollout: Any, step: int) -> Any:
 
     population = strategy.population(0, step)
     rewards = np.random.default_rng(step).normal(size=population.size)
-    settings = strategy.settings
+    settings = strategy
     coeffs = member_coefficients(population, rewards, settings.normalization)
     accumulated = accumulates(
         settings.update, settings.normalization, settings.reward_control, settings.perturbation

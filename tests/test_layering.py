@@ -17,8 +17,9 @@ from tests.helpers import REPO
 LAYERS = (
     (
         "es_lightning.errors",
+        "es_lightning.checked",
         "es_lightning.ranks",
-    ),  # errors; ranks failing together
+    ),  # errors; settings that carry their own check; ranks failing together
     (
         "es_lightning.weight_files",
         "es_lightning.checkpoint_manifest",

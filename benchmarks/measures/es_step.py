@@ -122,7 +122,7 @@ def main() -> None:
             fabric.barrier()
             generate_cached_s = time.perf_counter() - t0
         for update in updates if step % 2 == 0 else updates[::-1]:
-            strategy.settings = replace(strategy.settings, update=update)
+            strategy.update = update
             c0 = cpu_s()
             fabric.barrier()
             t0 = time.perf_counter()
@@ -218,7 +218,7 @@ def _forced_update(fabric, strategy, rollout, step: int, sigma: float, cpu_s) ->
 
     population = strategy.population(0, step)
     rewards = np.random.default_rng(step).normal(size=population.size)
-    settings = strategy.settings
+    settings = strategy
     coeffs = member_coefficients(population, rewards, settings.normalization)
     accumulated = accumulates(settings.update, settings.normalization, settings.reward_control)
     if accumulated:
