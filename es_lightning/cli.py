@@ -57,15 +57,9 @@ def _evaluate_parser() -> Any:
 
 
 def _analyze_parser() -> Any:
-    from jsonargparse import ActionConfigFile
+    from es_lightning.analysis.command import analyze_parser
 
-    from es_lightning.analysis.command import run_analyze
-    from es_lightning.cli_hints import command_parser
-
-    parser = command_parser((run_analyze.__doc__ or "").split("\n")[0])
-    parser.add_argument("--config", action=ActionConfigFile, help="YAML with the same keys.")
-    parser.add_function_arguments(run_analyze, fail_untyped=False)
-    return parser
+    return analyze_parser()
 
 
 def _report_parser() -> Any:

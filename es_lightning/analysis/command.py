@@ -298,3 +298,15 @@ def _resolve_task(evaluate: str | Task | None, export_taus: list[float], keep_ex
 
 def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
+
+
+def analyze_parser() -> Any:
+    """``es-lightning analyze``'s parser: ``--config`` and every argument of :func:`run_analyze`."""
+    from jsonargparse import ActionConfigFile
+
+    from es_lightning.cli_hints import command_parser
+
+    parser = command_parser((run_analyze.__doc__ or "").split("\n")[0])
+    parser.add_argument("--config", action=ActionConfigFile, help="YAML with the same keys.")
+    parser.add_function_arguments(run_analyze, fail_untyped=False)
+    return parser
