@@ -110,6 +110,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
 
     def __post_init__(self) -> None:
         super().__post_init__()  # every setting checked, every bad one named
+        # the field keeps the backend asked for; Fabric keeps the one it resolves in _process_group_backend
         DDPStrategy.__init__(self, process_group_backend=self.process_group_backend)
         window, threshold = self.signal_window, self.signal_threshold
         self._signal = None if window is None else SignalMonitor(window, threshold)
