@@ -231,7 +231,6 @@ def run_es(device: torch.device, model_path: Path, s: Settings, grpo_follows: bo
     from lightning.fabric import Fabric
 
     from es_lightning.es.noise import seed_schedule
-    from es_lightning.rollout.base import setup_rollout
     from es_lightning.rollout.hf import HFRollout
     from es_lightning.strategies import ESStrategy
 
@@ -247,7 +246,7 @@ def run_es(device: torch.device, model_path: Path, s: Settings, grpo_follows: bo
     fabric.launch()
     module = make_module(model_path, temperature=0.0, max_tokens=s.es_max_tokens)
     rollout = HFRollout(batch_size=s.es_batch)  # one generate call per member
-    setup_rollout(rollout, module.model, fabric.device, module.torch_dtype(fabric.device), module.loading)
+    rollout.setup(module.model, fabric.device, module.torch_dtype(fabric.device), module.loading)
     strategy = fabric.strategy
     strategy.prepare(fabric, module, rollout, None)  # the fp32 centre beside the serving model
     setup_s = time.perf_counter() - t_setup
@@ -263,7 +262,11 @@ def run_es(device: torch.device, model_path: Path, s: Settings, grpo_follows: bo
     for k in range(3):  # one member's perturb + restore, synchronised
         _, t = timed(
             device,
-            lambda k=k: (rollout.es.perturb(12345 + k, 1.0, strategy.settings.sigma), rollout.es.restore()),
+            lambda k=k: (
+                rollout.es.perturb(12345 + k, 1.0, strategy.sigma),
+                rollout.es.restore(),
+                rollout.es.serve_centre(),  # the deferred restore, written as the next generate would
+            ),
         )
         perturb_restore.append(t)
     per_member_pr = statistics.median(perturb_restore)
@@ -355,7 +358,7 @@ def _forced_update(strategy: Any, rollout: Any, step: int) -> Any:
 
     population = strategy.population(0, step)
     rewards = np.random.default_rng(step).normal(size=population.size)
-    settings = strategy.settings
+    settings = strategy
     coeffs = member_coefficients(population, rewards, settings.normalization)
     accumulated = accumulates(
         settings.update, settings.normalization, settings.reward_control, settings.perturbation
@@ -373,7 +376,6 @@ def run_grpo(device: torch.device, model_path: Path, s: Settings) -> dict[str, A
     """GRPO: ``GRPOStrategy.training_step`` (sample G per prompt, fwd/bwd, AdamW, weight sync)."""
     from lightning.fabric import Fabric
 
-    from es_lightning.rollout.base import setup_rollout
     from es_lightning.rollout.hf import HFRollout
     from es_lightning.strategies import GRPOStrategy
 
@@ -395,7 +397,7 @@ def run_grpo(device: torch.device, model_path: Path, s: Settings) -> dict[str, A
     fabric.launch()
     module = make_module(model_path, temperature=1.0, max_tokens=s.grpo_max_tokens)
     rollout = HFRollout(batch_size=s.grpo_batch * s.group_size)  # one generate call per update
-    setup_rollout(rollout, module.model, fabric.device, module.torch_dtype(fabric.device), module.loading)
+    rollout.setup(module.model, fabric.device, module.torch_dtype(fabric.device), module.loading)
     strategy = fabric.strategy
     strategy.total_updates = s.grpo_updates
     strategy.prepare(fabric, module, rollout, None)  # fp32 trainer model + AdamW, synced into the rollout

@@ -43,7 +43,6 @@ def run_es_lowrank(
     memory readings and the forced update)."""
     from lightning.fabric import Fabric
 
-    from es_lightning.rollout.base import setup_rollout
     from es_lightning.rollout.hf import HFRollout
     from es_lightning.strategies import ESStrategy
 
@@ -61,7 +60,7 @@ def run_es_lowrank(
     fabric.launch()
     module = kit.make_module(model_path, temperature=0.0, max_tokens=s.es_max_tokens)
     rollout = HFRollout(batch_size=s.population * s.es_batch)  # the plain batch: one call too
-    setup_rollout(rollout, module.model, fabric.device, module.torch_dtype(fabric.device), module.loading)
+    rollout.setup(module.model, fabric.device, module.torch_dtype(fabric.device), module.loading)
     strategy = fabric.strategy
     strategy.prepare(fabric, module, rollout, None)
     rows = module.task.load("train")[: s.es_batch]

@@ -206,4 +206,4 @@ def es_settings(trainer: Trainer) -> ESSettings:
     strategy = trainer.reasoning_strategy
     if not isinstance(strategy, ESStrategy):
         raise TypeError(f"PopulationDiversity: probes ES populations, not {type(strategy).__name__}'s")
-    return strategy.settings
+    return strategy

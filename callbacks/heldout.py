@@ -42,7 +42,7 @@ class HeldOutPassAtK(Callback):
         evaluation: EvalConfig | None = None,
         split: str | None = None,
     ) -> None:
-        from es_lightning.evaluation.suites import resolve_eval_tasks
+        from es_lightning.presets import resolve_eval_tasks
 
         if every_n_updates < 1:
             raise ConfigError(f"HeldOutPassAtK: every_n_updates must be >= 1, got {every_n_updates}")

@@ -5,7 +5,8 @@ docstrings become ``--help``; each command sits beside its subsystem (``fit``:
 :mod:`es_lightning.training.command`, ``evaluate``: :mod:`es_lightning.evaluation.command`,
 ``analyze``: :mod:`es_lightning.analysis.command`, ``report`` and ``compare``:
 :mod:`es_lightning.report`, ``tune``: :mod:`es_lightning.tune`), and this module only puts them
-together. Recipes are YAML files of the same keys::
+together, building the parser of the subcommand a command line names and no other (so ``--version``
+and ``--help`` import no model library). Recipes are YAML files of the same keys::
 
     es-lightning fit --config recipes/easy_qwen1p5b.yaml --trainer.max_steps 10
     es-lightning fit --config recipes/smoke_cpu.yaml --print_config
@@ -25,7 +26,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +44,63 @@ ENGINE_ERROR_STATUS = 1
 that died); a run stopped by SIGTERM/SIGINT exits with 128 + the signal's number."""
 
 
-def build_parser():
-    from jsonargparse import ActionConfigFile
-
-    from es_lightning.cli_hints import command_parser, hinting_parser_class, prepare_parsing
-    from es_lightning.evaluation.command import evaluate_parser
+def _fit_parser() -> Any:
     from es_lightning.training.command import fit_parser
 
-    prepare_parsing()
+    return fit_parser()
+
+
+def _evaluate_parser() -> Any:
+    from es_lightning.evaluation.command import evaluate_parser
+
+    return evaluate_parser()
+
+
+def _analyze_parser() -> Any:
+    from es_lightning.analysis.command import analyze_parser
+
+    return analyze_parser()
+
+
+def _report_parser() -> Any:
+    from es_lightning.report.command import report_parser
+
+    return report_parser()
+
+
+def _compare_parser() -> Any:
+    from es_lightning.cli_hints import command_parser
+    from es_lightning.report.compare import run_compare
+
+    parser = command_parser((run_compare.__doc__ or "").split("\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders (fit's trainer.output_dir)")
+    parser.add_function_arguments(run_compare, fail_untyped=False, skip={"runs"})
+    return parser
+
+
+def _tune_parser() -> Any:
+    from es_lightning.tune.command import tune_parser
+
+    return tune_parser()
+
+
+COMMANDS: dict[str, tuple[str, Callable[[], Any]]] = {
+    "fit": ("Post-train a model (ES or GRPO strategy).", _fit_parser),
+    "evaluate": ("Pass@K / Maj@K of a model or of saved completions.", _evaluate_parser),
+    "analyze": ("Drift, update sparsity and layer attribution of a checkpoint.", _analyze_parser),
+    "report": ("Run or reuse base/ES/GRPO/sequential runs and write REPORT.md.", _report_parser),
+    "compare": ("The final evaluations of runs side by side.", _compare_parser),
+    "tune": ("Each method's grid on the validation split, one budget; writes TUNE.md.", _tune_parser),
+}
+"""``{subcommand: (its line in --help, its parser)}``; a parser is built only for the subcommand a
+command line names, so ``--version`` and ``--help`` import no model library."""
+
+
+def build_parser(commands: Collection[str] = tuple(COMMANDS)) -> Any:
+    """The ``es-lightning`` parser with the full parsers of ``commands`` (their typed arguments: the
+    model libraries are imported then) and the other subcommands named only."""
+    from es_lightning.cli_hints import hinting_parser_class
+
     ArgumentParser = hinting_parser_class()  # noqa: N806  (parse errors name the values that parse)
     parser = ArgumentParser(
         prog="es-lightning", description="Post-train LLMs with Evolution Strategies and GRPO."
@@ -63,35 +113,15 @@ def build_parser():
         f"es-lightning --debug fit ...); {DEBUG_ENV}=1 does the same.",
     )
     subcommands = parser.add_subcommands(dest="subcommand")
-    subcommands.add_subcommand("fit", fit_parser(), help="Post-train a model (ES or GRPO strategy).")
-    subcommands.add_subcommand(
-        "evaluate", evaluate_parser(), help="Pass@K / Maj@K of a model or of saved completions."
-    )
-    from es_lightning.analysis.command import run_analyze
-    from es_lightning.report.command import report_parser
-
-    analyze_parser = command_parser(run_analyze.__doc__.split("\n")[0])
-    analyze_parser.add_argument("--config", action=ActionConfigFile, help="YAML with the same keys.")
-    analyze_parser.add_function_arguments(run_analyze, fail_untyped=False)
-    subcommands.add_subcommand(
-        "analyze", analyze_parser, help="Drift, update sparsity and layer attribution of a checkpoint."
-    )
-
-    subcommands.add_subcommand(
-        "report", report_parser(), help="Run or reuse base/ES/GRPO/sequential runs and write REPORT.md."
-    )
-    from es_lightning.report.compare import run_compare
-
-    compare_parser = command_parser(run_compare.__doc__.split("\n")[0])
-    compare_parser.add_argument("runs", nargs="+", type=Path, help="run folders (fit's trainer.output_dir)")
-    compare_parser.add_function_arguments(run_compare, fail_untyped=False, skip={"runs"})
-    subcommands.add_subcommand("compare", compare_parser, help="The final evaluations of runs side by side.")
-    from es_lightning.tune.command import tune_parser
-
-    subcommands.add_subcommand(
-        "tune", tune_parser(), help="Each method's grid on the validation split, one budget; writes TUNE.md."
-    )
+    for name, (line, build) in COMMANDS.items():
+        sub = build() if name in commands else ArgumentParser(prog=f"es-lightning {name}", description=line)
+        subcommands.add_subcommand(name, sub, help=line)
     return parser
+
+
+def requested_command(args: Sequence[str]) -> str | None:
+    """The subcommand a command line names: its first word that is one (``None``: none)."""
+    return next((a for a in args if a in COMMANDS), None)
 
 
 def package_version() -> str:
@@ -110,8 +140,6 @@ def package_version() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the command; a :class:`~es_lightning.errors.ConfigError` (also one raised while a class
     of the config is built) prints ``es-lightning: error: <message>`` and returns 2."""
-    import es_lightning.strategies  # noqa: F401  (registers `es` with Fabric)
-
     args = list(argv if argv is not None else sys.argv[1:])
     if "" not in sys.path and os.getcwd() not in sys.path:  # recipes may name your own modules
         sys.path.insert(0, os.getcwd())  # (reward functions, tasks, callbacks), as `python -m` would
@@ -123,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"es-lightning: error: {err}", file=sys.stderr)
         return USER_ERROR_STATUS
-    parser = build_parser()
+    command = requested_command(args)
+    parser = build_parser([command] if command else [])
     cfg = _parse(parser, args, debug)  # a parse error: one line (usage under --help), status 2
     from es_lightning.ranks import PeerRankError, exit_status
     from es_lightning.rollout.watchdog import EngineError
@@ -180,8 +209,7 @@ def debug_requested(args: Sequence[str]) -> bool:
     """``--debug`` before the subcommand, or ``ES_LIGHTNING_DEBUG`` set to a true value."""
     if os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
         return True
-    subcommands = {"fit", "evaluate", "analyze", "report", "compare", "tune"}
-    top_level = next((list(args[:i]) for i, a in enumerate(args) if a in subcommands), list(args))
+    top_level = next((list(args[:i]) for i, a in enumerate(args) if a in COMMANDS), list(args))
     return "--debug" in top_level
 
 

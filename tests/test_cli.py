@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from es_lightning.cli import build_parser
-from es_lightning.evaluation.suites import SUITES, resolve_eval_tasks
+from es_lightning.presets import SUITES, resolve_eval_tasks
 from es_lightning.training.command import run_fit
 from tests.helpers import subprocess_env
 
@@ -86,7 +86,7 @@ def test_fit_recipe_parses_builds_and_takes_overrides(recipe, tmp_path):
     strategies = [fit.strategy] if fit.stages is None else [s.strategy for s in fit.stages]
     for strategy in strategies:
         if isinstance(strategy, ESStrategy):
-            settings = strategy.settings
+            settings = strategy
             assert (settings.population_size, settings.sigma, settings.learning_rate) == (32, 1.5e-3, 2.5e-4)
         else:
             assert isinstance(strategy, GRPOStrategy) and strategy.settings.group_size == 8
@@ -347,7 +347,7 @@ def test_population_size_recipes_sweep_n(recipe, tmp_path):
         "--trainer.output_dir",
         str(tmp_path),
     )
-    settings = init.fit.strategy.settings
+    settings = init.fit.strategy
     assert settings.population_size == 8 and init.fit.trainer.output_dir == str(tmp_path)
     assert (settings.sigma, settings.learning_rate) == (1.5e-3, 2.5e-4)
 

@@ -17,9 +17,9 @@ from tests.helpers import REPO
 LAYERS = (
     (
         "es_lightning.errors",
-        "es_lightning.named",
+        "es_lightning.checked",
         "es_lightning.ranks",
-    ),  # errors; named registries; ranks failing together
+    ),  # errors; settings that carry their own check; ranks failing together
     (
         "es_lightning.weight_files",
         "es_lightning.checkpoint_manifest",
@@ -34,7 +34,7 @@ LAYERS = (
         "es_lightning.cli_hints",
         "es_lightning.recipe_files",
     ),  # model + task + prompt format; command parsers; recipe files checked before parsing
-    ("es_lightning.evaluation",),  # Pass@K evaluation and the ``evaluate`` command
+    ("es_lightning.evaluation", "es_lightning.presets"),  # Pass@K evaluation, ``evaluate``; presets by name
     ("es_lightning.strategies",),  # ES and GRPO as Fabric strategies
     ("es_lightning.training",),  # the trainer, its hook contract and the ``fit`` command
     ("es_lightning.analysis",),  # drift and sparsity analysis

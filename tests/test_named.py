@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from es_lightning.errors import ConfigError, UnknownNameError
-from es_lightning.named import Registry
+from es_lightning.presets import Registry
 
 
 @dataclass(frozen=True)

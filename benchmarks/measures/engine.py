@@ -82,13 +82,12 @@ def _trainer_torch_work(model_path: str, seconds: float) -> float:
 def _vllm(model_path: str, bind: str, **engine_kwargs):
     import torch
 
-    from es_lightning.rollout.base import setup_rollout
     from es_lightning.rollout.vllm import VLLMRollout
 
     rollout = VLLMRollout(
         gpu_memory_utilization=0.1, max_model_len=2048, cpu_threads_bind=bind, engine_kwargs=engine_kwargs
     )
-    setup_rollout(rollout, model_path, torch.device("cpu"), torch.float32, None)
+    rollout.setup(model_path, torch.device("cpu"), torch.float32, None)
     t0 = time.perf_counter()
     rollout.start()
     return rollout, time.perf_counter() - t0

@@ -56,7 +56,7 @@ def main() -> None:
 
     from es_lightning.es.noise import seed_schedule
     from es_lightning.module import ReasoningModule
-    from es_lightning.rollout.base import SamplingConfig, setup_rollout
+    from es_lightning.rollout.base import SamplingConfig
     from es_lightning.rollout.vllm import VLLMRollout
     from es_lightning.strategies import ESStrategy
 
@@ -80,7 +80,7 @@ def main() -> None:
         cpu_threads_bind=binds[fabric.local_rank % len(binds)],
         engine_kwargs={"worker_extension_cls": PROFILING_WORKER},
     )
-    setup_rollout(rollout, model, fabric.device, module.torch_dtype(fabric.device), module.loading)
+    rollout.setup(model, fabric.device, module.torch_dtype(fabric.device), module.loading)
     t0 = time.perf_counter()
     rollout.start()  # before any torch work in this process, as the trainer does
     start_s = time.perf_counter() - t0
@@ -122,7 +122,7 @@ def main() -> None:
             fabric.barrier()
             generate_cached_s = time.perf_counter() - t0
         for update in updates if step % 2 == 0 else updates[::-1]:
-            strategy.settings = replace(strategy.settings, update=update)
+            strategy.update = update
             c0 = cpu_s()
             fabric.barrier()
             t0 = time.perf_counter()
@@ -218,7 +218,7 @@ def _forced_update(fabric, strategy, rollout, step: int, sigma: float, cpu_s) ->
 
     population = strategy.population(0, step)
     rewards = np.random.default_rng(step).normal(size=population.size)
-    settings = strategy.settings
+    settings = strategy
     coeffs = member_coefficients(population, rewards, settings.normalization)
     accumulated = accumulates(settings.update, settings.normalization, settings.reward_control)
     if accumulated:

@@ -31,7 +31,7 @@ from es_lightning.analysis.delta import VIEWS, View, parse_taus
 from es_lightning.analysis.locate import ModelWeights, locate_model
 from es_lightning.analysis.null import null_block
 from es_lightning.analysis.pair import analyze_pair, check_pair
-from es_lightning.analysis.summary import format_curve, format_summary
+from es_lightning.analysis.printout import format_analysis, format_curve
 from es_lightning.analysis.threshold import export_all
 from es_lightning.analysis.walk_inputs import RunWalks, WalkOptions, read_walks
 from es_lightning.errors import ConfigError
@@ -129,7 +129,7 @@ def run_analyze(
         result["rel_l2_ratio"] = _ratio(result["rel_l2"], result["compare"]["rel_l2"])
         result["bf16"]["rel_l2_ratio"] = _ratio(result["bf16"]["rel_l2"], result["compare"]["bf16"]["rel_l2"])
     output.write_text(json.dumps(result, indent=2))
-    print(format_summary(result))
+    print(format_analysis(result))
     if export_taus:
         root = Path(export_dir) if export_dir is not None else output.with_name(f"{output.stem}_thresholded")
         provenance = {"base": base, "checkpoint": checkpoint}
@@ -298,3 +298,15 @@ def _resolve_task(evaluate: str | Task | None, export_taus: list[float], keep_ex
 
 def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
+
+
+def analyze_parser() -> Any:
+    """``es-lightning analyze``'s parser: ``--config`` and every argument of :func:`run_analyze`."""
+    from jsonargparse import ActionConfigFile
+
+    from es_lightning.cli_hints import command_parser
+
+    parser = command_parser((run_analyze.__doc__ or "").split("\n")[0])
+    parser.add_argument("--config", action=ActionConfigFile, help="YAML with the same keys.")
+    parser.add_function_arguments(run_analyze, fail_untyped=False)
+    return parser

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from es_lightning.evaluation.columns import format_table, print_table
 from es_lightning.evaluation.majority import maj_at_k, majority_vote
 from es_lightning.evaluation.offline import score_completions_file, write_completions_file
 from es_lightning.evaluation.pass_at_k import pass_at_k, pass_at_k_curve
@@ -21,7 +22,6 @@ from es_lightning.evaluation.summary import (
     metric_names,
     summarize,
 )
-from es_lightning.evaluation.table import format_table, print_table
 
 if TYPE_CHECKING:
     from es_lightning.evaluation.metric import PassAtK

@@ -18,12 +18,12 @@ from typing import Any
 import torch
 
 from es_lightning.errors import ConfigError, MissingPathError
+from es_lightning.evaluation.columns import print_table
 from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
 from es_lightning.evaluation.strict_json import strict_dumps
 from es_lightning.evaluation.summary import average_over_tasks
-from es_lightning.evaluation.table import print_table
 from es_lightning.models.loading import ModelLoading
-from es_lightning.rollout.base import Rollout, setup_rollout
+from es_lightning.rollout.base import Rollout
 from es_lightning.rollout.default import default_rollout
 from es_lightning.tasks.base import Task
 
@@ -139,7 +139,7 @@ def evaluate_model(
         model_kwargs=loading.model_kwargs,
     )
     first.check_model_source()
-    setup_rollout(rollout, first.model, device, first.torch_dtype(device), first.loading)
+    rollout.setup(first.model, device, first.torch_dtype(device), first.loading)
     if hasattr(rollout, "start"):
         rollout.start()
     summaries: dict[str, dict[str, float]] = {}
@@ -164,7 +164,7 @@ def evaluate_model(
 
 def write_summary(path: Path, summaries: dict[str, Any], label: str | None = None) -> None:
     """The JSON file, and its pass@k / maj@k / greedy per task on stdout as one column of
-    :func:`~es_lightning.evaluation.table.format_table` headed ``label`` (default: the file's stem)."""
+    :func:`~es_lightning.evaluation.columns.format_table` headed ``label`` (default: the file's stem)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(strict_dumps(summaries, indent=2))  # non-finite numbers as null

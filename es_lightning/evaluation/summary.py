@@ -162,7 +162,7 @@ def average_over_tasks(
     ``average[key] = (1/T) Σ_t summaries[t][key]`` for the ``pass@k``, ``maj@k`` and ``greedy``
     keys present in all ``T`` tasks (a ``k`` missing from any task is left out). Each named group
     adds the same mean over its tasks only, under its name, e.g. ``groups={"heldout_average":
-    ["gpqa", "mbpp"]}`` (:func:`es_lightning.evaluation.suites.average_groups` gives the paper's).
+    ["gpqa", "mbpp"]}`` (:func:`es_lightning.presets.average_groups` gives the paper's).
 
     Raises:
         ValueError: when ``summaries`` is empty, a task is itself named ``"average"``, or a group is

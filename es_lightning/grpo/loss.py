@@ -34,12 +34,11 @@ from typing import Literal, get_args
 
 import torch
 
-from es_lightning.grpo.checked import checked, field_values, refuse_invalid
+from es_lightning.checked import checked, field_values, invalid_settings, one_of, refuse_invalid
 
 __all__ = ["GRPOLoss", "LossAggregation", "LossStats", "grpo_loss", "k3_kl"]
 
 LossAggregation = Literal["token_mean", "sequence_mean"]
-_AGGREGATIONS: tuple[str, ...] = get_args(LossAggregation)
 
 
 @dataclass
@@ -105,8 +104,9 @@ def grpo_loss(
         The scalar loss (differentiable w.r.t. ``logp``) and :class:`LossStats`.
 
     Raises:
-        ValueError: on mismatched shapes, negative ε or β, ``beta > 0`` without ``ref_logp``,
-            an unknown ``aggregation`` or a non-positive ``num_tokens``/``num_sequences``.
+        ValueError: on mismatched shapes, ε outside (0, 1), ε_high <= 0, β < 0, ``beta > 0``
+            without ``ref_logp``, an unknown ``aggregation`` or a non-positive
+            ``num_tokens``/``num_sequences``.
     """
     _check_arguments(logp, old_logp, advantages, mask, ref_logp, num_tokens, num_sequences)
     _check_settings(clip_eps, clip_eps_high, beta, aggregation, has_reference=ref_logp is not None)
@@ -170,19 +170,19 @@ def _check_arguments(
 def _check_settings(
     clip_eps: float, clip_eps_high: float | None, beta: float, aggregation: str, has_reference: bool
 ) -> None:
-    """ε, ε_high, β and the aggregation of one :func:`grpo_loss` call (:class:`GRPOLoss` checks
-    its own, stricter, once when it is built)."""
-    eps_high = clip_eps if clip_eps_high is None else clip_eps_high
-    if clip_eps < 0 or eps_high < 0:
-        raise ValueError(
-            f"grpo_loss: clip_eps and clip_eps_high must be >= 0, got {clip_eps}, {clip_eps_high}"
-        )
-    if beta < 0:
-        raise ValueError(f"grpo_loss: beta must be >= 0, got {beta}")
+    """ε, ε_high, β and the aggregation of one :func:`grpo_loss` call, by :class:`GRPOLoss`'s rules
+    (the same ones that check the GRPO strategy's settings)."""
+    values = {
+        "clip_eps": clip_eps,
+        "clip_eps_high": clip_eps_high,
+        "beta": beta,
+        "loss_aggregation": aggregation,
+    }
+    bad = invalid_settings(values, GRPOLoss)
+    if bad:
+        raise ValueError(f"grpo_loss: invalid {'; '.join(bad)}")
     if beta > 0 and not has_reference:
         raise ValueError("grpo_loss: beta > 0 needs ref_logp (the reference log-probs for the KL term)")
-    if aggregation not in _AGGREGATIONS:
-        raise ValueError(f"grpo_loss: unknown aggregation {aggregation!r}; expected one of {_AGGREGATIONS}")
 
 
 def _statistics(
@@ -211,21 +211,17 @@ def _statistics(
 
 @dataclass(frozen=True)
 class GRPOLoss:
-    """The clipped GRPO objective with its settings, checked once here (a
-    :class:`~es_lightning.errors.ConfigError` names every bad value); ``loss(logp, old_logp,
-    advantages, mask, ...)`` is :func:`grpo_loss` with them. The GRPO strategy's ``clip_eps``,
-    ``clip_eps_high``, ``beta`` and ``loss_aggregation`` are these fields."""
+    """The clipped GRPO objective with its settings (ε in (0, 1), ε_high > 0 or ``None``, β >= 0,
+    the aggregation; as :func:`grpo_loss` documents them), checked once here (a
+    :class:`~es_lightning.errors.ConfigError` names every bad value) by the rules every
+    :func:`grpo_loss` call is checked by; ``loss(logp, old_logp, advantages, mask, ...)`` is
+    :func:`grpo_loss` with them. The GRPO strategy's ``clip_eps``, ``clip_eps_high``, ``beta`` and
+    ``loss_aggregation`` are these fields."""
 
     clip_eps: float = checked(0.2, lambda eps: 0 < eps < 1, "in (0, 1)")
-    """ε (ε_low) of the clipped ratio, in (0, 1)."""
     clip_eps_high: float | None = checked(None, lambda eps: eps is None or eps > 0, "null or > 0")
-    """ε_high (DAPO's asymmetric clip); ``None``: same as ``clip_eps``."""
     beta: float = checked(0.0, lambda beta: beta >= 0, ">= 0")
-    """β, weight of the k3 KL to the frozen starting model (0: no reference model)."""
-    loss_aggregation: LossAggregation = checked(
-        "token_mean", lambda a: a in _AGGREGATIONS, "token_mean or sequence_mean"
-    )
-    """``token_mean`` (default) or ``sequence_mean`` (original GRPO)."""
+    loss_aggregation: LossAggregation = one_of("token_mean", get_args(LossAggregation))
 
     def __post_init__(self) -> None:
         refuse_invalid("GRPOLoss", field_values(self), GRPOLoss)

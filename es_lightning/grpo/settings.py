@@ -1,21 +1,21 @@
 """GRPO's settings: :class:`GRPOSettings` (sampling, optimizer, schedule, batching) and the loss's
 own :class:`~es_lightning.grpo.loss.GRPOLoss` (ε, ε_high, β, aggregation), each field written once
-with its default, its check and its docstring.
+with its default and its check.
 
-The GRPO strategy takes the settings one by one (its constructor's keyword arguments are the
-recipes' ``strategy.init_args``); :func:`build_settings` checks them all, naming every bad one at
-once, before anything starts, and :func:`settings_hparams` gives them back for ``hparams.yaml``.
+The GRPO strategy takes the settings as keyword arguments (the recipes' ``strategy.init_args``,
+documented there, defaulting to these fields); :func:`build_settings` checks them all, naming every
+bad one at once, before anything starts, and :func:`settings_hparams` gives them back for
+``hparams.yaml``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, get_args
 
+from es_lightning.checked import checked, field_values, one_of, plain_values, refuse_invalid
 from es_lightning.grpo.advantages import ADVANTAGE_MODES, AdvantageMode
-from es_lightning.grpo.checked import checked, field_values, plain_values, refuse_invalid
 from es_lightning.grpo.lora import LoRASettings
 from es_lightning.grpo.loss import GRPOLoss
 from es_lightning.grpo.schedule import Schedule
@@ -27,40 +27,22 @@ def _betas_ok(betas: Any) -> bool:
 
 @dataclass(frozen=True)
 class GRPOSettings:
-    """How GRPO samples, steps and batches (the strategy's settings besides its loss's)."""
+    """How GRPO samples, steps and batches (the strategy's settings besides its loss's; each one is
+    documented on :class:`~es_lightning.strategies.grpo.GRPOStrategy`)."""
 
     group_size: int = checked(8, lambda g: g >= 2, ">= 2")
-    """G, responses per prompt (>= 2)."""
     learning_rate: float = checked(1e-6, lambda lr: math.isfinite(lr) and lr > 0, "> 0")
-    """AdamW learning rate η (> 0), the peak of the schedule."""
-    lr_schedule: Schedule = checked(
-        "constant", lambda s: s in get_args(Schedule), "constant, linear or cosine"
-    )
-    """``constant`` (default), ``linear`` or ``cosine`` decay after the warmup, over the run's
-    updates × μ optimizer steps (``es_lightning/grpo/schedule.py``; a pipeline stage schedules over
-    its own updates)."""
+    lr_schedule: Schedule = one_of("constant", get_args(Schedule))
     warmup_steps: int = checked(0, lambda n: n >= 0, ">= 0")
-    """optimizer steps of linear warmup from 0 (overrides ``warmup_ratio``)."""
     warmup_ratio: float = checked(0.0, lambda r: 0 <= r < 1, "in [0, 1)")
-    """warmup as a fraction of the run's optimizer steps."""
     weight_decay: float = checked(0.0, lambda wd: wd >= 0, ">= 0")
-    """AdamW weight decay."""
     adam_betas: tuple[float, float] = checked((0.9, 0.999), _betas_ok, "two values in [0, 1)")
-    """AdamW betas."""
-    advantage: AdvantageMode = checked("group", lambda a: a in ADVANTAGE_MODES, "group, batch or none")
-    """``group`` (default), ``batch`` or ``none``."""
+    advantage: AdvantageMode = one_of("group", ADVANTAGE_MODES)
     inner_iterations: int = checked(1, lambda mu: mu >= 1, ">= 1")
-    """μ, optimizer steps per batch of rollouts."""
     micro_batch_size: int = checked(8, lambda n: n >= 1, ">= 1")
-    """sequences per forward/backward (gradients accumulate over the batch)."""
     max_grad_norm: float | None = checked(1.0, lambda n: n is None or n > 0, "null or > 0")
-    """gradient clipping norm (``None``: no clipping)."""
     gradient_checkpointing: bool = False
-    """trade compute for memory in the trainer model."""
     lora: LoRASettings | None = None
-    """train low-rank adapters only (``LoRASettings``; ``pip install "es-lightning[lora]"``; DDP
-    only); engine, checkpoints and callbacks get the merged W + (α/r)·B·A, the state folder also the
-    adapter in PEFT's format (:mod:`es_lightning.grpo.lora`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "adam_betas", tuple(self.adam_betas))  # YAML and the CLI give a list
@@ -71,13 +53,13 @@ SETTING_NAMES: tuple[str, ...] = tuple(f.name for cls in (GRPOSettings, GRPOLoss
 """Every GRPO setting: the fields of :class:`GRPOSettings` and :class:`GRPOLoss` (no name in both)."""
 
 
-def build_settings(values: Mapping[str, Any]) -> tuple[GRPOSettings, GRPOLoss]:
-    """The settings and the loss from ``values`` (``{setting name: value}``, e.g. the strategy's
+def build_settings(**values: Any) -> tuple[GRPOSettings, GRPOLoss]:
+    """The settings and the loss from ``values`` (setting name = value, e.g. the strategy's
     keyword arguments); a :class:`~es_lightning.errors.ConfigError` names every bad value, in the
     order of ``values``, before either is built."""
     refuse_invalid("GRPOStrategy", values, GRPOSettings, GRPOLoss)
     loss_names = {f.name for f in fields(GRPOLoss)}
-    settings = GRPOSettings(**{k: v for k, v in values.items() if k in SETTING_NAMES and k not in loss_names})
+    settings = GRPOSettings(**{k: v for k, v in values.items() if k not in loss_names})
     return settings, GRPOLoss(**{k: v for k, v in values.items() if k in loss_names})
 
 

@@ -8,7 +8,7 @@ evaluation (the first run's ``eval/before.json``) when there is one::
 First it checks that the runs can be compared: their evaluation settings, task and starting model
 (:mod:`~es_lightning.report.compare_settings`); a difference is a warning on stderr naming each
 differing key with every run's value. Then it prints the table of
-:func:`~es_lightning.evaluation.table.format_table` with its detail rows (mean reward, response
+:func:`~es_lightning.evaluation.columns.format_table` with its detail rows (mean reward, response
 length, truncated share, where the evaluations have them) and, with ``--output``, writes
 ``compare.json`` (``{column: {task: summary}}``), ``compare.txt`` (the table),
 ``compare_settings.json`` (``{"settings": {run: {key: value}}, "differing": {key: {run: value}}}``),
@@ -26,8 +26,8 @@ from typing import Any
 
 from es_lightning.errors import ConfigError, MissingPathError
 from es_lightning.evaluation.change_plot import plot_change_from_start
+from es_lightning.evaluation.columns import format_table
 from es_lightning.evaluation.plots import plot_pass_at_k
-from es_lightning.evaluation.table import format_table
 from es_lightning.report.compare_settings import differing, run_settings, warning_text
 from es_lightning.report.readers import pass_at_k, read_after, read_before
 

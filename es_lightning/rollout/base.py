@@ -113,9 +113,7 @@ class Rollout(ABC):
         """Bind to ``model_path`` (an HF folder or hub id) on ``device``; engines may start lazily.
 
         ``loading`` (``module.revision``, ``trust_remote_code``, ``model_kwargs``) says how to load
-        the model (:class:`~es_lightning.models.loading.ModelLoading`; ``None``: the defaults). A
-        rollout whose ``setup`` takes no ``loading`` still works: :func:`setup_rollout` calls it
-        with three arguments, and refuses to when a loading option is set (it would be ignored).
+        the model (:class:`~es_lightning.models.loading.ModelLoading`; ``None``: the defaults).
         """
 
     @abstractmethod
@@ -177,44 +175,6 @@ class Rollout(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def takes_loading(rollout: Rollout) -> bool:
-    """Whether ``rollout.setup`` takes a ``loading`` argument (rollouts written before it take three)."""
-    import inspect
-
-    try:
-        parameters = inspect.signature(rollout.setup).parameters
-    except (TypeError, ValueError):
-        return False
-    return "loading" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
-
-
-def check_takes_loading(rollout: Rollout, loading: ModelLoading | None) -> None:
-    """Refuse a rollout that cannot take the loading options the module sets (before anything starts).
-
-    Raises:
-        ConfigError: ``loading`` sets an option and ``rollout.setup`` has no ``loading`` parameter.
-    """
-    if loading is None or loading.is_default or takes_loading(rollout):
-        return
-    raise ConfigError(
-        f"rollout: {type(rollout).__name__}.setup(model_path, device, dtype) takes no `loading`, so "
-        f"module.revision/trust_remote_code/model_kwargs ({loading.hparams()}) would not reach its "
-        "model; add a `loading: ModelLoading | None = None` parameter to its setup (see Rollout.setup)"
-    )
-
-
-def setup_rollout(
-    rollout: Rollout, model_path: str, device: torch.device, dtype: torch.dtype, loading: ModelLoading | None
-) -> None:
-    """``rollout.setup(model_path, device, dtype, loading=loading)``, or without ``loading`` for a
-    rollout whose ``setup`` takes three arguments (refused when ``loading`` sets an option)."""
-    check_takes_loading(rollout, loading)
-    if takes_loading(rollout):
-        rollout.setup(model_path, device, dtype, loading=loading)
-    else:
-        rollout.setup(model_path, device, dtype)
 
 
 def weights_digest(module: torch.nn.Module) -> str:

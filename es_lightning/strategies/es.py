@@ -71,7 +71,8 @@ from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities import rank_zero_warn
 from typing_extensions import override
 
-from es_lightning.es.control import RewardControl, controlled_rewards
+from es_lightning.checked import plain_values
+from es_lightning.es.control import controlled_rewards
 from es_lightning.es.diagnostics import (
     SignalMonitor,
     antithetic_split_half_correlation,
@@ -79,12 +80,9 @@ from es_lightning.es.diagnostics import (
     spearman_brown,
     split_half_correlation,
 )
-from es_lightning.es.lowrank import LowRankTargets, Perturbation
 from es_lightning.es.noise import seed_schedule
-from es_lightning.es.normalize import Normalization, normalize_rewards
-from es_lightning.es.update import AntitheticBudget, Population, kappa_pair, member_coefficients
-from es_lightning.es.weights import OptimizerName
-from es_lightning.grpo.checked import plain_values, settings_help
+from es_lightning.es.normalize import normalize_rewards
+from es_lightning.es.update import Population, kappa_pair, member_coefficients
 from es_lightning.ranks import fail_together
 from es_lightning.rollout.base import Rollout
 from es_lightning.rollout.population_engine import PopulationEngine
@@ -92,14 +90,8 @@ from es_lightning.rollout.seeds import spaced_seeds
 from es_lightning.strategies.base import PopulationResult, ReasoningStrategy, Row, StepResult
 from es_lightning.strategies.es_lowrank import check_lowrank_rollout, use_lowrank
 from es_lightning.strategies.es_members import MemberResults, evaluate_members, evaluate_population
-from es_lightning.strategies.es_settings import (
-    SETTING_NAMES,
-    ESSettings,
-    Estimator,
-    MemberRollouts,
-    MemberSamplingSeeds,
-)
-from es_lightning.strategies.es_update import UpdateMode, accumulates, take_update
+from es_lightning.strategies.es_settings import ESSettings, MemberSamplingSeeds
+from es_lightning.strategies.es_update import accumulates, take_update
 from es_lightning.strategies.metrics import gather_values, member_metrics, response_metrics, reward_metrics
 from es_lightning.weight_files import weight_files
 
@@ -113,63 +105,36 @@ if TYPE_CHECKING:
 OPTIMIZER_FILE = "optimizer.pt"
 
 
-class ESStrategy(ReasoningStrategy, DDPStrategy):
+class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
     """Evolution Strategies on the rollout engine of every rank.
 
-    The settings are :class:`~es_lightning.strategies.es_settings.ESSettings`'s fields
-    (``self.settings``), taken here one by one as the recipes' ``strategy.init_args``; their
-    documentation below is the fields' docstrings.
-
-    Args:
-        process_group_backend: ``gloo``/``nccl``; default: NCCL on GPU, gloo on CPU.
+    The strategy is its settings: its keyword arguments (the recipes' ``strategy.init_args``) are
+    the fields of :class:`~es_lightning.strategies.es_settings.ESSettings`, checked when it is built,
+    and its ``--help`` their docstrings. The model is never wrapped in DDP (no gradients): the
+    process group carries seeds, rewards and checksums only.
     """
 
     strategy_name = "es"
 
-    def __init__(
-        self,
-        population_size: int = ESSettings.population_size,
-        sigma: float = ESSettings.sigma,
-        learning_rate: float = ESSettings.learning_rate,
-        normalization: Normalization = ESSettings.normalization,
-        estimator: Estimator = ESSettings.estimator,
-        antithetic_budget: AntitheticBudget = ESSettings.antithetic_budget,
-        responses_per_prompt: int = ESSettings.responses_per_prompt,
-        member_sampling_seeds: MemberSamplingSeeds = ESSettings.member_sampling_seeds,
-        member_rollouts: MemberRollouts = ESSettings.member_rollouts,
-        optimizer: OptimizerName = ESSettings.optimizer,
-        update: UpdateMode = ESSettings.update,
-        reward_control: RewardControl = ESSettings.reward_control,
-        signal_window: int | None = ESSettings.signal_window,
-        signal_threshold: float = ESSettings.signal_threshold,
-        checksum_tolerance: float = ESSettings.checksum_tolerance,
-        perturbation: Perturbation = ESSettings.perturbation,
-        rank: int = ESSettings.rank,
-        lowrank_targets: LowRankTargets = ESSettings.lowrank_targets,
-        process_group_backend: str | None = None,
-    ) -> None:
-        given = dict(locals())  # the arguments as passed, in the signature's order
-        self.settings = ESSettings(**{k: v for k, v in given.items() if k in SETTING_NAMES})
-        # no DDP options: the model is never wrapped, the process group only carries seeds and rewards
-        super().__init__(process_group_backend=process_group_backend)
-        window, threshold = self.settings.signal_window, self.settings.signal_threshold
+    def __post_init__(self) -> None:
+        super().__post_init__()  # every setting checked, every bad one named
+        # the field keeps the backend asked for; Fabric keeps the one it resolves in _process_group_backend
+        DDPStrategy.__init__(self, process_group_backend=self.process_group_backend)
+        window, threshold = self.signal_window, self.signal_threshold
         self._signal = None if window is None else SignalMonitor(window, threshold, self.signal_directions)
 
     @property
     def signal_directions(self) -> int:
         """N of the run-level signal: the members, or the antithetic pairs (whose differences the
         update weighs)."""
-        settings = self.settings
-        members = Population.member_count(
-            settings.population_size, settings.antithetic, settings.antithetic_budget
-        )
-        return members // 2 if settings.antithetic else members
+        members = Population.member_count(self.population_size, self.antithetic, self.antithetic_budget)
+        return members // 2 if self.antithetic else members
 
     @override
     def hparams(self) -> dict[str, Any]:
-        """Every setting (:class:`~es_lightning.strategies.es_settings.ESSettings`'s fields) and the
-        process group backend."""
-        return {**plain_values(self.settings), "process_group_backend": self._process_group_backend}
+        """Every setting (:class:`~es_lightning.strategies.es_settings.ESSettings`'s fields), the
+        process group backend as Fabric resolved it."""
+        return {**plain_values(self), "process_group_backend": self._process_group_backend}
 
     @classmethod
     @override
@@ -190,7 +155,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
                 f"ESStrategy: rollout {type(rollout).__name__} cannot run ES; it generates only. Use a "
                 "rollout that holds the ES centre, Rollout.es_init (VLLMRollout, HFRollout)"
             )
-        check_lowrank_rollout(self.settings, rollout)
+        check_lowrank_rollout(self, rollout)
 
     @override
     def prepare(
@@ -198,15 +163,14 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
     ) -> None:
         """Make the rollout engine hold the fp32 centre (a checkpoint's, when resuming)."""
         self.check_rollout(rollout)
-        settings = self.settings
         files = (
             resume.weight_files("stored")
             if resume is not None
             else weight_files(module.model, revision=module.loading.revision)
         )
         state = resume.state_dir(self.strategy_name) / OPTIMIZER_FILE if resume is not None else None
-        rollout.es_init(files, settings.optimizer, str(state) if state and state.is_file() else None)
-        use_lowrank(settings, module.model, module.loading, rollout)
+        rollout.es_init(files, self.optimizer, str(state) if state and state.is_file() else None)
+        use_lowrank(self, module.model, module.loading, rollout)
 
     @override
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
@@ -224,9 +188,8 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
 
     def population(self, run_seed: int, step: int) -> Population:
         """The members of update ``step``: a pure function of (run seed, step) and the settings."""
-        settings = self.settings
         return Population.sample(
-            run_seed, step, settings.population_size, settings.antithetic, settings.antithetic_budget
+            run_seed, step, self.population_size, self.antithetic, self.antithetic_budget
         )
 
     @override
@@ -241,21 +204,19 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
     ) -> StepResult:
         """One ES update on the mini-batch ``rows``; returns the metrics and the population."""
         es = rollout.es
-        settings, population = self.settings, self.population(run_seed, step)
-        accumulated = accumulates(
-            settings.update, settings.normalization, settings.reward_control, settings.perturbation
-        )
+        population = self.population(run_seed, step)
+        accumulated = accumulates(self.update, self.normalization, self.reward_control, self.perturbation)
         with fail_together():  # generation and reward functions: a failure on one rank ends all ranks
             es.accumulate(accumulated)  # before the first member: each ε is kept until R_i is known
             local = self._evaluate(rollout, module, rows, population, run_seed, step, accumulated)
         gathered = self._gather(local)
-        update_rewards = controlled_rewards(gathered.rewards, settings.reward_control, run_seed, step)  # (M,)
-        coeffs = member_coefficients(population, update_rewards, settings.normalization)
+        update_rewards = controlled_rewards(gathered.rewards, self.reward_control, run_seed, step)  # (M,)
+        coeffs = member_coefficients(population, update_rewards, self.normalization)
         update_norm = self._update(es, coeffs, update_rewards, accumulated, local)
         self._check_agreement(es.checksum())
         metrics = self._metrics(gathered, local, population, update_norm, skipped=coeffs is None)
         self._watch_signal(metrics)
-        z = None if coeffs is None else normalize_rewards(update_rewards, settings.normalization)
+        z = None if coeffs is None else normalize_rewards(update_rewards, self.normalization)
         return StepResult(metrics, gathered.population_result(population, z, rows), local.samples)
 
     def _update(
@@ -272,7 +233,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         fold_s = es.fold_seconds() if accumulated else 0.0
         local.timings["perturb_restore"] -= fold_s
         local.timings["update"] = fold_s
-        lr, normalization = self.settings.learning_rate, self.settings.normalization
+        lr, normalization = self.learning_rate, self.normalization
         with local.timed("update"):
             return take_update(self, es, coeffs, update_rewards, accumulated, lr, normalization)
 
@@ -288,14 +249,13 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
     ) -> MemberResults:
         """This rank's members (i ≡ rank mod world size): low-rank ones in one generation call,
         others one after another."""
-        settings = self.settings
         members = range(self.global_rank, population.size, self.world_size)
-        sampling = replace(module.train_sampling, n=settings.responses_per_prompt)
-        seeds = member_sampling_seeds(run_seed, step, population.size, settings.member_sampling_seeds)
-        if settings.perturbation == "lowrank" and settings.member_rollouts == "regenerate":
+        sampling = replace(module.train_sampling, n=self.responses_per_prompt)
+        seeds = member_sampling_seeds(run_seed, step, population.size, self.member_sampling_seeds)
+        if self.perturbation == "lowrank" and self.member_rollouts == "regenerate":
             batched = cast("PopulationEngine", rollout)
             return evaluate_population(
-                batched, module, rows, population, members, sampling, seeds, settings.sigma
+                batched, module, rows, population, members, sampling, seeds, self.sigma
             )
         return evaluate_members(
             rollout,
@@ -305,8 +265,8 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             members=members,
             sampling=sampling,
             sampling_seeds=seeds,
-            sigma=settings.sigma,
-            fixed_rollouts=settings.member_rollouts == "fixed",
+            sigma=self.sigma,
+            fixed_rollouts=self.member_rollouts == "fixed",
             record_rewards=accumulated,
             keeps_centre_samples=self.global_rank == 0,
         )
@@ -335,7 +295,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             "time/tokens_per_s": gathered.tokens / max(local.timings["generate"], 1e-9),
             **{f"time/{k}": v for k, v in local.timings.items()},
         }
-        if self.settings.antithetic:
+        if self.antithetic:
             metrics["es/kappa_pair"] = kappa_pair(gathered.rewards, population)
             pair_split_half = antithetic_split_half_correlation(per_prompt[0])
             metrics["es/antithetic_diff_split_half_corr"] = pair_split_half
@@ -346,11 +306,7 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         """Feed the no-signal monitor (the pairs' differences for antithetic pairs); its one
         warning goes to the console."""
         if self._signal is not None:
-            key = (
-                "es/antithetic_diff_split_half_corr"
-                if self.settings.antithetic
-                else "es/reward_split_half_corr"
-            )
+            key = "es/antithetic_diff_split_half_corr" if self.antithetic else "es/reward_split_half_corr"
             warning = self._signal.observe(metrics[key], metrics["es/skipped"] == 1.0)
             if warning is not None:
                 rank_zero_warn(warning)
@@ -369,15 +325,10 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             return
         gathered = self.all_gather(torch.tensor([checksum], dtype=torch.float64, device=self.root_device))
         values = gathered.flatten().cpu().tolist()
-        if max(values) - min(values) > self.settings.checksum_tolerance:
+        if max(values) - min(values) > self.checksum_tolerance:
             raise RuntimeError(
                 f"ESStrategy: the ranks' centres disagree after the update (checksums {values})"
             )
-
-
-ESStrategy.__doc__ = (ESStrategy.__doc__ or "").replace(
-    "    Args:\n", "    Args:\n" + settings_help(ESSettings), 1
-)
 
 
 @dataclass

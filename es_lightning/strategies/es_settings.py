@@ -1,25 +1,25 @@
 """ES's settings: :class:`ESSettings`, each field written once with its default, its check and its
-docstring (:mod:`es_lightning.grpo.checked`).
+docstring (:mod:`es_lightning.checked`).
 
-The ES strategy takes the settings one by one (its constructor's keyword arguments are the recipes'
-``strategy.init_args``, defaulting to these fields); building :class:`ESSettings` checks them all,
-naming every bad one at once, before anything starts, and :func:`~es_lightning.grpo.checked.plain_values`
-gives them back for ``hparams.yaml``.
+:class:`~es_lightning.strategies.es.ESStrategy` is an :class:`ESSettings`: its keyword arguments
+(the recipes' ``strategy.init_args``) are these fields, in their order, and its ``--help`` their
+docstrings; building it checks them all, naming every bad one at once, before anything starts, and
+:func:`~es_lightning.checked.plain_values` gives them back for ``hparams.yaml``. The annotations are
+evaluated (no ``from __future__ import annotations``): jsonargparse reads the types of the
+dataclass's generated ``__init__`` from them.
 """
 
-from __future__ import annotations
-
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Literal, get_args
 
+from es_lightning.checked import checked, field_values, one_of, refuse_invalid
 from es_lightning.errors import ConfigError
 from es_lightning.es.control import REWARD_CONTROLS, RewardControl
 from es_lightning.es.lowrank import LOWRANK_TARGETS, PERTURBATIONS, LowRankTargets, Perturbation
 from es_lightning.es.normalize import Normalization
 from es_lightning.es.update import ANTITHETIC_BUDGETS, AntitheticBudget
 from es_lightning.es.weights import OptimizerName
-from es_lightning.grpo.checked import checked, field_values, one_of, refuse_invalid
 from es_lightning.strategies.es_update import UPDATE_MODES, UpdateMode
 
 Estimator = Literal["one_point", "antithetic"]
@@ -35,9 +35,10 @@ def _whole_rank(r: int) -> bool:
     return isinstance(r, int) and not isinstance(r, bool) and r >= 1
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class ESSettings:
-    """How ES perturbs, scores and steps (symbols as in :mod:`es_lightning.strategies.es`)."""
+    """How ES perturbs, scores and steps (symbols as in :mod:`es_lightning.strategies.es`), and the
+    process group's backend."""
 
     population_size: int = checked(32, lambda n: n >= 2, ">= 2: z-scores of one reward are undefined")
     """N, perturbations per update (split over the ranks; >= 2, even for ``antithetic``)."""
@@ -101,6 +102,8 @@ class ESSettings:
     """which matrices low-rank ES moves: ``matrices`` (every 2-D tensor, the embedding and output
     head included; the transformers rollout) or ``linear`` (all but the input embedding and the
     output head: what vLLM serves as LoRA, needed with the vLLM rollout)."""
+    process_group_backend: str | None = None
+    """``gloo``/``nccl``; default: NCCL on GPU, gloo on CPU."""
 
     def __post_init__(self) -> None:
         refuse_invalid("ESStrategy", field_values(self), ESSettings)
@@ -114,7 +117,3 @@ class ESSettings:
     def antithetic(self) -> bool:
         """Whether the members are ±ε pairs (``estimator: antithetic``)."""
         return self.estimator == "antithetic"
-
-
-SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in fields(ESSettings))
-"""Every ES setting, in the order of the strategy's keyword arguments."""

@@ -49,7 +49,6 @@ from lightning.fabric.wrappers import _unwrap_objects
 from typing_extensions import override
 
 from es_lightning.errors import ConfigError, MissingPathError
-from es_lightning.grpo.checked import settings_help
 from es_lightning.grpo.lora import (
     AdaptersOff,
     LoRASettings,
@@ -63,7 +62,7 @@ from es_lightning.grpo.lora import (
 from es_lightning.grpo.loss import GRPOLoss
 from es_lightning.grpo.optimize import PolicyBatch, optimize_policy
 from es_lightning.grpo.schedule import Schedule, lr_multiplier, resolve_warmup
-from es_lightning.grpo.settings import SETTING_NAMES, GRPOSettings, build_settings, settings_hparams
+from es_lightning.grpo.settings import GRPOSettings, build_settings, settings_hparams
 from es_lightning.ranks import fail_together
 from es_lightning.rollout.base import Rollout
 from es_lightning.strategies.base import ReasoningStrategy, Row, StepResult
@@ -92,12 +91,33 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
     """GRPO with a trainer copy of the model and weight sync into the rollout engine; a Fabric
     parallel strategy, made concrete by the DDP or FSDP strategy it is mixed with.
 
-    The settings are :class:`~es_lightning.grpo.settings.GRPOSettings`'s and
-    :class:`~es_lightning.grpo.loss.GRPOLoss`'s fields (``self.settings``, ``self.loss``), taken
-    here one by one as the recipes' ``strategy.init_args``; their documentation below is the
-    fields' docstrings.
+    Its settings are keyword arguments (the recipes' ``strategy.init_args``), beside which Fabric's
+    DDP or FSDP arguments pass through ``kwargs``; they are checked together when it is built
+    (:func:`~es_lightning.grpo.settings.build_settings`, every bad value named at once) and kept as
+    ``self.settings`` and the loss ``self.loss``.
 
     Args:
+        group_size: G, responses per prompt (>= 2).
+        learning_rate: AdamW learning rate η (> 0), the peak of the schedule.
+        lr_schedule: ``constant`` (default), ``linear`` or ``cosine`` decay after the warmup, over
+            the run's updates × μ optimizer steps (``es_lightning/grpo/schedule.py``; a pipeline
+            stage schedules over its own updates).
+        warmup_steps: optimizer steps of linear warmup from 0 (overrides ``warmup_ratio``).
+        warmup_ratio: warmup as a fraction of the run's optimizer steps.
+        weight_decay: AdamW weight decay.
+        adam_betas: AdamW betas.
+        clip_eps: ε (ε_low) of the clipped ratio, in (0, 1).
+        clip_eps_high: ε_high (DAPO's asymmetric clip); ``None``: same as ``clip_eps``.
+        beta: β, weight of the k3 KL to the frozen starting model (0: no reference model).
+        advantage: ``group`` (default), ``batch`` or ``none``.
+        loss_aggregation: ``token_mean`` (default) or ``sequence_mean`` (original GRPO).
+        inner_iterations: μ, optimizer steps per batch of rollouts.
+        micro_batch_size: sequences per forward/backward (gradients accumulate over the batch).
+        max_grad_norm: gradient clipping norm (``None``: no clipping).
+        gradient_checkpointing: trade compute for memory in the trainer model.
+        lora: train low-rank adapters only (``LoRASettings``; ``pip install "es-lightning[lora]"``;
+            DDP only); engine, checkpoints and callbacks get the merged W + (α/r)·B·A, the state
+            folder also the adapter in PEFT's format (:mod:`es_lightning.grpo.lora`).
         process_group_backend: ``gloo``/``nccl``; default: NCCL on GPU, gloo on CPU.
         kwargs: further arguments of the Fabric strategy underneath (DDP or FSDP).
     """
@@ -127,8 +147,25 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
         process_group_backend: str | None = None,
         **kwargs: Any,
     ) -> None:
-        given = dict(locals())  # the arguments as passed, in the signature's order
-        self.settings, self.loss = build_settings({k: v for k, v in given.items() if k in SETTING_NAMES})
+        self.settings, self.loss = build_settings(
+            group_size=group_size,
+            learning_rate=learning_rate,
+            lr_schedule=lr_schedule,
+            warmup_steps=warmup_steps,
+            warmup_ratio=warmup_ratio,
+            weight_decay=weight_decay,
+            adam_betas=adam_betas,
+            clip_eps=clip_eps,
+            clip_eps_high=clip_eps_high,
+            beta=beta,
+            advantage=advantage,
+            loss_aggregation=loss_aggregation,
+            inner_iterations=inner_iterations,
+            micro_batch_size=micro_batch_size,
+            max_grad_norm=max_grad_norm,
+            gradient_checkpointing=gradient_checkpointing,
+            lora=lora,
+        )
         if lora is not None and isinstance(self, FSDPStrategy):
             raise ConfigError("GRPOFSDPStrategy: lora is not supported under FSDP; use GRPOStrategy (DDP)")
         if lora is not None:
@@ -341,11 +378,6 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
             "grpo/grad_norm": reduce(stats["grad_norm"]),
             "train/lr": stats["lr"],
         }
-
-
-_GRPO.__doc__ = (_GRPO.__doc__ or "").replace(
-    "    Args:\n", "    Args:\n" + settings_help(GRPOSettings, GRPOLoss), 1
-)
 
 
 class GRPOStrategy(_GRPO, DDPStrategy):

@@ -72,7 +72,7 @@ def run_fit(
             (``pip install 'es-lightning[wandb]'``, ``[mlflow]``).
         hparams: the run's resolved configuration, recorded in every checkpoint (the CLI fills it).
     """
-    from es_lightning.evaluation.suites import resolve_eval_tasks
+    from es_lightning.presets import resolve_eval_tasks
     from es_lightning.training.pipeline import run_pipeline
     from es_lightning.training.trainer import Trainer
 
@@ -111,7 +111,7 @@ def fit_parser() -> Any:
     from jsonargparse import ActionConfigFile
 
     from es_lightning.cli_hints import accept_short_names, command_parser
-    from es_lightning.training.recipe_names import accept_names
+    from es_lightning.presets import accept_names
     from es_lightning.training.user_loggers import prepare_user_loggers
 
     parser = command_parser(run_fit.__doc__.split("\n")[0], prog="es-lightning fit")

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from es_lightning.evaluation.columns import print_table
 from es_lightning.evaluation.runner import EvalResult
 from es_lightning.evaluation.strict_json import strict_dumps
-from es_lightning.evaluation.table import print_table
 
 
 def write_eval_outputs(
@@ -37,12 +37,12 @@ def write_eval_outputs(
 
 
 def print_before_after(before: dict[str, Any], after: dict[str, Any]) -> None:
-    """The ``before`` / ``after`` table of :func:`~es_lightning.evaluation.table.format_table` with a
+    """The ``before`` / ``after`` table of :func:`~es_lightning.evaluation.columns.format_table` with a
     ``change`` column (percentage points)."""
     print_table({"before": before, "after": after}, difference="change")
 
 
 def print_columns(columns: dict[str, dict[str, Any]]) -> None:
     """One column per evaluation (e.g. ``before``, ``after es``, ``after grpo``) as
-    :func:`~es_lightning.evaluation.table.format_table` lays them out; nothing when ``columns`` is empty."""
+    :func:`~es_lightning.evaluation.columns.format_table` lays them out; nothing when ``columns`` is empty."""
     print_table(columns)

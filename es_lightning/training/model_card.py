@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from es_lightning.evaluation.table import format_table
+from es_lightning.evaluation.columns import format_table
 from es_lightning.models.registry import BUILTIN_MODELS
 
 CARD_FILE = "README.md"

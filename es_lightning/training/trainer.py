@@ -46,7 +46,7 @@ from es_lightning.checkpoint_space import check_checkpoint_space
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import ReasoningModule
-from es_lightning.rollout.base import Rollout, check_takes_loading, setup_rollout
+from es_lightning.rollout.base import Rollout
 from es_lightning.strategies.base import ReasoningStrategy, require_strategy
 from es_lightning.tasks.base import Task
 from es_lightning.training.batches import batch_rows, steps_for_epochs
@@ -116,7 +116,6 @@ class Trainer:
         cfg = self.config
         prepare_run_dir(self.output_dir, cfg.resume, cfg.overwrite)  # one run per folder
         self.module.check_model_source()
-        check_takes_loading(self.rollout, self.module.loading)
         rows = self.module.task.load("train")[: cfg.train_limit]
         if not rows:
             raise ConfigError(f"{self.module.task.name}: the training split is empty")
@@ -200,7 +199,7 @@ class Trainer:
         fabric, module = self.fabric, self.module
         dtype = module.torch_dtype(fabric.device)
         model_path = str(resume.path if resume else module.model)
-        setup_rollout(self.rollout, model_path, fabric.device, dtype, module.loading)
+        self.rollout.setup(model_path, fabric.device, dtype, module.loading)
         self.rollout.start()  # engines start before any torch work in this process
         strategy.prepare(fabric, module, self.rollout, resume)
         self.step = resume.step if resume is not None else 0

@@ -144,7 +144,7 @@ def validation_recipe(
 
 def evaluated_tasks(cfg: Any) -> list[str]:
     """The names under which a ``fit`` configuration's evaluation reports its tasks."""
-    from es_lightning.evaluation.suites import resolve_eval_tasks
+    from es_lightning.presets import resolve_eval_tasks
 
     if cfg.eval_tasks is None:
         task = cfg.module.init_args.task

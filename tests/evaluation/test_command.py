@@ -2,8 +2,8 @@
 
 import json
 
+from es_lightning.evaluation.columns import format_table
 from es_lightning.evaluation.command import write_summary
-from es_lightning.evaluation.table import format_table
 
 SUMMARIES = {
     "echo": {"n_prompts": 2.0, "pass@1": 0.25, "pass@2": 0.5, "greedy": 1.0},

@@ -7,14 +7,13 @@ import dataclasses
 import pytest
 
 from es_lightning.errors import ConfigError, UnknownNameError
-from es_lightning.evaluation.protocols import (
+from es_lightning.evaluation.runner import EvalConfig
+from es_lightning.presets import (
     PROTOCOLS,
-    Protocol,
+    EvalProtocol,
     expand_protocol,
-    get_protocol,
     register_protocol,
 )
-from es_lightning.evaluation.runner import EvalConfig
 
 PAPER = {
     **dataclasses.asdict(EvalConfig()),  # the fields the recipes left at their defaults
@@ -78,11 +77,11 @@ def test_an_unknown_name_lists_the_known_ones():
 
 def test_each_expansion_is_a_fresh_copy():
     expand_protocol("paper")["ks"].append(64)
-    assert get_protocol("paper").config.ks == [1, 16, 32]
+    assert PROTOCOLS.find("paper").config.ks == [1, 16, 32]
 
 
 def test_a_taken_name_is_refused_for_another_protocol():
-    assert register_protocol(get_protocol("paper")) is get_protocol("paper")  # the same again: fine
+    assert register_protocol(PROTOCOLS.find("paper")) is PROTOCOLS.find("paper")  # the same again: fine
     with pytest.raises(ValueError, match="'paper' is taken"):
-        register_protocol(Protocol("paper", EvalConfig(num_samples=8)))
-    assert get_protocol("paper").config.num_samples == 32
+        register_protocol(EvalProtocol("paper", EvalConfig(num_samples=8)))
+    assert PROTOCOLS.find("paper").config.num_samples == 32

@@ -2,16 +2,15 @@
 
 import pytest
 
-from es_lightning.evaluation.suites import (
+from es_lightning.evaluation.summary import AVERAGE_KEY, average_over_tasks
+from es_lightning.presets import (
     HELDOUT_AVERAGE_KEY,
     IN_DOMAIN_AVERAGE_KEY,
     SUITES,
     Suite,
     average_groups,
-    get_suite,
     resolve_eval_tasks,
 )
-from es_lightning.evaluation.summary import AVERAGE_KEY, average_over_tasks
 from es_lightning.tasks import GPQA, GSM8K, MBPP, CommonsenseQA, Countdown, HotpotQA, MathTask
 
 EASY_HELDOUT = ["commonsense_qa", "hotpotqa", "countdown", "gpqa", "mbpp"]
@@ -30,7 +29,7 @@ HARD_HELDOUT = ["gpqa", "mbpp", "commonsense_qa", "countdown"]
     ],
 )
 def test_suites_hold_the_papers_tasks(name, tasks, heldout):
-    suite = get_suite(name)
+    suite = SUITES.find(name)
     assert list(suite.tasks) == tasks
     assert list(suite.heldout) == heldout
     assert list(suite.training_domain) == [t for t in tasks if t not in heldout]

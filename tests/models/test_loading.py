@@ -21,7 +21,7 @@ from es_lightning.errors import ConfigError
 from es_lightning.models.loading import ModelLoading, copy_model_code
 from es_lightning.models.tiny import TinyConfig, build_tiny_model
 from es_lightning.module import ReasoningModule
-from es_lightning.rollout.base import Rollout, SamplingConfig, check_takes_loading, setup_rollout
+from es_lightning.rollout.base import Rollout, SamplingConfig
 from es_lightning.rollout.hf import HFRollout
 from es_lightning.strategies import GRPOStrategy
 from es_lightning.tasks import Echo
@@ -122,7 +122,7 @@ def test_a_revision_reaches_the_tokenizer_the_rollout_the_trainer_model_and_the_
     module.check_model_source()
     assert module.tokenizer.model_max_length == (384 if ref == "v2" else 512)
     rollout = HFRollout()
-    setup_rollout(rollout, module.model, CPU, torch.float32, module.loading)
+    rollout.setup(module.model, CPU, torch.float32, module.loading)
     assert rollout.checksum() == pytest.approx(sums[ref], rel=1e-12)
     rollout.es_init()  # the ES start: the weight files of the same revision
     assert rollout.es.checksum() == pytest.approx(sums[ref], rel=1e-9)
@@ -164,7 +164,7 @@ def test_a_revision_is_never_applied_to_a_local_folder(tiny_model_path, two_revi
     assert module.loading.hub_kwargs(str(tiny_model_path)) == {"trust_remote_code": False}
     stage = module.with_model(str(tiny_model_path))  # e.g. a pipeline stage's start (a checkpoint)
     rollout = HFRollout()
-    setup_rollout(rollout, stage.model, CPU, torch.float32, stage.loading)
+    rollout.setup(stage.model, CPU, torch.float32, stage.loading)
     assert rollout.checksum() == pytest.approx(_weights_sum(tiny_model_path), rel=1e-12)
     assert stage.tokenizer.model_max_length == 384  # the tokenizer stays v2's
     with pytest.raises(ConfigError, match="module.revision: empty"):
@@ -177,7 +177,7 @@ def test_a_revision_is_never_applied_to_a_local_folder(tiny_model_path, two_revi
 def test_model_kwargs_reach_the_rollout_and_trainer_models(tiny_model_path, attention):
     module = ReasoningModule(str(tiny_model_path), _task(), model_kwargs={"attn_implementation": attention})
     rollout = HFRollout()
-    setup_rollout(rollout, module.model, CPU, torch.float32, module.loading)
+    rollout.setup(module.model, CPU, torch.float32, module.loading)
     assert rollout.model.config._attn_implementation == attention
     assert _grpo_model(module, rollout).config._attn_implementation == attention
 
@@ -203,7 +203,7 @@ def test_custom_code_needs_trust_remote_code_and_then_loads_everywhere(custom_co
     module = ReasoningModule(str(custom_code_model), _task(), trust_remote_code=True)
     module.check_model_source()
     rollout = HFRollout()
-    setup_rollout(rollout, module.model, CPU, torch.float32, module.loading)
+    rollout.setup(module.model, CPU, torch.float32, module.loading)
     assert type(rollout.model).__name__ == "TinyCustomForCausalLM"
     out = rollout.generate(
         module.encode(module.task.load("test")[:2]), SamplingConfig(temperature=0, max_tokens=4)
@@ -272,26 +272,6 @@ evaluation: null
     assert type(model).__name__ == "TinyCustomForCausalLM"
 
 
-# -- rollouts written for setup(model_path, device, dtype) ----------------------------------------
-class ThreeArgumentRollout(HFRollout):
-    """A user rollout from before ``loading``: its ``setup`` takes three arguments."""
-
-    def setup(self, model_path, device, dtype):
-        super().setup(model_path, device, dtype)
-
-
-def test_a_rollout_without_a_loading_parameter_still_works_and_is_refused_options(tiny_model_path):
-    module = ReasoningModule(str(tiny_model_path), _task())
-    rollout = ThreeArgumentRollout()
-    setup_rollout(rollout, module.model, CPU, torch.float32, module.loading)  # the defaults: fine
-    assert rollout.model is not None
-    module = ReasoningModule(str(tiny_model_path), _task(), trust_remote_code=True)
-    with pytest.raises(
-        ConfigError, match=r"ThreeArgumentRollout.setup\(model_path, device, dtype\) takes no"
-    ):
-        check_takes_loading(ThreeArgumentRollout(), module.loading)
-
-
 # -- vLLM -----------------------------------------------------------------------------------------
 @pytest.mark.vllm
 def test_vllm_engine_arguments_carry_the_revision_and_remote_code(tiny_model_path):
@@ -317,7 +297,7 @@ def test_a_vllm_engine_serves_the_revision_asked_for(two_revisions):
 
     module = ReasoningModule("org/tiny", _task(), revision="v2")
     rollout = VLLMRollout(gpu_memory_utilization=0.1, max_model_len=128)
-    setup_rollout(rollout, module.model, CPU, torch.float32, module.loading)
+    rollout.setup(module.model, CPU, torch.float32, module.loading)
     try:
         rollout.start()
         assert rollout.checksum() == pytest.approx(_weights_sum(two_revisions["v2"]), rel=1e-9)

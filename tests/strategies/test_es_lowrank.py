@@ -121,7 +121,7 @@ def test_a_generate_only_rollout_is_refused_for_lowrank_naming_the_ones_that_ser
     with pytest.raises(
         ConfigError, match="needs a rollout that serves low-rank members.*GenerateOnly serves"
     ):
-        check_lowrank_rollout(ESStrategy(perturbation="lowrank").settings, GenerateOnly())  # type: ignore[arg-type]
+        check_lowrank_rollout(ESStrategy(perturbation="lowrank"), GenerateOnly())  # type: ignore[arg-type]
 
 
 def test_vllm_reserves_one_lora_slot_per_member_at_a_rank_it_offers():
@@ -130,7 +130,7 @@ def test_vllm_reserves_one_lora_slot_per_member_at_a_rank_it_offers():
 
     rollout = VLLMRollout(engine_kwargs={"max_lora_rank": 16})
     check_lowrank_rollout(
-        ESStrategy(perturbation="lowrank", rank=4, population_size=6, lowrank_targets="linear").settings,
+        ESStrategy(perturbation="lowrank", rank=4, population_size=6, lowrank_targets="linear"),
         rollout,
     )
     assert {

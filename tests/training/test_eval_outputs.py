@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from es_lightning.evaluation.table import format_table
+from es_lightning.evaluation.columns import format_table
 from es_lightning.training.eval_outputs import print_before_after, print_columns
 
 BEFORE = {"arithmetic": {"pass@1": 0.477, "pass@16": 1.0, "greedy": 0.795, "mean_reward": 0.477}}

@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 
 from es_lightning.errors import UnknownNameError
-from es_lightning.training.instruments import (
+from es_lightning.presets import (
     INSTRUMENT_SETS,
     InstrumentSet,
     expand_instruments,
-    get_instrument_set,
     register_instrument_set,
 )
 
@@ -70,7 +69,7 @@ def test_an_unknown_name_lists_the_known_ones():
 
 def test_each_expansion_is_a_fresh_copy():
     expand_instruments("weight_change")[0]["init_args"]["every_n_updates"] = 1
-    assert get_instrument_set("weight_change").callbacks[0]["init_args"]["every_n_updates"] == 10
+    assert INSTRUMENT_SETS.find("weight_change").callbacks[0]["init_args"]["every_n_updates"] == 10
 
 
 def test_a_set_needs_a_lower_case_name_and_class_paths():

@@ -8,7 +8,7 @@ import json
 import yaml
 
 from es_lightning.analysis.threshold import copy_model_meta
-from es_lightning.evaluation.table import format_table
+from es_lightning.evaluation.columns import format_table
 from es_lightning.training.model_card import card_text, write_model_card
 from tests.helpers import TINY_ES_RECIPE, fit
 

@@ -11,10 +11,8 @@ import warnings
 import pytest
 import yaml
 
-from es_lightning.evaluation.protocols import PROTOCOLS
+from es_lightning.presets import INSTRUMENT_SETS, PROTOCOLS, accept_names
 from es_lightning.training.command import fit_parser
-from es_lightning.training.instruments import INSTRUMENT_SETS
-from es_lightning.training.recipe_names import accept_names
 
 BASE = """
 module:

@@ -116,7 +116,10 @@ def test_over_control_scores_each_configuration_against_its_own_control():
     from es_lightning.tune.grid import expand
     from es_lightning.tune.selection import control_pairs, over_control
 
-    grid = {"strategy.init_args.learning_rate": [0.003, 0.004], "strategy.init_args.reward_control": ["none", "permuted"]}
+    grid = {
+        "strategy.init_args.learning_rate": [0.003, 0.004],
+        "strategy.init_args.reward_control": ["none", "permuted"],
+    }
     points = {p.label: p for p in expand(grid)}
     pairs = control_pairs(points, {"strategy.init_args.reward_control": "permuted"})
     assert pairs == {
@@ -127,7 +130,9 @@ def test_over_control_scores_each_configuration_against_its_own_control():
     # Both start at 0.29: by Δ alone, α = 4e-3 would win.
     after = {"0.003_reward_control=none": 0.33, "0.003_reward_control=permuted": 0.30}
     after |= {"0.004_reward_control=none": 0.34, "0.004_reward_control=permuted": 0.33}
-    records = [{"label": f"learning_rate={k}", "seed": 0, "before": 0.29, "after": v} for k, v in after.items()]
+    records = [
+        {"label": f"learning_rate={k}", "seed": 0, "before": 0.29, "after": v} for k, v in after.items()
+    ]
     scored = candidates_of(over_control(records, pairs))
     assert [c.score for c in scored] == pytest.approx([0.03, 0.01])
     assert choose(scored).label == "learning_rate=0.003_reward_control=none"
@@ -141,13 +146,24 @@ def test_over_control_waits_for_both_runs_and_names_a_missing_control():
     from es_lightning.tune.grid import expand
     from es_lightning.tune.selection import control_pairs, over_control
 
-    grid = {"strategy.init_args.learning_rate": [0.003], "strategy.init_args.reward_control": ["none", "permuted"]}
+    grid = {
+        "strategy.init_args.learning_rate": [0.003],
+        "strategy.init_args.reward_control": ["none", "permuted"],
+    }
     points = {p.label: p for p in expand(grid)}
     pairs = control_pairs(points, {"strategy.init_args.reward_control": "permuted"})
     es, control = "learning_rate=0.003_reward_control=none", "learning_rate=0.003_reward_control=permuted"
-    unfinished = [{"label": es, "seed": 0, "before": 0.29, "after": 0.33}, {"label": control, "seed": 0, "before": None, "after": None}]
+    unfinished = [
+        {"label": es, "seed": 0, "before": 0.29, "after": 0.33},
+        {"label": control, "seed": 0, "before": None, "after": None},
+    ]
     assert not candidates_of(over_control(unfinished, pairs))[0].eligible
-    lone = {p.label: p for p in expand({"strategy.init_args.learning_rate": [0.003], "strategy.init_args.reward_control": ["none"]})}
+    lone = {
+        p.label: p
+        for p in expand(
+            {"strategy.init_args.learning_rate": [0.003], "strategy.init_args.reward_control": ["none"]}
+        )
+    }
     with pytest.raises(ConfigError, match="has no control"):
         control_pairs(lone, {"strategy.init_args.reward_control": "permuted"})
     with pytest.raises(ConfigError, match="not in the grid"):

@@ -7,16 +7,14 @@ rule and docstring on one dataclass field.
 :func:`invalid_settings` judges given values against the fields of one or more such dataclasses and
 names every bad one at once (``group_size=1 (must be >= 2); clip_eps=2.0 (must be in (0, 1))``);
 :func:`refuse_invalid` raises it as a :class:`~es_lightning.errors.ConfigError`, as a dataclass's
-``__post_init__`` does. :func:`settings_help` turns the fields' docstrings into a Google-style
-``Args:`` section, so a constructor that takes the settings one by one documents them in
-``--help`` without writing them again; :func:`plain_values` gives them back as ``hparams.yaml``
-records them. GRPO's settings and loss and ES's settings (``es_lightning.strategies.es_settings``)
-are built on these.
+``__post_init__`` does; :func:`plain_values` gives the values back as ``hparams.yaml`` records
+them. ES's settings (:mod:`es_lightning.strategies.es_settings`), GRPO's
+(:mod:`es_lightning.grpo.settings`) and GRPO's loss (:class:`~es_lightning.grpo.loss.GRPOLoss`) are
+built on these.
 """
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import Field, field, fields, is_dataclass
 from typing import Any, TypeVar
@@ -91,29 +89,3 @@ def _plain(value: Any) -> Any:
     if is_dataclass(value) and not isinstance(value, type):
         return plain_values(value)
     return value
-
-
-def field_docs(*classes: type) -> dict[str, str]:
-    """``{field name: its docstring}`` of the fields of ``classes`` that have one (read from the
-    source, as jsonargparse reads them for ``--help``)."""
-    from docstring_parser import parse_from_object
-
-    names = {f.name for f in _fields(*classes)}
-    docs: dict[str, str] = {}
-    for cls in classes:
-        for param in parse_from_object(cls).params:
-            if param.arg_name in names and param.description:
-                docs[param.arg_name] = param.description
-    return docs
-
-
-def settings_help(*classes: type, indent: str = "        ") -> str:
-    """The ``Args:`` lines documenting the fields of ``classes`` (Google style, one entry per
-    field, its docstring as the description), to put into a constructor's docstring."""
-    lines = []
-    for name, doc in field_docs(*classes).items():
-        text = " ".join(doc.split())
-        lines.append(
-            textwrap.fill(f"{name}: {text}", 100, initial_indent=indent, subsequent_indent=indent + "    ")
-        )
-    return "\n".join(lines) + "\n"

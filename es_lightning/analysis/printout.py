@@ -1,4 +1,4 @@
-"""The printed summary of ``es-lightning analyze``: one row per model and view, then rel-L2 by kind.
+"""The printout of ``es-lightning analyze``: one row per model and view, then rel-L2 by kind.
 
 Every number is labelled with its view: ``stored`` (the weights as stored, e.g. the fp32 master)
 or ``bf16`` (both sides rounded to bfloat16, the weights as a bf16 engine serves them)::
@@ -35,7 +35,7 @@ from es_lightning.analysis.bf16_grid import rounding_line
 from es_lightning.analysis.kinds import KINDS
 
 
-def format_table(rows: list[list[str]], left: int = 1, last_left: bool = False) -> str:
+def pad_columns(rows: list[list[str]], left: int = 1, last_left: bool = False) -> str:
     """Columns padded to their widest cell: the first ``left`` columns (and the last when
     ``last_left``) left-aligned, the numbers between right-aligned."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -70,7 +70,7 @@ def _views(result: dict[str, Any], label: str) -> list[tuple[str, str, dict[str,
     return views
 
 
-def format_summary(result: dict[str, Any]) -> str:
+def format_analysis(result: dict[str, Any]) -> str:
     """The tables for an ``analyze`` result (the dict written to OUT.json)."""
     views = _views(result, "checkpoint")
     if "compare" in result:
@@ -97,7 +97,7 @@ def format_summary(result: dict[str, Any]) -> str:
         out.append(
             f"compare:    {result['compare'].get('checkpoint')} ({result['compare'].get('stored_as')})"
         )
-    out += ["", format_table(rows, left=2, last_left=True), ""]
+    out += ["", pad_columns(rows, left=2, last_left=True), ""]
     if "rel_l2_ratio" in result:
         bf16 = result.get("bf16", {}).get("rel_l2_ratio")
         out.append(
@@ -108,7 +108,7 @@ def format_summary(result: dict[str, Any]) -> str:
     kinds = [k for k in KINDS if any(k in data["rel_l2_by_kind"] for _, _, data in views)]
     by_kind = [["rel_l2 by kind", *(f"{model} {view.split(' ')[0]}" for model, view, _ in views)]]
     by_kind += [[k, *(_number(data["rel_l2_by_kind"].get(k)) for _, _, data in views)] for k in kinds]
-    out.append(format_table(by_kind))
+    out.append(pad_columns(by_kind))
     flags = [rounding_line(f"{model} {view.split(' ')[0]}", data) for model, view, data in views]
     out += [line for line in flags if line is not None]
     for label, data in (("checkpoint", result), ("compare", result.get("compare"))):
@@ -156,7 +156,7 @@ def format_null(data: dict[str, Any], label: str = "checkpoint") -> str:
         ci = e["ratio_ci"]
         ratio = "n/a" if e["ratio"] is None else f"{e['ratio']:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
         rows.append([f"top-{k} {kind}", str(e["observed"]), f"{e['expected']:.1f}", ratio])
-    return "\n".join(head) + "\n" + format_table(rows)
+    return "\n".join(head) + "\n" + pad_columns(rows)
 
 
 def format_curve(curve: list[dict[str, Any]], base: dict[str, Any] | None = None) -> str:
@@ -184,4 +184,4 @@ def format_curve(curve: list[dict[str, Any]], base: dict[str, Any] | None = None
                 _percent(base.get("greedy")),
             ]
         )
-    return "\nsparsity curve (Pass@1 of the thresholded checkpoints)\n" + format_table(rows)
+    return "\nsparsity curve (Pass@1 of the thresholded checkpoints)\n" + pad_columns(rows)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from es_lightning.evaluation.table import format_table, print_table
+from es_lightning.evaluation.columns import format_table, print_table
 
 BEFORE = {"arithmetic": {"pass@1": 0.477, "pass@16": 1.0, "greedy": 0.795, "mean_reward": 0.477}}
 AFTER = {"arithmetic": {"pass@1": 0.7271, "pass@16": 1.0, "greedy": 0.97, "mean_reward": 0.7271}}
