@@ -216,7 +216,7 @@ def _run(parser: Any, cfg: Any) -> None:
             evaluates_after = trainer.eval_after and kwargs.get("evaluation") is not None
             finished = None if kwargs.get("stages") is not None else finished_run(trainer, evaluates_after)
             if finished is not None:  # nothing is written or started
-                print(f"es-lightning: {finished}", flush=True)
+                print(f"es-lightning: {finished}", file=sys.stderr, flush=True)
                 return
             sub = parser._subcommands_action._name_parser_map["fit"]
             dumped = sub.dump(cfg[name], skip_none=False)

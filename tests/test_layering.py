@@ -17,9 +17,10 @@ from tests.helpers import REPO
 LAYERS = (
     (
         "es_lightning.errors",
+        "es_lightning.console",
         "es_lightning.named",
         "es_lightning.ranks",
-    ),  # errors; named registries; ranks failing together
+    ),  # errors; console lines and warnings; named registries; ranks failing together
     (
         "es_lightning.weight_files",
         "es_lightning.checkpoint_manifest",

@@ -46,7 +46,9 @@ noisy (its standard error is about 0.18 with N = 32 members), so the window must
 arithmetic demo (σ = 1e-3, N = 32, B = 64), where ES raises Pass@1 by about 20 points, a 10-update
 window dipped to a pooled −0.02 while every 20-update window stayed at 0.24 or above; on the
 countdown coverage setting (σ = 3e-3) whole 120-update runs pooled 0.02–0.04. :class:`SignalMonitor`
-turns that into one warning per run (:func:`no_signal_message` names the likely causes and knobs).
+turns that into one warning per run (:func:`no_signal_message` names the likely causes and knobs;
+:func:`constant_reward_message`, when every response got the same reward: then the reward
+function, not σ, is the cause).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ import numpy as np
 
 __all__ = [
     "SignalMonitor",
+    "constant_reward_message",
     "correlation_from_reliability",
     "flip_rate",
     "no_signal_message",
@@ -171,10 +174,24 @@ def no_signal_reason(
 def no_signal_message(reason: str) -> str:
     """The warning line for ``reason``: what it means, the likely causes and the knobs."""
     return (
-        f"es-lightning: ES sees no signal: {reason}. Likely causes: sigma too small for this model (members behave alike; raise strategy.sigma), too "
-        "few prompts per update (raise trainer.batch_size), or greedy rollouts / too little "
-        "sampling diversity (raise module.train_sampling.temperature or "
+        f"ES sees no signal: {reason}. Likely causes: sigma too small for this model (members behave "
+        "alike; raise strategy.sigma), too few prompts per update (raise trainer.batch_size), or "
+        "greedy rollouts / too little sampling diversity (raise module.train_sampling.temperature or "
         "strategy.responses_per_prompt)."
+    )
+
+
+def constant_reward_message(count: int, window: int, rewards: Sequence[float]) -> str:
+    """The warning line when every response got one and the same reward in ``count`` of the last
+    ``window`` updates (``rewards``: those constants): the reward, not σ, is what gives no signal."""
+    values = ", ".join(f"{v:g}" for v in sorted(set(rewards))[:3])
+    return (
+        f"ES sees no signal: in {count} of the last {window} updates every response got the same "
+        f"reward ({values}), so the members tied and the weights did not move. The reward is the "
+        "likely cause: check each function's rewards on this model's completions "
+        "(train/rewards/<function> in metrics.jsonl, samples.jsonl) and give partial credit where a "
+        "function is always 0 or always 1 for this model (a larger strategy.sigma helps only where "
+        "perturbed models can earn another reward)."
     )
 
 
@@ -192,17 +209,24 @@ class SignalMonitor:
         self.window, self.threshold = window, threshold
         self.correlations: deque[float] = deque(maxlen=window)
         self.skipped: deque[bool] = deque(maxlen=window)
+        self.constant: deque[float | None] = deque(maxlen=window)
         self.warned = False
 
-    def observe(self, correlation: float, skipped: bool) -> str | None:
-        """Record one update (its split-half correlation r_ab and whether it was skipped); the
-        warning message the first time the window has no signal, else None."""
+    def observe(self, correlation: float, skipped: bool, constant_reward: float | None = None) -> str | None:
+        """Record one update (its split-half correlation r_ab, whether it was skipped, and the
+        reward every response got when all got the same, else ``None``); the warning message the
+        first time the window has no signal, else None. When every response got one reward in
+        more than half of the window, the message names the reward as the cause."""
         self.correlations.append(float(correlation))
         self.skipped.append(bool(skipped))
+        self.constant.append(None if constant_reward is None else float(constant_reward))
         if self.warned:
             return None
         reason = no_signal_reason(list(self.correlations), list(self.skipped), self.window, self.threshold)
         if reason is None:
             return None
         self.warned = True
+        constants = [c for c in self.constant if c is not None]
+        if len(constants) > self.window / 2:
+            return constant_reward_message(len(constants), self.window, constants)
         return no_signal_message(reason)

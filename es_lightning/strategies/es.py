@@ -65,9 +65,9 @@ import numpy as np
 import torch
 from lightning.fabric.strategies.ddp import DDPStrategy
 from lightning.fabric.strategies.registry import _StrategyRegistry
-from lightning.fabric.utilities import rank_zero_warn
 from typing_extensions import override
 
+from es_lightning.console import warn
 from es_lightning.es.control import RewardControl, controlled_rewards
 from es_lightning.es.diagnostics import SignalMonitor, flip_rate, spearman_brown, split_half_correlation
 from es_lightning.es.lowrank import LowRankTargets, Perturbation
@@ -324,9 +324,13 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
     def _watch_signal(self, metrics: dict[str, float]) -> None:
         """Feed the no-signal monitor; its one warning goes to the console."""
         if self._signal is not None:
-            warning = self._signal.observe(metrics["es/reward_split_half_corr"], metrics["es/skipped"] == 1.0)
+            low, high = metrics["train/reward_min"], metrics["train/reward_max"]
+            constant = low if low == high else None  # every response got the same reward
+            warning = self._signal.observe(
+                metrics["es/reward_split_half_corr"], metrics["es/skipped"] == 1.0, constant
+            )
             if warning is not None:
-                rank_zero_warn(warning)
+                warn(warning, once=False)  # the monitor warns once per run
 
     def _gather(self, local: MemberResults) -> Gathered:
         """Every rank's results, summed or gathered over the ranks."""

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from lightning.fabric.loggers import CSVLogger, Logger, TensorBoardLogger
-from lightning.fabric.utilities.rank_zero import rank_zero_warn
 
 from es_lightning.checkpoint import atomic_write_text
+from es_lightning.console import warn
 from es_lightning.strategies.base import Sample
 from es_lightning.training.loggers import truncate_metrics
 
@@ -126,7 +126,7 @@ def _to_logger(logger: Logger, rows: list[list[Any]], step: int) -> None:
         try:
             logger.log_text(key=TAG, columns=COLUMNS, data=rows, step=step)
         except TypeError as e:  # a log_text of another signature: skip it, with a warning
-            rank_zero_warn(f"{type(logger).__name__}.log_text does not take a table ({e}); no samples logged")
+            warn(f"{type(logger).__name__}.log_text does not take a table ({e}); no samples logged")
 
 
 def _is_mlflow(logger: Logger) -> bool:

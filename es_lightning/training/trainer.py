@@ -43,6 +43,7 @@ from es_lightning.checkpoint import (
     write_model_meta,
 )
 from es_lightning.checkpoint_space import check_checkpoint_space
+from es_lightning.console import say
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import ReasoningModule
@@ -134,8 +135,7 @@ class Trainer:
             self._check_resume(resume)
         finished = finished_message(resume, max_steps, self.output_dir, self._evaluates_after())
         if finished is not None:  # resuming a finished run changes nothing
-            if launched_rank() == 0:
-                print(f"es-lightning: {finished}", flush=True)
+            say(finished)
             return self.results
 
         if isinstance(self.strategy, ReasoningStrategy):  # the last check before any engine starts
@@ -284,10 +284,9 @@ class Trainer:
             latest = latest_checkpoint(self.output_dir)
             if latest is not None:  # the final checkpoint's model card, its evaluation included
                 write_model_card(latest, self.output_dir)
-            print(
-                f"es-lightning: done; {self.output_dir}: metrics.jsonl, tensorboard/ "
-                f"(tensorboard --logdir {self.output_dir}), eval/, trained model {latest}",
-                flush=True,
+            say(
+                f"done; {self.output_dir}: metrics.jsonl, tensorboard/ "
+                f"(tensorboard --logdir {self.output_dir}), eval/, trained model {latest}"
             )
 
     def _evaluates_after(self) -> bool:
@@ -316,7 +315,7 @@ class Trainer:
         if self.fabric.is_global_zero:
             latest = latest_checkpoint(self.output_dir)
             where = f"the newest checkpoint is {latest}" if latest else "no checkpoint was written"
-            print(f"es-lightning: stopped by {name} after update {self.step}; {where}", flush=True)
+            say(f"stopped by {name} after update {self.step}; {where}")
 
     # -- what callbacks use ---------------------------------------------------------------------
     @property

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 
-import pytest
 from lightning.fabric.loggers import CSVLogger as FabricCSVLogger
 from lightning.fabric.loggers import Logger
 from lightning.pytorch.loggers import CSVLogger as LightningCSVLogger
@@ -126,10 +125,12 @@ def test_a_pipeline_stage_logs_on_the_global_axis_and_jsonl_keeps_both(tmp_path)
     assert text.texts[0][3] == 11
 
 
-def test_a_logger_whose_log_text_takes_no_table_is_skipped_with_a_warning(tmp_path):
-    with pytest.warns(UserWarning, match="does not take a table"):
-        log_samples(tmp_path, [OtherTextLogger()], SAMPLES, step=1)
-    assert len(read_jsonl(tmp_path / "samples.jsonl")) == 2
+def test_a_logger_whose_log_text_takes_no_table_is_skipped_with_a_warning(tmp_path, capsys):
+    log_samples(tmp_path, [OtherTextLogger()], SAMPLES, step=1)
+    log_samples(tmp_path, [OtherTextLogger()], SAMPLES, step=2)
+    warned = [line for line in capsys.readouterr().err.splitlines() if "does not take a table" in line]
+    assert len(warned) == 1 and warned[0].startswith("es-lightning: warning: OtherTextLogger.log_text")
+    assert len(read_jsonl(tmp_path / "samples.jsonl")) == 4
 
 
 def test_truncate_samples_drops_what_followed_the_checkpoint(tmp_path):
