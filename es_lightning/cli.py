@@ -46,7 +46,12 @@ that died); a run stopped by SIGTERM/SIGINT exits with 128 + the signal's number
 def build_parser():
     from jsonargparse import ActionConfigFile
 
-    from es_lightning.cli_hints import command_parser, hinting_parser_class, prepare_parsing
+    from es_lightning.cli_hints import (
+        accept_short_names,
+        command_parser,
+        hinting_parser_class,
+        prepare_parsing,
+    )
     from es_lightning.evaluation.command import evaluate_parser
     from es_lightning.training.command import fit_parser
 
@@ -73,6 +78,7 @@ def build_parser():
     analyze_parser = command_parser(run_analyze.__doc__.split("\n")[0])
     analyze_parser.add_argument("--config", action=ActionConfigFile, help="YAML with the same keys.")
     analyze_parser.add_function_arguments(run_analyze, fail_untyped=False)
+    accept_short_names(analyze_parser)  # --rollout hf | vllm, as fit and evaluate take them
     subcommands.add_subcommand(
         "analyze", analyze_parser, help="Drift, update sparsity and layer attribution of a checkpoint."
     )
