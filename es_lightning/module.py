@@ -167,7 +167,8 @@ class ReasoningModule:
             raise ValueError(f"ReasoningModule.score: {len(rows)} rows but {len(outputs)} outputs")
         flat_rows = [row for row, out in zip(rows, outputs) for _ in out.completions]
         flat_texts = [c.text for out in outputs for c in out.completions]
-        flat = call_task_scores(self.task, flat_texts, flat_rows)  # a failure or a NaN, in one line
+        flat_ids = [c.token_ids for out in outputs for c in out.completions]  # TRL's completion_ids
+        flat = call_task_scores(self.task, flat_texts, flat_rows, flat_ids)  # a failure or a NaN: one line
         scores, at = [], 0
         for out in outputs:
             scores.append(flat[at : at + len(out.completions)])

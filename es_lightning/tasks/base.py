@@ -45,6 +45,9 @@ class Score:
     used by majority vote, so equal answers must compare equal as strings."""
     extra: dict[str, float] = field(default_factory=dict)
     """Further per-completion metrics a task wants logged (e.g. HotpotQA's token F1)."""
+    logged: dict[str, Any] = field(default_factory=dict)
+    """Values a reward function logged for this completion with TRL's ``log_extra`` (shown beside
+    it in the logged samples)."""
 
 
 class Task(ABC):

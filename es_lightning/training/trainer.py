@@ -50,6 +50,7 @@ from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import Rollout, check_takes_loading, setup_rollout
 from es_lightning.strategies.base import ReasoningStrategy, require_strategy
 from es_lightning.tasks.base import Task
+from es_lightning.tasks.reward_context import reward_context
 from es_lightning.training.batches import batch_rows, steps_for_epochs
 from es_lightning.training.callbacks import callbacks_state, check_callbacks, load_callbacks_state
 from es_lightning.training.config import TrainerConfig
@@ -59,6 +60,7 @@ from es_lightning.training.lock import hold_run_lock
 from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorboard_logger, truncate_metrics
 from es_lightning.training.model_card import write_model_card
 from es_lightning.training.resume import check_resume_compatible, finished_message
+from es_lightning.training.reward_progress import RewardProgress
 from es_lightning.training.run_dir import launched_rank, prepare_run_dir, prune_checkpoints
 from es_lightning.training.samples import log_samples, truncate_samples
 from es_lightning.training.signals import RunInterrupted, StopSignals, stop_requested_by_callback
@@ -185,14 +187,17 @@ class Trainer:
         max_steps: int,
         resume: Checkpoint | None,
     ) -> None:
-        """Start, evaluate before, update until ``max_steps``, then checkpoint and evaluate after."""
+        """Start, evaluate before, update until ``max_steps``, then checkpoint and evaluate after;
+        reward functions see the run's progress throughout (:mod:`.reward_progress`)."""
         strategy = require_strategy(self.fabric.strategy)
         self._start(strategy, resume)
-        self._call("on_fit_start", trainer=self)
-        if self.config.eval_before and self.step == 0 and self.evaluation is not None:
-            self.results["before"] = self.evaluate(eval_sets, tag="before")
-        self._updates(strategy, stop, rows, eval_sets, max_steps)
-        self._finish(eval_sets)
+        self.progress = RewardProgress(self.fabric, self.config, len(rows), max_steps, self.step_offset)
+        with reward_context(self.progress.at(self.step)):
+            self._call("on_fit_start", trainer=self)
+            if self.config.eval_before and self.step == 0 and self.evaluation is not None:
+                self.results["before"] = self.evaluate(eval_sets, tag="before")
+            self._updates(strategy, stop, rows, eval_sets, max_steps)
+            self._finish(eval_sets)
 
     def _start(self, strategy: ReasoningStrategy, resume: Checkpoint | None) -> None:
         """This rank's engine on its device, the strategy prepared, the callbacks' state restored
@@ -255,9 +260,12 @@ class Trainer:
         cfg, fabric = self.config, self.fabric
         t0 = time.perf_counter()
         batch = batch_rows(rows, cfg.batch_size, cfg.seed, cfg.data_offset + self.step)
-        result = strategy.training_step(fabric, self.module, self.rollout, batch, self.step, cfg.seed)
+        with self.progress.update(self.step) as rewards_log:  # TRL's trainer_state and log_metric
+            result = strategy.training_step(fabric, self.module, self.rollout, batch, self.step, cfg.seed)
         self.step += 1
-        metrics = {**result.metrics, "time/step": time.perf_counter() - t0}
+        self.progress.at(self.step)
+        logged = self.progress.logged(rewards_log, result.metrics)
+        metrics = {**result.metrics, **logged, "time/step": time.perf_counter() - t0}
         self.log(metrics)
         if cfg.log_samples_every and self.step % cfg.log_samples_every == 0 and fabric.is_global_zero:
             samples = result.samples[: cfg.log_samples]

@@ -1,0 +1,87 @@
+"""The trainer's side of TRL's reward call: reward functions see the run's progress as
+``trainer_state`` and what they log with ``log_metric`` reaches ``metrics.jsonl`` as
+``train/<name>``, for ES and for GRPO (in process, the tiny model, transformers rollouts)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from es_lightning.errors import ConfigError
+from es_lightning.tasks.reward_context import MetricLog
+from es_lightning.training.config import TrainerConfig
+from es_lightning.training.loggers import read_metrics
+from es_lightning.training.reward_progress import RewardProgress
+
+SEEN: list[tuple[int, int, float]] = []
+
+
+def digits_share(completions, completion_ids, trainer_state, log_metric, **kwargs):
+    """Partial credit for digits; records what TRL's arguments held, logs a metric."""
+    SEEN.append((trainer_state.global_step, trainer_state.max_steps, trainer_state.epoch))
+    rewards = [sum(ch.isdigit() for ch in c) / max(len(c), 1) for c in completions]
+    log_metric("tokens", sum(len(ids) for ids in completion_ids) / len(completion_ids))
+    return rewards
+
+
+def _single_rank(local_rank: int = 0) -> SimpleNamespace:
+    return SimpleNamespace(world_size=1, is_global_zero=True, local_rank=local_rank)
+
+
+def test_state_follows_the_updates_on_the_loggers_axis():
+    config = TrainerConfig(batch_size=4, data_offset=2)
+    progress = RewardProgress(_single_rank(), config, n_rows=16, max_steps=6, step_offset=10)
+    state = progress.at(3)
+    assert (state.step, state.global_step, state.max_steps) == (3, 13, 16)
+    assert state.epoch == (2 + 3) * 4 / 16 and state.num_train_epochs == (2 + 6) * 4 / 16
+    assert state.train_batch_size == 4 and state.is_world_process_zero
+
+
+def test_logged_metrics_are_averaged_and_may_not_replace_ours():
+    progress = RewardProgress(_single_rank(), TrainerConfig(), n_rows=4, max_steps=2, step_offset=None)
+    log = MetricLog()
+    for value in (1.0, 2.0, 6.0):
+        log.add("accuracy", value)
+    assert progress.logged(log, {"train/reward_mean": 0.5}) == {"train/accuracy": 3.0}
+    log.add("reward_mean", 1.0)
+    with pytest.raises(ConfigError, match="'reward_mean' would replace es-lightning's own train/reward_mean"):
+        progress.logged(log, {"train/reward_mean": 0.5})
+
+
+@pytest.mark.usefixtures("fresh_process_group")
+@pytest.mark.parametrize("method", ["es", "grpo"])
+def test_a_fit_gives_trainer_state_and_logs_log_metric(method, tmp_path, tiny_model_path):
+    from es_lightning import (
+        DataSource,
+        ESStrategy,
+        FunctionTask,
+        GRPOStrategy,
+        HFRollout,
+        ReasoningModule,
+        SamplingConfig,
+        Trainer,
+        TrainerConfig,
+    )
+
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"Repeat: {1000 + 7 * i}"}) + "\n" for i in range(8)))
+    module = ReasoningModule(
+        model=str(tiny_model_path),
+        task=FunctionTask(train=DataSource(path=str(data)), reward_funcs=[digits_share], name="digits"),
+        train_sampling=SamplingConfig(temperature=1.0, max_tokens=6),
+    )
+    strategy = (
+        ESStrategy(population_size=4, sigma=0.02, learning_rate=0.05)
+        if method == "es"
+        else GRPOStrategy(group_size=2, learning_rate=1e-3)
+    )
+    config = TrainerConfig(output_dir=str(tmp_path / "run"), max_steps=2, batch_size=4, accelerator="cpu")
+    SEEN.clear()
+    Trainer(module, strategy, HFRollout(), config).fit()
+    rows = [m for m in read_metrics(tmp_path / "run" / "metrics.jsonl") if "train/reward_mean" in m]
+    assert [m["step"] for m in rows] == [1, 2]
+    assert all(1 <= m["train/tokens"] <= 6 for m in rows)  # the mean token count of the completions
+    assert sorted({(g, n) for g, n, _ in SEEN}) == [(0, 2), (1, 2)]  # the updates before each one
+    assert sorted({e for _, _, e in SEEN}) == [0.0, 0.5]  # 4 of 8 rows per update
