@@ -69,6 +69,14 @@ class Sample:
     reward: float
     member: int | None = None
     """ES: the population member that produced it; GRPO: ``None``."""
+    advantage: float | None = None
+    """The weight the update gave this response: GRPO, its advantage; ES, its member's normalised
+    reward z_i (``None`` when the update was skipped, or for the centre's responses)."""
+    rewards: dict[str, float] = field(default_factory=dict)
+    """Each reward function's reward (reward-function tasks; a function that returned ``None``
+    for it is absent), as TRL's completions table shows them."""
+    logged: dict[str, Any] = field(default_factory=dict)
+    """What reward functions logged for it with TRL's ``log_extra``."""
 
 
 @dataclass

@@ -92,7 +92,15 @@ from es_lightning.strategies.es_settings import (
     MemberSamplingSeeds,
 )
 from es_lightning.strategies.es_update import UpdateMode, accumulates, take_update
-from es_lightning.strategies.metrics import gather_values, member_metrics, response_metrics, reward_metrics
+from es_lightning.strategies.metrics import (
+    function_reward_metrics,
+    gather_values,
+    member_metrics,
+    response_metrics,
+    reward_metrics,
+    reward_names,
+    with_advantages,
+)
 from es_lightning.weight_files import weight_files
 
 if TYPE_CHECKING:
@@ -230,15 +238,18 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
         with fail_together():  # generation and reward functions: a failure on one rank ends all ranks
             engine.es_accumulate(accumulated)  # before the first member: each ε is kept until R_i is known
             local = self._evaluate(engine, module, rows, population, run_seed, step, accumulated)
-        gathered = self._gather(local)
+        names = reward_names(module)
+        gathered = self._gather(local, width=3 + len(names))
         update_rewards = controlled_rewards(gathered.rewards, settings.reward_control, run_seed, step)  # (M,)
         coeffs = member_coefficients(population, update_rewards, settings.normalization)
         update_norm = self._update(engine, coeffs, update_rewards, accumulated, local)
         self._check_agreement(engine.es_checksum())
         metrics = self._metrics(gathered, local, population, update_norm, skipped=coeffs is None)
+        metrics.update(function_reward_metrics(gathered.per_response[:, 3:], names))
         self._watch_signal(metrics)
         z = None if coeffs is None else normalize_rewards(update_rewards, settings.normalization)
-        return StepResult(metrics, gathered.population_result(population, z, rows), local.samples)
+        samples = with_advantages(local.samples, z)  # each member's z_i, the weight of its ε_i
+        return StepResult(metrics, gathered.population_result(population, z, rows), samples)
 
     def _update(
         self,
@@ -332,14 +343,15 @@ class ESStrategy(ReasoningStrategy, DDPStrategy):
             if warning is not None:
                 warn(warning, once=False)  # the monitor warns once per run
 
-    def _gather(self, local: MemberResults) -> Gathered:
-        """Every rank's results, summed or gathered over the ranks."""
+    def _gather(self, local: MemberResults, width: int) -> Gathered:
+        """Every rank's results, summed or gathered over the ranks (``width``: the values per
+        response, :func:`~es_lightning.strategies.metrics.response_stats`)."""
         rewards = self.all_reduce(local.rewards.to(self.root_device), reduce_op="sum").cpu().numpy()
         per_prompt = self.all_reduce(local.per_prompt.to(self.root_device), reduce_op="sum").cpu().numpy()
         tokens = torch.tensor(float(local.tokens), device=self.root_device)
         tokens_total = float(self.all_reduce(tokens, reduce_op="sum"))
         responses = torch.tensor(local.responses, dtype=torch.float64)
-        return Gathered(rewards, per_prompt, tokens_total, gather_values(self, responses).reshape(-1, 3))
+        return Gathered(rewards, per_prompt, tokens_total, gather_values(self, responses).reshape(-1, width))
 
     def _check_agreement(self, checksum: float) -> None:
         if self.world_size == 1:
@@ -364,7 +376,7 @@ class Gathered:
     rewards: np.ndarray  # (M,) R_i
     per_prompt: np.ndarray  # (2, M, P): per member and prompt, mean reward and fraction correct
     tokens: float  # generated tokens, all ranks
-    per_response: np.ndarray  # (responses, 3): reward, tokens, truncated
+    per_response: np.ndarray  # (responses, 3 + F): reward, tokens, truncated, each function's reward
 
     def population_result(
         self, population: Population, z: np.ndarray | None, rows: list[Row]

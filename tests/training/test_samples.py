@@ -20,7 +20,15 @@ from es_lightning.training.samples import (
 )
 
 SAMPLES = [
-    Sample(prompt="What is 2+2?", completion="4 | four\nok", reward=1.0, member=3),
+    Sample(
+        prompt="What is 2+2?",
+        completion="4 | four\nok",
+        reward=1.0,
+        member=3,
+        advantage=0.75,
+        rewards={"exact": 1.0, "brief": 0.0},
+        logged={"extracted": "4"},
+    ),
     Sample(prompt="Échoe 1234", completion="1234", reward=0.25),
 ]
 
@@ -67,12 +75,12 @@ class OtherTextLogger(TextLogger):
 
 
 def test_markdown_table_escapes_pipes_and_line_breaks():
-    rows = [[1, s.member, s.reward, s.prompt, s.completion] for s in SAMPLES]
+    rows = [[1, s.member, s.reward, s.advantage, "", "", s.prompt, s.completion] for s in SAMPLES]
     assert markdown_table(rows).splitlines() == [
-        "| step | member | reward | prompt | completion |",
-        "|---|---|---|---|---|",
-        "| 1 | 3 | 1.000 | What is 2+2? | 4 \\| four<br>ok |",
-        "| 1 |  | 0.250 | Échoe 1234 | 1234 |",
+        "| step | member | reward | advantage | rewards | logged | prompt | completion |",
+        "|---|---|---|---|---|---|---|---|",
+        "| 1 | 3 | 1.000 | 0.750 |  |  | What is 2+2? | 4 \\| four<br>ok |",
+        "| 1 |  | 0.250 |  |  |  | Échoe 1234 | 1234 |",
     ]
 
 
@@ -93,10 +101,14 @@ def test_samples_reach_jsonl_both_csv_loggers_tensorboard_and_log_text(tmp_path)
         "step": 2,
         "member": 3,
         "reward": 1.0,
+        "advantage": 0.75,
+        "rewards": {"exact": 1.0, "brief": 0.0},
+        "logged": {"extracted": "4"},
         "prompt": "What is 2+2?",
         "completion": "4 | four\nok",
     }
     assert records[1]["member"] is None and records[1]["prompt"] == "Échoe 1234"
+    assert records[1]["advantage"] is None and records[1]["rewards"] == {} == records[1]["logged"]
     for logger in (fabric_csv, lightning_csv):
         rows = read_csv(tmp_path / "logs" / logger.name / "samples.csv")
         assert [(r["step"], r["completion"]) for r in rows] == [
@@ -112,7 +124,18 @@ def test_samples_reach_jsonl_both_csv_loggers_tensorboard_and_log_text(tmp_path)
         ("samples", 2, 2),
         ("samples", 4, 1),
     ]
-    assert text.texts[0][1] == COLUMNS and text.texts[0][2][0] == [2, 3, 1.0, "What is 2+2?", "4 | four\nok"]
+    assert text.texts[0][1] == COLUMNS
+    assert text.texts[0][2][0] == [
+        2,
+        3,
+        1.0,
+        0.75,
+        "exact=1 brief=0",
+        "extracted=4",
+        "What is 2+2?",
+        "4 | four\nok",
+    ]
+    assert "| 0.750 | exact=1 brief=0 | extracted=4 |" in texts[2]
 
 
 def test_a_pipeline_stage_logs_on_the_global_axis_and_jsonl_keeps_both(tmp_path):
