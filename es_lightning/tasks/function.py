@@ -94,8 +94,9 @@ class FunctionTask(DatasetTask):
 
     Args:
         train: training rows: a hub dataset or a local ``.jsonl``/``.json``/``.csv``/``.parquet``
-            file (``datasets.load_dataset`` semantics).
-        test: evaluation rows (``None``: none; Pass@K then needs ``eval_tasks``).
+            file (``datasets.load_dataset`` semantics); from Python also a ``datasets.Dataset``
+            or ``IterableDataset`` (as TRL takes ``train_dataset``) or a list of row dicts.
+        test: evaluation rows, given as ``train`` (``None``: none; Pass@K then needs ``eval_tasks``).
         reward_funcs: the reward functions, as callables or import paths.
         reward_weights: one weight per function (default: 1 each).
         prompt_column: the column holding the prompt: text, or a list of chat messages.
@@ -127,10 +128,11 @@ class FunctionTask(DatasetTask):
             )
         if not name or "/" in name:
             raise ConfigError(f"FunctionTask: name {name!r} must be non-empty and without '/'")
+        self.name = name
         super().__init__(train=train, test=test, **kwargs)
         self.reward_funcs = [resolve_reward_func(f) for f in reward_funcs]
         self.reward_weights = weights
-        self.prompt_column, self.name = prompt_column, name
+        self.prompt_column = prompt_column
         self.required_columns = (prompt_column,)
 
     def validate_row(self, row: dict[str, Any], where: str = "row") -> None:

@@ -1,6 +1,8 @@
 """The trainer's side of TRL's reward call: reward functions see the run's progress as
-``trainer_state`` and what they log with ``log_metric`` reaches ``metrics.jsonl`` as
-``train/<name>``, for ES and for GRPO (in process, the tiny model, transformers rollouts)."""
+``trainer_state``, what they log with ``log_metric`` reaches ``metrics.jsonl`` as ``train/<name>``,
+each function's reward is logged as ``train/rewards/<name>/mean`` and ``/std`` and the samples
+carry it with the advantage, for ES and for GRPO (in process, the tiny model, transformers
+rollouts)."""
 
 from __future__ import annotations
 
@@ -52,9 +54,12 @@ def test_logged_metrics_are_averaged_and_may_not_replace_ours():
 
 @pytest.mark.usefixtures("fresh_process_group")
 @pytest.mark.parametrize("method", ["es", "grpo"])
-def test_a_fit_gives_trainer_state_and_logs_log_metric(method, tmp_path, tiny_model_path):
+def test_a_fit_from_a_dataset_gives_trainer_state_and_logs_each_functions_reward(
+    method, tmp_path, tiny_model_path
+):
+    from datasets import Dataset
+
     from es_lightning import (
-        DataSource,
         ESStrategy,
         FunctionTask,
         GRPOStrategy,
@@ -65,11 +70,10 @@ def test_a_fit_gives_trainer_state_and_logs_log_metric(method, tmp_path, tiny_mo
         TrainerConfig,
     )
 
-    data = tmp_path / "train.jsonl"
-    data.write_text("".join(json.dumps({"prompt": f"Repeat: {1000 + 7 * i}"}) + "\n" for i in range(8)))
+    data = Dataset.from_list([{"prompt": f"Repeat: {1000 + 7 * i}"} for i in range(8)])  # as TRL takes it
     module = ReasoningModule(
         model=str(tiny_model_path),
-        task=FunctionTask(train=DataSource(path=str(data)), reward_funcs=[digits_share], name="digits"),
+        task=FunctionTask(train=data, reward_funcs=[digits_share], name="digits"),
         train_sampling=SamplingConfig(temperature=1.0, max_tokens=6),
     )
     strategy = (
@@ -77,11 +81,23 @@ def test_a_fit_gives_trainer_state_and_logs_log_metric(method, tmp_path, tiny_mo
         if method == "es"
         else GRPOStrategy(group_size=2, learning_rate=1e-3)
     )
-    config = TrainerConfig(output_dir=str(tmp_path / "run"), max_steps=2, batch_size=4, accelerator="cpu")
+    config = TrainerConfig(
+        output_dir=str(tmp_path / "run"), max_steps=2, batch_size=4, accelerator="cpu", log_samples_every=1
+    )
     SEEN.clear()
     Trainer(module, strategy, HFRollout(), config).fit()
     rows = [m for m in read_metrics(tmp_path / "run" / "metrics.jsonl") if "train/reward_mean" in m]
     assert [m["step"] for m in rows] == [1, 2]
     assert all(1 <= m["train/tokens"] <= 6 for m in rows)  # the mean token count of the completions
+    for m in rows:  # TRL's per-function reward: here the only function, so the reward itself
+        assert m["train/rewards/digits_share/mean"] == pytest.approx(m["train/reward_mean"])
+        assert m["train/rewards/digits_share/std"] == pytest.approx(m["train/reward_std"])
+    samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert samples and all(s["rewards"] == {"digits_share": s["reward"]} for s in samples)
+    if method == "grpo":  # the advantage of each sample's response; ES: its member's z (or null: skipped)
+        assert all(isinstance(s["advantage"], float) for s in samples)
+    else:
+        assert all(s["advantage"] is None or isinstance(s["advantage"], float) for s in samples)
+        assert any(isinstance(s["advantage"], float) for s in samples)
     assert sorted({(g, n) for g, n, _ in SEEN}) == [(0, 2), (1, 2)]  # the updates before each one
     assert sorted({e for _, _, e in SEEN}) == [0.0, 0.5]  # 4 of 8 rows per update
