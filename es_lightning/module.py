@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 
 from es_lightning.errors import ConfigError
+from es_lightning.init_args import RecordsInit
 from es_lightning.rollout.base import RolloutOutput, SamplingConfig
 from es_lightning.tasks.base import Score, Task
 from es_lightning.tasks.reward_calls import call_task_scores
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 DTypeName = Literal["auto", "float32", "bfloat16", "float16"]
 
 
-class ReasoningModule:
+class ReasoningModule(RecordsInit):
     """What is trained and on what.
 
     Args:

@@ -18,9 +18,10 @@ LAYERS = (
     (
         "es_lightning.errors",
         "es_lightning.console",
+        "es_lightning.init_args",
         "es_lightning.named",
         "es_lightning.ranks",
-    ),  # errors; console lines and warnings; named registries; ranks failing together
+    ),  # errors; console lines and warnings; recorded constructor arguments; named registries; ranks
     (
         "es_lightning.weight_files",
         "es_lightning.checkpoint_manifest",

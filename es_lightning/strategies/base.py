@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
+from es_lightning.init_args import RecordsInit
+
 if TYPE_CHECKING:
     from lightning.fabric import Fabric
 
@@ -92,7 +94,7 @@ class StepResult:
     logs every ``trainer.log_samples_every`` updates."""
 
 
-class ReasoningStrategy(ABC):
+class ReasoningStrategy(RecordsInit, ABC):
     """The interface the trainer drives; :class:`ESStrategy` and :class:`GRPOStrategy` implement it."""
 
     strategy_name: ClassVar[str]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from es_lightning.errors import ConfigError
+from es_lightning.init_args import RecordsInit
 from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.rows_source import RowsSource, as_source
 
@@ -51,7 +52,7 @@ class Score:
     it in the logged samples)."""
 
 
-class Task(ABC):
+class Task(RecordsInit, ABC):
     """A verifiable reasoning task.
 
     Rows come from the ``train``/``validation``/``test`` data sources (:data:`SPLITS`); the family

@@ -92,6 +92,11 @@ def test_a_fit_from_a_dataset_gives_trainer_state_and_logs_each_functions_reward
     for m in rows:  # TRL's per-function reward: here the only function, so the reward itself
         assert m["train/rewards/digits_share/mean"] == pytest.approx(m["train/reward_mean"])
         assert m["train/rewards/digits_share/std"] == pytest.approx(m["train/reward_std"])
+    from es_lightning.report.compare_settings import run_settings
+
+    settings = run_settings(tmp_path / "run", None)  # what `es-lightning compare` checks: config.yaml
+    assert settings["model"] == str(tiny_model_path) and settings["task.init_args.name"] == "digits"
+    assert settings["task.init_args.train"].startswith("a Dataset in memory (8 rows")
     samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
     assert samples and all(s["rewards"] == {"digits_share": s["reward"]} for s in samples)
     if method == "grpo":  # the advantage of each sample's response; ES: its member's z (or null: skipped)
