@@ -61,3 +61,19 @@ def record_python_run(output_dir: str | Path, **objects: Any) -> dict[str, Any]:
     config = python_run_config(**objects)
     write_run_config(output_dir, config)
     return config
+
+
+def record_trainer_run(trainer: Any) -> dict[str, Any]:
+    """:func:`record_python_run` of a :class:`~es_lightning.training.trainer.Trainer`'s objects,
+    into its output folder."""
+    return record_python_run(
+        trainer.output_dir,
+        module=trainer.module,
+        strategy=trainer.strategy,
+        rollout=trainer.rollout,
+        trainer=trainer.config,
+        evaluation=trainer.evaluation,
+        eval_tasks=trainer.eval_tasks_given,
+        callbacks=trainer.callbacks,
+        loggers=trainer.loggers,
+    )

@@ -61,7 +61,7 @@ from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorbo
 from es_lightning.training.model_card import write_model_card
 from es_lightning.training.resume import check_resume_compatible, finished_message
 from es_lightning.training.reward_progress import RewardProgress
-from es_lightning.training.run_config import record_python_run
+from es_lightning.training.run_config import record_trainer_run
 from es_lightning.training.run_dir import launched_rank, prepare_run_dir, prune_checkpoints
 from es_lightning.training.samples import log_samples, truncate_samples
 from es_lightning.training.signals import RunInterrupted, StopSignals, stop_requested_by_callback
@@ -103,7 +103,7 @@ class Trainer:
         self.config = config or TrainerConfig()
         self.evaluation = evaluation
         self.eval_tasks = dict(eval_tasks or {module.task.name: module.task})
-        self._eval_tasks_given = eval_tasks  # config.yaml records the argument (None: the task's test split)
+        self.eval_tasks_given = eval_tasks  # config.yaml records the argument (None: the task's test split)
         self.callbacks = check_callbacks(callbacks)
         self.hparams = hparams
         self.output_dir = Path(self.config.output_dir)
@@ -121,17 +121,7 @@ class Trainer:
         cfg = self.config
         prepare_run_dir(self.output_dir, cfg.resume, cfg.overwrite, python=True)  # one run per folder
         if self.hparams is None and launched_rank() == 0:  # from Python: config.yaml as the CLI's
-            self.hparams = record_python_run(
-                self.output_dir,
-                module=self.module,
-                strategy=self.strategy,
-                rollout=self.rollout,
-                trainer=cfg,
-                evaluation=self.evaluation,
-                eval_tasks=self._eval_tasks_given,
-                callbacks=self.callbacks,
-                loggers=self.loggers,
-            )
+            self.hparams = record_trainer_run(self)
         self.module.check_model_source()
         check_takes_loading(self.rollout, self.module.loading)
         rows = self.module.task.load("train")[: cfg.train_limit]

@@ -7,6 +7,7 @@ rollouts)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -50,6 +51,37 @@ def test_logged_metrics_are_averaged_and_may_not_replace_ours():
     log.add("reward_mean", 1.0)
     with pytest.raises(ConfigError, match="'reward_mean' would replace es-lightning's own train/reward_mean"):
         progress.logged(log, {"train/reward_mean": 0.5})
+
+
+def _two_ranks(rank: int, port: int, out: str) -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    fabric = SimpleNamespace(world_size=2, is_global_zero=rank == 0, local_rank=rank)
+    progress = RewardProgress(fabric, TrainerConfig(), n_rows=4, max_steps=1, step_offset=None)
+    log = MetricLog()
+    for value in [1.0, 3.0] if rank == 0 else [10.0]:  # rank 0: mean 2; rank 1: mean 10
+        log.add("accuracy", value)
+    if rank == 1:
+        log.add("only_here", 5.0)  # a name one rank logged: averaged over the ranks that did
+    got = progress.logged(log, {})
+    if rank == 0:
+        Path(out).write_text(json.dumps(got))
+    dist.destroy_process_group()
+
+
+def test_logged_metrics_are_averaged_over_the_ranks(tmp_path):
+    """Each rank's mean counts once (as TRL's gather), whatever names each rank logged."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "logged.json"
+    mp.spawn(_two_ranks, args=(port, str(out)), nprocs=2, join=True)
+    assert json.loads(out.read_text()) == {"train/accuracy": 6.0, "train/only_here": 5.0}
 
 
 @pytest.mark.usefixtures("fresh_process_group")
