@@ -1,8 +1,8 @@
 """The trainer's side of TRL's reward call: reward functions see the run's progress as
 ``trainer_state``, what they log with ``log_metric`` reaches ``metrics.jsonl`` as ``train/<name>``,
 each function's reward is logged as ``train/rewards/<name>/mean`` and ``/std`` and the samples
-carry it with the advantage, for ES and for GRPO (in process, the tiny model, transformers
-rollouts)."""
+carry it with the advantage, for ES and for GRPO, with three of TRL's documented reward functions
+unchanged (in process, the tiny model, transformers rollouts)."""
 
 from __future__ import annotations
 
@@ -101,11 +101,16 @@ def test_a_fit_from_a_dataset_gives_trainer_state_and_logs_each_functions_reward
         Trainer,
         TrainerConfig,
     )
+    from tests.tasks.test_trl_reward_call import async_reward_func, logging_reward, reward_by_tokens
 
-    data = Dataset.from_list([{"prompt": f"Repeat: {1000 + 7 * i}"} for i in range(8)])  # as TRL takes it
+    rows = [{"prompt": f"Repeat: {1000 + 7 * i}", "ground_truth": str(1000 + 7 * i)} for i in range(8)]
+    data = Dataset.from_list(rows)  # as TRL takes it
+    # digits_share beside three of TRL's documented reward functions, unchanged
+    functions = [digits_share, reward_by_tokens, logging_reward, async_reward_func]
+    weights = [1.0, 0.1, 1.0, 0.5]
     module = ReasoningModule(
         model=str(tiny_model_path),
-        task=FunctionTask(train=data, reward_funcs=[digits_share], name="digits"),
+        task=FunctionTask(train=data, reward_funcs=functions, reward_weights=weights, name="digits"),
         train_sampling=SamplingConfig(temperature=1.0, max_tokens=6),
     )
     strategy = (
@@ -118,19 +123,31 @@ def test_a_fit_from_a_dataset_gives_trainer_state_and_logs_each_functions_reward
     )
     SEEN.clear()
     Trainer(module, strategy, HFRollout(), config).fit()
-    rows = [m for m in read_metrics(tmp_path / "run" / "metrics.jsonl") if "train/reward_mean" in m]
-    assert [m["step"] for m in rows] == [1, 2]
-    assert all(1 <= m["train/tokens"] <= 6 for m in rows)  # the mean token count of the completions
-    for m in rows:  # TRL's per-function reward: here the only function, so the reward itself
-        assert m["train/rewards/digits_share/mean"] == pytest.approx(m["train/reward_mean"])
-        assert m["train/rewards/digits_share/std"] == pytest.approx(m["train/reward_std"])
+    logged = [m for m in read_metrics(tmp_path / "run" / "metrics.jsonl") if "train/reward_mean" in m]
+    assert [m["step"] for m in logged] == [1, 2]
+    assert all(1 <= m["train/tokens"] <= 6 for m in logged)  # the mean token count of the completions
+    names = [f.__name__ for f in functions]
+    for m in logged:  # TRL's per-function rewards: every function scored every response, so
+        weighted = sum(w * m[f"train/rewards/{n}/mean"] for w, n in zip(weights, names))
+        assert weighted == pytest.approx(m["train/reward_mean"])  # the mean reward is their weighted sum
+        assert m["train/rewards/reward_by_tokens/mean"] == pytest.approx(m["train/tokens"])  # completion_ids
+        assert m["train/accuracy"] == m["train/rewards/logging_reward/mean"] == 0.0  # log_metric; no \boxed{}
+        assert all(m[f"train/rewards/{n}/std"] >= 0 for n in names)
     from es_lightning.report.compare_settings import run_settings
 
     settings = run_settings(tmp_path / "run", None)  # what `es-lightning compare` checks: config.yaml
     assert settings["model"] == str(tiny_model_path) and settings["task.init_args.name"] == "digits"
     assert settings["task.init_args.train"].startswith("a Dataset in memory (8 rows")
     samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
-    assert samples and all(s["rewards"] == {"digits_share": s["reward"]} for s in samples)
+    assert samples and all(set(s["rewards"]) == set(names) for s in samples)
+    assert all(
+        s["reward"] == pytest.approx(sum(w * s["rewards"][n] for w, n in zip(weights, names)))
+        for s in samples
+    )
+    assert all(
+        s["logged"]["golden_answer"] in s["prompt"] and s["logged"]["extracted_answer"] == "[none]"
+        for s in samples
+    )
     if method == "grpo":  # the advantage of each sample's response; ES: its member's z (or null: skipped)
         assert all(isinstance(s["advantage"], float) for s in samples)
     else:
