@@ -7,7 +7,8 @@ The classes a recipe builds (the module, tasks, strategies, rollouts, callbacks)
 such objects, every constructor argument, defaults included; fields for dataclasses; import paths
 for functions)::
 
-    to_config(Echo(n_train=64))   # {"class_path": "es_lightning.tasks.Echo", "init_args": {"n_train": 64}}
+    to_config(Echo(n_train=64))   # {"class_path": "es_lightning.tasks.Echo",
+                                  #  "init_args": {"length": 4, "n_train": 64, "n_test": 64, ...}}
 """
 
 from __future__ import annotations
