@@ -39,7 +39,9 @@ INSTRUMENTS_EVERY_2 = json.dumps(
 """The demo's instruments (``callbacks: demo_cpu``), each at update 2 on fewer probe prompts."""
 PYTHON_WARNING = re.compile(r"\w+Warning: ")
 """A line Python's ``warnings`` prints (``path:line: UserWarning: message``)."""
-TABLE_LINE = re.compile(r"^(task +metric +before +after +change|\S+ +\S+ +-?[\d.]+% +-?[\d.]+% +[+-][\d.]+)$")
+TABLE_LINE = re.compile(r"^(task +metric +before( +\S+)+|\S+ +\S+( +(-|[+-]?[\d.]+%?))+)$")
+"""A line of the results table: its header (``task metric before after change``, or a pipeline's
+``before  after grpo  after es``) or a metric's row (percentages, plain numbers, ``-`` for none)."""
 DEMOS = ["demo_cpu.yaml", "demo_cpu_grpo.yaml", "demo_cpu_es_then_grpo.yaml", "demo_cpu_grpo_then_es.yaml"]
 KS = [1, 2, 4, 8, 16]
 # a couple of updates on a smaller batch and test set; the recipes' model, task and sampling
