@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -53,6 +52,7 @@ from es_lightning.checkpoint_manifest import (
     write_manifest,
 )
 from es_lightning.checkpoint_space import refuse_full_disk
+from es_lightning.console import say
 from es_lightning.errors import MissingPathError
 from es_lightning.ranks import fail_together
 from es_lightning.weight_files import (
@@ -241,16 +241,9 @@ def _resuming_line(verdict: Verdict) -> str:
     )
 
 
-_said: set[str] = set()
-
-
 def _say_once(message: str) -> None:
     """``es-lightning: <message>`` on stderr, once per process, from the first process of a launch."""
-    ranks = (os.environ.get(name, "") for name in ("RANK", "LOCAL_RANK", "NODE_RANK"))
-    if message in _said or any(r.strip().isdigit() and int(r) > 0 for r in ranks):
-        return
-    _said.add(message)
-    print(f"es-lightning: {message}", file=sys.stderr, flush=True)
+    say(message, once=True)
 
 
 # -- writing ------------------------------------------------------------------------------------

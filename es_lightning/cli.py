@@ -23,6 +23,7 @@ starts; ``es-lightning --debug ...`` (or ``ES_LIGHTNING_DEBUG=1``) shows its tra
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import traceback
@@ -213,6 +214,16 @@ def debug_requested(args: Sequence[str]) -> bool:
     return "--debug" in top_level
 
 
+def dump_resolved(parser: Any, cfg: Any) -> str:
+    """``cfg`` as YAML with every setting, ``null`` ones included (jsonargparse's ``skip_unset=False``;
+    ``skip_none=False`` before 4.49, whose new name would otherwise warn)."""
+    from jsonargparse import ArgumentParser
+
+    dump = getattr(ArgumentParser, "_unpatched_dump", ArgumentParser.dump)  # Lightning wraps dump
+    keyword = "skip_unset" if "skip_unset" in inspect.signature(dump).parameters else "skip_none"
+    return parser.dump(cfg, **{keyword: False})
+
+
 def _check_checkpoints(name: str, kwargs: dict[str, Any]) -> None:
     """The checkpoints a command reads are checked against their manifests before it starts."""
     from es_lightning.checkpoint import check_if_checkpoint
@@ -244,10 +255,10 @@ def _run(parser: Any, cfg: Any) -> None:
             evaluates_after = trainer.eval_after and kwargs.get("evaluation") is not None
             finished = None if kwargs.get("stages") is not None else finished_run(trainer, evaluates_after)
             if finished is not None:  # nothing is written or started
-                print(f"es-lightning: {finished}", flush=True)
+                print(f"es-lightning: {finished}", file=sys.stderr, flush=True)
                 return
             sub = parser._subcommands_action._name_parser_map["fit"]
-            dumped = sub.dump(cfg[name], skip_none=False)
+            dumped = dump_resolved(sub, cfg[name])
             (out_dir / "config.yaml").write_text(dumped)
             run_fit(**kwargs, hparams=yaml.safe_load(dumped))
         finally:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 
 from es_lightning.errors import ConfigError
+from es_lightning.init_args import RecordsInit
 from es_lightning.rollout.base import RolloutOutput, SamplingConfig
 from es_lightning.tasks.base import Score, Task
 from es_lightning.tasks.reward_calls import call_task_scores
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 DTypeName = Literal["auto", "float32", "bfloat16", "float16"]
 
 
-class ReasoningModule:
+class ReasoningModule(RecordsInit):
     """What is trained and on what.
 
     Args:
@@ -167,7 +168,8 @@ class ReasoningModule:
             raise ValueError(f"ReasoningModule.score: {len(rows)} rows but {len(outputs)} outputs")
         flat_rows = [row for row, out in zip(rows, outputs) for _ in out.completions]
         flat_texts = [c.text for out in outputs for c in out.completions]
-        flat = call_task_scores(self.task, flat_texts, flat_rows)  # a failure or a NaN, in one line
+        flat_ids = [c.token_ids for out in outputs for c in out.completions]  # TRL's completion_ids
+        flat = call_task_scores(self.task, flat_texts, flat_rows, flat_ids)  # a failure or a NaN: one line
         scores, at = [], 0
         for out in outputs:
             scores.append(flat[at : at + len(out.completions)])

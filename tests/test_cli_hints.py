@@ -79,6 +79,24 @@ def test_short_names_parse_to_their_classes(args, key, class_path):
     assert _resolve(got) is _resolve(class_path)
 
 
+@pytest.mark.parametrize("name", ["hf", "vllm"])
+def test_every_command_with_a_rollout_takes_the_same_short_names(name):
+    """fit, evaluate and analyze parse ``--rollout hf`` (``vllm``) alike (in process: no engine)."""
+    from es_lightning.cli import build_parser
+    from es_lightning.cli_hints import ALIASES
+
+    parser = build_parser()
+    commands = {
+        "fit": ["--module.model", "m", "--module.task", "es_lightning.tasks.Echo", "--strategy", "es"],
+        "evaluate": ["--model", "m", "--task", "echo"],
+        "analyze": ["--base", "b", "--checkpoint", "c", "--output", "o.json"],
+    }
+    for command, args in commands.items():
+        cfg = parser.parse_args([command, *args, "--rollout", name])
+        got = cfg[command].rollout.class_path
+        assert _resolve(got) is _resolve(ALIASES["rollout"][name]), command
+
+
 def _resolve(path: str) -> type:
     import importlib
 

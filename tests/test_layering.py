@@ -18,8 +18,10 @@ LAYERS = (
     (
         "es_lightning.errors",
         "es_lightning.checked",
+        "es_lightning.console",
+        "es_lightning.init_args",
         "es_lightning.ranks",
-    ),  # errors; settings that carry their own check; ranks failing together
+    ),  # errors; settings that carry their own check; console lines and warnings; recorded constructor arguments; ranks
     (
         "es_lightning.weight_files",
         "es_lightning.checkpoint_manifest",

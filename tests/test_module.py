@@ -188,3 +188,35 @@ def test_check_model_source(tiny_model_path, tmp_path, monkeypatch):
     empty.mkdir()
     with pytest.raises(FileNotFoundError, match="has no config.json"):
         ReasoningModule(str(empty), Echo()).check_model_source()
+
+
+@pytest.mark.parametrize("backend", ["hf_rollout", pytest.param("vllm_rollout", marks=pytest.mark.vllm)])
+def test_reward_functions_get_the_rollouts_own_completion_ids(backend, request, tiny_model_path):
+    """TRL's ``completion_ids``: the token ids the engine generated for each completion, which
+    decode to the completion's text (its end-of-sequence token, when it stopped on one, kept)."""
+    from es_lightning.tasks import FunctionTask
+
+    seen: dict[str, list] = {}
+
+    def by_ids(completions, completion_ids, **kwargs):
+        seen.setdefault("completions", []).extend(completions)
+        seen.setdefault("ids", []).extend(completion_ids)
+        return [float(len(ids)) for ids in completion_ids]
+
+    rollout = request.getfixturevalue(backend)
+    module = ReasoningModule(str(tiny_model_path), FunctionTask(reward_funcs=[by_ids]))
+    rows = [{"prompt": f"Q: {i}+{i}="} for i in range(3)]
+    outputs = rollout.generate(
+        module.encode(rows), SamplingConfig(n=2, temperature=1.0, max_tokens=8, seed=1)
+    )
+    scores = module.score(rows, outputs)
+    generated = [c for out in outputs for c in out.completions]
+    assert seen["ids"] == [c.token_ids for c in generated] and all(seen["ids"])
+    assert seen["completions"] == [c.text for c in generated]
+    eos = module.tokenizer.eos_token_id
+    for ids, completion in zip(seen["ids"], generated):
+        assert all(isinstance(t, int) for t in ids)
+        assert (
+            module.tokenizer.decode([t for t in ids if t != eos], skip_special_tokens=True) == completion.text
+        )
+    assert [s.reward for per in scores for s in per] == [float(len(c.token_ids)) for c in generated]

@@ -304,9 +304,10 @@ def analyze_parser() -> Any:
     """``es-lightning analyze``'s parser: ``--config`` and every argument of :func:`run_analyze`."""
     from jsonargparse import ActionConfigFile
 
-    from es_lightning.cli_hints import command_parser
+    from es_lightning.cli_hints import accept_short_names, command_parser
 
     parser = command_parser((run_analyze.__doc__ or "").split("\n")[0])
     parser.add_argument("--config", action=ActionConfigFile, help="YAML with the same keys.")
     parser.add_function_arguments(run_analyze, fail_untyped=False)
+    accept_short_names(parser)  # --rollout hf | vllm, as fit and evaluate take them
     return parser

@@ -67,7 +67,8 @@ One update's r_ab is noisy (its standard error is about 1/√N), so the run-leve
 says "no signal" only where the logged rewards exclude the signal a run needs. Skipped updates
 are left out of ρ̄ (they moved nothing; their halves mirror, r_ab = −1).
 :class:`SignalMonitor` turns that into one warning per run (:func:`no_signal_message` names the
-likely causes and knobs).
+likely causes and knobs; :func:`constant_reward_message`, when every response got the same reward
+in most of the last window: then the reward function, not σ, is the cause).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ SIGNAL_LEVEL = 0.95
 __all__ = [
     "SignalMonitor",
     "antithetic_split_half_correlation",
+    "constant_reward_message",
     "correlation_from_reliability",
     "flip_rate",
     "no_signal_message",
@@ -221,6 +223,20 @@ def no_signal_message(reason: str) -> str:
     )
 
 
+def constant_reward_message(count: int, window: int, rewards: Sequence[float]) -> str:
+    """The warning line when every response got one and the same reward in ``count`` of the last
+    ``window`` updates (``rewards``: those constants): the reward, not σ, is what gives no signal."""
+    values = ", ".join(f"{v:g}" for v in sorted(set(rewards))[:3])
+    return (
+        f"ES sees no signal: in {count} of the last {window} updates every response got the same "
+        f"reward ({values}), so the members tied and the weights did not move. The reward is the "
+        "likely cause: check each function's rewards on this model's completions "
+        "(train/rewards/<function> in metrics.jsonl, samples.jsonl) and give partial credit where a "
+        "function is always 0 or always 1 for this model (a larger strategy.sigma helps only where "
+        "perturbed models can earn another reward)."
+    )
+
+
 class SignalMonitor:
     """The no-signal verdict over the run's updates, reported once.
 
@@ -237,13 +253,17 @@ class SignalMonitor:
         self.window, self.threshold, self.directions = window, threshold, directions
         self.correlations: list[float] = []
         self.skipped: list[bool] = []
+        self.constant: list[float | None] = []
         self.warned = False
 
-    def observe(self, correlation: float, skipped: bool) -> str | None:
-        """Record one update (its split-half correlation and whether it was skipped); the warning
-        message the first time the run has no signal, else None."""
+    def observe(self, correlation: float, skipped: bool, constant_reward: float | None = None) -> str | None:
+        """Record one update (its split-half correlation r_ab, whether it was skipped, and the
+        reward every response got when all got the same, else ``None``); the warning message the
+        first time the run has no signal, else None. When every response got one reward in more
+        than half of the last ``window`` updates, the message names the reward as the cause."""
         self.correlations.append(float(correlation))
         self.skipped.append(bool(skipped))
+        self.constant.append(None if constant_reward is None else float(constant_reward))
         if self.warned:
             return None
         reason = no_signal_reason(
@@ -252,4 +272,7 @@ class SignalMonitor:
         if reason is None:
             return None
         self.warned = True
+        constants = [c for c in self.constant[-self.window :] if c is not None]
+        if len(constants) > self.window / 2:
+            return constant_reward_message(len(constants), self.window, constants)
         return no_signal_message(reason)

@@ -82,7 +82,9 @@ def bernoulli_kl(a: np.ndarray, b: np.ndarray, clip: float = 0.0) -> np.ndarray:
         terms = np.where(a > 0, a * np.log2(a / b), 0.0) + np.where(
             a < 1, (1 - a) * np.log2((1 - a) / (1 - b)), 0.0
         )
-    return terms
+    # KL >= 0; rounding makes it a few 1e-17 below 0 where a and b differ in the last bit (0.3 and
+    # 0.1 + 0.2), and the margin's sqrt of that would be NaN
+    return np.maximum(terms, 0.0)
 
 
 def transfer_error(

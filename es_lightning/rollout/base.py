@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from es_lightning.errors import ConfigError
+from es_lightning.init_args import RecordsInit
 from es_lightning.rollout.generation_options import check_generation_options
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ class RolloutOutput:
     completions: list[Completion] = field(default_factory=list)
 
 
-class Rollout(ABC):
+class Rollout(RecordsInit, ABC):
     """A generation backend bound to one model copy on one device (one engine per Fabric rank)."""
 
     dtype: torch.dtype = torch.float32

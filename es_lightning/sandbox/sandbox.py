@@ -46,11 +46,11 @@ import ast
 import os
 import shutil
 import threading
-import warnings
 from dataclasses import dataclass
 from typing import Literal
 
 import es_lightning.sandbox.isolation as isolation_
+from es_lightning.console import warn
 from es_lightning.errors import ConfigError
 from es_lightning.sandbox.plan import Plan, plan
 from es_lightning.sandbox.protocol import (
@@ -221,7 +221,7 @@ _WARNED: set[str] = set()
 def _warn_once(key: str, message: str) -> None:
     if key not in _WARNED:
         _WARNED.add(key)
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        warn(message, once=False)  # once per key: es-lightning: warning: <message>
 
 
 def warn_process_isolation() -> None:

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
+from es_lightning.init_args import RecordsInit
+
 if TYPE_CHECKING:
     from lightning.fabric import Fabric
 
@@ -69,6 +71,14 @@ class Sample:
     reward: float
     member: int | None = None
     """ES: the population member that produced it; GRPO: ``None``."""
+    advantage: float | None = None
+    """The weight the update gave this response: GRPO, its advantage; ES, its member's normalised
+    reward z_i (``None`` when the update was skipped, or for the centre's responses)."""
+    rewards: dict[str, float] = field(default_factory=dict)
+    """Each reward function's reward (reward-function tasks; a function that returned ``None``
+    for it is absent), as TRL's completions table shows them."""
+    logged: dict[str, Any] = field(default_factory=dict)
+    """What reward functions logged for it with TRL's ``log_extra``."""
 
 
 @dataclass
@@ -84,7 +94,7 @@ class StepResult:
     logs every ``trainer.log_samples_every`` updates."""
 
 
-class ReasoningStrategy(ABC):
+class ReasoningStrategy(RecordsInit, ABC):
     """The interface the trainer drives; :class:`ESStrategy` and :class:`GRPOStrategy` implement it."""
 
     strategy_name: ClassVar[str]

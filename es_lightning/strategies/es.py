@@ -68,10 +68,10 @@ import numpy as np
 import torch
 from lightning.fabric.strategies.ddp import DDPStrategy
 from lightning.fabric.strategies.registry import _StrategyRegistry
-from lightning.fabric.utilities import rank_zero_warn
 from typing_extensions import override
 
 from es_lightning.checked import plain_values
+from es_lightning.console import warn
 from es_lightning.es.control import controlled_rewards
 from es_lightning.es.diagnostics import (
     SignalMonitor,
@@ -92,7 +92,15 @@ from es_lightning.strategies.es_lowrank import check_lowrank_rollout, use_lowran
 from es_lightning.strategies.es_members import MemberResults, evaluate_members, evaluate_population
 from es_lightning.strategies.es_settings import ESSettings, MemberSamplingSeeds
 from es_lightning.strategies.es_update import accumulates, take_update
-from es_lightning.strategies.metrics import gather_values, member_metrics, response_metrics, reward_metrics
+from es_lightning.strategies.metrics import (
+    function_reward_metrics,
+    gather_values,
+    member_metrics,
+    response_metrics,
+    reward_metrics,
+    reward_names,
+    with_advantages,
+)
 from es_lightning.weight_files import weight_files
 
 if TYPE_CHECKING:
@@ -209,15 +217,18 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         with fail_together():  # generation and reward functions: a failure on one rank ends all ranks
             es.accumulate(accumulated)  # before the first member: each ε is kept until R_i is known
             local = self._evaluate(rollout, module, rows, population, run_seed, step, accumulated)
-        gathered = self._gather(local)
+        names = reward_names(module)
+        gathered = self._gather(local, width=3 + len(names))
         update_rewards = controlled_rewards(gathered.rewards, self.reward_control, run_seed, step)  # (M,)
         coeffs = member_coefficients(population, update_rewards, self.normalization)
         update_norm = self._update(es, coeffs, update_rewards, accumulated, local)
         self._check_agreement(es.checksum())
         metrics = self._metrics(gathered, local, population, update_norm, skipped=coeffs is None)
+        metrics.update(function_reward_metrics(gathered.per_response[:, 3:], names))
         self._watch_signal(metrics)
         z = None if coeffs is None else normalize_rewards(update_rewards, self.normalization)
-        return StepResult(metrics, gathered.population_result(population, z, rows), local.samples)
+        samples = with_advantages(local.samples, z)  # each member's z_i, the weight of its ε_i
+        return StepResult(metrics, gathered.population_result(population, z, rows), samples)
 
     def _update(
         self,
@@ -307,18 +318,21 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         warning goes to the console."""
         if self._signal is not None:
             key = "es/antithetic_diff_split_half_corr" if self.antithetic else "es/reward_split_half_corr"
-            warning = self._signal.observe(metrics[key], metrics["es/skipped"] == 1.0)
+            low, high = metrics["train/reward_min"], metrics["train/reward_max"]
+            constant = low if low == high else None  # every response got the same reward
+            warning = self._signal.observe(metrics[key], metrics["es/skipped"] == 1.0, constant)
             if warning is not None:
-                rank_zero_warn(warning)
+                warn(warning, once=False)  # the monitor warns once per run
 
-    def _gather(self, local: MemberResults) -> Gathered:
-        """Every rank's results, summed or gathered over the ranks."""
+    def _gather(self, local: MemberResults, width: int) -> Gathered:
+        """Every rank's results, summed or gathered over the ranks (``width``: the values per
+        response, :func:`~es_lightning.strategies.metrics.response_stats`)."""
         rewards = self.all_reduce(local.rewards.to(self.root_device), reduce_op="sum").cpu().numpy()
         per_prompt = self.all_reduce(local.per_prompt.to(self.root_device), reduce_op="sum").cpu().numpy()
         tokens = torch.tensor(float(local.tokens), device=self.root_device)
         tokens_total = float(self.all_reduce(tokens, reduce_op="sum"))
         responses = torch.tensor(local.responses, dtype=torch.float64)
-        return Gathered(rewards, per_prompt, tokens_total, gather_values(self, responses).reshape(-1, 3))
+        return Gathered(rewards, per_prompt, tokens_total, gather_values(self, responses).reshape(-1, width))
 
     def _check_agreement(self, checksum: float) -> None:
         if self.world_size == 1:
@@ -338,7 +352,7 @@ class Gathered:
     rewards: np.ndarray  # (M,) R_i
     per_prompt: np.ndarray  # (2, M, P): per member and prompt, mean reward and fraction correct
     tokens: float  # generated tokens, all ranks
-    per_response: np.ndarray  # (responses, 3): reward, tokens, truncated
+    per_response: np.ndarray  # (responses, 3 + F): reward, tokens, truncated, each function's reward
 
     def population_result(
         self, population: Population, z: np.ndarray | None, rows: list[Row]

@@ -12,7 +12,7 @@ import torch
 from es_lightning.es.rescoring import importance_weights, rescored_rewards
 from es_lightning.evaluation.summary import is_correct
 from es_lightning.strategies.base import Row
-from es_lightning.strategies.metrics import response_stats, text_samples
+from es_lightning.strategies.metrics import response_stats, reward_names, text_samples
 
 if TYPE_CHECKING:
     from es_lightning.module import ReasoningModule
@@ -39,7 +39,7 @@ class FixedRollouts:
         self.rewards = np.array([s.reward for per in scores for s in per])
         self.correct = np.array([float(is_correct(s)) for per in scores for s in per])
         self.tokens = sum(len(r) for r in self.responses)
-        self.stats = response_stats(outputs, scores)
+        self.stats = response_stats(outputs, scores, reward_names(module))
         self.samples = text_samples(module, rows, outputs, scores)
         self.centre = self._loglik(engine)
 

@@ -25,7 +25,7 @@ from es_lightning.es.update import Population
 from es_lightning.evaluation.summary import is_correct
 from es_lightning.strategies.base import Row, Sample
 from es_lightning.strategies.es_fixed import FixedRollouts
-from es_lightning.strategies.metrics import response_stats, text_samples
+from es_lightning.strategies.metrics import response_stats, reward_names, text_samples
 
 if TYPE_CHECKING:
     from es_lightning.module import ReasoningModule
@@ -40,7 +40,9 @@ class MemberResults:
     rewards: torch.Tensor  # (M,) R_i
     per_prompt: torch.Tensor  # (2, M, P): per member and prompt, mean reward and fraction correct
     tokens: int = 0
-    responses: list[tuple[float, int, bool]] = field(default_factory=list)  # (reward, tokens, truncated)
+    responses: list[tuple[float, ...]] = field(
+        default_factory=list
+    )  # (reward, tokens, truncated, *per function)
     samples: list[Sample] = field(default_factory=list)
     timings: dict[str, float] = field(
         default_factory=lambda: dict.fromkeys(("generate", "perturb_restore", "score"), 0.0)
@@ -71,7 +73,7 @@ class MemberResults:
         self.per_prompt[0, i] = torch.tensor([np.mean([s.reward for s in per]) for per in scores])
         self.per_prompt[1, i] = torch.tensor([np.mean([is_correct(s) for s in per]) for per in scores])
         self.tokens += sum(len(c.token_ids) for o in outputs for c in o.completions)
-        self.responses += response_stats(outputs, scores)
+        self.responses += response_stats(outputs, scores, reward_names(module))
         if not self.samples:
             self.samples = text_samples(module, rows, outputs, scores, member=i)
 

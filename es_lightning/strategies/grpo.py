@@ -68,10 +68,12 @@ from es_lightning.rollout.base import Rollout
 from es_lightning.strategies.base import ReasoningStrategy, Row, StepResult
 from es_lightning.strategies.grpo_rollouts import GroupRollouts, rank_sampling_seed, sample_groups
 from es_lightning.strategies.metrics import (
+    function_reward_metrics,
     gather_values,
     response_metrics,
     response_stats,
     reward_metrics,
+    reward_names,
     text_samples,
 )
 from es_lightning.weight_files import load_weights, master_files
@@ -319,21 +321,27 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
         t0 = time.perf_counter()
         self.sync_weights(rollout)
         timings["sync"] = time.perf_counter() - t0
-        metrics = self._metrics(groups, stats)
-        samples = text_samples(module, rows, groups.outputs, groups.scores) if self.global_rank == 0 else []
+        metrics = self._metrics(groups, stats, reward_names(module))
+        samples = []
+        if self.global_rank == 0:  # each prompt's first response, with its advantage
+            first = groups.advantages.view(len(rows), -1)[:, 0].tolist()
+            samples = text_samples(module, rows, groups.outputs, groups.scores, advantages=first)
         return StepResult(metrics=metrics, samples=samples)
 
-    def _metrics(self, groups: GroupRollouts, stats: dict[str, float]) -> dict[str, float]:
-        """The update's scalars: ``train/`` over every response of every rank, ``grpo/`` of the
-        groups and the optimisation, ``time/`` this rank's seconds per phase."""
-        per_response = torch.tensor(response_stats(groups.outputs, groups.scores), dtype=torch.float64)
-        per_response = gather_values(self, per_response).reshape(-1, 3)  # (P_all*G, 3)
+    def _metrics(self, groups: GroupRollouts, stats: dict[str, float], names: list[str]) -> dict[str, float]:
+        """The update's scalars: ``train/`` over every response of every rank (each reward
+        function's too, ``names``), ``grpo/`` of the groups and the optimisation, ``time/`` this
+        rank's seconds per phase."""
+        stats_rows = response_stats(groups.outputs, groups.scores, names)
+        per_response = torch.tensor(stats_rows, dtype=torch.float64)
+        per_response = gather_values(self, per_response).reshape(-1, 3 + len(names))  # (P_all*G, 3 + F)
         rewards = groups.rewards  # (P, G)
         flat_groups = gather_values(self, (rewards.amax(1) == rewards.amin(1)).double())  # (P_all,)
         tokens = float(groups.batch.response_mask.sum(1).float().sum())
         return {
             **reward_metrics(per_response[:, 0]),
             **response_metrics(per_response[:, 1], per_response[:, 2]),
+            **function_reward_metrics(per_response[:, 3:], names),
             "grpo/zero_std_frac": float(flat_groups.mean()),
             **self._update_metrics(stats, groups.advantages),
             "time/tokens_per_s": tokens / max(groups.timings["generate"], 1e-9),

@@ -10,12 +10,19 @@ the update (ES: every member's responses; GRPO: every group's), gathered from al
     train/truncated_frac = fraction of responses that hit max_tokens (finish reason "length")
 
 The spread of the ES population's member rewards R_i (each already a mean over B prompts) is a
-different quantity, logged as ``es/member_reward_{std,max,min}`` (:func:`member_metrics`).
+different quantity, logged as ``es/member_reward_{std,max,min}`` (:func:`member_metrics`). A task
+made of reward functions (:class:`~es_lightning.tasks.function.FunctionTask`) also gets, as TRL
+logs them, each function's reward over the responses it returned a number for
+(:func:`function_reward_metrics`)::
+
+    train/rewards/{name}/mean = nanmean(r_name)    train/rewards/{name}/std = nanstd(r_name)
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -61,13 +68,40 @@ def response_metrics(lengths: np.ndarray, truncated: np.ndarray) -> dict[str, fl
     return {"train/response_len": float(lengths.mean()), "train/truncated_frac": float(truncated.mean())}
 
 
-def response_stats(outputs: Sequence[Any], scores: Sequence[Sequence[Any]]) -> list[tuple[float, int, bool]]:
-    """``(reward, tokens, truncated)`` of every response of ``outputs`` (prompt by prompt)."""
+def reward_names(module: Any) -> list[str]:
+    """The names of the task's reward functions (``[]`` for a task without them)."""
+    return list(getattr(module.task, "reward_names", None) or [])
+
+
+def response_stats(
+    outputs: Sequence[Any], scores: Sequence[Sequence[Any]], names: Sequence[str] = ()
+) -> list[tuple[float, ...]]:
+    """``(reward, tokens, truncated, *each named function's reward)`` of every response of
+    ``outputs`` (prompt by prompt); a function that returned ``None`` for a response gives NaN."""
     return [
-        (float(s.reward), len(c.token_ids), c.finish_reason == "length")
+        (
+            float(s.reward),
+            len(c.token_ids),
+            c.finish_reason == "length",
+            *(float(s.extra.get(f"rewards/{n}", math.nan)) for n in names),
+        )
         for out, per in zip(outputs, scores)
         for c, s in zip(out.completions, per)
     ]
+
+
+def function_reward_metrics(values: np.ndarray, names: Sequence[str]) -> dict[str, float]:
+    """``train/rewards/{name}/mean`` and ``/std`` (ddof 0) of each column of ``values``
+    (responses × functions, NaN where a function returned ``None``), over its numbers; a function
+    with none in the update is left out."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1, len(names)) if names else np.zeros((0, 0))
+    out: dict[str, float] = {}
+    for name, column in zip(names, v.T):
+        given = column[np.isfinite(column)]
+        if given.size:
+            out[f"train/rewards/{name}/mean"] = float(given.mean())
+            out[f"train/rewards/{name}/std"] = float(given.std())
+    return out
 
 
 def text_samples(
@@ -77,13 +111,39 @@ def text_samples(
     scores: Sequence[Sequence[Any]],
     member: int | None = None,
     count: int = SAMPLES_PER_UPDATE,
+    advantages: Sequence[float] | None = None,
 ) -> list[Sample]:
-    """The first response to each of the first ``count`` prompts, with its prompt text and reward."""
-    return [
-        Sample(module.format_prompt(row), out.completions[0].text, float(per[0].reward), member)
-        for row, out, per in zip(rows[:count], outputs, scores)
-        if out.completions
-    ]
+    """The first response to each of the first ``count`` prompts, with its prompt text, reward,
+    each function's reward, what reward functions logged for it, and (``advantages``: one per
+    prompt, the first response's) its advantage."""
+    samples = []
+    for j, (row, out, per) in enumerate(zip(rows[:count], outputs, scores)):
+        if not out.completions:
+            continue
+        score = per[0]
+        rewards = {
+            k.removeprefix("rewards/"): float(v) for k, v in score.extra.items() if k.startswith("rewards/")
+        }
+        advantage = None if advantages is None else float(advantages[j])
+        samples.append(
+            Sample(
+                module.format_prompt(row),
+                out.completions[0].text,
+                float(score.reward),
+                member,
+                advantage=advantage,
+                rewards=rewards,
+                logged=dict(getattr(score, "logged", {}) or {}),
+            )
+        )
+    return samples
+
+
+def with_advantages(samples: list[Sample], z: np.ndarray | None) -> list[Sample]:
+    """ES: each member's sample with its member's normalised reward z_i as its advantage."""
+    if z is None:
+        return samples
+    return [replace(s, advantage=float(z[s.member])) if s.member is not None else s for s in samples]
 
 
 def gather_values(strategy: ParallelStrategy, local: torch.Tensor) -> np.ndarray:

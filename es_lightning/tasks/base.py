@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from es_lightning.errors import ConfigError
+from es_lightning.init_args import RecordsInit
 from es_lightning.tasks.data import DataSource
+from es_lightning.tasks.rows_source import RowsSource, as_source
 
 SPLITS = ("train", "validation", "test")
 """The splits every task knows: train on ``train``, select settings on ``validation``, report
@@ -45,9 +47,12 @@ class Score:
     used by majority vote, so equal answers must compare equal as strings."""
     extra: dict[str, float] = field(default_factory=dict)
     """Further per-completion metrics a task wants logged (e.g. HotpotQA's token F1)."""
+    logged: dict[str, Any] = field(default_factory=dict)
+    """Values a reward function logged for this completion with TRL's ``log_extra`` (shown beside
+    it in the logged samples)."""
 
 
-class Task(ABC):
+class Task(RecordsInit, ABC):
     """A verifiable reasoning task.
 
     Rows come from the ``train``/``validation``/``test`` data sources (:data:`SPLITS`); the family
@@ -58,7 +63,9 @@ class Task(ABC):
 
     Args:
         train: where the training rows come from (``None``: nowhere, unless the task's family
-            gives it a default).
+            gives it a default); from Python also a ``datasets.Dataset`` or ``IterableDataset``, a
+            list of row dicts or a path (:mod:`es_lightning.tasks.rows_source`), as for
+            ``test`` and ``validation``.
         test: where the evaluation rows come from (``None`` as for ``train``).
         system_prompt: optional system message placed before the user message.
         prompt_template: ``str.format`` template for the user message; the fields are the row's
@@ -82,14 +89,14 @@ class Task(ABC):
         prompt_template: str | None = None,
         validation: DataSource | None = None,
     ) -> None:
-        self.train = train
-        self.validation = validation
-        self.test = test
+        self.train = as_source(train, f"{self.name}: train")
+        self.validation = as_source(validation, f"{self.name}: validation")
+        self.test = as_source(test, f"{self.name}: test")
         self.system_prompt = system_prompt
         self.prompt_template = prompt_template or self.default_template
 
     # -- data ---------------------------------------------------------------------------------
-    def source(self, split: str) -> DataSource | None:
+    def source(self, split: str) -> DataSource | RowsSource | None:
         """The data source of ``split`` (one of :data:`SPLITS`), ``None`` when none is set.
 
         Raises:

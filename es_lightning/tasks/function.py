@@ -9,17 +9,25 @@ arguments, and returns one reward per completion (``None``: the function does no
     def exact(prompts, completions, answer, **kwargs):
         return [float(c.strip() == a) for c, a in zip(completions, answer)]
 
-:class:`FunctionTask` calls each function as TRL's trainers do, ``f(prompts=..., completions=...,
-**columns)``: ``prompts`` is the prompt column as it is in the dataset (a string, or a list of chat
-messages); for a conversational prompt each completion is ``[{"role": "assistant", "content":
-text}]``, as in TRL, else the text. The reward of a completion is Σᵢ wᵢ·rᵢ over the functions
+:class:`FunctionTask` calls each function as TRL's ``GRPOTrainer`` does, ``f(prompts=...,
+completions=..., completion_ids=..., trainer_state=..., log_extra=..., log_metric=..., **columns)``
+(:mod:`es_lightning.tasks.reward_context`): ``prompts`` is the prompt column as it is in the
+dataset (a string, or a list of chat messages); for a conversational prompt each completion is
+``[{"role": "assistant", "content": text}]``, as in TRL, else the text; ``completion_ids`` are the
+token ids the rollout generated for each completion (its end-of-sequence token included, as TRL's);
+``trainer_state`` says how far the run is (``global_step``, ``max_steps``, ``epoch``);
+``log_metric(name, value)`` logs ``train/<name>`` each update and ``log_extra(column, values)`` a
+value per completion into the logged samples; an ``async def`` function is awaited. So a reward
+function written for TRL runs unchanged. The reward of a completion is Σᵢ wᵢ·rᵢ over the functions
 that returned a number for it (``reward_weights``, default 1 each); each function's own reward is
-kept as ``rewards/<function name>`` in the score's extras. As for every task, Pass@K counts a
-completion as solved when its reward is at least 1. Functions are given as callables or, from YAML, by import
-path (``my_rewards.exact``). A function that raises, or returns anything but one finite number (or
+kept as ``rewards/<function name>`` in the score's extras (logged as ``train/rewards/<name>/mean``
+and ``/std`` every update). As for every task, Pass@K counts a completion as solved when its reward
+is at least 1. Functions are given as callables or, from YAML, by import path
+(``my_rewards.exact``). A function that raises, or returns anything but one finite number (or
 ``None``) per completion, ends the run with one line naming it, its file and line, and the row or
-value (:mod:`es_lightning.tasks.reward_calls`). A column a function takes as a parameter without a
-default (``answer`` above) is checked on every row when the data is loaded (:func:`reward_columns`).
+value (:mod:`es_lightning.tasks.reward_calls`). A parameter without a default that is none of TRL's
+arguments is a dataset column (``answer`` above): it is checked on every row when the data is loaded
+(:func:`reward_columns`), so a misspelt one fails before any engine starts.
 """
 
 from __future__ import annotations
@@ -35,10 +43,9 @@ from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.families import DatasetTask
 from es_lightning.tasks.registry import register_task
 from es_lightning.tasks.reward_calls import call_reward_function
+from es_lightning.tasks.reward_context import TRL_ARGUMENTS, current_reward_context, trl_arguments
 
 RewardFunc = Callable[..., Sequence[float | None]]
-_GIVEN = ("prompts", "completions")
-"""The arguments every reward function is given besides the dataset's columns."""
 
 
 def resolve_reward_func(func: RewardFunc | str) -> RewardFunc:
@@ -56,10 +63,11 @@ def resolve_reward_func(func: RewardFunc | str) -> RewardFunc:
 
 
 def reward_columns(func: Callable) -> tuple[str, ...]:
-    """The dataset columns ``func`` requires: its parameters without a default other than
-    ``prompts`` and ``completions`` (``**kwargs`` takes whatever is there).
+    """The dataset columns ``func`` requires: its parameters without a default other than TRL's
+    arguments (:data:`~es_lightning.tasks.reward_context.TRL_ARGUMENTS`; ``**kwargs`` takes
+    whatever is there).
 
-    >>> def exact(prompts, completions, answer, unit="", **kwargs): ...
+    >>> def exact(prompts, completions, completion_ids, answer, unit="", **kwargs): ...
     >>> reward_columns(exact)
     ('answer',)
     """
@@ -71,7 +79,7 @@ def reward_columns(func: Callable) -> tuple[str, ...]:
     return tuple(
         p.name
         for p in parameters
-        if p.kind in kinds and p.default is inspect.Parameter.empty and p.name not in _GIVEN
+        if p.kind in kinds and p.default is inspect.Parameter.empty and p.name not in TRL_ARGUMENTS
     )
 
 
@@ -86,8 +94,9 @@ class FunctionTask(DatasetTask):
 
     Args:
         train: training rows: a hub dataset or a local ``.jsonl``/``.json``/``.csv``/``.parquet``
-            file (``datasets.load_dataset`` semantics).
-        test: evaluation rows (``None``: none; Pass@K then needs ``eval_tasks``).
+            file (``datasets.load_dataset`` semantics); from Python also a ``datasets.Dataset``
+            or ``IterableDataset`` (as TRL takes ``train_dataset``) or a list of row dicts.
+        test: evaluation rows, given as ``train`` (``None``: none; Pass@K then needs ``eval_tasks``).
         reward_funcs: the reward functions, as callables or import paths.
         reward_weights: one weight per function (default: 1 each).
         prompt_column: the column holding the prompt: text, or a list of chat messages.
@@ -119,10 +128,11 @@ class FunctionTask(DatasetTask):
             )
         if not name or "/" in name:
             raise ConfigError(f"FunctionTask: name {name!r} must be non-empty and without '/'")
+        self.name = name
         super().__init__(train=train, test=test, **kwargs)
         self.reward_funcs = [resolve_reward_func(f) for f in reward_funcs]
         self.reward_weights = weights
-        self.prompt_column, self.name = prompt_column, name
+        self.prompt_column = prompt_column
         self.required_columns = (prompt_column,)
 
     def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
@@ -134,8 +144,9 @@ class FunctionTask(DatasetTask):
             if absent:
                 raise ConfigError(
                     f"{self.name}: {where} lacks column(s) {absent}, which reward function "
-                    f"{_name(func)} takes; the row has {sorted(row)}. Map the dataset's names with "
-                    "`column_map` in the data source."
+                    f"{_name(func)} takes (TRL's arguments are {', '.join(TRL_ARGUMENTS)}; every other "
+                    f"parameter without a default is a column); the row has {sorted(row)}. Map the "
+                    "dataset's names with `column_map` in the data source."
                 )
 
     def question(self, row: dict[str, Any]) -> str:
@@ -149,26 +160,47 @@ class FunctionTask(DatasetTask):
     def score(self, completion: str, row: dict[str, Any]) -> Score:
         return self.score_many([completion], [row])[0]
 
-    def score_many(self, completions: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[Score]:
+    @property
+    def reward_names(self) -> list[str]:
+        """Each reward function's name, as metric keys and samples show it (``train/rewards/<name>``)."""
+        return [_name(f) for f in self.reward_funcs]
+
+    def score_many(
+        self,
+        completions: Sequence[str],
+        rows: Sequence[dict[str, Any]],
+        completion_ids: Sequence[Sequence[int]] | None = None,
+    ) -> list[Score]:
+        """Every reward function on the batch, called as TRL calls it (the module docstring);
+        ``completion_ids``: the token ids of each completion (a rollout's; ``None`` when scored
+        from text alone, then a function that requires them is refused)."""
         if len(completions) != len(rows):
             raise ValueError(f"{self.name}: {len(completions)} completions for {len(rows)} rows")
+        if completion_ids is not None and len(completion_ids) != len(completions):
+            raise ValueError(
+                f"{self.name}: {len(completion_ids)} completion_ids for {len(completions)} completions"
+            )
         prompts = [row[self.prompt_column] for row in rows]
         shown = [
             [{"role": "assistant", "content": c}] if is_conversation(p) else c
             for p, c in zip(prompts, completions)
         ]
-        columns = (
-            {k: [row.get(k) for row in rows] for k in rows[0] if k != self.prompt_column} if rows else {}
-        )
-        per_func = [call_reward_function(func, prompts, shown, columns) for func in self.reward_funcs]
+        skipped = {self.prompt_column, *TRL_ARGUMENTS}  # TRL's arguments win over same-named columns
+        columns = {k: [row.get(k) for row in rows] for k in rows[0] if k not in skipped} if rows else {}
+        context, logged = current_reward_context(), {}
+        per_func = [
+            call_reward_function(
+                func, prompts, shown, columns, trl_arguments(func, context, completion_ids, logged, len(rows))
+            )
+            for func in self.reward_funcs
+        ]
         scores = []
         for i in range(len(completions)):
             given = [(w, r[i]) for w, r in zip(self.reward_weights, per_func) if r[i] is not None]
             reward = sum(w * r for w, r in given)
-            extra = {
-                f"rewards/{_name(f)}": r[i] for f, r in zip(self.reward_funcs, per_func) if r[i] is not None
-            }
-            scores.append(Score(reward=reward, answer=None, extra=extra))
+            extra = {f"rewards/{n}": r[i] for n, r in zip(self.reward_names, per_func) if r[i] is not None}
+            shown_values = {column: values[i] for column, values in logged.items()}
+            scores.append(Score(reward=reward, answer=None, extra=extra, logged=shown_values))
         return scores
 
 

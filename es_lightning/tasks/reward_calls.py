@@ -2,7 +2,8 @@
 to fix and is said in one line that names the function, where it is and the value or row.
 
 A reward function returns one reward per completion, a number or ``None`` (it does not apply to that
-completion). :func:`call_reward_function` calls it and refuses, with a :class:`RewardFunctionError`:
+completion); an ``async def`` one is awaited (:func:`awaited`). :func:`call_reward_function` calls it
+and refuses, with a :class:`RewardFunctionError`:
 
 * an exception it raises: ``my_rewards.exact (my_rewards.py:12) raised KeyError: 'answer' on row 3
   (prompt: 'What is 2 + 2?')``, the row found by calling it again on each row of the batch alone
@@ -11,7 +12,9 @@ completion). :func:`call_reward_function` calls it and refuses, with a :class:`R
   completions;
 * a reward that is not a number (a string, a list) or is not finite (NaN, ±inf, Python's
   ``float('nan')`` included): the ES z-scores and the GRPO advantages of a batch with one NaN are
-  all NaN, and an update made of them destroys the weights.
+  all NaN, and an update made of them destroys the weights;
+* a function that requires TRL's ``completion_ids`` where there are none (completions scored from
+  their text alone).
 
 Your own :class:`~es_lightning.tasks.base.Task` subclass is held to the same rules by
 :func:`call_task_scores`: an exception its ``score``/``score_many`` raises, or a ``Score`` whose
@@ -26,10 +29,12 @@ out and the checkpoints already written stay.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import math
 import traceback
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from es_lightning.errors import ConfigError
@@ -75,17 +80,30 @@ def call_reward_function(
     prompts: Sequence[Any],
     completions: Sequence[Any],
     columns: dict[str, list[Any]],
+    given: dict[str, Any] | None = None,
 ) -> list[float | None]:
-    """``func(prompts=..., completions=..., **columns)`` checked: one finite float (or ``None``)
-    per completion.
+    """``func(prompts=..., completions=..., **columns, **given)`` checked: one finite float (or
+    ``None``) per completion. ``given`` holds the rest of TRL's arguments (``completion_ids``,
+    ``trainer_state``, ``log_extra``, ``log_metric``); an ``async def`` function is awaited.
 
     Raises:
-        RewardFunctionError: as the module docstring lists, naming ``func`` and the value or row.
+        RewardFunctionError: as the module docstring lists, naming ``func`` and the value or row;
+            also when ``func`` requires ``completion_ids`` and ``given`` has none (completions
+            scored from their text alone).
     """
+    given = dict(given or {})
+    if "completion_ids" not in given and _requires(func, "completion_ids"):
+        raise RewardFunctionError(
+            f"{describe(func)} ({where(func)}) takes completion_ids, which completions scored from "
+            "their text alone (es-lightning evaluate --completions) do not have; give the parameter "
+            "a default (completion_ids=None)"
+        )
     try:
-        returned = func(prompts=prompts, completions=completions, **columns)
+        returned = awaited(func(prompts=prompts, completions=completions, **columns, **given))
+    except RewardFunctionError:  # said by log_metric/log_extra, already naming the function
+        raise
     except Exception as err:
-        row = _failing_row(func, prompts, completions, columns)
+        row = _failing_row(func, prompts, completions, columns, given)
         at = (
             f" on row {row} (prompt: {_short(prompts[row])})"
             if row is not None
@@ -130,19 +148,73 @@ def check_rewards(func: Callable, returned: Any, expected: int) -> list[float | 
 
 
 def _failing_row(
-    func: Callable, prompts: Sequence[Any], completions: Sequence[Any], columns: dict[str, list[Any]]
+    func: Callable,
+    prompts: Sequence[Any],
+    completions: Sequence[Any],
+    columns: dict[str, list[Any]],
+    given: dict[str, Any],
 ) -> int | None:
-    """The first row on which ``func`` alone raises (``None``: it raises on none alone)."""
+    """The first row on which ``func`` alone raises (``None``: it raises on none alone); the
+    calls log nothing (``log_extra`` and ``log_metric`` do nothing here)."""
     if len(prompts) <= 1:
         return 0 if prompts else None
+    quiet = {**given, **{k: _nothing for k in ("log_extra", "log_metric") if k in given}}
     for i in range(len(prompts)):
+        one = {
+            **quiet,
+            **({"completion_ids": [given["completion_ids"][i]]} if "completion_ids" in given else {}),
+        }
         try:
-            func(
-                prompts=[prompts[i]], completions=[completions[i]], **{k: [v[i]] for k, v in columns.items()}
+            awaited(
+                func(
+                    prompts=[prompts[i]],
+                    completions=[completions[i]],
+                    **{k: [v[i]] for k, v in columns.items()},
+                    **one,
+                )
             )
         except Exception:
             return i
     return None
+
+
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def _requires(func: Callable, name: str) -> bool:
+    """Whether ``func`` has a parameter ``name`` without a default."""
+    try:
+        parameter = inspect.signature(func).parameters.get(name)
+    except (TypeError, ValueError):
+        return False
+    return (
+        parameter is not None
+        and parameter.default is inspect.Parameter.empty
+        and parameter.kind
+        in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        )
+    )
+
+
+def awaited(returned: Any) -> Any:
+    """``returned`` itself, or its result when it is awaitable (an ``async def`` reward function,
+    as TRL takes them): run to completion on an event loop of its own (in a thread of its own
+    when this thread already runs one, as in a notebook)."""
+    if not inspect.isawaitable(returned):
+        return returned
+
+    async def wait() -> Any:
+        return await returned
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wait())
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, wait()).result()
 
 
 def _iterable(value: Any) -> bool:
@@ -169,9 +241,16 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def call_task_scores(task: Any, completions: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[Any]:
+def call_task_scores(
+    task: Any,
+    completions: Sequence[str],
+    rows: Sequence[dict[str, Any]],
+    completion_ids: Sequence[Sequence[int]] | None = None,
+) -> list[Any]:
     """``task.score_many(completions, rows)``, each ``Score``'s reward checked to be a finite
     number; an exception from a score method written outside es-lightning is said in one line too.
+    ``completion_ids`` (each completion's token ids) reach a ``score_many`` that takes them
+    (:class:`~es_lightning.tasks.function.FunctionTask`'s, for TRL's ``completion_ids``).
 
     Raises:
         RewardFunctionError: naming the task's class, where it raised and the row, or the value.
@@ -180,8 +259,11 @@ def call_task_scores(task: Any, completions: Sequence[str], rows: Sequence[dict[
     method = klass.score if _ours(klass.score_many) else klass.score_many  # the one you wrote
     user_code = not _ours(method)
     name = f"{describe(klass)}.{method.__name__}"
+    ids = {"completion_ids": completion_ids} if completion_ids is not None and _takes_ids(task) else {}
     try:
-        scores = list(task.score_many(completions, rows))
+        scores = list(task.score_many(completions, rows, **ids))
+    except RewardFunctionError:  # a reward function's failure, said already
+        raise
     except Exception as err:
         if not user_code:
             raise
@@ -204,6 +286,13 @@ def call_task_scores(task: Any, completions: Sequence[str], rows: Sequence[dict[
                 "number in [0, 1]"
             )
     return scores
+
+
+def _takes_ids(task: Any) -> bool:
+    try:
+        return "completion_ids" in inspect.signature(task.score_many).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _ours(method: Any) -> bool:

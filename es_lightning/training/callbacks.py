@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from es_lightning.init_args import RecordsInit
+
 if TYPE_CHECKING:
     import torch
     from lightning.fabric import Fabric
@@ -83,7 +85,7 @@ class TrainerView(Protocol):
         ...
 
 
-class Callback:
+class Callback(RecordsInit):
     """Base class of es-lightning callbacks; every hook is a no-op."""
 
     def on_fit_start(self, trainer: TrainerView) -> None:

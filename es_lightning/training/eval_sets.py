@@ -10,6 +10,7 @@ and, for several sets, their averages (all tasks, held-out, in-domain).
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
@@ -60,7 +61,8 @@ def evaluate_sets(
             greedy = " + greedy" if config.greedy else ""
             tqdm.write(
                 f"evaluating {name} ({tag}): {shown} prompts x {config.num_samples} samples at "
-                f"T={config.temperature:g}{greedy}"
+                f"T={config.temperature:g}{greedy}",
+                file=sys.stderr,  # stdout holds the results alone
             )
         result = evaluate_rows_sharded(
             trainer.module.with_task(task),

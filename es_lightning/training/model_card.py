@@ -147,7 +147,7 @@ def reproduce_section(run_dir: Path, config_file: Path | None) -> list[str]:
     """The command that reruns the run from its resolved configuration (into a new folder), and
     the command it was launched with when that is known."""
     if config_file is None:
-        return ["The run was started from Python (no `config.yaml` was recorded)."]
+        return ["No `config.yaml` was recorded for this run."]
     fresh = config_file.parent.with_name(config_file.parent.name + "_reproduced")
     command = shlex.join(
         ["es-lightning", "fit", "--config", str(config_file), "--trainer.output_dir", str(fresh)]

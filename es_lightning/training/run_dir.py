@@ -46,9 +46,12 @@ def run_artifacts(output_dir: str | Path) -> list[Path]:
     return found + sorted(p for p in folder.glob("stage[0-9]*_*") if p.is_dir())
 
 
-def prepare_run_dir(output_dir: str | Path, resume: bool | str, overwrite: bool) -> None:
+def prepare_run_dir(
+    output_dir: str | Path, resume: bool | str, overwrite: bool, python: bool = False
+) -> None:
     """Check (and, for ``overwrite`` or ``resume: auto`` without a checkpoint, clear) the run
-    folder as the module docstring says.
+    folder as the module docstring says; ``python``: the refusal names the Python settings
+    (``TrainerConfig(overwrite=True)``), not the command line's flags.
 
     Processes of a multi-process launch other than the first (``RANK``, ``LOCAL_RANK`` or
     ``NODE_RANK`` above 0: Fabric's launcher re-runs the command for them once rank 0 has begun
@@ -70,10 +73,14 @@ def prepare_run_dir(output_dir: str | Path, resume: bool | str, overwrite: bool)
         return
     if not overwrite:
         names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found)
+        resume_it, start_over = (
+            ("TrainerConfig(resume=True) (or 'auto')", "TrainerConfig(overwrite=True)")
+            if python
+            else ("--trainer.resume true (or auto)", "--trainer.overwrite true")
+        )
         raise ConfigError(
             f"trainer.output_dir {str(output_dir)!r} already holds a run ({names}); continue it with "
-            "--trainer.resume true (or auto), start over with --trainer.overwrite true (deletes "
-            "those), or choose another output_dir"
+            f"{resume_it}, start over with {start_over} (deletes those), or choose another output_dir"
         )
     for path in found:
         if path.is_dir():

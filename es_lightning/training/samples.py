@@ -3,10 +3,14 @@
 The strategy returns them with each update (:attr:`~es_lightning.strategies.base.StepResult.samples`);
 rank 0 writes them to ``{output_dir}/samples.jsonl``, one JSON object per sample::
 
-    {"step": 10, "member": 3, "reward": 1.0, "prompt": "...", "completion": "..."}
+    {"step": 10, "member": 3, "reward": 1.0, "advantage": 0.8, "rewards": {"correct": 1.0},
+     "logged": {"extracted_answer": "14"}, "prompt": "...", "completion": "..."}
 
-(a pipeline stage adds ``"global_step"``, its update on the pipeline's axis), and to every logger
-in the way it takes text, at the step its metrics are logged at:
+(``advantage``: GRPO's advantage, ES's z_i of the member, ``null`` for a skipped update;
+``rewards``: each reward function's reward; ``logged``: what reward functions logged for it with
+TRL's ``log_extra``; a pipeline stage adds ``"global_step"``, its update on the pipeline's axis),
+and to every logger in the way it takes text, at the step its metrics are logged at (the table's
+columns are :data:`COLUMNS`; ``rewards`` and ``logged`` as ``name=value`` text):
 
 * TensorBoard (Fabric's or Lightning's ``TensorBoardLogger``): a markdown table under the Text tab;
 * CSV (Fabric's or Lightning's ``CSVLogger``): rows of ``samples.csv`` next to its ``metrics.csv``;
@@ -28,16 +32,16 @@ from pathlib import Path
 from typing import Any
 
 from lightning.fabric.loggers import CSVLogger, Logger, TensorBoardLogger
-from lightning.fabric.utilities.rank_zero import rank_zero_warn
 
 from es_lightning.checkpoint import atomic_write_text
+from es_lightning.console import warn
 from es_lightning.strategies.base import Sample
 from es_lightning.training.loggers import truncate_metrics
 
 SAMPLES_FILE = "samples.jsonl"
 CSV_FILE = "samples.csv"
 TAG = "samples"
-COLUMNS = ["step", "member", "reward", "prompt", "completion"]
+COLUMNS = ["step", "member", "reward", "advantage", "rewards", "logged", "prompt", "completion"]
 
 
 def log_samples(
@@ -66,10 +70,23 @@ def log_samples(
     with path.open("a", encoding="utf-8") as f:
         for sample in samples:
             record = {"step": step, **({"global_step": global_step} if global_step is not None else {})}
-            record.update(member=sample.member, reward=sample.reward)
+            record.update(member=sample.member, reward=sample.reward, advantage=sample.advantage)
+            record.update(rewards=sample.rewards, logged=_plain(sample.logged))
             record.update(prompt=sample.prompt, completion=sample.completion)
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    rows = [[logged_at, s.member, s.reward, s.prompt, s.completion] for s in samples]
+    rows = [
+        [
+            logged_at,
+            s.member,
+            s.reward,
+            s.advantage,
+            _pairs(s.rewards),
+            _pairs(s.logged),
+            s.prompt,
+            s.completion,
+        ]
+        for s in samples
+    ]
     for logger in loggers:
         _to_logger(logger, rows, logged_at)
 
@@ -89,7 +106,7 @@ def truncate_samples(
                 continue
             with path.open(newline="", encoding="utf-8") as f:
                 rows = list(csv.DictReader(f))
-            kept = [[row[c] for c in COLUMNS] for row in rows if int(row["step"]) <= logged_at]
+            kept = [[row.get(c, "") for c in COLUMNS] for row in rows if int(row["step"]) <= logged_at]
             if len(kept) != len(rows):
                 atomic_write_text(path, _csv_text(kept, header=True))
 
@@ -97,10 +114,10 @@ def truncate_samples(
 def markdown_table(rows: Sequence[Sequence[Any]]) -> str:
     """``rows`` (as :data:`COLUMNS`) as a markdown table: ``|`` escaped, line breaks as ``<br>``.
 
-    >>> print(markdown_table([[1, 0, 1.0, "2+2?", "4 | four\\nok"]]))
-    | step | member | reward | prompt | completion |
-    |---|---|---|---|---|
-    | 1 | 0 | 1.000 | 2+2? | 4 \\| four<br>ok |
+    >>> print(markdown_table([[1, 0, 1.0, -0.5, "exact=1", "", "2+2?", "4 | four\\nok"]]))
+    | step | member | reward | advantage | rewards | logged | prompt | completion |
+    |---|---|---|---|---|---|---|---|
+    | 1 | 0 | 1.000 | -0.500 | exact=1 |  | 2+2? | 4 \\| four<br>ok |
     """
 
     def cell(value: Any) -> str:
@@ -112,6 +129,18 @@ def markdown_table(rows: Sequence[Sequence[Any]]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def _pairs(values: dict[str, Any]) -> str:
+    """``name=value`` pairs of ``values``, space-separated (numbers with up to 4 significant digits)."""
+    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with anything JSON cannot hold as its text."""
+    return {
+        k: v if v is None or isinstance(v, (str, int, float, bool)) else str(v) for k, v in values.items()
+    }
 
 
 def _to_logger(logger: Logger, rows: list[list[Any]], step: int) -> None:
@@ -126,7 +155,7 @@ def _to_logger(logger: Logger, rows: list[list[Any]], step: int) -> None:
         try:
             logger.log_text(key=TAG, columns=COLUMNS, data=rows, step=step)
         except TypeError as e:  # a log_text of another signature: skip it, with a warning
-            rank_zero_warn(f"{type(logger).__name__}.log_text does not take a table ({e}); no samples logged")
+            warn(f"{type(logger).__name__}.log_text does not take a table ({e}); no samples logged")
 
 
 def _is_mlflow(logger: Logger) -> bool:

@@ -26,6 +26,7 @@ reached after the last finished update: it saves its checkpoint, runs the final 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -85,6 +86,7 @@ class StopSignals:
         print(
             f"\nes-lightning: {name} received: finishing this update, then saving a checkpoint and "
             f"stopping (send {name} again to stop at once)",
+            file=sys.stderr,
             flush=True,
         )
 
@@ -122,6 +124,7 @@ def stop_requested_by_callback(trainer: Any, max_steps: int) -> bool:
             print(
                 f"\nes-lightning: a callback set trainer.should_stop: stopping after update "
                 f"{trainer.step} of {max_steps} (checkpoint and final evaluation follow)",
+                file=sys.stderr,
                 flush=True,
             )
     return wanted

@@ -43,12 +43,14 @@ from es_lightning.checkpoint import (
     write_model_meta,
 )
 from es_lightning.checkpoint_space import check_checkpoint_space
+from es_lightning.console import say
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import Rollout
 from es_lightning.strategies.base import ReasoningStrategy, require_strategy
 from es_lightning.tasks.base import Task
+from es_lightning.tasks.reward_context import reward_context
 from es_lightning.training.batches import batch_rows, steps_for_epochs
 from es_lightning.training.callbacks import callbacks_state, check_callbacks, load_callbacks_state
 from es_lightning.training.config import TrainerConfig
@@ -58,6 +60,8 @@ from es_lightning.training.lock import hold_run_lock
 from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorboard_logger, truncate_metrics
 from es_lightning.training.model_card import write_model_card
 from es_lightning.training.resume import check_resume_compatible, finished_message
+from es_lightning.training.reward_progress import RewardProgress
+from es_lightning.training.run_config import record_trainer_run
 from es_lightning.training.run_dir import launched_rank, prepare_run_dir, prune_checkpoints
 from es_lightning.training.samples import log_samples, truncate_samples
 from es_lightning.training.signals import RunInterrupted, StopSignals, stop_requested_by_callback
@@ -99,6 +103,7 @@ class Trainer:
         self.config = config or TrainerConfig()
         self.evaluation = evaluation
         self.eval_tasks = dict(eval_tasks or {module.task.name: module.task})
+        self.eval_tasks_given = eval_tasks  # config.yaml records the argument (None: the task's test split)
         self.callbacks = check_callbacks(callbacks)
         self.hparams = hparams
         self.output_dir = Path(self.config.output_dir)
@@ -114,7 +119,9 @@ class Trainer:
 
     def _fit(self) -> dict[str, Any]:
         cfg = self.config
-        prepare_run_dir(self.output_dir, cfg.resume, cfg.overwrite)  # one run per folder
+        prepare_run_dir(self.output_dir, cfg.resume, cfg.overwrite, python=True)  # one run per folder
+        if self.hparams is None and launched_rank() == 0:  # from Python: config.yaml as the CLI's
+            self.hparams = record_trainer_run(self)
         self.module.check_model_source()
         rows = self.module.task.load("train")[: cfg.train_limit]
         if not rows:
@@ -133,8 +140,7 @@ class Trainer:
             self._check_resume(resume)
         finished = finished_message(resume, max_steps, self.output_dir, self._evaluates_after())
         if finished is not None:  # resuming a finished run changes nothing
-            if launched_rank() == 0:
-                print(f"es-lightning: {finished}", flush=True)
+            say(finished)
             return self.results
 
         if isinstance(self.strategy, ReasoningStrategy):  # the last check before any engine starts
@@ -184,14 +190,17 @@ class Trainer:
         max_steps: int,
         resume: Checkpoint | None,
     ) -> None:
-        """Start, evaluate before, update until ``max_steps``, then checkpoint and evaluate after."""
+        """Start, evaluate before, update until ``max_steps``, then checkpoint and evaluate after;
+        reward functions see the run's progress throughout (:mod:`.reward_progress`)."""
         strategy = require_strategy(self.fabric.strategy)
         self._start(strategy, resume)
-        self._call("on_fit_start", trainer=self)
-        if self.config.eval_before and self.step == 0 and self.evaluation is not None:
-            self.results["before"] = self.evaluate(eval_sets, tag="before")
-        self._updates(strategy, stop, rows, eval_sets, max_steps)
-        self._finish(eval_sets)
+        self.progress = RewardProgress(self.fabric, self.config, len(rows), max_steps, self.step_offset)
+        with reward_context(self.progress.at(self.step)):
+            self._call("on_fit_start", trainer=self)
+            if self.config.eval_before and self.step == 0 and self.evaluation is not None:
+                self.results["before"] = self.evaluate(eval_sets, tag="before")
+            self._updates(strategy, stop, rows, eval_sets, max_steps)
+            self._finish(eval_sets)
 
     def _start(self, strategy: ReasoningStrategy, resume: Checkpoint | None) -> None:
         """This rank's engine on its device, the strategy prepared, the callbacks' state restored
@@ -254,9 +263,12 @@ class Trainer:
         cfg, fabric = self.config, self.fabric
         t0 = time.perf_counter()
         batch = batch_rows(rows, cfg.batch_size, cfg.seed, cfg.data_offset + self.step)
-        result = strategy.training_step(fabric, self.module, self.rollout, batch, self.step, cfg.seed)
+        with self.progress.update(self.step) as rewards_log:  # TRL's trainer_state and log_metric
+            result = strategy.training_step(fabric, self.module, self.rollout, batch, self.step, cfg.seed)
         self.step += 1
-        metrics = {**result.metrics, "time/step": time.perf_counter() - t0}
+        self.progress.at(self.step)
+        logged = self.progress.logged(rewards_log, result.metrics)
+        metrics = {**result.metrics, **logged, "time/step": time.perf_counter() - t0}
         self.log(metrics)
         if cfg.log_samples_every and self.step % cfg.log_samples_every == 0 and fabric.is_global_zero:
             samples = result.samples[: cfg.log_samples]
@@ -283,10 +295,9 @@ class Trainer:
             latest = latest_checkpoint(self.output_dir)
             if latest is not None:  # the final checkpoint's model card, its evaluation included
                 write_model_card(latest, self.output_dir)
-            print(
-                f"es-lightning: done; {self.output_dir}: metrics.jsonl, tensorboard/ "
-                f"(tensorboard --logdir {self.output_dir}), eval/, trained model {latest}",
-                flush=True,
+            say(
+                f"done; {self.output_dir}: metrics.jsonl, tensorboard/ "
+                f"(tensorboard --logdir {self.output_dir}), eval/, trained model {latest}"
             )
 
     def _evaluates_after(self) -> bool:
@@ -315,7 +326,7 @@ class Trainer:
         if self.fabric.is_global_zero:
             latest = latest_checkpoint(self.output_dir)
             where = f"the newest checkpoint is {latest}" if latest else "no checkpoint was written"
-            print(f"es-lightning: stopped by {name} after update {self.step}; {where}", flush=True)
+            say(f"stopped by {name} after update {self.step}; {where}")
 
     # -- what callbacks use ---------------------------------------------------------------------
     @property

@@ -14,6 +14,7 @@ import pytest
 from es_lightning.es.diagnostics import (
     SignalMonitor,
     antithetic_split_half_correlation,
+    constant_reward_message,
     correlation_from_reliability,
     flip_rate,
     no_signal_message,
@@ -275,6 +276,23 @@ def test_monitor_warns_once_and_names_the_knobs():
         "3 of the last 3 updates were skipped (all member rewards tied, so the weights did not move)"
     )
     assert "\n" not in messages[2]
+
+
+def test_monitor_names_a_constant_reward_not_sigma():
+    """Every response got the reward 0.1 (a function always 0, another always 1 at weight 0.1):
+    the members tie whatever σ is, so the warning names the reward, not the σ knob."""
+    monitor = SignalMonitor(window=4, threshold=2.0, directions=32)
+    messages = [monitor.observe(math.nan, skipped=True, constant_reward=0.1) for _ in range(4)]
+    assert messages[:3] == [None] * 3
+    assert messages[3] == constant_reward_message(4, 4, [0.1] * 4)
+    assert "every response got the same reward (0.1)" in messages[3]
+    assert "The reward is the likely cause" in messages[3] and "train/rewards/<function>" in messages[3]
+    assert "Likely causes: sigma too small" not in messages[3]
+    assert "\n" not in messages[3]
+    # ties without a constant reward (the responses differ, the member means tie): the σ message
+    tied = SignalMonitor(window=4, threshold=2.0, directions=32)
+    last = [tied.observe(math.nan, skipped=True, constant_reward=None) for _ in range(4)][-1]
+    assert last is not None and "Likely causes: sigma too small" in last
 
 
 def test_monitor_stays_quiet_with_signal():

@@ -56,6 +56,17 @@ def test_mixture_weights_and_kl_by_hand():
     )
 
 
+def test_kl_of_rates_equal_but_for_rounding_is_zero_and_its_margin_finite():
+    """0.3 and 0.1 + 0.2 differ in the last bit: the KL terms sum to about -1e-16 in floating point,
+    whose square root in the margin was NaN (numpy's "invalid value encountered in sqrt")."""
+    a, b = np.array([0.3]), np.array([0.1 + 0.2])
+    assert a[0] * math.log2(a[0] / b[0]) + (1 - a[0]) * math.log2((1 - a[0]) / (1 - b[0])) < 0
+    assert bernoulli_kl(a, b).tolist() == [0.0]
+    with np.errstate(all="raise"):  # any numpy warning fails the test
+        got = transfer_error(np.array([0.0]), np.array([[0.2]]), a, b, clip=0.0)
+    assert got["diversity/transfer_kl"] == 0.0 and math.isfinite(got["diversity/transfer_margin"])
+
+
 def test_transfer_is_zero_when_the_centre_is_the_mixture():
     rng = np.random.default_rng(2)
     members = rng.integers(0, 5, size=(8, 10)) / 4

@@ -193,7 +193,7 @@ def add(a, b):
     assert subprocess.run(["true"]).returncode == 0  # the host still forks
 
 
-def test_no_network_to_a_loopback_server(attack):
+def test_no_network_to_a_loopback_server(attack, capsys):
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(10)
     port = server.getsockname()[1]
@@ -214,9 +214,12 @@ def add(a, b):
     try:
         attack(snippet)
         assert not accepted
-        with pytest.warns(RuntimeWarning, match="not a security boundary"):
-            sandbox_module._WARNED.discard("process")
-            control = Sandbox(isolation="process").run(snippet, ADD_TESTS)
+        sandbox_module._WARNED.discard("process")
+        capsys.readouterr()
+        control = Sandbox(isolation="process").run(snippet, ADD_TESTS)
+        assert "es-lightning: warning: Sandbox(isolation='process') is not a security boundary" in (
+            capsys.readouterr().err
+        )
         assert control.all_passed, control.stderr  # control: the sandbox is what blocks it
         thread.join(5)
         assert accepted
@@ -225,7 +228,7 @@ def add(a, b):
 
 
 # -- fail closed ------------------------------------------------------------------------------------
-def test_missing_bwrap_fails_closed_and_process_isolation_still_works(monkeypatch, tmp_path):
+def test_missing_bwrap_fails_closed_and_process_isolation_still_works(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(sandbox_module, "BWRAP", "es-no-such-bwrap")
     with pytest.raises(SandboxUnavailableError, match="apt-get install bubblewrap") as raised:
         Sandbox().run(CORRECT_ADD, ADD_TESTS)
@@ -243,8 +246,10 @@ def test_missing_bwrap_fails_closed_and_process_isolation_still_works(monkeypatc
     with pytest.raises(SandboxUnavailableError):
         MBPP().score(f"```python\n{CORRECT_ADD}```", {"text": "t", "test_list": ADD_TESTS})
     monkeypatch.setattr(sandbox_module, "_WARNED", set())
-    with pytest.warns(RuntimeWarning, match="not a security boundary"):
-        result = Sandbox(isolation="process").run(CORRECT_ADD, ADD_TESTS)
+    capsys.readouterr()
+    result = Sandbox(isolation="process").run(CORRECT_ADD, ADD_TESTS)
+    warned = [line for line in capsys.readouterr().err.splitlines() if "not a security boundary" in line]
+    assert len(warned) == 1 and warned[0].startswith("es-lightning: warning: Sandbox(isolation='process')")
     assert result.all_passed, result.stderr
     assert not Sandbox(isolation="process").run("def add(a, b):\n    return 4", ADD_TESTS).all_passed
 

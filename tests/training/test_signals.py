@@ -28,7 +28,7 @@ def test_a_first_signal_during_an_update_waits_for_it(capsys):
             finished.append("update")  # the update runs to its end
         assert stop.requested() == signal.SIGTERM
     assert finished == ["update"]
-    assert "SIGTERM received: finishing this update" in capsys.readouterr().out
+    assert "SIGTERM received: finishing this update" in capsys.readouterr().err
 
 
 def test_a_second_signal_stops_at_once_without_a_boundary():

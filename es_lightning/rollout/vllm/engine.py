@@ -45,6 +45,7 @@ WORKER_EXTENSION = "es_lightning.rollout.vllm.worker.WorkerExtension"
 os.environ.setdefault(
     "VLLM_LOGGING_LEVEL", "WARNING"
 )  # vLLM's INFO lines off; VLLM_LOGGING_LEVEL=INFO restores them
+os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout holds the results alone
 
 
 def vllm_available() -> bool:

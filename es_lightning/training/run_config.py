@@ -1,0 +1,79 @@
+"""A run started from Python writes the ``config.yaml`` the command line writes.
+
+``es-lightning fit`` records the resolved recipe as ``{output_dir}/config.yaml`` (and in every
+checkpoint's hyperparameters); ``es-lightning compare`` reads it to check that runs are comparable,
+and each checkpoint's model card quotes it. A run built in Python (``Trainer(...).fit()``,
+``es_lightning.fit(...)``, a pipeline) records the same: each object is written back as the recipe
+that builds it, every constructor argument with its default filled in as ``fit`` resolves a recipe
+(:func:`~es_lightning.init_args.to_config`), so the file has the CLI's keys and values
+(``tests/training/test_run_config.py`` compares the two). What no recipe can say (a
+``datasets.Dataset`` in memory) is written as its description, a reward function as its import
+path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from es_lightning.init_args import to_config
+
+
+def python_run_config(
+    module: Any,
+    strategy: Any = None,
+    stages: Any = None,
+    rollout: Any = None,
+    trainer: Any = None,
+    evaluation: Any = None,
+    eval_tasks: Any = None,
+    callbacks: Any = None,
+    loggers: Any = None,
+) -> dict[str, Any]:
+    """The configuration ``es-lightning fit`` would have recorded for these objects (the
+    arguments of :func:`~es_lightning.training.command.run_fit`)."""
+    given = {
+        "module": module,
+        "strategy": strategy,
+        "stages": stages,
+        "rollout": rollout,
+        "trainer": trainer,
+        "evaluation": evaluation,
+        "eval_tasks": eval_tasks,
+        "callbacks": callbacks or None,
+        "loggers": loggers or None,
+    }
+    return {key: to_config(value) for key, value in given.items()}
+
+
+def write_run_config(output_dir: str | Path, config: dict[str, Any]) -> Path:
+    """``config`` as ``{output_dir}/config.yaml`` (the folder is created)."""
+    path = Path(output_dir) / "config.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+    return path
+
+
+def record_python_run(output_dir: str | Path, **objects: Any) -> dict[str, Any]:
+    """:func:`python_run_config` of ``objects``, written to ``{output_dir}/config.yaml``; returns it."""
+    config = python_run_config(**objects)
+    write_run_config(output_dir, config)
+    return config
+
+
+def record_trainer_run(trainer: Any) -> dict[str, Any]:
+    """:func:`record_python_run` of a :class:`~es_lightning.training.trainer.Trainer`'s objects,
+    into its output folder."""
+    return record_python_run(
+        trainer.output_dir,
+        module=trainer.module,
+        strategy=trainer.strategy,
+        rollout=trainer.rollout,
+        trainer=trainer.config,
+        evaluation=trainer.evaluation,
+        eval_tasks=trainer.eval_tasks_given,
+        callbacks=trainer.callbacks,
+        loggers=trainer.loggers,
+    )
