@@ -216,7 +216,7 @@ def no_signal_reason(
 def no_signal_message(reason: str) -> str:
     """The warning line for ``reason``: what it means, the likely causes and the knobs."""
     return (
-        f"es-lightning: ES sees no signal: {reason}. Likely causes: sigma too small for this model (members behave alike; raise strategy.sigma), too "
+        f"ES sees no signal: {reason}. Likely causes: sigma too small for this model (members behave alike; raise strategy.sigma), too "
         "few prompts per update (raise trainer.batch_size), or greedy rollouts / too little "
         "sampling diversity (raise module.train_sampling.temperature or "
         "strategy.responses_per_prompt)."
