@@ -191,8 +191,9 @@ def _method_summary(
 
     points = {point.label: point for point in expand(spec.grid)}
     mine = [r for r in records if r["method"] == method]
-    if selection.rule == "over_control":
-        mine = over_control(mine, control_pairs(points, selection.control))
+    pairs = control_pairs(points, selection.control) if selection.rule == "over_control" else {}
+    if pairs:
+        mine = over_control(mine, pairs)
     key = selection.key
     candidates = candidates_of(mine)
     intervals = {
@@ -211,6 +212,7 @@ def _method_summary(
                 "eligible": c.eligible,
                 "delta_interval": intervals[c.label],
                 "learned": None if intervals[c.label] is None else intervals[c.label]["low"] > 0,
+                **({"control": pairs[c.label]} if pairs else {}),
             }
             for c in candidates
         ],
@@ -223,6 +225,8 @@ def _method_summary(
     floor = selection.min_score if selection.rule == "over_control" else None
     eligible = [c for c in candidates if floor is None or (c.score is not None and c.score >= floor)]
     best = None if summary["unfinished"] else choose(eligible)
+    if floor is not None and not summary["unfinished"] and best is None:
+        summary["below_min_score"] = floor
     if best is not None:
         overrides = points[best.label].overrides()
         recipe = output_dir / "chosen" / f"{method}.yaml"

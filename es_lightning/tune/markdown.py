@@ -32,14 +32,15 @@ def _mean(values: list[float | None]) -> float | None:
 def _method_table(method: str, summary: dict[str, Any], trials: list[dict[str, Any]]) -> list[str]:
     parameters = list(summary["grid"])
     chosen = (summary.get("chosen") or {}).get("label")
+    paired = any("control" in c for c in summary["candidates"])  # over_control: scored against a control
     header = [
         "configuration",
         *parameters,
-        "before",
+        "control after" if paired else "before",
         "after",
-        "Δ (score)",
-        "Δ one-sided 95% bounds",
-        "learned",
+        "score (after − control's)" if paired else "Δ (score)",
+        "score's one-sided 95% bounds" if paired else "Δ one-sided 95% bounds",
+        "beats its control" if paired else "learned",
         *(c[1] for c in COMPUTE_COLUMNS),
         "trials",
     ]
@@ -49,10 +50,12 @@ def _method_table(method: str, summary: dict[str, Any], trials: list[dict[str, A
         finished = [t for t in runs if t["before"] is not None]
         label = f"**{candidate['label']}** (chosen)" if candidate["label"] == chosen else candidate["label"]
         cells = [label, *(str(candidate["settings"][p]) for p in parameters)]
-        cells += [
-            _number(_mean([t["before"] for t in finished]), ".3f"),
-            _number(_mean([t["after"] for t in finished]), ".3f"),
-        ]
+        if "control" in candidate:
+            twins = [t for t in trials if t["method"] == method and t["label"] == candidate["control"]]
+            reference = [t["after"] for t in twins if t["after"] is not None]
+        else:
+            reference = [t["before"] for t in finished]
+        cells += [_number(_mean(reference), ".3f"), _number(_mean([t["after"] for t in finished]), ".3f")]
         cells.append(_number(candidate["score"], "+.3f"))
         interval = candidate.get("delta_interval")
         cells.append("-" if not interval else f"[{interval['low']:+.3f}, {interval['high']:+.3f}]")
@@ -111,6 +114,13 @@ def render(tune: dict[str, Any]) -> str:
             )
         lines += ["", *_method_table(method, summary, tune["trials"]), ""]
         chosen = summary.get("chosen")
+        if chosen is None and summary.get("below_min_score") is not None:
+            lines += [
+                f"Nothing chosen: no configuration's score reached the rule's minimum, "
+                f"{summary['below_min_score']:g}.",
+                "",
+            ]
+            continue
         if chosen is None:
             unfinished = summary.get("unfinished") or []
             lines += [

@@ -179,3 +179,62 @@ def test_over_control_needs_its_control_and_delta_last_refuses_one():
         Selection(metric="eval/x/pass@1", control={"a": 1})
     rule = Selection(metric="eval/x/pass@1", rule="over_control", control={"r": "permuted"}, min_score=0.02)
     assert "at least 0.02" in rule.describe() and "r = permuted" in rule.describe()
+
+
+def test_tune_md_shows_each_configuration_against_its_control_and_when_none_reaches_the_floor():
+    from es_lightning.tune.markdown import render
+
+    grid = {
+        "strategy.init_args.learning_rate": [0.003],
+        "strategy.init_args.reward_control": ["none", "permuted"],
+    }
+    es, control = "learning_rate=0.003_reward_control=none", "learning_rate=0.003_reward_control=permuted"
+
+    def trial(label, after):
+        return {
+            "method": "es",
+            "label": label,
+            "seed": 0,
+            "before": 0.324,
+            "after": after,
+            "status": "finished",
+            "compute": {},
+        }
+
+    summary = {
+        "recipe": "r.yaml",
+        "grid": grid,
+        "removed_callbacks": [],
+        "candidates": [
+            {
+                "label": es,
+                "settings": {p: v[0] for p, v in grid.items()},
+                "score": 0.014,
+                "eligible": True,
+                "delta_interval": {"low": 0.004, "high": 0.023},
+                "learned": True,
+                "control": control,
+            },
+        ],
+        "chosen": None,
+        "unfinished": [],
+        "below_min_score": 0.02,
+    }
+    selection = {"metric": "eval/t/pass@1", "rule": "over_control", "description": "the rule"}
+    config = {
+        "selection": selection,
+        "budget": [],
+        "validation_overrides": [],
+        "seeds": [0],
+        "trial_callbacks": False,
+    }
+    tune = {
+        "command": "es-lightning tune",
+        "config": config,
+        "methods": {"es": summary},
+        "trials": [trial(es, 0.336), trial(control, 0.322)],
+    }
+    page = render(tune)
+    assert "| control after | after | score (after − control's) |" in page
+    assert f"| {es} | 0.003 | none | 0.322 | 0.336 | +0.014 | [+0.004, +0.023] | yes |" in page
+    assert "Nothing chosen: no configuration's score reached the rule's minimum, 0.02." in page
