@@ -301,11 +301,12 @@ def resolved_key(spec: RunSpec) -> str | None:
         return None
     try:
         from es_lightning.training.command import fit_parser
+        from es_lightning.training.stage_args import expand_stage_args
 
         parser = fit_parser()
         argv = command_line(spec)[4:]  # --config ... (without the interpreter, -m es_lightning and fit)
         argv[argv.index("--trainer.output_dir") + 1] = "RUN_DIR"
-        return parser.dump(parser.parse_args(argv))
+        return parser.dump(parser.parse_args(expand_stage_args(parser, argv)))
     except (Exception, SystemExit):  # an unparsable recipe fails when it runs, with its own log
         return None
 

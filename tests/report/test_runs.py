@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from es_lightning.report import Ablation, DriftSettings, run_report
 from es_lightning.report.command import build_plan
@@ -404,3 +405,17 @@ def test_stopping_the_report_stops_its_run_the_runs_own_way_before_it_exits(tmp_
     assert marks.read_text().splitlines() == ["started", "term", "saved"]  # one TERM, saved before the exit
     assert code == (143 if signum == "SIGTERM" else -signal.SIGINT)  # Ctrl-C: Python's own exit
     assert json.loads(measure.read_text())["returncode"] == 143  # the measure waited and recorded it
+
+
+def test_a_pipeline_stage_setting_is_part_of_the_runs_resolved_configuration(tmp_path):
+    from es_lightning.report.runs import resolved_key
+    from tests.helpers import REPO
+
+    recipe = str(REPO / "recipes" / "coverage_cpu_grpo_then_es.yaml")
+    alpha = ("--stages.es.strategy.init_args.learning_rate", "3.0e-3")
+    keys = [
+        yaml.safe_load(resolved_key(RunSpec("grpo_then_es", None, 0, recipe, extra, tmp_path / "run")))
+        for extra in ((), alpha)
+    ]
+    rates = [[s["strategy"]["init_args"]["learning_rate"] for s in key["stages"]] for key in keys]
+    assert rates == [[1e-4, 1e-3], [1e-4, 3e-3]]
