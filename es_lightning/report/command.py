@@ -136,8 +136,7 @@ def build_report(
         "budgets": {m: run_updates(next(iter(d.values()))) for m, d in methods.items()},
         "stages": _stages(methods),
     }
-    updates = report["budgets"].get(plan.trajectory.method)
-    report["trajectory"], points = collect_trajectory(plan, methods, task, updates)
+    report["trajectory"], points = collect_trajectory(plan, methods, task, report["budgets"])
     report["evaluations"] = collect_evaluations(plan, methods, base, task)
     report["outcomes"] = collect_outcome_block(plan, methods, base, task, points)
     report["pareto"] = collect_pareto(plan, report["evaluations"])

@@ -118,17 +118,25 @@ class DriftSettings:
 
 @dataclass
 class TrajectorySettings:
-    """GRPO's path: its checkpoints every ``every`` updates, evaluated with the final protocol."""
+    """GRPO's path: its checkpoints at ``steps`` and every ``every`` updates, evaluated with the
+    final protocol."""
 
     method: str = "grpo"
-    """The method whose path the others are judged against (a name in ``methods``)."""
+    """The method whose path the others are judged against (a name in ``methods``); the shorthand
+    of ``methods: [method]``."""
+    methods: list[str] = field(default_factory=list)
+    """Several paths (e.g. ``[grpo, grpo_t06]``), each method's checkpoints evaluated alike; the
+    first is the one the claims are judged on (default: ``[method]``)."""
     every: int = 0
-    """Evaluate its checkpoints every this many updates (0: no trajectory); the half budget of the
-    sequential runs should be a multiple of it."""
+    """Evaluate its checkpoints every this many updates (0: none but ``steps``); the half budget of
+    the sequential runs should be a point of the path."""
+    steps: list[int] = field(default_factory=list)
+    """Also the checkpoints after exactly these updates (e.g. ``[1, 2, 3, 5, 7, 10, 15, 20, 30]``):
+    the runs keep them (``--trainer.checkpoint_steps``); those past a run's end are not there."""
     via: Literal["checkpoints", "eval_every"] = "checkpoints"
-    """``checkpoints``: the runs keep a checkpoint every ``every`` updates and the report evaluates
-    each with ``es-lightning evaluate``; ``eval_every``: the runs evaluate themselves every
-    ``every`` updates (no checkpoints kept)."""
+    """``checkpoints``: the runs keep a checkpoint at every point and the report evaluates each
+    with ``es-lightning evaluate``; ``eval_every``: the runs evaluate themselves every ``every``
+    updates (no checkpoints kept; no ``steps``)."""
     extra_args: list[str] = field(default_factory=list)
     """More ``es-lightning evaluate`` arguments for the checkpoints, e.g. ``["--device cpu"]``."""
 
@@ -137,14 +145,43 @@ class TrajectorySettings:
             raise ConfigError(f"trajectory.every must be >= 0, got {self.every}")
         if self.via not in ("checkpoints", "eval_every"):
             raise ConfigError(f"trajectory.via must be checkpoints or eval_every, got {self.via!r}")
+        if any(step < 1 for step in self.steps) or len(set(self.steps)) != len(self.steps):
+            raise ConfigError(f"trajectory.steps must be distinct updates >= 1, got {self.steps}")
+        if self.steps and self.via == "eval_every":
+            raise ConfigError("trajectory.steps need via: checkpoints (eval_every evaluates every k updates)")
+        if len(set(self.methods)) != len(self.methods):
+            raise ConfigError(f"trajectory.methods repeats a method: {self.methods}")
+
+    @property
+    def paths(self) -> list[str]:
+        """The methods whose paths are measured, the primary one first."""
+        return list(self.methods) or [self.method]
+
+    @property
+    def primary(self) -> str:
+        """The path the claims are judged on."""
+        return self.paths[0]
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.every or self.steps)
+
+    def wants(self, step: int) -> bool:
+        """Whether update ``step`` is a point of the path."""
+        return step in self.steps or bool(self.every and step > 0 and step % self.every == 0)
+
+    def points(self, updates: int) -> list[int]:
+        """The path's updates strictly between 0 and ``updates`` (the base and the method's end)."""
+        return [step for step in range(1, updates) if self.wants(step)]
 
     def run_overrides(self) -> list[str]:
-        """CLI tokens added to the method's runs: what makes them save (or evaluate) the points."""
+        """CLI tokens added to the path methods' runs: what makes them save (or evaluate) the points."""
+        tokens = ["--trainer.checkpoint_steps", str(sorted(self.steps))] if self.steps else []
         if not self.every:
-            return []
+            return tokens
         if self.via == "eval_every":
             return ["--trainer.eval_every", str(self.every)]
-        return ["--trainer.checkpoint_every", str(self.every), "--trainer.keep_last", "null"]
+        return [*tokens, "--trainer.checkpoint_every", str(self.every), "--trainer.keep_last", "null"]
 
 
 @dataclass
@@ -257,10 +294,10 @@ class ReportPlan:
             )
         if clash:
             raise ConfigError(f"report: names used both as method and ablation: {sorted(clash)}")
-        if self.trajectory.every and self.trajectory.method not in self.methods:
+        absent = [m for m in self.trajectory.paths if m not in self.methods]
+        if self.trajectory.enabled and absent:
             raise ConfigError(
-                f"report: trajectory.method {self.trajectory.method!r} is not one of the methods "
-                f"{sorted(self.methods)}"
+                f"report: trajectory.method(s) {absent} are not one of the methods {sorted(self.methods)}"
             )
         unknown = sorted(set(self.method_overrides) - set(self.methods))
         if unknown:

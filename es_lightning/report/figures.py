@@ -135,25 +135,39 @@ def draw_pareto(ax: Any, report: dict[str, Any], k: str) -> None:
 def _trajectory(
     ax: Any, report: dict[str, Any], intervals: dict[str, Any], k: str
 ) -> tuple[list[float], list[float]]:
-    """GRPO's path through (Pass@1, Pass@k), its updates marked; returns the points drawn."""
-    path = report.get("trajectory") or {}
-    points = [(s, intervals.get(p) or {}) for s, p in zip(path.get("steps", []), path.get("points", []))]
-    points = [(s, v) for s, v in points if v.get("1") and v.get(k)]
+    """Each trajectory's path through (Pass@1, Pass@k), its updates marked; returns the points drawn."""
+    block = report.get("trajectory") or {}
+    paths = block.get("paths") or ({block["method"]: block} if block.get("method") else {})
+    xs_all: list[float] = []
+    ys_all: list[float] = []
+    for method, path in paths.items():
+        steps = [str(s) for s in path.get("steps", [])]
+        line = dict(color=color(method, 0), alpha=0.6, linewidth=1.5, label=f"{method} trajectory")
+        xs, ys = _line(ax, steps, path.get("points", []), intervals, k, "-", line)
+        xs_all, ys_all = xs_all + xs, ys_all + ys
+    return xs_all, ys_all
+
+
+def _line(
+    ax: Any,
+    labels: list[str],
+    names: list[str],
+    intervals: dict[str, Any],
+    k: str,
+    style: str,
+    line: dict[str, Any],
+) -> tuple[list[float], list[float]]:
+    """The points ``names`` (their pooled Pass@1 and Pass@k) joined in order, each marked with its
+    label; nothing with fewer than two. Returns the points drawn."""
+    points = [(label, intervals.get(name) or {}) for label, name in zip(labels, names)]
+    points = [(label, v) for label, v in points if v.get("1") and v.get(k)]
     if len(points) < 2:
         return [], []
     xs = [100 * v["1"]["estimate"] for _, v in points]
     ys = [100 * v[k]["estimate"] for _, v in points]
-    ax.plot(
-        xs,
-        ys,
-        "-",
-        color=color(path["method"], 0),
-        alpha=0.6,
-        linewidth=1.5,
-        label=f"{path['method']} trajectory",
-    )
-    for (step, _), x, y in zip(points, xs, ys):
-        ax.annotate(str(step), (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
+    ax.plot(xs, ys, style, **line)
+    for (label, _), x, y in zip(points, xs, ys):
+        ax.annotate(label, (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
     return xs, ys
 
 

@@ -3,13 +3,15 @@
 Every evaluation writes its samples with the verifier's rewards beside them
 (``eval/{tag}_{task}_completions.jsonl`` in a run, ``{stem}_completions.jsonl`` from
 ``es-lightning evaluate``; one line per problem: the dataset row, ``"completions"``,
-``"rewards"``). A problem's correct count ``c`` is how many of its ``M`` rewards reach
-``1 − 1e-9`` (the evaluation's own rule). A problem is identified by its row's content (a hash
-of the row without the sample fields, numbered when the same row appears twice), so methods are
-paired by problem whatever order they were evaluated in.
+``"rewards"``, and with a greedy pass ``"greedy"`` and ``"greedy_reward"``). A problem's correct
+count ``c`` is how many of its ``M`` rewards reach ``1 − 1e-9`` (the evaluation's own rule), and
+its greedy outcome ``g`` is 1 when the greedy answer's reward does. A problem is identified by its
+row's content (a hash of the row without the sample fields, numbered when the same row appears
+twice), so methods are paired by problem whatever order they were evaluated in.
 
 The report keeps them as ``{"task", "m", "problems": [id, ...], "counts": {method: {seed:
-[c, ...]}}, "missing": {method: why}}``, every count list in the order of ``problems``.
+[c, ...]}}, "greedy": {method: {seed: [g, ...]}}, "missing": {method: why}}``, every list in the
+order of ``problems`` (``greedy`` only for the evaluations that had a greedy pass).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class Outcomes:
     problems: list[str]
     counts: list[int]
     m: int
+    greedy: list[int] | None = None
+    """Per problem, 1 when its greedy answer was correct (``None``: the evaluation had no greedy pass)."""
 
 
 def completions_file(eval_dir: Path, tag: str, task: str) -> Path | None:
@@ -50,11 +54,17 @@ def problem_id(row: dict[str, Any]) -> str:
     return hashlib.sha1(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def correct(reward: Any) -> bool:
+    """The evaluation's rule: a reward of at least ``1 − 1e-9`` (``null``, a NaN or inf, is not)."""
+    return reward is not None and float(reward) >= CORRECT_THRESHOLD
+
+
 def read_outcomes(path: Path | None) -> Outcomes | None:
-    """The correct counts of a completions file; ``None`` when absent, unreadable or without rewards."""
+    """The correct counts (and greedy outcomes, when every row has one) of a completions file;
+    ``None`` when absent, unreadable or without rewards."""
     if path is None:
         return None
-    problems, counts, seen = [], [], {}
+    problems, counts, greedy, seen = [], [], [], {}
     m = None
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -74,15 +84,22 @@ def read_outcomes(path: Path | None) -> Outcomes | None:
         base = problem_id(row)
         seen[base] = seen.get(base, 0) + 1
         problems.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
-        solved = (r is not None and float(r) >= CORRECT_THRESHOLD for r in rewards)  # null: NaN/inf
-        counts.append(sum(solved))
-    return Outcomes(problems, counts, m) if m else None
+        counts.append(sum(correct(r) for r in rewards))
+        greedy.append(int(correct(row[GREEDY_REWARD_KEY])) if GREEDY_REWARD_KEY in row else None)
+    if not m:
+        return None
+    return Outcomes(problems, counts, m, None if None in greedy else greedy)
+
+
+def evaluation_outcomes(eval_dir: Path, tag: str, task: str) -> Outcomes | None:
+    """The outcomes of the evaluation ``tag`` of ``task`` in ``eval_dir``: from its completions."""
+    return read_outcomes(completions_file(eval_dir, tag, task))
 
 
 def run_outcomes(run_dir: Path, tag: str, task: str) -> Outcomes | None:
     """A run's ``before`` (its first stage's) or ``after`` (its last stage's) outcomes."""
     stage = stages(run_dir)[0 if tag == "before" else -1][0]
-    return read_outcomes(completions_file(stage / "eval", tag, task))
+    return evaluation_outcomes(stage / "eval", tag, task)
 
 
 def aligned(outcomes: Outcomes, problems: list[str], m: int) -> list[int] | str:
@@ -107,6 +124,7 @@ def collect_outcomes(
         "m": first.m,
         "problems": first.problems,
         "counts": {},
+        "greedy": {},
         "missing": {},
     }
     for method, seeds in evaluations.items():
@@ -119,4 +137,7 @@ def collect_outcomes(
                 block["missing"].setdefault(method, f"seed {seed}: {counts}")
                 continue
             block["counts"].setdefault(method, {})[str(seed)] = counts
+            if outcomes.greedy is not None:
+                where = dict(zip(outcomes.problems, outcomes.greedy))
+                block["greedy"].setdefault(method, {})[str(seed)] = [where[p] for p in first.problems]
     return block

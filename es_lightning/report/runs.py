@@ -112,12 +112,12 @@ def plan_runs(plan: ReportPlan) -> list[RunSpec]:
         specs.append(
             RunSpec("base", None, plan.seeds[0], plan.base, (), plan.runs_dir / "base" / "seed0", "evaluate")
         )
-    path = plan.trajectory.run_overrides()  # GRPO's path: its checkpoints every k updates
+    path = plan.trajectory.run_overrides()  # GRPO's path: its checkpoints at the path's updates
     for seed in plan.seeds:
         for method, recipe in plan.methods.items():
             run_dir = plan.runs_dir / method / f"seed{seed}"
             extra = split_overrides(plan.method_overrides.get(method))
-            extra += path if method == plan.trajectory.method else []
+            extra += path if method in plan.trajectory.paths else []
             specs.append(RunSpec(method, None, seed, recipe, (*plan.overrides, *extra), run_dir))
     for name, ablation in plan.ablations.items():
         own = ablation.seeds is not None and not plan.quick  # --quick: one seed everywhere
