@@ -9,6 +9,11 @@ its greedy outcome ``g`` is 1 when the greedy answer's reward does. A problem is
 row's content (a hash of the row without the sample fields, numbered when the same row appears
 twice), so methods are paired by problem whatever order they were evaluated in.
 
+A run's summaries keep them without the sampled texts as ``{tag}_{task}_counts.json`` beside
+where the completions were (:mod:`~es_lightning.report.summaries`: ``{"m", "problems", "counts",
+"greedy"}``); an evaluation whose completions are absent is read from that file, with the same
+problem ids, counts and greedy outcomes.
+
 The report keeps them as ``{"task", "m", "problems": [id, ...], "counts": {method: {seed:
 [c, ...]}}, "greedy": {method: {seed: [g, ...]}}, "missing": {method: why}}``, every list in the
 order of ``problems`` (``greedy`` only for the evaluations that had a greedy pass).
@@ -27,6 +32,7 @@ from es_lightning.evaluation.summary import CORRECT_THRESHOLD
 from es_lightning.report.readers import stages
 
 SAMPLE_KEYS = (COMPLETIONS_KEY, REWARDS_KEY, GREEDY_KEY, GREEDY_REWARD_KEY)
+COUNTS_SUFFIX = "_counts.json"
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,22 @@ def completions_file(eval_dir: Path, tag: str, task: str) -> Path | None:
     for name in (f"{tag}_{task}_completions.jsonl", f"{tag}_completions.jsonl"):
         if (Path(eval_dir) / name).is_file():
             return Path(eval_dir) / name
+    return None
+
+
+def counts_name(completions_name: str) -> str:
+    """The counts file of a completions file: ``after_countdown_tiny_completions.jsonl`` →
+    ``after_countdown_tiny_counts.json``, ``completions-tau-0.001.jsonl`` → ``counts-tau-0.001.json``."""
+    if completions_name.endswith("_completions.jsonl"):
+        return completions_name.removesuffix("_completions.jsonl") + COUNTS_SUFFIX
+    return "counts-" + completions_name.removeprefix("completions-").removesuffix(".jsonl") + ".json"
+
+
+def counts_file(eval_dir: Path, tag: str, task: str) -> Path | None:
+    """``{tag}_{task}_counts.json``, else ``{tag}_counts.json`` (what the summaries keep of them)."""
+    for name in (f"{tag}_{task}_completions.jsonl", f"{tag}_completions.jsonl"):
+        if (Path(eval_dir) / counts_name(name)).is_file():
+            return Path(eval_dir) / counts_name(name)
     return None
 
 
@@ -91,9 +113,42 @@ def read_outcomes(path: Path | None) -> Outcomes | None:
     return Outcomes(problems, counts, m, None if None in greedy else greedy)
 
 
+def counts_record(outcomes: Outcomes) -> dict[str, Any]:
+    """What a counts file holds: ``{"m", "problems", "counts", "greedy"}``."""
+    return {
+        "m": outcomes.m,
+        "problems": outcomes.problems,
+        "counts": outcomes.counts,
+        "greedy": outcomes.greedy,
+    }
+
+
+def read_counts(path: Path | None) -> Outcomes | None:
+    """The outcomes a counts file holds; ``None`` when absent, unreadable or inconsistent."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8")) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("m"), int) or record["m"] < 1:
+        return None
+    problems, counts, greedy = record.get("problems"), record.get("counts"), record.get("greedy")
+    lists = [x for x in (problems, counts, greedy) if x is not None]
+    if (
+        problems is None
+        or counts is None
+        or any(not isinstance(x, list) or len(x) != len(problems) for x in lists)
+    ):
+        return None
+    return Outcomes(
+        list(problems), [int(c) for c in counts], record["m"], greedy and [int(g) for g in greedy]
+    )
+
+
 def evaluation_outcomes(eval_dir: Path, tag: str, task: str) -> Outcomes | None:
-    """The outcomes of the evaluation ``tag`` of ``task`` in ``eval_dir``: from its completions."""
-    return read_outcomes(completions_file(eval_dir, tag, task))
+    """The outcomes of the evaluation ``tag`` of ``task`` in ``eval_dir``: from its completions,
+    else from the counts file the summaries keep of them."""
+    found = read_outcomes(completions_file(eval_dir, tag, task))
+    return found if found is not None else read_counts(counts_file(eval_dir, tag, task))
 
 
 def run_outcomes(run_dir: Path, tag: str, task: str) -> Outcomes | None:

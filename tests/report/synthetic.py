@@ -202,3 +202,17 @@ def write_analysis(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data))
     return data
+
+
+PATH_DEPENDENT = ("command", "runs", "failures", "config", "figures", "skipped_figures")
+"""report.json keys that name the report's folder or its run records (not its numbers)."""
+
+
+def assert_same_report(first: dict[str, Any], second: dict[str, Any]) -> None:
+    """Two reports of the same runs in two folders hold the same numbers, outcomes and verdicts."""
+    assert {k for k in first if k not in PATH_DEPENDENT} == {k for k in second if k not in PATH_DEPENDENT}
+    for key in first:
+        if key not in PATH_DEPENDENT:
+            assert first[key] == second[key], key
+    config = [{k: v for k, v in r["config"].items() if k != "output_dir"} for r in (first, second)]
+    assert config[0] == config[1]
