@@ -6,7 +6,8 @@
 
 Steps: plan the runs (:mod:`~es_lightning.report.runs`), launch the unfinished ones one after
 another, analyse the final checkpoints (:mod:`~es_lightning.report.weight_drift`), evaluate GRPO's
-intermediate checkpoints (:mod:`~es_lightning.report.trajectory`), collect the numbers
+intermediate checkpoints (:mod:`~es_lightning.report.trajectory`) and the base at other
+temperatures (:mod:`~es_lightning.report.sharpening`), collect the numbers
 (:mod:`~es_lightning.report.collect`, per-problem outcomes in :mod:`~es_lightning.report.outcomes`,
 compute in :mod:`~es_lightning.report.compute`), judge the paper's claims
 (:mod:`~es_lightning.report.claims`), draw the figures and write ``report.json`` and ``REPORT.md``
@@ -29,6 +30,7 @@ from es_lightning.report.config import (
     DriftSettings,
     ForgettingSettings,
     ReportPlan,
+    SharpeningSettings,
     TrajectorySettings,
     VerdictSettings,
     split_overrides,
@@ -115,6 +117,7 @@ def build_report(
     from es_lightning.report.compute import collect_compute
     from es_lightning.report.forgetting import collect_forgetting
     from es_lightning.report.readers import run_updates
+    from es_lightning.report.sharpening import collect_sharpening
     from es_lightning.report.signal import collect_signal
     from es_lightning.report.trajectory import collect_trajectory
     from es_lightning.report.weight_drift import collect_drift
@@ -137,8 +140,9 @@ def build_report(
         "stages": _stages(methods),
     }
     report["trajectory"], points = collect_trajectory(plan, methods, task, report["budgets"])
+    report["sharpening"], sharpened = collect_sharpening(plan, methods, task)
     report["evaluations"] = collect_evaluations(plan, methods, base, task)
-    report["outcomes"] = collect_outcome_block(plan, methods, base, task, points)
+    report["outcomes"] = collect_outcome_block(plan, methods, base, task, {**points, **sharpened})
     report["pareto"] = collect_pareto(plan, report["evaluations"])
     report["curves"] = collect_curves(plan, methods)
     report["drift"] = collect_drift(plan, methods)
@@ -173,6 +177,7 @@ def run_report(
     trajectory: TrajectorySettings = TrajectorySettings(),  # noqa: B008
     verdicts: VerdictSettings = VerdictSettings(),  # noqa: B008
     forgetting: ForgettingSettings = ForgettingSettings(),  # noqa: B008
+    sharpening: SharpeningSettings = SharpeningSettings(),  # noqa: B008
     launch: bool = True,
     run_timeout_s: float | None = None,
     from_json: Path | None = None,
@@ -220,6 +225,9 @@ def run_report(
             out_of_domain, margin}``): each method post-trains a two-skill model on one task, both
             tasks are evaluated before and after; "ES's held-out skill does not collapse" is
             judged on it (see :mod:`~es_lightning.report.forgetting`).
+        sharpening: the base model evaluated with the final protocol at other temperatures
+            (``{temperatures: [0.4, 0.5, 0.55, 0.6]}``): its temperature path, entering the
+            outcomes as ``base@T0.4``, ... (see :mod:`~es_lightning.report.sharpening`).
         launch: run what is missing (``false``: only report on the finished runs found).
         run_timeout_s: a run taking longer is stopped and recorded as failed.
         from_json: a saved ``report.json``: judge its data again with these rules and write
@@ -244,7 +252,7 @@ def run_report(
         base=base, task=task, ks=ks, pareto_ks=pareto_ks, ablation_ks=ablation_ks,
         frontier_methods=frontier_methods, es_variants=es_variants, reward_window=reward_window, curves=curves, drift=drift,
         ablations=ablations, method_overrides=method_overrides, trajectory=trajectory,
-        verdicts=verdicts, forgetting=forgetting,
+        verdicts=verdicts, forgetting=forgetting, sharpening=sharpening,
     )  # fmt: skip
     return _run_and_write(plan, launch, run_timeout_s, summaries_dir)
 
@@ -282,15 +290,19 @@ def _run_and_write(
 def _analyse(
     plan: ReportPlan, outcomes: list[RunOutcome], launch: bool
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``es-lightning analyze`` of the finished methods' final checkpoints and the evaluations of
-    the trajectory's checkpoints (both reuse what is already written): (analyses, trajectory)."""
+    """``es-lightning analyze`` of the finished methods' final checkpoints, and the evaluations of
+    the trajectory's checkpoints and of the sharpening reference (all reuse what is already
+    written): (analyses, evaluations)."""
     from es_lightning.report.collect import choose_task
+    from es_lightning.report.sharpening import run_sharpening
     from es_lightning.report.trajectory import run_trajectory
     from es_lightning.report.weight_drift import run_analyses
 
     finished = _finished(outcomes)[0]
     analyses = run_analyses(plan, finished, launch)
-    return analyses, run_trajectory(plan, finished, choose_task(plan, finished), launch)
+    task = choose_task(plan, finished)
+    evaluations = run_trajectory(plan, finished, task, launch) + run_sharpening(plan, finished, task, launch)
+    return analyses, evaluations
 
 
 def report_parser() -> Any:

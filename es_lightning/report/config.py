@@ -1,5 +1,5 @@
 """The report's settings: the ``ablations:``, ``curves:``, ``drift:``, ``trajectory:``,
-``forgetting:`` and ``verdicts:`` blocks of a report recipe.
+``sharpening:``, ``forgetting:`` and ``verdicts:`` blocks of a report recipe.
 
 The top-level keys (``methods``, ``seeds``, ``quick``, ...) are the arguments of
 :func:`~es_lightning.report.command.run_report`; the grouped ones are the dataclasses below, whose
@@ -185,6 +185,22 @@ class TrajectorySettings:
 
 
 @dataclass
+class SharpeningSettings:
+    """The sharpening reference: the base model evaluated with the runs' final protocol at other
+    sampling temperatures (its temperature path: sharpening without training)."""
+
+    temperatures: list[float] = field(default_factory=list)
+    """Temperatures of the base's evaluations, e.g. ``[0.4, 0.5, 0.55, 0.6]``; the protocol's own
+    is the base itself (none: no reference)."""
+    extra_args: list[str] = field(default_factory=list)
+    """More ``es-lightning evaluate`` arguments for these evaluations, e.g. ``["--device cpu"]``."""
+
+    def __post_init__(self) -> None:
+        if any(not t > 0 for t in self.temperatures) or len(set(self.temperatures)) != len(self.temperatures):
+            raise ConfigError(f"sharpening.temperatures must be distinct and > 0, got {self.temperatures}")
+
+
+@dataclass
 class ForgettingSettings:
     """The forgetting setting: methods post-train a model that has two skills on one of them, and
     both tasks' test splits are evaluated before and after (``eval_tasks`` of the recipes)."""
@@ -279,6 +295,7 @@ class ReportPlan:
     trajectory: TrajectorySettings = field(default_factory=TrajectorySettings)
     verdicts: VerdictSettings = field(default_factory=VerdictSettings)
     forgetting: ForgettingSettings = field(default_factory=ForgettingSettings)
+    sharpening: SharpeningSettings = field(default_factory=SharpeningSettings)
 
     def __post_init__(self) -> None:
         if "base" in self.methods:
