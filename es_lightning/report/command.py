@@ -236,7 +236,7 @@ def run_report(
         summaries_dir: after every finished run (and its analysis and trajectory evaluations,
             which read its checkpoints and so run at once), copy the small summaries of
             ``output_dir`` there (:mod:`~es_lightning.report.summaries`: no weights), e.g.
-            ``docs/report/cpu``: a report spread over machines continues from that folder.
+            ``results/report_cpu_v2``: a report spread over machines continues from that folder.
 
     Returns:
         The report (the content of ``report.json``).
