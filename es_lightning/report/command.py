@@ -224,7 +224,9 @@ def run_report(
         forgetting: the forgetting setting (``{methods: {es: recipe, grpo: recipe}, in_domain,
             out_of_domain, margin}``): each method post-trains a two-skill model on one task, both
             tasks are evaluated before and after; "ES's held-out skill does not collapse" is
-            judged on it (see :mod:`~es_lightning.report.forgetting`).
+            judged on it (see :mod:`~es_lightning.report.forgetting`); ``trajectory: {method:
+            grpo, steps: [...]}`` evaluates that method's checkpoints on both tasks
+            (:mod:`~es_lightning.report.forgetting_path`).
         sharpening: the base model evaluated with the final protocol at other temperatures
             (``{temperatures: [0.4, 0.5, 0.55, 0.6]}``): its temperature path, entering the
             outcomes as ``base@T0.4``, ... (see :mod:`~es_lightning.report.sharpening`).
@@ -291,17 +293,19 @@ def _analyse(
     plan: ReportPlan, outcomes: list[RunOutcome], launch: bool
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``es-lightning analyze`` of the finished methods' final checkpoints, and the evaluations of
-    the trajectory's checkpoints and of the sharpening reference (all reuse what is already
-    written): (analyses, evaluations)."""
+    the trajectories' checkpoints (the forgetting setting's too) and of the sharpening reference
+    (all reuse what is already written): (analyses, evaluations)."""
     from es_lightning.report.collect import choose_task
+    from es_lightning.report.forgetting_path import run_forgetting_path
     from es_lightning.report.sharpening import run_sharpening
     from es_lightning.report.trajectory import run_trajectory
     from es_lightning.report.weight_drift import run_analyses
 
-    finished = _finished(outcomes)[0]
+    finished, groups = _finished(outcomes)
     analyses = run_analyses(plan, finished, launch)
     task = choose_task(plan, finished)
     evaluations = run_trajectory(plan, finished, task, launch) + run_sharpening(plan, finished, task, launch)
+    evaluations += run_forgetting_path(plan, groups.get(FORGETTING, {}), launch)
     return analyses, evaluations
 
 

@@ -219,11 +219,22 @@ class ForgettingSettings:
     """"Does not collapse": the held-out Pass@1 change's lower bound must lie above −margin
     (0.05: 5 points), judged for every method that learned its training task."""
     method_overrides: dict[str, list[str]] = field(default_factory=dict)
-    """CLI overrides for one forgetting method's runs."""
+    """CLI overrides for one forgetting method's runs, e.g. ``{es_permuted:
+    ["--strategy.init_args.reward_control permuted"]}`` (ES's control in this setting)."""
+    overrides: list[str] = field(default_factory=list)
+    """CLI overrides for every forgetting run, after the report-wide ones (e.g.
+    ``["--evaluation.num_samples 32"]`` where the methods' evaluations draw more)."""
+    trajectory: TrajectorySettings = field(default_factory=TrajectorySettings)
+    """A method's path in this setting (``{method: grpo, steps: [1, 2, 3, 5, ...]}``): its runs keep
+    those checkpoints, each evaluated on the in-domain and the held-out task, entering the
+    per-task outcomes as ``grpo@<step>`` (none by default)."""
 
     def __post_init__(self) -> None:
         if self.margin < 0:
             raise ConfigError(f"forgetting.margin must be >= 0, got {self.margin}")
+        absent = [m for m in self.trajectory.paths if m not in self.methods]
+        if self.trajectory.enabled and absent:
+            raise ConfigError(f"forgetting.trajectory names methods that are not run: {absent}")
         if self.in_domain == self.out_of_domain:
             raise ConfigError(f"forgetting: in_domain and out_of_domain are both {self.in_domain!r}")
         unknown = sorted(set(self.method_overrides) - set(self.methods))

@@ -129,10 +129,14 @@ def plan_runs(plan: ReportPlan) -> list[RunSpec]:
                 overrides = (*plan.overrides, *extra, *tokens)
                 specs.append(RunSpec(name, label, seed, ablation.recipe, overrides, run_dir))
     forgetting = plan.forgetting
+    forgetting_path = forgetting.trajectory.run_overrides()
     for seed in plan.seeds:
         for method, recipe in forgetting.methods.items():
             run_dir = plan.runs_dir / FORGETTING / method / f"seed{seed}"
-            extra = split_overrides(forgetting.method_overrides.get(method))
+            extra = split_overrides(forgetting.overrides) + split_overrides(
+                forgetting.method_overrides.get(method)
+            )
+            extra += forgetting_path if method in forgetting.trajectory.paths else []
             specs.append(RunSpec(FORGETTING, method, seed, recipe, (*plan.overrides, *extra), run_dir))
     return specs
 
