@@ -54,18 +54,19 @@ def build_plan(
     quick_overrides: list[str] | None = None,
     **settings: Any,
 ) -> ReportPlan:
-    """The resolved plan: ``seeds`` defaults to 3 (1 with ``quick``); quick overrides appended."""
+    """The resolved plan: ``seeds`` defaults to 3 (1 with ``quick``); the quick overrides kept
+    apart (the runs take them after their own, :func:`~es_lightning.report.runs.plan_runs`)."""
     count = seeds if seeds is not None else (1 if quick else 3)
     if count < 1:
         raise ConfigError(f"report: seeds must be >= 1, got {count}")
-    tokens = split_overrides(overrides) + (split_overrides(quick_overrides) if quick else [])
     settings = {k: v for k, v in settings.items() if v is not None}
     return ReportPlan(
         output_dir=Path(output_dir),
         methods=dict(methods),
         seeds=[first_seed + i for i in range(count)],
-        overrides=tokens,
+        overrides=split_overrides(overrides),
         quick=quick,
+        quick_overrides=split_overrides(quick_overrides) if quick else [],
         **settings,
     )
 
@@ -198,7 +199,8 @@ def run_report(
         task: the evaluated task reported (default: the first in the evaluation files).
         overrides: CLI overrides for every run, e.g. ``["--trainer.accelerator cpu"]``.
         quick_overrides: CLI overrides added with ``quick``, e.g. ``["--trainer.max_steps 6",
-            "--evaluation.limit 50"]``.
+            "--evaluation.limit 50"]``: last for methods and forgetting runs (after their
+            ``method_overrides``: the quick sizes win), before an ablation's own overrides.
         ks: the K of the Pass@K table (default 1, 2, 4, 8, 16, 32; those evaluated are shown).
         pareto_ks: one Pareto plot of Pass@1 against Pass@K per K (default 16, 32).
         ablation_ks: the Pass@K reported per ablation value (default 1, 16).

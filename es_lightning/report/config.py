@@ -291,6 +291,9 @@ class ReportPlan:
     seeds: list[int]
     overrides: list[str]
     quick: bool = False
+    quick_overrides: list[str] = field(default_factory=list)
+    """CLI tokens of ``--quick`` (empty without it): after a method's own overrides, before an
+    ablation's."""
     base: str | None = None
     task: str | None = None
     ks: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])

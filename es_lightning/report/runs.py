@@ -118,7 +118,8 @@ def plan_runs(plan: ReportPlan) -> list[RunSpec]:
             run_dir = plan.runs_dir / method / f"seed{seed}"
             extra = split_overrides(plan.method_overrides.get(method))
             extra += path if method in plan.trajectory.paths else []
-            specs.append(RunSpec(method, None, seed, recipe, (*plan.overrides, *extra), run_dir))
+            overrides = (*plan.overrides, *extra, *plan.quick_overrides)  # the quick sizes win
+            specs.append(RunSpec(method, None, seed, recipe, overrides, run_dir))
     for name, ablation in plan.ablations.items():
         own = ablation.seeds is not None and not plan.quick  # --quick: one seed everywhere
         seeds = [plan.seeds[0] + i for i in range(ablation.seeds)] if own else plan.seeds
@@ -126,7 +127,7 @@ def plan_runs(plan: ReportPlan) -> list[RunSpec]:
         for label, tokens in ablation.runs(plan.quick).items():
             for seed in seeds:
                 run_dir = plan.runs_dir / name / label / f"seed{seed}"
-                overrides = (*plan.overrides, *extra, *tokens)
+                overrides = (*plan.overrides, *plan.quick_overrides, *extra, *tokens)
                 specs.append(RunSpec(name, label, seed, ablation.recipe, overrides, run_dir))
     forgetting = plan.forgetting
     forgetting_path = forgetting.trajectory.run_overrides()
@@ -137,7 +138,8 @@ def plan_runs(plan: ReportPlan) -> list[RunSpec]:
                 forgetting.method_overrides.get(method)
             )
             extra += forgetting_path if method in forgetting.trajectory.paths else []
-            specs.append(RunSpec(FORGETTING, method, seed, recipe, (*plan.overrides, *extra), run_dir))
+            overrides = (*plan.overrides, *extra, *plan.quick_overrides)
+            specs.append(RunSpec(FORGETTING, method, seed, recipe, overrides, run_dir))
     return specs
 
 

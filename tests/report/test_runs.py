@@ -118,6 +118,27 @@ def test_quick_mode_uses_one_seed_quick_overrides_and_quick_values(tmp_path):
     assert len(plan_runs(full)) == 3 + 4 * 3
 
 
+def test_the_quick_sizes_come_after_a_methods_own_overrides_and_before_an_ablations(tmp_path):
+    from es_lightning.report.config import ForgettingSettings
+
+    plan = build_plan(
+        {"es": "es.yaml"},
+        tmp_path,
+        quick=True,
+        overrides=["--a 1"],
+        quick_overrides=["--callbacks []"],
+        method_overrides={"es": ["--callbacks [x]"]},
+        ablations={
+            "n": Ablation(recipe="es.yaml", values=[8], parameter="p", overrides=["--trainer.max_steps 30"])
+        },
+        forgetting=ForgettingSettings(methods={"es": "f.yaml"}, overrides=["--callbacks [y]"]),
+    )
+    by_name = {s.name: s.overrides for s in plan_runs(plan)}
+    assert by_name["es/seed0"] == ("--a", "1", "--callbacks", "[x]", "--callbacks", "[]")
+    assert by_name["forgetting/es/seed0"] == ("--a", "1", "--callbacks", "[y]", "--callbacks", "[]")
+    assert by_name["n/8/seed0"] == ("--a", "1", "--callbacks", "[]", "--trainer.max_steps", "30", "--p", "8")
+
+
 def test_finished_runs_are_reused_and_failures_recorded(tmp_path):
     recipes = _recipes(tmp_path)
     runs = tmp_path / "runs"

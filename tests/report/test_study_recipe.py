@@ -83,4 +83,5 @@ def test_quick_mode_keeps_every_block_at_tiny_sizes(tmp_path):
     grpo = next(s for s in plan_runs(plan) if s.name == "grpo/seed0")
     quick = yaml.safe_load(resolved_key(grpo))
     assert quick["trainer"]["max_steps"] == 3 and quick["evaluation"]["greedy"] is True
+    assert quick["callbacks"][0]["init_args"]["num_prompts"] == 8  # the quick callbacks win over the method's
     assert plan.trajectory.points(3) == [1, 2]
