@@ -147,9 +147,11 @@ def _trajectory(
     paths = block.get("paths") or ({block["method"]: block} if block.get("method") else {})
     xs_all: list[float] = []
     ys_all: list[float] = []
+    order = list((report.get("pareto") or {}).get(k, {}).get("points") or [])  # the end points' colours
     for method, path in paths.items():
         steps = [str(s) for s in path.get("steps", [])]
-        line = dict(color=color(method, 0), alpha=0.6, linewidth=1.5, label=f"{method} trajectory")
+        shade = color(method, order.index(method) if method in order else 0)
+        line = dict(color=shade, alpha=0.6, linewidth=1.5, label=f"{method} trajectory")
         xs, ys = _line(ax, steps, path.get("points", []), intervals, k, "-", line)
         xs_all, ys_all = xs_all + xs, ys_all + ys
     return xs_all, ys_all

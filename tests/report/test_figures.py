@@ -93,3 +93,18 @@ def test_pareto_draws_every_trajectory_and_the_base_temperature_path_dotted():
     assert sharpening.get_linestyle() == ":"
     assert sharpening.get_xydata().tolist() == [[47.0, 69.0], [52.0, 60.0]]  # base, then T = 0.4
     assert {t.get_text() for t in ax.texts} >= {"T=0.6", "T=0.4", "0", "5", "10"}
+
+
+def test_each_trajectory_has_its_end_points_colour():
+    report = _report(n=1)
+    report["pareto"]["4"]["points"]["grpo_t06"] = (0.50, 0.90)  # a method without a colour of its own
+    report["evaluations"]["pass_at_k"]["grpo_t06"] = _row({"1": 0.50, "4": 0.90}, 0.0, 1)
+    intervals = report["intervals"]["pass_at_k"]
+    intervals |= {"grpo_t06@5": _point(0.52, 0.85), "grpo_t06": _point(0.50, 0.90)}
+    path = {"steps": [0, 5, 10], "points": ["base", "grpo_t06@5", "grpo_t06"]}
+    report["trajectory"] = {"method": "grpo_t06", **path, "paths": {"grpo_t06": path}}
+    _, (ax,) = new_figure()
+    draw_pareto(ax, report, "4")
+    (line,) = [line for line in ax.get_lines() if line.get_label() == "grpo_t06 trajectory"]
+    (marker,) = [c for c in ax.containers if c.get_label() == "grpo_t06"]
+    assert line.get_color() == marker.lines[0].get_color()
