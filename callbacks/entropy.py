@@ -1,6 +1,7 @@
 """TokenEntropy: the current policy's mean per-token entropy on a fixed held-out prompt set.
 
-Every ``every_n_updates`` updates (and before the first and after the last), the engine samples
+Every ``every_n_updates`` updates and after each of ``at_steps`` (and before the first and after
+the last), the engine samples
 ``samples_per_prompt`` responses at temperature τ for the same ``num_prompts`` prompts of
 ``task``'s test split with the same seed; then the current weights (the ES centre, or GRPO's model,
 streamed through the trainer) score those responses with full-vocabulary logits z_t:
@@ -34,6 +35,8 @@ class TokenEntropy(Callback):
         task: the held-out task whose test split gives the prompts (default: the training task).
         name: metric name (default: the task's name).
         every_n_updates: measure after every this many updates.
+        at_steps: also measure after exactly these updates (e.g. ``[1, 2, 3, 5, 7]``: a
+            trajectory's early checkpoints, ``trainer.checkpoint_steps``).
         num_prompts: the first this many test rows form the fixed prompt set.
         samples_per_prompt: responses sampled per prompt.
         temperature: τ of sampling and of the entropy's softmax.
@@ -53,11 +56,14 @@ class TokenEntropy(Callback):
         max_tokens: int = 256,
         seed: int = 0,
         micro_batch_size: int = 16,
+        at_steps: list[int] | None = None,
     ) -> None:
         if every_n_updates < 1 or num_prompts < 1 or samples_per_prompt < 1 or micro_batch_size < 1:
             raise ConfigError(
                 "TokenEntropy: every_n_updates, num_prompts, samples_per_prompt and micro_batch_size must be >= 1"
             )
+        if any(step < 1 for step in at_steps or []):
+            raise ConfigError(f"TokenEntropy: at_steps must be updates >= 1, got {at_steps}")
         if temperature <= 0:
             raise ConfigError(
                 f"TokenEntropy: temperature must be > 0 (entropy of softmax(z/τ)), got {temperature}"
@@ -65,6 +71,7 @@ class TokenEntropy(Callback):
         self.task = task
         self.name = name
         self.every_n_updates = every_n_updates
+        self.at_steps = set(at_steps or [])
         self.num_prompts = num_prompts
         self.sampling = SamplingConfig(
             n=samples_per_prompt, temperature=temperature, max_tokens=max_tokens, seed=seed
@@ -89,8 +96,12 @@ class TokenEntropy(Callback):
         if trainer.step not in self.history:
             self.measure(trainer)
 
+    def due(self, step: int) -> bool:
+        """Whether the entropy is measured after update ``step``."""
+        return step % self.every_n_updates == 0 or step in self.at_steps
+
     def on_train_batch_end(self, trainer: Trainer, step: int, metrics: dict[str, float]) -> None:
-        if step % self.every_n_updates == 0:
+        if self.due(step):
             self.measure(trainer)
 
     def on_fit_end(self, trainer: Trainer, results: dict[str, Any]) -> None:

@@ -35,6 +35,7 @@ import yaml
 
 from es_lightning.errors import ConfigError, find_config_error
 from es_lightning.recipe_files import check_recipe_files
+from es_lightning.training.stage_args import expand_fit_command
 
 DEBUG_ENV = "ES_LIGHTNING_DEBUG"
 """``ES_LIGHTNING_DEBUG=1`` is ``--debug``: errors in the settings show their traceback."""
@@ -147,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = debug_requested(args)
     try:
         check_recipe_files(args)  # a file that is no recipe, named with its cause
+        args = expand_fit_command(args)  # --stages.es.<key>: a pipeline stage's setting
     except ConfigError as err:
         if debug:
             raise

@@ -3,10 +3,12 @@
 ``es-lightning report --config recipes/report_cpu.yaml --output_dir DIR`` calls :func:`run_report`:
 
 - ``config.py``: the report recipe's grouped settings (ablations, curves, drift, trajectory,
-  verdicts) and the resolved plan;
+  sharpening, forgetting, verdicts) and the resolved plan;
 - ``runs.py``: one ``es-lightning fit`` subprocess per method, seed and ablation value, reused when finished;
 - ``analysis.py``: ``es-lightning analyze`` on the final checkpoints (drift, s_τ, attribution, the null);
-- ``trajectory.py``: GRPO's checkpoints every k updates, evaluated with the final protocol;
+- ``trajectory.py``: GRPO's checkpoints at chosen updates, evaluated with the final protocol;
+  ``sharpening.py``: the base at other temperatures; ``forgetting.py``, ``forgetting_path.py``: the
+  forgetting setting and its trajectory;
 - ``readers.py``, ``outcomes.py``: reading run folders and the per-problem correct counts;
 - ``collect.py``, ``compute.py``: the numbers; ``stats.py``: mean ± sd over seeds;
 - ``bootstrap.py``, ``intervals.py``, ``matched.py``: the paired bootstrap over problems, t and
@@ -21,6 +23,8 @@ from es_lightning.report.config import (
     Ablation,
     CurveSettings,
     DriftSettings,
+    ForgettingSettings,
+    SharpeningSettings,
     TrajectorySettings,
     VerdictSettings,
 )
@@ -30,6 +34,8 @@ __all__ = [
     "Ablation",
     "CurveSettings",
     "DriftSettings",
+    "ForgettingSettings",
+    "SharpeningSettings",
     "TrajectorySettings",
     "VerdictSettings",
 ]

@@ -10,8 +10,9 @@
 - ``ablations``: per value, the final reward (mean of the last ``reward_window`` logged
   ``train/reward_mean``), Pass@K after training and the mean ``es/kappa_pair`` of the run (with
   every update's value, for its standard error over updates).
-- ``outcomes``: the per-problem correct counts of base, every method and GRPO's trajectory
-  points (:mod:`~es_lightning.report.outcomes`), the input of every bootstrap interval.
+- ``outcomes``: the per-problem correct counts (and greedy outcomes) of base, every method and
+  the trajectory points (:mod:`~es_lightning.report.outcomes`), the input of every bootstrap
+  interval.
 """
 
 from __future__ import annotations
@@ -21,13 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from es_lightning.report.config import ReportPlan
-from es_lightning.report.outcomes import (
-    Outcomes,
-    collect_outcomes,
-    completions_file,
-    read_outcomes,
-    run_outcomes,
-)
+from es_lightning.report.outcomes import Outcomes, collect_outcomes, evaluation_outcomes, run_outcomes
 from es_lightning.report.pareto import frontier_line, non_dominated
 from es_lightning.report.readers import Series, pass_at_k, pick_task, read_after, read_before, read_series
 from es_lightning.report.stats import paired_difference, stat, stat_json
@@ -224,7 +219,7 @@ def collect_outcome_block(
     if task is None:
         return None
     found: dict[str, dict[int, Outcomes | None]] = {"base": {}}
-    own = read_outcomes(completions_file(base_dir / "eval", "after", task)) if base_dir is not None else None
+    own = evaluation_outcomes(base_dir / "eval", "after", task) if base_dir is not None else None
     for seed in plan.seeds:
         if own is not None:
             found["base"][seed] = own

@@ -6,7 +6,8 @@
 
 Steps: plan the runs (:mod:`~es_lightning.report.runs`), launch the unfinished ones one after
 another, analyse the final checkpoints (:mod:`~es_lightning.report.weight_drift`), evaluate GRPO's
-intermediate checkpoints (:mod:`~es_lightning.report.trajectory`), collect the numbers
+intermediate checkpoints (:mod:`~es_lightning.report.trajectory`) and the base at other
+temperatures (:mod:`~es_lightning.report.sharpening`), collect the numbers
 (:mod:`~es_lightning.report.collect`, per-problem outcomes in :mod:`~es_lightning.report.outcomes`,
 compute in :mod:`~es_lightning.report.compute`), judge the paper's claims
 (:mod:`~es_lightning.report.claims`), draw the figures and write ``report.json`` and ``REPORT.md``
@@ -29,6 +30,7 @@ from es_lightning.report.config import (
     DriftSettings,
     ForgettingSettings,
     ReportPlan,
+    SharpeningSettings,
     TrajectorySettings,
     VerdictSettings,
     split_overrides,
@@ -52,18 +54,19 @@ def build_plan(
     quick_overrides: list[str] | None = None,
     **settings: Any,
 ) -> ReportPlan:
-    """The resolved plan: ``seeds`` defaults to 3 (1 with ``quick``); quick overrides appended."""
+    """The resolved plan: ``seeds`` defaults to 3 (1 with ``quick``); the quick overrides kept
+    apart (the runs take them after their own, :func:`~es_lightning.report.runs.plan_runs`)."""
     count = seeds if seeds is not None else (1 if quick else 3)
     if count < 1:
         raise ConfigError(f"report: seeds must be >= 1, got {count}")
-    tokens = split_overrides(overrides) + (split_overrides(quick_overrides) if quick else [])
     settings = {k: v for k, v in settings.items() if v is not None}
     return ReportPlan(
         output_dir=Path(output_dir),
         methods=dict(methods),
         seeds=[first_seed + i for i in range(count)],
-        overrides=tokens,
+        overrides=split_overrides(overrides),
         quick=quick,
+        quick_overrides=split_overrides(quick_overrides) if quick else [],
         **settings,
     )
 
@@ -116,6 +119,7 @@ def build_report(
     from es_lightning.report.diversity import collect_diversity
     from es_lightning.report.forgetting import collect_forgetting
     from es_lightning.report.readers import run_updates
+    from es_lightning.report.sharpening import collect_sharpening
     from es_lightning.report.signal import collect_signal
     from es_lightning.report.trajectory import collect_trajectory
     from es_lightning.report.weight_drift import collect_drift
@@ -137,10 +141,10 @@ def build_report(
         "budgets": {m: run_updates(next(iter(d.values()))) for m, d in methods.items()},
         "stages": _stages(methods),
     }
-    updates = report["budgets"].get(plan.trajectory.method)
-    report["trajectory"], points = collect_trajectory(plan, methods, task, updates)
+    report["trajectory"], points = collect_trajectory(plan, methods, task, report["budgets"])
+    report["sharpening"], sharpened = collect_sharpening(plan, methods, task)
     report["evaluations"] = collect_evaluations(plan, methods, base, task)
-    report["outcomes"] = collect_outcome_block(plan, methods, base, task, points)
+    report["outcomes"] = collect_outcome_block(plan, methods, base, task, {**points, **sharpened})
     report["pareto"] = collect_pareto(plan, report["evaluations"])
     report["curves"] = collect_curves(plan, methods)
     report["drift"] = collect_drift(plan, methods)
@@ -176,6 +180,7 @@ def run_report(
     trajectory: TrajectorySettings = TrajectorySettings(),  # noqa: B008
     verdicts: VerdictSettings = VerdictSettings(),  # noqa: B008
     forgetting: ForgettingSettings = ForgettingSettings(),  # noqa: B008
+    sharpening: SharpeningSettings = SharpeningSettings(),  # noqa: B008
     launch: bool = True,
     run_timeout_s: float | None = None,
     from_json: Path | None = None,
@@ -196,7 +201,8 @@ def run_report(
         task: the evaluated task reported (default: the first in the evaluation files).
         overrides: CLI overrides for every run, e.g. ``["--trainer.accelerator cpu"]``.
         quick_overrides: CLI overrides added with ``quick``, e.g. ``["--trainer.max_steps 6",
-            "--evaluation.limit 50"]``.
+            "--evaluation.limit 50"]``: last for methods and forgetting runs (after their
+            ``method_overrides``: the quick sizes win), before an ablation's own overrides.
         ks: the K of the Pass@K table (default 1, 2, 4, 8, 16, 32; those evaluated are shown).
         pareto_ks: one Pareto plot of Pass@1 against Pass@K per K (default 16, 32).
         ablation_ks: the Pass@K reported per ablation value (default 1, 16).
@@ -222,7 +228,12 @@ def run_report(
         forgetting: the forgetting setting (``{methods: {es: recipe, grpo: recipe}, in_domain,
             out_of_domain, margin}``): each method post-trains a two-skill model on one task, both
             tasks are evaluated before and after; "ES's held-out skill does not collapse" is
-            judged on it (see :mod:`~es_lightning.report.forgetting`).
+            judged on it (see :mod:`~es_lightning.report.forgetting`); ``trajectory: {method:
+            grpo, steps: [...]}`` evaluates that method's checkpoints on both tasks
+            (:mod:`~es_lightning.report.forgetting_path`).
+        sharpening: the base model evaluated with the final protocol at other temperatures
+            (``{temperatures: [0.4, 0.5, 0.55, 0.6]}``): its temperature path, entering the
+            outcomes as ``base@T0.4``, ... (see :mod:`~es_lightning.report.sharpening`).
         launch: run what is missing (``false``: only report on the finished runs found).
         run_timeout_s: a run taking longer is stopped and recorded as failed.
         from_json: a saved ``report.json``: judge its data again with these rules and write
@@ -231,7 +242,7 @@ def run_report(
         summaries_dir: after every finished run (and its analysis and trajectory evaluations,
             which read its checkpoints and so run at once), copy the small summaries of
             ``output_dir`` there (:mod:`~es_lightning.report.summaries`: no weights), e.g.
-            ``docs/report/cpu``: a report spread over machines continues from that folder.
+            ``results/report_cpu_v2``: a report spread over machines continues from that folder.
 
     Returns:
         The report (the content of ``report.json``).
@@ -247,7 +258,7 @@ def run_report(
         base=base, task=task, ks=ks, pareto_ks=pareto_ks, ablation_ks=ablation_ks,
         frontier_methods=frontier_methods, es_variants=es_variants, reward_window=reward_window, curves=curves, drift=drift,
         ablations=ablations, method_overrides=method_overrides, trajectory=trajectory,
-        verdicts=verdicts, forgetting=forgetting,
+        verdicts=verdicts, forgetting=forgetting, sharpening=sharpening,
     )  # fmt: skip
     return _run_and_write(plan, launch, run_timeout_s, summaries_dir)
 
@@ -285,15 +296,21 @@ def _run_and_write(
 def _analyse(
     plan: ReportPlan, outcomes: list[RunOutcome], launch: bool
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``es-lightning analyze`` of the finished methods' final checkpoints and the evaluations of
-    the trajectory's checkpoints (both reuse what is already written): (analyses, trajectory)."""
+    """``es-lightning analyze`` of the finished methods' final checkpoints, and the evaluations of
+    the trajectories' checkpoints (the forgetting setting's too) and of the sharpening reference
+    (all reuse what is already written): (analyses, evaluations)."""
     from es_lightning.report.collect import choose_task
+    from es_lightning.report.forgetting_path import run_forgetting_path
+    from es_lightning.report.sharpening import run_sharpening
     from es_lightning.report.trajectory import run_trajectory
     from es_lightning.report.weight_drift import run_analyses
 
-    finished = _finished(outcomes)[0]
+    finished, groups = _finished(outcomes)
     analyses = run_analyses(plan, finished, launch)
-    return analyses, run_trajectory(plan, finished, choose_task(plan, finished), launch)
+    task = choose_task(plan, finished)
+    evaluations = run_trajectory(plan, finished, task, launch) + run_sharpening(plan, finished, task, launch)
+    evaluations += run_forgetting_path(plan, groups.get(FORGETTING, {}), launch)
+    return analyses, evaluations
 
 
 def report_parser() -> Any:

@@ -1,5 +1,5 @@
 """The report's settings: the ``ablations:``, ``curves:``, ``drift:``, ``trajectory:``,
-``forgetting:`` and ``verdicts:`` blocks of a report recipe.
+``sharpening:``, ``forgetting:`` and ``verdicts:`` blocks of a report recipe.
 
 The top-level keys (``methods``, ``seeds``, ``quick``, ...) are the arguments of
 :func:`~es_lightning.report.command.run_report`; the grouped ones are the dataclasses below, whose
@@ -118,17 +118,25 @@ class DriftSettings:
 
 @dataclass
 class TrajectorySettings:
-    """GRPO's path: its checkpoints every ``every`` updates, evaluated with the final protocol."""
+    """GRPO's path: its checkpoints at ``steps`` and every ``every`` updates, evaluated with the
+    final protocol."""
 
     method: str = "grpo"
-    """The method whose path the others are judged against (a name in ``methods``)."""
+    """The method whose path the others are judged against (a name in ``methods``); the shorthand
+    of ``methods: [method]``."""
+    methods: list[str] = field(default_factory=list)
+    """Several paths (e.g. ``[grpo, grpo_t06]``), each method's checkpoints evaluated alike; the
+    first is the one the claims are judged on (default: ``[method]``)."""
     every: int = 0
-    """Evaluate its checkpoints every this many updates (0: no trajectory); the half budget of the
-    sequential runs should be a multiple of it."""
+    """Evaluate its checkpoints every this many updates (0: none but ``steps``); the half budget of
+    the sequential runs should be a point of the path."""
+    steps: list[int] = field(default_factory=list)
+    """Also the checkpoints after exactly these updates (e.g. ``[1, 2, 3, 5, 7, 10, 15, 20, 30]``):
+    the runs keep them (``--trainer.checkpoint_steps``); those past a run's end are not there."""
     via: Literal["checkpoints", "eval_every"] = "checkpoints"
-    """``checkpoints``: the runs keep a checkpoint every ``every`` updates and the report evaluates
-    each with ``es-lightning evaluate``; ``eval_every``: the runs evaluate themselves every
-    ``every`` updates (no checkpoints kept)."""
+    """``checkpoints``: the runs keep a checkpoint at every point and the report evaluates each
+    with ``es-lightning evaluate``; ``eval_every``: the runs evaluate themselves every ``every``
+    updates (no checkpoints kept; no ``steps``)."""
     extra_args: list[str] = field(default_factory=list)
     """More ``es-lightning evaluate`` arguments for the checkpoints, e.g. ``["--device cpu"]``."""
 
@@ -137,14 +145,59 @@ class TrajectorySettings:
             raise ConfigError(f"trajectory.every must be >= 0, got {self.every}")
         if self.via not in ("checkpoints", "eval_every"):
             raise ConfigError(f"trajectory.via must be checkpoints or eval_every, got {self.via!r}")
+        if any(step < 1 for step in self.steps) or len(set(self.steps)) != len(self.steps):
+            raise ConfigError(f"trajectory.steps must be distinct updates >= 1, got {self.steps}")
+        if self.steps and self.via == "eval_every":
+            raise ConfigError("trajectory.steps need via: checkpoints (eval_every evaluates every k updates)")
+        if len(set(self.methods)) != len(self.methods):
+            raise ConfigError(f"trajectory.methods repeats a method: {self.methods}")
+
+    @property
+    def paths(self) -> list[str]:
+        """The methods whose paths are measured, the primary one first."""
+        return list(self.methods) or [self.method]
+
+    @property
+    def primary(self) -> str:
+        """The path the claims are judged on."""
+        return self.paths[0]
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.every or self.steps)
+
+    def wants(self, step: int) -> bool:
+        """Whether update ``step`` is a point of the path."""
+        return step in self.steps or bool(self.every and step > 0 and step % self.every == 0)
+
+    def points(self, updates: int) -> list[int]:
+        """The path's updates strictly between 0 and ``updates`` (the base and the method's end)."""
+        return [step for step in range(1, updates) if self.wants(step)]
 
     def run_overrides(self) -> list[str]:
-        """CLI tokens added to the method's runs: what makes them save (or evaluate) the points."""
+        """CLI tokens added to the path methods' runs: what makes them save (or evaluate) the points."""
+        tokens = ["--trainer.checkpoint_steps", str(sorted(self.steps))] if self.steps else []
         if not self.every:
-            return []
+            return tokens
         if self.via == "eval_every":
             return ["--trainer.eval_every", str(self.every)]
-        return ["--trainer.checkpoint_every", str(self.every), "--trainer.keep_last", "null"]
+        return [*tokens, "--trainer.checkpoint_every", str(self.every), "--trainer.keep_last", "null"]
+
+
+@dataclass
+class SharpeningSettings:
+    """The sharpening reference: the base model evaluated with the runs' final protocol at other
+    sampling temperatures (its temperature path: sharpening without training)."""
+
+    temperatures: list[float] = field(default_factory=list)
+    """Temperatures of the base's evaluations, e.g. ``[0.4, 0.5, 0.55, 0.6]``; the protocol's own
+    is the base itself (none: no reference)."""
+    extra_args: list[str] = field(default_factory=list)
+    """More ``es-lightning evaluate`` arguments for these evaluations, e.g. ``["--device cpu"]``."""
+
+    def __post_init__(self) -> None:
+        if any(not t > 0 for t in self.temperatures) or len(set(self.temperatures)) != len(self.temperatures):
+            raise ConfigError(f"sharpening.temperatures must be distinct and > 0, got {self.temperatures}")
 
 
 @dataclass
@@ -166,11 +219,22 @@ class ForgettingSettings:
     """"Does not collapse": the held-out Pass@1 change's lower bound must lie above −margin
     (0.05: 5 points), judged for every method that learned its training task."""
     method_overrides: dict[str, list[str]] = field(default_factory=dict)
-    """CLI overrides for one forgetting method's runs."""
+    """CLI overrides for one forgetting method's runs, e.g. ``{es_permuted:
+    ["--strategy.init_args.reward_control permuted"]}`` (ES's control in this setting)."""
+    overrides: list[str] = field(default_factory=list)
+    """CLI overrides for every forgetting run, after the report-wide ones (e.g.
+    ``["--evaluation.num_samples 32"]`` where the methods' evaluations draw more)."""
+    trajectory: TrajectorySettings = field(default_factory=TrajectorySettings)
+    """A method's path in this setting (``{method: grpo, steps: [1, 2, 3, 5, ...]}``): its runs keep
+    those checkpoints, each evaluated on the in-domain and the held-out task, entering the
+    per-task outcomes as ``grpo@<step>`` (none by default)."""
 
     def __post_init__(self) -> None:
         if self.margin < 0:
             raise ConfigError(f"forgetting.margin must be >= 0, got {self.margin}")
+        absent = [m for m in self.trajectory.paths if m not in self.methods]
+        if self.trajectory.enabled and absent:
+            raise ConfigError(f"forgetting.trajectory names methods that are not run: {absent}")
         if self.in_domain == self.out_of_domain:
             raise ConfigError(f"forgetting: in_domain and out_of_domain are both {self.in_domain!r}")
         unknown = sorted(set(self.method_overrides) - set(self.methods))
@@ -244,6 +308,9 @@ class ReportPlan:
     seeds: list[int]
     overrides: list[str]
     quick: bool = False
+    quick_overrides: list[str] = field(default_factory=list)
+    """CLI tokens of ``--quick`` (empty without it): after a method's own overrides, before an
+    ablation's."""
     base: str | None = None
     task: str | None = None
     ks: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])
@@ -259,6 +326,7 @@ class ReportPlan:
     trajectory: TrajectorySettings = field(default_factory=TrajectorySettings)
     verdicts: VerdictSettings = field(default_factory=VerdictSettings)
     forgetting: ForgettingSettings = field(default_factory=ForgettingSettings)
+    sharpening: SharpeningSettings = field(default_factory=SharpeningSettings)
 
     def __post_init__(self) -> None:
         if "base" in self.methods:
@@ -274,10 +342,10 @@ class ReportPlan:
             )
         if clash:
             raise ConfigError(f"report: names used both as method and ablation: {sorted(clash)}")
-        if self.trajectory.every and self.trajectory.method not in self.methods:
+        absent = [m for m in self.trajectory.paths if m not in self.methods]
+        if self.trajectory.enabled and absent:
             raise ConfigError(
-                f"report: trajectory.method {self.trajectory.method!r} is not one of the methods "
-                f"{sorted(self.methods)}"
+                f"report: trajectory.method(s) {absent} are not one of the methods {sorted(self.methods)}"
             )
         unknown = sorted(set(self.method_overrides) - set(self.methods))
         if unknown:

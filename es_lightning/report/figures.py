@@ -4,8 +4,9 @@ Every figure shows the base model's value and a noise band, so a difference smal
 evaluation's own noise cannot look like a trend: on Pass@K figures the base's one-sided bounds of
 the paired bootstrap over problems (:mod:`~es_lightning.report.bootstrap`); elsewhere the band
 named in its legend. ``pass_at_k.png`` (mean ± sd over seeds per method, K on a log2 axis),
-``pareto_pass1_pass{k}.png`` (each method's mean with ± sd bars, GRPO's trajectory with its
-updates marked, the base's sampling box, the end-point frontier dashed), ``entropy.png`` and
+``pareto_pass1_pass{k}.png`` (each method's mean with ± sd bars, each trajectory with its
+updates marked, the base's temperature path dotted (the sharpening reference), the base's
+sampling box, the end-point frontier dashed), ``entropy.png`` and
 ``heldout.png`` (:mod:`~es_lightning.report.figures_training`), ``drift.png`` and
 ``ablations.png`` (:mod:`~es_lightning.report.figures_drift`). :func:`make_figures` skips a figure
 whose inputs are absent and says why. What the figures share (the Agg canvas, colours, the band,
@@ -74,8 +75,9 @@ def draw_pass_at_k(ax: Any, report: dict[str, Any], rows: dict[str, dict[str, An
 
 
 def plot_pareto(report: dict[str, Any], k: str, path: Path) -> Path:
-    """Pass@1 against Pass@k: methods (± sd; each seed a faint dot), GRPO's trajectory, the base's
-    sampling box, non-dominated end points ringed and their frontier dashed (descriptive)."""
+    """Pass@1 against Pass@k: methods (± sd; each seed a faint dot), the trajectories, the base's
+    temperature path, the base's sampling box, non-dominated end points ringed and their frontier
+    dashed (descriptive)."""
     fig, (ax,) = new_figure()
     draw_pareto(ax, report, k)
     return save(fig, path)
@@ -125,6 +127,11 @@ def draw_pareto(ax: Any, report: dict[str, Any], k: str) -> None:
         xs_shown, ys_shown = xs_shown + [x0, x1], ys_shown + [y0, y1]
     trajectory_xs, trajectory_ys = _trajectory(ax, report, intervals, k)
     xs_shown, ys_shown = xs_shown + trajectory_xs, ys_shown + trajectory_ys
+    sharpening = report.get("sharpening") or {}
+    labels = [f"T={t:g}" for t in sharpening.get("temperatures", [])]
+    line = dict(color="black", alpha=0.6, linewidth=1.2, label="base at T (sharpening)")
+    sharp_xs, sharp_ys = _line(ax, labels, sharpening.get("points", []), intervals, k, ":", line)
+    xs_shown, ys_shown = xs_shown + sharp_xs, ys_shown + sharp_ys
     ax.set_xlim(*percent_limits(xs_shown))
     ax.set_ylim(*percent_limits(ys_shown))
     ax.set(xlabel="Pass@1 (%)", ylabel=f"Pass@{k} (%)", title=f"Pass@1 vs Pass@{k}")
@@ -135,25 +142,41 @@ def draw_pareto(ax: Any, report: dict[str, Any], k: str) -> None:
 def _trajectory(
     ax: Any, report: dict[str, Any], intervals: dict[str, Any], k: str
 ) -> tuple[list[float], list[float]]:
-    """GRPO's path through (Pass@1, Pass@k), its updates marked; returns the points drawn."""
-    path = report.get("trajectory") or {}
-    points = [(s, intervals.get(p) or {}) for s, p in zip(path.get("steps", []), path.get("points", []))]
-    points = [(s, v) for s, v in points if v.get("1") and v.get(k)]
+    """Each trajectory's path through (Pass@1, Pass@k), its updates marked; returns the points drawn."""
+    block = report.get("trajectory") or {}
+    paths = block.get("paths") or ({block["method"]: block} if block.get("method") else {})
+    xs_all: list[float] = []
+    ys_all: list[float] = []
+    order = list((report.get("pareto") or {}).get(k, {}).get("points") or [])  # the end points' colours
+    for method, path in paths.items():
+        steps = [str(s) for s in path.get("steps", [])]
+        shade = color(method, order.index(method) if method in order else 0)
+        line = dict(color=shade, alpha=0.6, linewidth=1.5, label=f"{method} trajectory")
+        xs, ys = _line(ax, steps, path.get("points", []), intervals, k, "-", line)
+        xs_all, ys_all = xs_all + xs, ys_all + ys
+    return xs_all, ys_all
+
+
+def _line(
+    ax: Any,
+    labels: list[str],
+    names: list[str],
+    intervals: dict[str, Any],
+    k: str,
+    style: str,
+    line: dict[str, Any],
+) -> tuple[list[float], list[float]]:
+    """The points ``names`` (their pooled Pass@1 and Pass@k) joined in order, each marked with its
+    label; nothing with fewer than two. Returns the points drawn."""
+    points = [(label, intervals.get(name) or {}) for label, name in zip(labels, names)]
+    points = [(label, v) for label, v in points if v.get("1") and v.get(k)]
     if len(points) < 2:
         return [], []
     xs = [100 * v["1"]["estimate"] for _, v in points]
     ys = [100 * v[k]["estimate"] for _, v in points]
-    ax.plot(
-        xs,
-        ys,
-        "-",
-        color=color(path["method"], 0),
-        alpha=0.6,
-        linewidth=1.5,
-        label=f"{path['method']} trajectory",
-    )
-    for (step, _), x, y in zip(points, xs, ys):
-        ax.annotate(str(step), (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
+    ax.plot(xs, ys, style, **line)
+    for (label, _), x, y in zip(points, xs, ys):
+        ax.annotate(label, (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
     return xs, ys
 
 

@@ -5,8 +5,9 @@ forgotten. A model warm-started on two tasks (``es-lightning/tiny-countdown-arit
 post-trained by each method on the ``in_domain`` task only; every run evaluates both tasks'
 test splits before and after training (its recipe's ``eval_tasks``). Per task, the report keeps
 an ``outcomes`` block (:mod:`~es_lightning.report.outcomes`) whose rows are ``<method>/before``
-and ``<method>/after``; the changes after − before are read from the paired bootstrap over
-problems, pooled over seeds (:mod:`~es_lightning.report.intervals`)::
+and ``<method>/after`` (and a path's checkpoints ``<method>@<step>``,
+:mod:`~es_lightning.report.forgetting_path`); the changes after − before are read from the paired
+bootstrap over problems, pooled over seeds (:mod:`~es_lightning.report.intervals`)::
 
     Δ_m(task, K) = Pass@K(m after) − Pass@K(m before)      paired by problem and seed
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from es_lightning.report.config import ReportPlan
+from es_lightning.report.forgetting_path import collect_forgetting_path
 from es_lightning.report.intervals import ProblemBootstrap
 from es_lightning.report.outcomes import Outcomes, collect_outcomes, run_outcomes
 
@@ -33,6 +35,7 @@ def collect_forgetting(plan: ReportPlan, runs: dict[str, Dirs]) -> dict[str, Any
     settings = plan.forgetting
     if not settings.methods:
         return None
+    paths, path_points = collect_forgetting_path(plan, runs)
     outcomes = {}
     for task in (settings.in_domain, settings.out_of_domain):
         found: dict[str, dict[int, Outcomes | None]] = {}
@@ -40,6 +43,7 @@ def collect_forgetting(plan: ReportPlan, runs: dict[str, Dirs]) -> dict[str, Any
             for tag in TAGS:
                 dirs = runs.get(method, {})
                 found[f"{method}/{tag}"] = {s: run_outcomes(d, tag, task) for s, d in sorted(dirs.items())}
+        found.update(path_points.get(task, {}))
         outcomes[task] = collect_outcomes(found, task)
     return {
         "methods": dict(settings.methods),
@@ -48,6 +52,7 @@ def collect_forgetting(plan: ReportPlan, runs: dict[str, Dirs]) -> dict[str, Any
         "ks": list(settings.ks),
         "margin": settings.margin,
         "outcomes": outcomes,
+        "trajectory": paths,
     }
 
 

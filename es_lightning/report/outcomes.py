@@ -3,13 +3,20 @@
 Every evaluation writes its samples with the verifier's rewards beside them
 (``eval/{tag}_{task}_completions.jsonl`` in a run, ``{stem}_completions.jsonl`` from
 ``es-lightning evaluate``; one line per problem: the dataset row, ``"completions"``,
-``"rewards"``). A problem's correct count ``c`` is how many of its ``M`` rewards reach
-``1 − 1e-9`` (the evaluation's own rule). A problem is identified by its row's content (a hash
-of the row without the sample fields, numbered when the same row appears twice), so methods are
-paired by problem whatever order they were evaluated in.
+``"rewards"``, and with a greedy pass ``"greedy"`` and ``"greedy_reward"``). A problem's correct
+count ``c`` is how many of its ``M`` rewards reach ``1 − 1e-9`` (the evaluation's own rule), and
+its greedy outcome ``g`` is 1 when the greedy answer's reward does. A problem is identified by its
+row's content (a hash of the row without the sample fields, numbered when the same row appears
+twice), so methods are paired by problem whatever order they were evaluated in.
+
+A run's summaries keep them without the sampled texts as ``{tag}_{task}_counts.json`` beside
+where the completions were (:mod:`~es_lightning.report.summaries`: ``{"m", "problems", "counts",
+"greedy"}``); an evaluation whose completions are absent is read from that file, with the same
+problem ids, counts and greedy outcomes.
 
 The report keeps them as ``{"task", "m", "problems": [id, ...], "counts": {method: {seed:
-[c, ...]}}, "missing": {method: why}}``, every count list in the order of ``problems``.
+[c, ...]}}, "greedy": {method: {seed: [g, ...]}}, "missing": {method: why}}``, every list in the
+order of ``problems`` (``greedy`` only for the evaluations that had a greedy pass).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from es_lightning.evaluation.summary import CORRECT_THRESHOLD
 from es_lightning.report.readers import stages
 
 SAMPLE_KEYS = (COMPLETIONS_KEY, REWARDS_KEY, GREEDY_KEY, GREEDY_REWARD_KEY)
+COUNTS_SUFFIX = "_counts.json"
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,8 @@ class Outcomes:
     problems: list[str]
     counts: list[int]
     m: int
+    greedy: list[int] | None = None
+    """Per problem, 1 when its greedy answer was correct (``None``: the evaluation had no greedy pass)."""
 
 
 def completions_file(eval_dir: Path, tag: str, task: str) -> Path | None:
@@ -44,17 +54,39 @@ def completions_file(eval_dir: Path, tag: str, task: str) -> Path | None:
     return None
 
 
+def counts_name(completions_name: str) -> str:
+    """The counts file of a completions file: ``after_countdown_tiny_completions.jsonl`` →
+    ``after_countdown_tiny_counts.json``, ``completions-tau-0.001.jsonl`` → ``counts-tau-0.001.json``."""
+    if completions_name.endswith("_completions.jsonl"):
+        return completions_name.removesuffix("_completions.jsonl") + COUNTS_SUFFIX
+    return "counts-" + completions_name.removeprefix("completions-").removesuffix(".jsonl") + ".json"
+
+
+def counts_file(eval_dir: Path, tag: str, task: str) -> Path | None:
+    """``{tag}_{task}_counts.json``, else ``{tag}_counts.json`` (what the summaries keep of them)."""
+    for name in (f"{tag}_{task}_completions.jsonl", f"{tag}_completions.jsonl"):
+        if (Path(eval_dir) / counts_name(name)).is_file():
+            return Path(eval_dir) / counts_name(name)
+    return None
+
+
 def problem_id(row: dict[str, Any]) -> str:
     """A short hash of the row's content (the sample fields left out)."""
     content = {k: v for k, v in row.items() if k not in SAMPLE_KEYS}
     return hashlib.sha1(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def correct(reward: Any) -> bool:
+    """The evaluation's rule: a reward of at least ``1 − 1e-9`` (``null``, a NaN or inf, is not)."""
+    return reward is not None and float(reward) >= CORRECT_THRESHOLD
+
+
 def read_outcomes(path: Path | None) -> Outcomes | None:
-    """The correct counts of a completions file; ``None`` when absent, unreadable or without rewards."""
+    """The correct counts (and greedy outcomes, when every row has one) of a completions file;
+    ``None`` when absent, unreadable or without rewards."""
     if path is None:
         return None
-    problems, counts, seen = [], [], {}
+    problems, counts, greedy, seen = [], [], [], {}
     m = None
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -74,15 +106,55 @@ def read_outcomes(path: Path | None) -> Outcomes | None:
         base = problem_id(row)
         seen[base] = seen.get(base, 0) + 1
         problems.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
-        solved = (r is not None and float(r) >= CORRECT_THRESHOLD for r in rewards)  # null: NaN/inf
-        counts.append(sum(solved))
-    return Outcomes(problems, counts, m) if m else None
+        counts.append(sum(correct(r) for r in rewards))
+        greedy.append(int(correct(row[GREEDY_REWARD_KEY])) if GREEDY_REWARD_KEY in row else None)
+    if not m:
+        return None
+    return Outcomes(problems, counts, m, None if None in greedy else greedy)
+
+
+def counts_record(outcomes: Outcomes) -> dict[str, Any]:
+    """What a counts file holds: ``{"m", "problems", "counts", "greedy"}``."""
+    return {
+        "m": outcomes.m,
+        "problems": outcomes.problems,
+        "counts": outcomes.counts,
+        "greedy": outcomes.greedy,
+    }
+
+
+def read_counts(path: Path | None) -> Outcomes | None:
+    """The outcomes a counts file holds; ``None`` when absent, unreadable or inconsistent."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8")) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("m"), int) or record["m"] < 1:
+        return None
+    problems, counts, greedy = record.get("problems"), record.get("counts"), record.get("greedy")
+    lists = [x for x in (problems, counts, greedy) if x is not None]
+    if (
+        problems is None
+        or counts is None
+        or any(not isinstance(x, list) or len(x) != len(problems) for x in lists)
+    ):
+        return None
+    return Outcomes(
+        list(problems), [int(c) for c in counts], record["m"], greedy and [int(g) for g in greedy]
+    )
+
+
+def evaluation_outcomes(eval_dir: Path, tag: str, task: str) -> Outcomes | None:
+    """The outcomes of the evaluation ``tag`` of ``task`` in ``eval_dir``: from its completions,
+    else from the counts file the summaries keep of them."""
+    found = read_outcomes(completions_file(eval_dir, tag, task))
+    return found if found is not None else read_counts(counts_file(eval_dir, tag, task))
 
 
 def run_outcomes(run_dir: Path, tag: str, task: str) -> Outcomes | None:
     """A run's ``before`` (its first stage's) or ``after`` (its last stage's) outcomes."""
     stage = stages(run_dir)[0 if tag == "before" else -1][0]
-    return read_outcomes(completions_file(stage / "eval", tag, task))
+    return evaluation_outcomes(stage / "eval", tag, task)
 
 
 def aligned(outcomes: Outcomes, problems: list[str], m: int) -> list[int] | str:
@@ -107,6 +179,7 @@ def collect_outcomes(
         "m": first.m,
         "problems": first.problems,
         "counts": {},
+        "greedy": {},
         "missing": {},
     }
     for method, seeds in evaluations.items():
@@ -119,4 +192,7 @@ def collect_outcomes(
                 block["missing"].setdefault(method, f"seed {seed}: {counts}")
                 continue
             block["counts"].setdefault(method, {})[str(seed)] = counts
+            if outcomes.greedy is not None:
+                where = dict(zip(outcomes.problems, outcomes.greedy))
+                block["greedy"].setdefault(method, {})[str(seed)] = [where[p] for p in first.problems]
     return block

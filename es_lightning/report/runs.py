@@ -112,13 +112,14 @@ def plan_runs(plan: ReportPlan) -> list[RunSpec]:
         specs.append(
             RunSpec("base", None, plan.seeds[0], plan.base, (), plan.runs_dir / "base" / "seed0", "evaluate")
         )
-    path = plan.trajectory.run_overrides()  # GRPO's path: its checkpoints every k updates
+    path = plan.trajectory.run_overrides()  # GRPO's path: its checkpoints at the path's updates
     for seed in plan.seeds:
         for method, recipe in plan.methods.items():
             run_dir = plan.runs_dir / method / f"seed{seed}"
             extra = split_overrides(plan.method_overrides.get(method))
-            extra += path if method == plan.trajectory.method else []
-            specs.append(RunSpec(method, None, seed, recipe, (*plan.overrides, *extra), run_dir))
+            extra += path if method in plan.trajectory.paths else []
+            overrides = (*plan.overrides, *extra, *plan.quick_overrides)  # the quick sizes win
+            specs.append(RunSpec(method, None, seed, recipe, overrides, run_dir))
     for name, ablation in plan.ablations.items():
         own = ablation.seeds is not None and not plan.quick  # --quick: one seed everywhere
         seeds = [plan.seeds[0] + i for i in range(ablation.seeds)] if own else plan.seeds
@@ -126,14 +127,19 @@ def plan_runs(plan: ReportPlan) -> list[RunSpec]:
         for label, tokens in ablation.runs(plan.quick).items():
             for seed in seeds:
                 run_dir = plan.runs_dir / name / label / f"seed{seed}"
-                overrides = (*plan.overrides, *extra, *tokens)
+                overrides = (*plan.overrides, *plan.quick_overrides, *extra, *tokens)
                 specs.append(RunSpec(name, label, seed, ablation.recipe, overrides, run_dir))
     forgetting = plan.forgetting
+    forgetting_path = forgetting.trajectory.run_overrides()
     for seed in plan.seeds:
         for method, recipe in forgetting.methods.items():
             run_dir = plan.runs_dir / FORGETTING / method / f"seed{seed}"
-            extra = split_overrides(forgetting.method_overrides.get(method))
-            specs.append(RunSpec(FORGETTING, method, seed, recipe, (*plan.overrides, *extra), run_dir))
+            extra = split_overrides(forgetting.overrides) + split_overrides(
+                forgetting.method_overrides.get(method)
+            )
+            extra += forgetting_path if method in forgetting.trajectory.paths else []
+            overrides = (*plan.overrides, *extra, *plan.quick_overrides)
+            specs.append(RunSpec(FORGETTING, method, seed, recipe, overrides, run_dir))
     return specs
 
 
@@ -301,11 +307,12 @@ def resolved_key(spec: RunSpec) -> str | None:
         return None
     try:
         from es_lightning.training.command import fit_parser
+        from es_lightning.training.stage_args import expand_stage_args
 
         parser = fit_parser()
         argv = command_line(spec)[4:]  # --config ... (without the interpreter, -m es_lightning and fit)
         argv[argv.index("--trainer.output_dir") + 1] = "RUN_DIR"
-        return parser.dump(parser.parse_args(argv))
+        return parser.dump(parser.parse_args(expand_stage_args(parser, argv)))
     except (Exception, SystemExit):  # an unparsable recipe fails when it runs, with its own log
         return None
 

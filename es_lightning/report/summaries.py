@@ -1,18 +1,19 @@
 """Small run summaries to keep in git: what a report or a tune needs to be rebuilt, no weights.
 
-    python -m es_lightning.report.summaries runs/report_cpu docs/report/cpu
+    python -m es_lightning.report.summaries runs/report_cpu results/report_cpu
     python -m es_lightning.report.summaries runs/tune_cpu docs/tune/cpu
 
 copies from every run folder under ``SRC`` (any depth) the files the report and the tune read —
 resolved configs, ``metrics.jsonl``, ``pipeline.json``, the measured compute, ``eval/*.json``,
-``analysis`` JSON, the trajectory's evaluations, ``tune.json``/``TUNE.md``/``report.json`` — and
-the evaluations' ``*_completions.jsonl`` (and the thresholded exports' ``completions-tau-*.jsonl``)
-with the sampled texts left out (each row keeps its
-dataset fields and its ``rewards``: the per-problem correct counts the paired bootstrap reads;
-:mod:`~es_lightning.report.outcomes` identifies a problem without the sample fields). Checkpoints,
-TensorBoard files, logs and PNGs are not copied. Copying the summaries back into a run folder
-(``cp -r DST/. SRC``) lets ``es-lightning report`` / ``es-lightning tune`` reuse every finished
-run and rebuild the same REPORT.md / TUNE.md, and run only what is missing.
+``analysis`` JSON, the trajectory's and the sharpening reference's evaluations,
+``tune.json``/``TUNE.md``/``report.json`` — and, instead of each evaluation's
+``*_completions.jsonl`` (and the thresholded exports' ``completions-*.jsonl``) with its sampled
+texts, a counts file beside where it was (``*_counts.json``, ``counts-*.json``: the problem ids,
+M, each problem's correct count and greedy outcome, :mod:`~es_lightning.report.outcomes`), which
+is all the paired bootstrap reads. Checkpoints, TensorBoard files, logs and PNGs are not copied.
+Copying the summaries back into a run folder (``cp -r DST/. SRC``) lets ``es-lightning report`` /
+``es-lightning tune`` reuse every finished run and rebuild the same REPORT.md / TUNE.md (the
+outcomes read from the counts are those of the completions), and run only what is missing.
 """
 
 from __future__ import annotations
@@ -22,25 +23,30 @@ import shutil
 import sys
 from pathlib import Path
 
-from es_lightning.evaluation.offline import COMPLETIONS_KEY, GREEDY_KEY
+from es_lightning.report.outcomes import counts_name, counts_record, read_outcomes
 from es_lightning.report.readers import is_finished
 
 KEEP_SUFFIXES = (".json", ".jsonl", ".yaml", ".md")
 """What is copied (text summaries); anything under a ``checkpoints`` or ``tensorboard`` folder is not."""
 SKIP_PARTS = {"checkpoints", "tensorboard", "chosen_weights", ".model_meta"}
-STRIPPED = (COMPLETIONS_KEY, GREEDY_KEY)
-"""Sample texts dropped from ``*_completions.jsonl`` (their rewards stay)."""
 
 
-def strip_completions(src: Path, dst: Path) -> None:
-    """``src`` with the sampled texts of every row left out (rewards and dataset fields kept)."""
-    rows = []
-    for line in src.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        rows.append(json.dumps({k: v for k, v in row.items() if k not in STRIPPED}))
-    dst.write_text("\n".join(rows) + ("\n" if rows else ""), encoding="utf-8")
+def is_completions(path: Path) -> bool:
+    """An evaluation's samples: ``*_completions.jsonl`` or a thresholded export's ``completions-*.jsonl``."""
+    return path.suffix == ".jsonl" and (
+        path.name.endswith("_completions.jsonl") or path.name.startswith("completions-")
+    )
+
+
+def write_counts(src: Path, dst_dir: Path) -> Path | None:
+    """The counts file of the completions ``src`` in ``dst_dir`` (``None``: ``src`` saved no rewards,
+    so there is nothing the report could read)."""
+    outcomes = read_outcomes(src)
+    if outcomes is None:
+        return None
+    target = dst_dir / counts_name(src.name)
+    target.write_text(json.dumps(counts_record(outcomes)) + "\n", encoding="utf-8")
+    return target
 
 
 RUN_MARKERS = ("config.yaml", "metrics.jsonl")
@@ -80,10 +86,11 @@ def export_summaries(src: Path, dst: Path) -> list[Path]:
             continue
         target = dst / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        if path.name.endswith("_completions.jsonl") or path.name.startswith("completions-"):
-            strip_completions(path, target)
-        else:
-            shutil.copyfile(path, target)
+        if is_completions(path):
+            counts = write_counts(path, target.parent)
+            written += [counts] if counts is not None else []
+            continue
+        shutil.copyfile(path, target)
         written.append(target)
     return written
 

@@ -127,8 +127,11 @@ def trajectory(report: dict[str, Any]) -> list[str]:
     ks = [
         k for k in [1, *report["config"]["pareto_ks"]] if k in (report.get("intervals") or {}).get("ks", [])
     ]
+    when = f"every {path['every']} updates"
+    if path.get("at_steps") or not path.get("every"):
+        when = "at updates " + ", ".join(str(s) for s in path["steps"][1:-1])
     out.append(
-        f"`{path['method']}` evaluated every {path['every']} updates with the final protocol (step 0: base). "
+        f"`{path['method']}` evaluated {when} with the final protocol (step 0: base). "
         f"Pass@K pooled over seeds, one-sided {_level(report)} bootstrap bounds (percent):"
     )
     out.append("")

@@ -1,10 +1,12 @@
-"""GRPO's trajectory: its checkpoints every ``k`` updates, evaluated with the final protocol.
+"""GRPO's trajectory: its checkpoints at chosen updates, evaluated with the final protocol.
 
-With ``trajectory: {method: grpo, every: k}`` the report adds ``--trainer.checkpoint_every k``
-(and ``--trainer.keep_last null``) to that method's runs (``via: eval_every`` adds
+With ``trajectory: {method: grpo, every: k, steps: [1, 2, 3, 5]}`` the report adds
+``--trainer.checkpoint_steps [1, 2, 3, 5]`` and ``--trainer.checkpoint_every k`` (with
+``--trainer.keep_last null``) to that method's runs (``via: eval_every`` adds
 ``--trainer.eval_every k`` instead: the run evaluates itself every ``k`` updates and keeps no
-checkpoints). Each intermediate checkpoint ``step-{t}`` of each seed is then evaluated by
-``es-lightning evaluate`` with the run's own task, ``evaluation:`` block, rollout and dtype,
+checkpoints). ``methods: [grpo, grpo_t06]`` measures several paths alike, the first being the one
+the claims are judged on. Each intermediate checkpoint ``step-{t}`` of each seed is then evaluated
+by ``es-lightning evaluate`` with the run's own task, ``evaluation:`` block, rollout and dtype,
 into::
 
     trajectory/<method>/seed<k>/step-000005.json                 (+ .yaml, .log, _completions.jsonl)
@@ -12,19 +14,22 @@ into::
 reused when present, like finished runs. Step 0 is the run's ``eval/before`` (the base) and the
 last step its ``eval/after``; an in-run ``eval/step-{t}`` evaluation is used when the run has one.
 The points enter the report's ``outcomes`` as ``<method>@<t>`` (see
-:mod:`~es_lightning.report.matched` for how methods are judged against the path).
+:mod:`~es_lightning.report.matched` for how methods are judged against the path). The report's
+``trajectory`` block lists every path under ``paths`` and repeats the primary one's ``method``,
+``every``, ``steps``, ``points`` and ``per_seed`` at its top, as before there were several.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from es_lightning.report.config import ReportPlan, split_overrides
-from es_lightning.report.outcomes import Outcomes, completions_file, read_outcomes
+from es_lightning.report.config import ReportPlan, TrajectorySettings, split_overrides
+from es_lightning.report.outcomes import Outcomes, evaluation_outcomes
 from es_lightning.report.readers import pass_at_k, read_json, stages
 from es_lightning.report.runs import logged_record
 
@@ -34,12 +39,14 @@ def point_name(method: str, step: int) -> str:
     return f"{method}@{step}"
 
 
-def point_file(plan: ReportPlan, seed: int, step: int) -> Path:
-    return plan.output_dir / "trajectory" / plan.trajectory.method / f"seed{seed}" / f"step-{step:06d}.json"
+def point_file(plan: ReportPlan, seed: int, step: int, method: str | None = None) -> Path:
+    """Where the report's evaluation of ``method``'s (default: the primary path's) checkpoint goes."""
+    method = method or plan.trajectory.primary
+    return plan.output_dir / "trajectory" / method / f"seed{seed}" / f"step-{step:06d}.json"
 
 
-def _checkpoints(run_dir: Path, every: int) -> dict[int, Path]:
-    """``{step: checkpoint}`` of a single run's checkpoints at multiples of ``every``."""
+def checkpoints_at(run_dir: Path, wanted: Callable[[int], bool]) -> dict[int, Path]:
+    """``{step: checkpoint}`` of a single run's complete checkpoints at the updates ``wanted``."""
     root = Path(run_dir) / "checkpoints"
     found = {}
     for path in sorted(root.glob("step-*")):
@@ -47,7 +54,7 @@ def _checkpoints(run_dir: Path, every: int) -> dict[int, Path]:
             step = int(path.name.split("-", 1)[1])
         except ValueError:
             continue
-        if path.is_dir() and step > 0 and step % every == 0 and (path / "trainer_state.json").is_file():
+        if path.is_dir() and step > 0 and wanted(step) and (path / "trainer_state.json").is_file():
             found[step] = path
     return found
 
@@ -63,14 +70,16 @@ def _task_spec(config: dict[str, Any], task: str) -> Any:
     return module.get("task") if eval_tasks is None and module.get("task") else task
 
 
-def evaluate_config(run_dir: Path, checkpoint: Path, task: str, output: Path) -> dict[str, Any]:
-    """The ``es-lightning evaluate`` settings that repeat the run's final evaluation on ``checkpoint``."""
+def evaluate_config(run_dir: Path, checkpoint: Path, task: str | list[str], output: Path) -> dict[str, Any]:
+    """The ``es-lightning evaluate`` settings that repeat the run's final evaluation on ``checkpoint``
+    (of ``task``, or of each of a list of tasks in one engine)."""
     config = yaml.safe_load((Path(run_dir) / "config.yaml").read_text()) or {}
     module = config.get("module") or {}
     module = module.get("init_args", module)
     accelerator = (config.get("trainer") or {}).get("accelerator", "auto")
+    spec = [_task_spec(config, t) for t in task] if isinstance(task, list) else _task_spec(config, task)
     out: dict[str, Any] = {
-        "task": _task_spec(config, task),
+        "task": spec,
         "model": str(checkpoint),
         "output": str(output),
         "device": "cpu" if accelerator == "cpu" else "auto",
@@ -85,42 +94,69 @@ def evaluate_config(run_dir: Path, checkpoint: Path, task: str, output: Path) ->
     return out
 
 
-def run_trajectory(
-    plan: ReportPlan, finished: dict[str, dict[int, Path]], task: str | None, launch: bool
+def evaluate_point(
+    name: str, config: dict[str, Any], out: Path, extra_args: list[str], launch: bool
+) -> dict[str, Any]:
+    """``es-lightning evaluate`` with ``config`` into ``out`` unless it is there (``reused``);
+    the report's record of it (``missing`` without ``launch``)."""
+    if read_json(out) is not None:
+        return {"name": name, "status": "reused"}
+    if not launch:
+        return {"name": name, "status": "missing", "error": "not run (launch: false)"}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    recipe = out.with_suffix(".yaml")
+    recipe.write_text(yaml.safe_dump(config, sort_keys=False))
+    argv = [sys.executable, "-m", "es_lightning", "evaluate", "--config", str(recipe)]
+    print(f"[report] evaluating {name}", flush=True)
+    argv = [*argv, *split_overrides(extra_args)]
+    return logged_record(name, argv, out.with_suffix(".log"), lambda: read_json(out) is not None)
+
+
+def path_records(
+    settings: TrajectorySettings,
+    runs: dict[int, Path],
+    task: str | list[str],
+    out_file: Callable[[int, int], Path],
+    label: str,
+    launch: bool,
 ) -> list[dict[str, Any]]:
-    """Evaluate every intermediate checkpoint of the trajectory method's finished runs (reusing
-    evaluations already there); one record per point: name, status, error, log."""
-    settings, records = plan.trajectory, []
-    if not settings.every or task is None or settings.via == "eval_every":
-        return records
-    for seed, run_dir in sorted(finished.get(settings.method, {}).items()):
+    """Evaluate the path's checkpoints of every seed's run in ``runs`` into ``out_file(seed, step)``
+    (the final one is the run's own ``eval/after``); one record per point."""
+    records = []
+    for seed, run_dir in sorted(runs.items()):
         if len(stages(run_dir)) > 1:
-            records.append({"name": f"trajectory/seed{seed}", "status": "failed", "error": "a pipeline"})
+            records.append({"name": f"{label}/seed{seed}", "status": "failed", "error": "a pipeline"})
             continue
-        for step, checkpoint in sorted(_checkpoints(run_dir, settings.every).items()):
-            out = point_file(plan, seed, step)
-            name = f"trajectory/{settings.method}/seed{seed}/step-{step:06d}"
-            if _final_step(run_dir) == step or read_json(out) is not None:
+        for step, checkpoint in sorted(checkpoints_at(run_dir, settings.wants).items()):
+            out = out_file(seed, step)
+            name = f"{label}/seed{seed}/step-{step:06d}"
+            if final_step(run_dir) == step:
                 records.append({"name": name, "status": "reused"})
                 continue
-            if not launch:
-                records.append({"name": name, "status": "missing", "error": "not run (launch: false)"})
-                continue
-            out.parent.mkdir(parents=True, exist_ok=True)
-            recipe = out.with_suffix(".yaml")
-            recipe.write_text(
-                yaml.safe_dump(evaluate_config(run_dir, checkpoint, task, out), sort_keys=False)
-            )
-            argv = [sys.executable, "-m", "es_lightning", "evaluate", "--config", str(recipe)]
-            print(f"[report] evaluating {name}", flush=True)
-            argv = [*argv, *split_overrides(settings.extra_args)]
-            records.append(
-                logged_record(name, argv, out.with_suffix(".log"), lambda out=out: read_json(out) is not None)
-            )
+            config = evaluate_config(run_dir, checkpoint, task, out)
+            records.append(evaluate_point(name, config, out, settings.extra_args, launch))
     return records
 
 
-def _final_step(run_dir: Path) -> int | None:
+def run_trajectory(
+    plan: ReportPlan, finished: dict[str, dict[int, Path]], task: str | None, launch: bool
+) -> list[dict[str, Any]]:
+    """Evaluate every intermediate checkpoint of the path methods' finished runs (reusing
+    evaluations already there); one record per point: name, status, error, log."""
+    settings, records = plan.trajectory, []
+    if not settings.enabled or task is None or settings.via == "eval_every":
+        return records
+    for method in settings.paths:
+        runs = finished.get(method, {})
+
+        def out_file(seed: int, step: int, method: str = method) -> Path:
+            return point_file(plan, seed, step, method)
+
+        records += path_records(settings, runs, task, out_file, f"trajectory/{method}", launch)
+    return records
+
+
+def final_step(run_dir: Path) -> int | None:
     """The update of the run's final checkpoint (its ``eval/after`` evaluates it)."""
     try:
         latest = (Path(run_dir) / "checkpoints" / "latest").read_text().strip()
@@ -129,50 +165,73 @@ def _final_step(run_dir: Path) -> int | None:
         return None
 
 
-def point_outcomes(plan: ReportPlan, seed: int, run_dir: Path, step: int, task: str) -> Outcomes | None:
-    """The outcomes of path point ``step``: the report's evaluation of the checkpoint, else the
+def point_outcomes(out: Path, run_dir: Path, step: int, task: str) -> Outcomes | None:
+    """The outcomes of a path point: the report's evaluation ``out`` of the checkpoint, else the
     run's own in-run evaluation ``eval/step-{step}``."""
-    out = point_file(plan, seed, step)
-    found = read_outcomes(completions_file(out.parent, out.stem, task))
-    return found or read_outcomes(completions_file(Path(run_dir) / "eval", f"step-{step:06d}", task))
+    found = evaluation_outcomes(out.parent, out.stem, task)
+    return found or evaluation_outcomes(Path(run_dir) / "eval", f"step-{step:06d}", task)
 
 
-def point_summary(plan: ReportPlan, seed: int, run_dir: Path, step: int, task: str) -> dict[int, float]:
-    data = read_json(point_file(plan, seed, step)) or read_json(
-        Path(run_dir) / "eval" / f"step-{step:06d}.json"
-    )
+def point_summary(out: Path, run_dir: Path, step: int, task: str) -> dict[int, float]:
+    data = read_json(out) or read_json(Path(run_dir) / "eval" / f"step-{step:06d}.json")
     return pass_at_k((data or {}).get(task))
 
 
-def collect_trajectory(
-    plan: ReportPlan, finished: dict[str, dict[int, Path]], task: str | None, updates: int | None
-) -> tuple[dict[str, Any] | None, dict[str, dict[int, Outcomes | None]]]:
-    """The report's ``trajectory`` block (steps, Pass@K per seed and step) and the path points'
-    outcomes ``{point name: {seed: Outcomes}}`` (step 0 and the last step are ``base`` and the
-    method itself, already in the report's outcomes). ``updates`` is the method's budget (when
-    ``None``, the update of its final checkpoint)."""
-    settings = plan.trajectory
-    runs = finished.get(settings.method, {})
-    if not updates and runs:  # a run sized by epochs: its final checkpoint says how long it was
-        updates = max((step for d in runs.values() if (step := _final_step(d)) is not None), default=None)
-    if not settings.every or task is None or not runs or not updates:
-        return None, {}
-    steps = list(range(settings.every, updates, settings.every))
+def budget(runs: dict[int, Path], updates: int | None) -> int | None:
+    """The method's budget: ``updates``, else (a run sized by epochs) its final checkpoint's update."""
+    if not updates and runs:
+        updates = max((step for d in runs.values() if (step := final_step(d)) is not None), default=None)
+    return updates
+
+
+def collect_path(
+    plan: ReportPlan, method: str, runs: dict[int, Path], task: str, updates: int
+) -> tuple[dict[str, Any], dict[str, dict[int, Outcomes | None]]]:
+    """One path's ``{"steps", "points", "per_seed"}`` and its points' outcomes."""
+    steps = plan.trajectory.points(updates)
     per_seed: dict[str, dict[str, Any]] = {}
     points: dict[str, dict[int, Outcomes | None]] = {}
     for seed, run_dir in sorted(runs.items()):
         per_seed[str(seed)] = {}
         for step in steps:
-            curve = point_summary(plan, seed, run_dir, step, task)
+            out = point_file(plan, seed, step, method)
+            curve = point_summary(out, run_dir, step, task)
             if curve:
                 per_seed[str(seed)][str(step)] = {str(k): v for k, v in curve.items()}
-            points.setdefault(point_name(settings.method, step), {})[seed] = point_outcomes(
-                plan, seed, run_dir, step, task
-            )
-    return {
-        "method": settings.method,
-        "every": settings.every,
+            points.setdefault(point_name(method, step), {})[seed] = point_outcomes(out, run_dir, step, task)
+    block = {
         "steps": [0, *steps, updates],
-        "points": ["base", *(point_name(settings.method, s) for s in steps), settings.method],
+        "points": ["base", *(point_name(method, s) for s in steps), method],
         "per_seed": per_seed,
-    }, points
+    }
+    return block, points
+
+
+def collect_trajectory(
+    plan: ReportPlan,
+    finished: dict[str, dict[int, Path]],
+    task: str | None,
+    budgets: dict[str, int | None] | None = None,
+) -> tuple[dict[str, Any] | None, dict[str, dict[int, Outcomes | None]]]:
+    """The report's ``trajectory`` block (``paths``: each path's steps, points and Pass@K per seed
+    and step; the primary path's also at the top) and the path points' outcomes ``{point name:
+    {seed: Outcomes}}`` (step 0 and the last step are ``base`` and the method itself, already in
+    the report's outcomes). ``budgets`` are the methods' updates (absent: the update of the
+    final checkpoint). The block is ``None`` without the primary path."""
+    settings = plan.trajectory
+    if not settings.enabled or task is None:
+        return None, {}
+    paths: dict[str, dict[str, Any]] = {}
+    points: dict[str, dict[int, Outcomes | None]] = {}
+    for method in settings.paths:
+        runs = finished.get(method, {})
+        updates = budget(runs, (budgets or {}).get(method))
+        if not runs or not updates:
+            continue
+        paths[method], found = collect_path(plan, method, runs, task, updates)
+        points.update(found)
+    primary = paths.get(settings.primary)
+    if primary is None:
+        return None, points
+    head = {"method": settings.primary, "every": settings.every, "at_steps": sorted(settings.steps)}
+    return {**head, **primary, "paths": paths}, points

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -42,6 +42,10 @@ class TrainerConfig:
     """Nodes (launch with torchrun or SLURM; see the README)."""
     checkpoint_every: int = 0
     """Save a checkpoint every this many updates (0: only at the end)."""
+    checkpoint_steps: list[int] = field(default_factory=list)
+    """Also save a checkpoint after exactly these updates (e.g. ``[1, 2, 3, 5, 7, 10]``: the early
+    points of a trajectory that ``checkpoint_every`` would miss); ``keep_last`` never deletes them.
+    Steps past the run's end are never reached; in a pipeline they count each stage's own updates."""
     eval_every: int = 0
     """Evaluate every this many updates (0: only before and after training)."""
     eval_before: bool = True
@@ -58,7 +62,7 @@ class TrainerConfig:
     checkpoints and evaluations are deleted first (other files are left alone)."""
     keep_last: int | None = None
     """Keep only the newest this many checkpoints (``None``: keep all; at 7B every ES checkpoint is
-    about 30 GB)."""
+    about 30 GB), besides those at ``checkpoint_steps``."""
     resume_allow_changes: bool | list[str] = False
     """What a resume may change of the settings that decide an update: the strategy (name and its
     settings such as σ, α, N, normalization, estimator, optimizer, GRPO's group size and clipping)
@@ -100,6 +104,11 @@ class TrainerConfig:
         for name in ("checkpoint_every", "eval_every", "data_offset", "log_samples_every"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"trainer.{name} must be >= 0, got {getattr(self, name)}")
+        bad = [step for step in self.checkpoint_steps if isinstance(step, bool) or step < 1]
+        if bad:
+            raise ConfigError(f"trainer.checkpoint_steps must be updates >= 1, got {bad}")
+        if len(set(self.checkpoint_steps)) != len(self.checkpoint_steps):
+            raise ConfigError(f"trainer.checkpoint_steps repeats a step: {self.checkpoint_steps}")
         if self.log_samples < 1:
             raise ConfigError(f"trainer.log_samples must be >= 1, got {self.log_samples}")
         if self.train_limit is not None and self.train_limit < 1:

@@ -13,13 +13,14 @@ Before a fit starts, :func:`prepare_run_dir` looks for what a run writes into ``
 * otherwise the run is refused with a :class:`~es_lightning.errors.ConfigError` that says so.
 
 Only the artefacts are deleted, never other files in the folder. :func:`prune_checkpoints` keeps
-the newest ``keep_last`` checkpoints.
+the newest ``keep_last`` checkpoints and those at ``checkpoint_steps``.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Collection
 from pathlib import Path
 
 from es_lightning.checkpoint import checkpoints_root, latest_checkpoint
@@ -99,13 +100,18 @@ def _pipeline_checkpoints(output_dir: str | Path) -> bool:
     return any(latest_checkpoint(stage) is not None for stage in Path(output_dir).glob("stage[0-9]*_*"))
 
 
-def prune_checkpoints(output_dir: str | Path, keep_last: int | None) -> list[Path]:
-    """Delete all but the newest ``keep_last`` complete checkpoints (``None``: keep all); the one
-    ``latest`` names is always kept. Returns the deleted folders."""
+def prune_checkpoints(
+    output_dir: str | Path, keep_last: int | None, keep_steps: Collection[int] = ()
+) -> list[Path]:
+    """Delete all but the newest ``keep_last`` complete checkpoints (``None``: keep all) among those
+    not after the updates ``keep_steps`` (``trainer.checkpoint_steps``), which are all kept, as is
+    the one ``latest`` names. Returns the deleted folders."""
     if keep_last is None:
         return []
     newest = latest_checkpoint(output_dir)
-    steps = sorted(p for p in checkpoints_root(output_dir).glob("step-*") if p.is_dir())
+    pinned = {f"step-{step:06d}" for step in keep_steps}
+    found = sorted(p for p in checkpoints_root(output_dir).glob("step-*") if p.is_dir())
+    steps = [p for p in found if p.name not in pinned]
     deleted = []
     for path in steps[: max(0, len(steps) - keep_last)]:
         if path != newest:

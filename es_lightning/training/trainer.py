@@ -229,7 +229,8 @@ class Trainer:
         max_steps: int,
     ) -> None:
         """Updates until ``max_steps`` or a callback's ``should_stop``, each checkpointed every
-        ``checkpoint_every``; between two, a signal stops the run and ``eval_every`` evaluates."""
+        ``checkpoint_every`` and at ``checkpoint_steps``; between two, a signal stops the run and
+        ``eval_every`` evaluates."""
         cfg, fabric = self.config, self.fabric
         bar = tqdm(
             total=max_steps,
@@ -243,7 +244,8 @@ class Trainer:
                 metrics = self._update(strategy, rows)
                 bar.set_postfix(reward=f"{metrics['train/reward_mean']:.3f}")
                 bar.update(1)
-                if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
+                every = cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0
+                if every or self.step in cfg.checkpoint_steps:
                     self.save(self._meta_dir)
             signum = stop.requested(fabric)
             if signum is not None:
@@ -384,7 +386,7 @@ class Trainer:
         )
         self._saved_at = self.step
         if fabric.is_global_zero:
-            prune_checkpoints(self.output_dir, self.config.keep_last)
+            prune_checkpoints(self.output_dir, self.config.keep_last, self.config.checkpoint_steps)
         fabric.barrier()
         self._call("on_checkpoint", trainer=self, step=self.step, path=path)
         return path

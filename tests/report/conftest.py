@@ -73,7 +73,11 @@ def build_runs(root: Path) -> dict[str, Any]:
             inputs["after"].setdefault(method, {})[seed] = after
             inputs["counts"].setdefault(method, {})[seed] = counts
             run_dir = runs / method / f"seed{seed}"
-            given = {"before_counts": before_counts, "after_counts": counts}
+            given = {
+                "before_counts": before_counts,
+                "after_counts": counts,
+                "greedy": method != "es_permuted",
+            }
             if "_then_" in method:
                 metrics = [training_metrics(rng, 5, ENTROPY_SLOPE[method]) for _ in range(2)]
                 inputs["metrics"].setdefault(method, {})[seed] = metrics

@@ -34,8 +34,14 @@ def counts_summary(counts: np.ndarray, m: int = 32) -> dict[str, float]:
     curve = pass_at_k_curve([int(c) for c in counts], m)
     out = {"n_prompts": float(len(counts)), "n_samples": float(m), "mean_reward": float(np.mean(counts) / m)}
     out.update({f"pass@{k}": v for k, v in curve.items()})
-    out["greedy"] = float(np.mean(counts > m / 2))
+    out["greedy"] = float(np.mean(greedy_of(counts, m)))
     return out
+
+
+def greedy_of(counts: np.ndarray, m: int = 32) -> np.ndarray:
+    """The synthetic evaluations' greedy outcome per problem: 1 where more than half the samples are
+    correct (as :func:`counts_summary`'s ``greedy``)."""
+    return (np.asarray(counts) > m / 2).astype(int)
 
 
 def draw_counts(p: np.ndarray, rng: np.random.Generator, m: int = 32) -> np.ndarray:
@@ -44,14 +50,23 @@ def draw_counts(p: np.ndarray, rng: np.random.Generator, m: int = 32) -> np.ndar
 
 
 def write_outcomes(
-    eval_dir: Path, tag: str, counts: np.ndarray, m: int = 32, order: list[int] | None = None
+    eval_dir: Path,
+    tag: str,
+    counts: np.ndarray,
+    m: int = 32,
+    order: list[int] | None = None,
+    greedy: np.ndarray | None = None,
 ) -> Path:
     """``{tag}_{TASK}_completions.jsonl``: problem ``i`` is ``{"question": "q<i>"}`` with ``counts[i]``
-    rewards of 1 among its ``m`` (in the order ``order``, default 0..P−1)."""
+    rewards of 1 among its ``m`` (in the order ``order``, default 0..P−1), and with ``greedy`` a
+    greedy answer whose reward is ``greedy[i]``."""
     rows = []
     for i in order if order is not None else range(len(counts)):
         rewards = [1.0] * int(counts[i]) + [0.0] * (m - int(counts[i]))
-        rows.append(json.dumps({"question": f"q{i}", "completions": ["x"] * m, "rewards": rewards}))
+        row = {"question": f"q{i}", "completions": ["x"] * m, "rewards": rewards}
+        if greedy is not None:
+            row |= {"greedy": "g", "greedy_reward": float(greedy[i])}
+        rows.append(json.dumps(row))
     path = Path(eval_dir) / f"{tag}_{TASK}_completions.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(rows) + "\n")
@@ -67,13 +82,15 @@ def write_single(
     max_steps: int = 10,
     before_counts: np.ndarray | None = None,
     after_counts: np.ndarray | None = None,
+    greedy: bool = False,
 ) -> None:
     """A single run folder: config.yaml, metrics.jsonl, eval/before.json, eval/after.json, a checkpoint
-    (and the evaluations' completions with rewards when their counts are given)."""
+    (and the evaluations' completions with rewards when their counts are given; with ``greedy`` a
+    greedy answer per problem, correct where more than half the samples are: :func:`greedy_of`)."""
     (run_dir / "eval").mkdir(parents=True, exist_ok=True)
     for tag, counts in (("before", before_counts), ("after", after_counts)):
         if counts is not None:
-            write_outcomes(run_dir / "eval", tag, counts)
+            write_outcomes(run_dir / "eval", tag, counts, greedy=greedy_of(counts) if greedy else None)
     (run_dir / "config.yaml").write_text(f"module:\n  model: {model}\ntrainer:\n  max_steps: {max_steps}\n")
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
     if before is not None:
@@ -118,6 +135,7 @@ def write_pipeline(
     stage_metrics: list[list[dict]],
     before_counts: np.ndarray | None = None,
     after_counts: np.ndarray | None = None,
+    greedy: bool = False,
 ) -> None:
     """A pipeline folder: pipeline.json and one single-run folder per stage."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -137,6 +155,7 @@ def write_pipeline(
             metrics,
             before_counts=before_counts if i == 0 else None,
             after_counts=after_counts if last else None,
+            greedy=greedy,
         )
 
 
@@ -183,3 +202,17 @@ def write_analysis(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data))
     return data
+
+
+PATH_DEPENDENT = ("command", "runs", "failures", "config", "figures", "skipped_figures")
+"""report.json keys that name the report's folder or its run records (not its numbers)."""
+
+
+def assert_same_report(first: dict[str, Any], second: dict[str, Any]) -> None:
+    """Two reports of the same runs in two folders hold the same numbers, outcomes and verdicts."""
+    assert {k for k in first if k not in PATH_DEPENDENT} == {k for k in second if k not in PATH_DEPENDENT}
+    for key in first:
+        if key not in PATH_DEPENDENT:
+            assert first[key] == second[key], key
+    config = [{k: v for k, v in r["config"].items() if k != "output_dir"} for r in (first, second)]
+    assert config[0] == config[1]

@@ -1,6 +1,6 @@
 """docs/report/REPORT.md is what the committed run summaries rebuild with today's rules: nothing in
 it is edited by hand, and a change of the rules or numbers shows here until the page is written
-again (docs/report/cpu/README.md says how)."""
+again (results/report_cpu_v2/README.md says how)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ def _body(text: str) -> list[str]:
 @pytest.mark.slow
 def test_the_committed_report_is_what_its_summaries_rebuild(tmp_path):
     out = tmp_path / "report_cpu"
-    shutil.copytree(ROOT / "docs" / "report" / "cpu", out)
+    shutil.copytree(ROOT / "results" / "report_cpu_v2", out)
+    assert not list(out.rglob("*_completions.jsonl"))  # per-problem counts only
     argv = [sys.executable, "-m", "es_lightning", "report", "--config", "recipes/report_cpu.yaml"]
     argv += ["--output_dir", str(out), "--launch", "false"]
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)

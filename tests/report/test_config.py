@@ -50,7 +50,9 @@ def test_cpu_recipe_quick_plan():
     assert len(specs) == 6 + 2 + 2 + 2 + 3 + 2
     assert [(s.group, s.label) for s in specs[-2:]] == [("forgetting", "es"), ("forgetting", "grpo")]
     assert kwargs["forgetting"].out_of_domain == "arithmetic" and kwargs["forgetting"].margin == 0.05
-    by_method = {s.group: s.overrides for s in specs[:6]}
+    quick = ("--trainer.max_steps", "6", "--evaluation.limit", "50", "--evaluation.greedy", "false")
+    assert all(s.overrides[-6:] == quick for s in specs[:6])  # last: the quick sizes win
+    by_method = {s.group: s.overrides[:-6] for s in specs[:6]}
     assert by_method["es_permuted"][-2:] == ("--strategy.init_args.reward_control", "permuted")
     lowrank = ("--strategy.init_args.perturbation", "lowrank", "--strategy.init_args.rank", "4")
     assert by_method["es_lowrank"][-4:] == lowrank

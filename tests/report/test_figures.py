@@ -64,3 +64,47 @@ def test_pareto_error_bars_only_for_two_seeds_or_more(n, bars):
     assert all(c.has_xerr is bars and c.has_yerr is bars for c in containers)
     low, high = ax.get_xlim()  # Pass@1 0.08 points apart: not magnified
     assert high - low >= 10.0 and 0.0 <= low and high <= 100.0
+
+
+def _point(pass1: float, pass4: float) -> dict[str, dict[str, float]]:
+    return {"1": {"estimate": pass1}, "4": {"estimate": pass4}}
+
+
+def test_pareto_draws_every_trajectory_and_the_base_temperature_path_dotted():
+    report = _report(n=1)
+    intervals = report["intervals"]["pass_at_k"]
+    intervals |= {
+        "grpo@5": _point(0.55, 0.80),
+        "grpo_t06@5": _point(0.52, 0.85),
+        "base@T0.4": _point(0.52, 0.60),
+    }
+    intervals |= {"grpo": _point(0.4778, 0.99), "grpo_t06": _point(0.50, 0.90)}
+    paths = {
+        "grpo": {"steps": [0, 5, 10], "points": ["base", "grpo@5", "grpo"]},
+        "grpo_t06": {"steps": [0, 5, 10], "points": ["base", "grpo_t06@5", "grpo_t06"]},
+    }
+    report["trajectory"] = {"method": "grpo", **paths["grpo"], "paths": paths}
+    report["sharpening"] = {"temperatures": [0.6, 0.4], "points": ["base", "base@T0.4"]}
+    _, (ax,) = new_figure()
+    draw_pareto(ax, report, "4")
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert {"grpo trajectory", "grpo_t06 trajectory", "base at T (sharpening)"} <= set(lines)
+    sharpening = lines["base at T (sharpening)"]
+    assert sharpening.get_linestyle() == ":"
+    assert sharpening.get_xydata().tolist() == [[47.0, 69.0], [52.0, 60.0]]  # base, then T = 0.4
+    assert {t.get_text() for t in ax.texts} >= {"T=0.6", "T=0.4", "0", "5", "10"}
+
+
+def test_each_trajectory_has_its_end_points_colour():
+    report = _report(n=1)
+    report["pareto"]["4"]["points"]["grpo_t06"] = (0.50, 0.90)  # a method without a colour of its own
+    report["evaluations"]["pass_at_k"]["grpo_t06"] = _row({"1": 0.50, "4": 0.90}, 0.0, 1)
+    intervals = report["intervals"]["pass_at_k"]
+    intervals |= {"grpo_t06@5": _point(0.52, 0.85), "grpo_t06": _point(0.50, 0.90)}
+    path = {"steps": [0, 5, 10], "points": ["base", "grpo_t06@5", "grpo_t06"]}
+    report["trajectory"] = {"method": "grpo_t06", **path, "paths": {"grpo_t06": path}}
+    _, (ax,) = new_figure()
+    draw_pareto(ax, report, "4")
+    (line,) = [line for line in ax.get_lines() if line.get_label() == "grpo_t06 trajectory"]
+    (marker,) = [c for c in ax.containers if c.get_label() == "grpo_t06"]
+    assert line.get_color() == marker.lines[0].get_color()

@@ -11,10 +11,12 @@ import pytest
 from es_lightning.errors import ConfigError
 from es_lightning.report.claims import judge
 from es_lightning.report.command import build_plan
-from es_lightning.report.config import ForgettingSettings
+from es_lightning.report.config import ForgettingSettings, TrajectorySettings
 from es_lightning.report.forgetting import collect_forgetting
+from es_lightning.report.forgetting_path import forgetting_point_file, run_forgetting_path
 from es_lightning.report.markdown import render
 from es_lightning.report.runs import plan_runs
+from es_lightning.report.trajectory import evaluate_config
 
 M = 8
 TASKS = ("countdown_tiny", "arithmetic")
@@ -98,3 +100,64 @@ def test_numbers_are_read_from_the_runs_completions_and_rendered(tmp_path):
 
 def test_no_setting_no_block(tmp_path):
     assert collect_forgetting(build_plan({"es": "es.yaml"}, tmp_path), {}) is None
+
+
+def _path_settings(**kwargs) -> ForgettingSettings:
+    methods = {"es": "f_es.yaml", "es_permuted": "f_es.yaml", "grpo": "f_grpo.yaml"}
+    return ForgettingSettings(
+        methods=methods,
+        ks=[1, 8],
+        method_overrides={"es_permuted": ["--strategy.init_args.reward_control permuted"]},
+        overrides=["--evaluation.num_samples 8"],
+        trajectory=TrajectorySettings(method="grpo", steps=[1, 2, 5, 30]),
+        **kwargs,
+    )
+
+
+def test_the_control_and_the_path_are_planned(tmp_path):
+    plan = build_plan({"es": "es.yaml"}, tmp_path, seeds=1, overrides=["--x 1"], forgetting=_path_settings())
+    tail = {s.label: s.overrides for s in plan_runs(plan) if s.group == "forgetting"}
+    assert tail["es"] == ("--x", "1", "--evaluation.num_samples", "8")
+    assert tail["es_permuted"] == (*tail["es"], "--strategy.init_args.reward_control", "permuted")
+    assert tail["grpo"] == (*tail["es"], "--trainer.checkpoint_steps", "[1, 2, 5, 30]")
+    with pytest.raises(ConfigError, match=r"forgetting.trajectory names methods that are not run: \['ppo'\]"):
+        ForgettingSettings(methods={"es": "a.yaml"}, trajectory=TrajectorySettings(method="ppo", steps=[1]))
+
+
+def test_the_paths_checkpoints_are_evaluated_on_both_tasks_and_enter_each_tasks_outcomes(tmp_path):
+    plan = build_plan({"es": "es.yaml"}, tmp_path, seeds=1, forgetting=_path_settings())
+    run_dir = tmp_path / "runs" / "forgetting" / "grpo" / "seed0"
+    (run_dir / "config.yaml").parent.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(
+        "module: {model: m}\ntrainer: {max_steps: 10}\neval_tasks: {countdown_tiny: c, arithmetic: a}\n"
+    )
+    for step in (1, 2, 5, 8, 10):  # 8: a checkpoint_every the path does not want; 10: the end (eval/after)
+        (run_dir / "checkpoints" / f"step-{step:06d}").mkdir(parents=True)
+        (run_dir / "checkpoints" / f"step-{step:06d}" / "trainer_state.json").write_text("{}")
+    (run_dir / "checkpoints" / "latest").write_text("step-000010")
+    for task in TASKS:
+        for tag in ("before", "after"):
+            _write(run_dir / "eval", tag, task, [1, 2, 3])
+    records = run_forgetting_path(plan, {"grpo": {0: run_dir}}, launch=False)
+    names = [(r["name"].rsplit("/", 1)[1], r["status"]) for r in records]
+    assert names == [
+        ("step-000001", "missing"),
+        ("step-000002", "missing"),
+        ("step-000005", "missing"),
+    ]  # 8 and the end (10) are not steps of the path; 30 lies past the run
+    out = forgetting_point_file(plan, "grpo", 0, 2)
+    assert out == tmp_path / "trajectory" / "forgetting" / "grpo" / "seed0" / "step-000002.json"
+    for task, counts in zip(TASKS, ([4, 4, 4], [0, 1, 0])):
+        _write(out.parent, out.stem, task, counts)  # es-lightning evaluate of two tasks: {stem}_{task}_...
+    block = collect_forgetting(plan, {"grpo": {0: run_dir}})
+    assert block["trajectory"] == {
+        "grpo": {
+            "steps": [0, 1, 2, 5, 10],
+            "points": ["grpo/before", "grpo@1", "grpo@2", "grpo@5", "grpo/after"],
+        }
+    }
+    assert block["outcomes"]["countdown_tiny"]["counts"]["grpo@2"] == {"0": [4, 4, 4]}
+    assert block["outcomes"]["arithmetic"]["counts"]["grpo@2"] == {"0": [0, 1, 0]}
+    assert "grpo@1" in block["outcomes"]["arithmetic"]["missing"]  # not evaluated yet
+    config = evaluate_config(run_dir, run_dir / "checkpoints" / "step-000002", list(TASKS), out)
+    assert config["task"] == ["c", "a"]  # the run's eval_tasks entries, one engine

@@ -10,6 +10,8 @@ import pytest
 from es_lightning.report import Ablation, DriftSettings, run_report
 from es_lightning.report.config import TrajectorySettings
 from es_lightning.report.runs import LOG_NAME
+from es_lightning.report.summaries import export_summaries
+from tests.report.synthetic import assert_same_report
 
 TINY_RECIPE = """
 module:
@@ -29,7 +31,7 @@ trainer:
   batch_size: 4
   accelerator: cpu
   progress_bar: false
-evaluation: {num_samples: 2, temperature: 0.6, max_tokens: 6, ks: [1, 2], greedy: false}
+evaluation: {num_samples: 2, temperature: 0.6, max_tokens: 6, ks: [1, 2], greedy: true}
 """
 
 
@@ -75,3 +77,11 @@ def test_real_runs_then_reuse(tmp_path: Path):
     assert {p: p.stat().st_mtime_ns for p in logs} == logs  # nothing was rerun or re-evaluated
     saved = json.loads((tmp_path / "report" / "report.json").read_text())
     assert saved["evaluations"] == again["evaluations"] == report["evaluations"]
+
+    # its summaries (counts, no completions, no weights) rebuild the same report.json
+    export_summaries(tmp_path / "report", tmp_path / "kept")
+    assert not list((tmp_path / "kept").rglob("*_completions.jsonl"))
+    from_counts = run_report(**{**kwargs, "output_dir": tmp_path / "kept", "launch": False})
+    assert from_counts["outcomes"] == saved["outcomes"]
+    assert {m: len(g["0"]) for m, g in saved["outcomes"]["greedy"].items()} == {"base": 4, "es": 4, "es@1": 4}
+    assert_same_report(saved, json.loads((tmp_path / "kept" / "report.json").read_text()))

@@ -44,6 +44,19 @@ def test_counts_from_the_evaluations_own_writer(tmp_path):
     first, second, third = outcomes.problems
     assert first == problem_id(ROWS[0]) and third == f"{first}#2"  # a repeated row is numbered
     assert second != first
+    assert outcomes.greedy == [1, 0, 1]  # each greedy answer's reward by the same rule
+
+
+def test_greedy_outcomes_need_a_greedy_reward_on_every_row(tmp_path):
+    rewards = [[1.0]] * 3
+    path = write_completions_file(
+        tmp_path / "g.jsonl", ROWS, [["a"]] * 3, ["g"] * 3, rewards, [0.5, float("nan"), 1.0]
+    )
+    assert read_outcomes(path).greedy == [0, 0, 1]  # partial credit and a non-finite (null) reward fail
+    assert (
+        read_outcomes(write_completions_file(tmp_path / "n.jsonl", ROWS, [["a"]] * 3, rewards=rewards)).greedy
+        is None
+    )
 
 
 def test_without_rewards_there_are_no_outcomes(tmp_path):
@@ -67,6 +80,13 @@ def test_methods_are_paired_by_problem_not_by_line(tmp_path):
     block = collect_outcomes({"base": {0: a}, "es": {0: b, 1: None}}, TASK)
     assert block["counts"] == {"base": {"0": [3, 1, 0, 2]}, "es": {"0": [3, 1, 0, 2]}}
     assert block["missing"] == {"es": "seed 1: no completions with rewards"}
+    assert block["greedy"] == {}  # no greedy pass
+    greedy = np.array([1, 0, 0, 1])
+    write_outcomes(tmp_path / "c", "after", np.array([3, 1, 0, 2]), order=[2, 0, 3, 1], greedy=greedy)
+    c = read_outcomes(completions_file(tmp_path / "c", "after", TASK))
+    assert c.greedy == [0, 1, 1, 0]  # in the file's order
+    block = collect_outcomes({"base": {0: a}, "grpo": {0: c, 1: c}}, TASK)
+    assert block["greedy"] == {"grpo": {"0": [1, 0, 0, 1], "1": [1, 0, 0, 1]}}  # in the problems' order
 
 
 def test_run_outcomes_of_single_runs_and_pipelines(tmp_path):

@@ -14,7 +14,7 @@ from es_lightning.report import DriftSettings, run_report
 from es_lightning.report.pareto import dominates
 from es_lightning.report.verdicts import CATEGORIES, category
 from tests.report.conftest import PASS1, SEEDS
-from tests.report.synthetic import TASK, summary, write_single
+from tests.report.synthetic import TASK, greedy_of, summary, write_single
 
 KS = [1, 2, 4, 8, 16, 32]
 METHODS = ["base", *PASS1]
@@ -365,3 +365,15 @@ def test_report_json_keeps_the_per_seed_inputs(synthetic_report, inputs):
                 final_pass(inputs, method, k), abs=1e-12
             )
     assert saved["config"]["seeds"] == SEEDS
+
+
+def test_outcomes_keep_each_evaluations_greedy_answers_per_problem(synthetic_report, inputs):
+    outcomes = synthetic_report["report"]["outcomes"]
+    for method in [m for m in PASS1 if m != "es_permuted"]:  # es_permuted's evaluations had no greedy pass
+        for seed in SEEDS:
+            want = greedy_of(inputs["counts"][method][seed]).tolist()
+            assert outcomes["greedy"][method][str(seed)] == want, (method, seed)
+    assert [outcomes["greedy"]["base"][str(s)] for s in SEEDS] == [
+        greedy_of(inputs["counts"]["base"][s]).tolist() for s in SEEDS
+    ]  # each seed's first run's evaluation of the start
+    assert "es_permuted" not in outcomes["greedy"] and "grpo@5" not in outcomes["greedy"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from es_lightning.report import Ablation, DriftSettings, run_report
 from es_lightning.report.command import build_plan
@@ -115,6 +116,27 @@ def test_quick_mode_uses_one_seed_quick_overrides_and_quick_values(tmp_path):
     )
     assert full.seeds == [0, 1, 2] and full.overrides == []
     assert len(plan_runs(full)) == 3 + 4 * 3
+
+
+def test_the_quick_sizes_come_after_a_methods_own_overrides_and_before_an_ablations(tmp_path):
+    from es_lightning.report.config import ForgettingSettings
+
+    plan = build_plan(
+        {"es": "es.yaml"},
+        tmp_path,
+        quick=True,
+        overrides=["--a 1"],
+        quick_overrides=["--callbacks []"],
+        method_overrides={"es": ["--callbacks [x]"]},
+        ablations={
+            "n": Ablation(recipe="es.yaml", values=[8], parameter="p", overrides=["--trainer.max_steps 30"])
+        },
+        forgetting=ForgettingSettings(methods={"es": "f.yaml"}, overrides=["--callbacks [y]"]),
+    )
+    by_name = {s.name: s.overrides for s in plan_runs(plan)}
+    assert by_name["es/seed0"] == ("--a", "1", "--callbacks", "[x]", "--callbacks", "[]")
+    assert by_name["forgetting/es/seed0"] == ("--a", "1", "--callbacks", "[y]", "--callbacks", "[]")
+    assert by_name["n/8/seed0"] == ("--a", "1", "--callbacks", "[]", "--trainer.max_steps", "30", "--p", "8")
 
 
 def test_finished_runs_are_reused_and_failures_recorded(tmp_path):
@@ -404,3 +426,17 @@ def test_stopping_the_report_stops_its_run_the_runs_own_way_before_it_exits(tmp_
     assert marks.read_text().splitlines() == ["started", "term", "saved"]  # one TERM, saved before the exit
     assert code == (143 if signum == "SIGTERM" else -signal.SIGINT)  # Ctrl-C: Python's own exit
     assert json.loads(measure.read_text())["returncode"] == 143  # the measure waited and recorded it
+
+
+def test_a_pipeline_stage_setting_is_part_of_the_runs_resolved_configuration(tmp_path):
+    from es_lightning.report.runs import resolved_key
+    from tests.helpers import REPO
+
+    recipe = str(REPO / "recipes" / "coverage_cpu_grpo_then_es.yaml")
+    alpha = ("--stages.es.strategy.init_args.learning_rate", "3.0e-3")
+    keys = [
+        yaml.safe_load(resolved_key(RunSpec("grpo_then_es", None, 0, recipe, extra, tmp_path / "run")))
+        for extra in ((), alpha)
+    ]
+    rates = [[s["strategy"]["init_args"]["learning_rate"] for s in key["stages"]] for key in keys]
+    assert rates == [[1e-4, 1e-3], [1e-4, 3e-3]]

@@ -1,16 +1,19 @@
-"""Summaries kept in git: the files the report reads, sample texts stripped, the same outcomes."""
+"""Summaries kept in git: the files the report reads, per-problem counts for completions, the same report."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
 
-from es_lightning.report.outcomes import read_outcomes
+from es_lightning.report import DriftSettings, run_report
+from es_lightning.report.outcomes import Outcomes, evaluation_outcomes, read_outcomes
 from es_lightning.report.readers import is_finished
 from es_lightning.report.summaries import export_summaries, main
-from tests.report.synthetic import TASK, summary, write_single
+from tests.report.conftest import ABLATIONS, PASS1, SEEDS, TRAJECTORY
+from tests.report.synthetic import TASK, assert_same_report, greedy_of, summary, write_outcomes, write_single
 
 
 def test_a_run_folder_is_summarised_without_weights_and_reads_the_same(tmp_path):
@@ -18,7 +21,7 @@ def test_a_run_folder_is_summarised_without_weights_and_reads_the_same(tmp_path)
     run = tmp_path / "runs" / "es" / "seed0"
     counts = rng.integers(0, 33, size=50)
     write_single(run, summary(0.3, rng), summary(0.4, rng), [{"step": 1, "train/reward_mean": 0.3}],
-                 before_counts=counts, after_counts=counts[::-1].copy())  # fmt: skip
+                 before_counts=counts, after_counts=counts[::-1].copy(), greedy=True)  # fmt: skip
     (run / "checkpoints" / "step-000001" / "master.safetensors").write_bytes(b"\0" * 1000)
     (run / "report_run.log").write_text("log\n")
     curve = tmp_path / "runs" / "analysis" / "es" / "seed0_thresholded" / "completions"
@@ -35,15 +38,49 @@ def test_a_run_folder_is_summarised_without_weights_and_reads_the_same(tmp_path)
         n.startswith("es/seed0/checkpoints") or "tensorboard" in n or n.endswith(".log") for n in names
     )
     for tag in ("before", "after"):
-        name = f"{tag}_{TASK}_completions.jsonl"
-        original = read_outcomes(run / "eval" / name)
-        kept = read_outcomes(out / "es" / "seed0" / "eval" / name)
-        assert kept == original  # same problem ids, counts and M
-        row = json.loads((out / "es" / "seed0" / "eval" / name).read_text().splitlines()[0])
-        assert "completions" not in row and len(row["rewards"]) == 32
+        original = read_outcomes(run / "eval" / f"{tag}_{TASK}_completions.jsonl")
+        assert not (out / "es" / "seed0" / "eval" / f"{tag}_{TASK}_completions.jsonl").exists()
+        kept = json.loads((out / "es" / "seed0" / "eval" / f"{tag}_{TASK}_counts.json").read_text())
+        assert set(kept) == {"m", "problems", "counts", "greedy"} and kept["m"] == 32
+        assert (
+            evaluation_outcomes(out / "es" / "seed0" / "eval", tag, TASK) == original
+        )  # ids, counts, M, greedy
+        assert original.greedy == greedy_of(counts if tag == "before" else counts[::-1]).tolist()
     assert is_finished(out / "es" / "seed0")
-    kept_curve = out / "analysis" / "es" / "seed0_thresholded" / "completions" / "completions-tau-0.001.jsonl"
-    assert json.loads(kept_curve.read_text()) == {"target": 2, "rewards": [1.0]}
+    kept_curve = out / "analysis" / "es" / "seed0_thresholded" / "completions" / "counts-tau-0.001.json"
+    assert json.loads(kept_curve.read_text())["counts"] == [1]
+    assert not any(n.endswith("completions.jsonl") or "/completions-" in n for n in names)
+
+
+def test_an_evaluation_is_read_from_its_counts_only_when_its_completions_are_absent(tmp_path):
+    write_outcomes(tmp_path / "eval", "step-000005", np.array([3, 0, 2]), m=4, greedy=np.array([1, 0, 1]))
+    (tmp_path / "eval" / "step-000005_counts.json").write_text(
+        json.dumps({"m": 4, "problems": ["a", "b"], "counts": [4, 4], "greedy": None})
+    )
+    assert evaluation_outcomes(tmp_path / "eval", "step-000005", TASK).counts == [3, 0, 2]  # the completions
+    (tmp_path / "eval" / f"step-000005_{TASK}_completions.jsonl").unlink()
+    assert evaluation_outcomes(tmp_path / "eval", "step-000005", TASK) == Outcomes(["a", "b"], [4, 4], 4)
+    for bad in ({"m": 4, "problems": ["a"], "counts": [1, 2]}, {"m": 0, "problems": [], "counts": []}, []):
+        (tmp_path / "eval" / "step-000005_counts.json").write_text(json.dumps(bad))
+        assert evaluation_outcomes(tmp_path / "eval", "step-000005", TASK) is None
+
+
+def test_the_report_from_the_counts_is_the_report_from_the_completions(synthetic_report, tmp_path):
+    """The synthetic report's runs, analyses and trajectory summarised (counts, no completions) and
+    reported again: every block of report.json is the same."""
+    export_summaries(synthetic_report["dir"], tmp_path / "kept")
+    assert not list((tmp_path / "kept").rglob("*_completions.jsonl"))
+    shutil.copytree(tmp_path / "kept", tmp_path / "again")
+    again = run_report(
+        methods={m: f"{m}.yaml" for m in PASS1},
+        output_dir=tmp_path / "again",
+        seeds=len(SEEDS),
+        ablations=ABLATIONS,
+        trajectory=TRAJECTORY,
+        drift=DriftSettings(export_thresholded=[1e-4, 5e-4, 1e-3], evaluate="arithmetic"),
+        launch=False,
+    )
+    assert_same_report(synthetic_report["report"], again)
 
 
 def test_a_run_that_has_not_finished_is_left_out(tmp_path, capsys):

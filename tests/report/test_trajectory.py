@@ -57,6 +57,19 @@ def test_only_the_trajectory_method_saves_its_points(tmp_path):
 def test_settings_are_checked():
     with pytest.raises(ConfigError, match="trajectory.every"):
         TrajectorySettings(every=-1)
+    for steps in ([0, 5], [5, 5]):
+        with pytest.raises(ConfigError, match="trajectory.steps must be distinct updates >= 1"):
+            TrajectorySettings(steps=steps)
+    with pytest.raises(ConfigError, match="trajectory.steps need via: checkpoints"):
+        TrajectorySettings(steps=[1], via="eval_every")
+    with pytest.raises(ConfigError, match="trajectory.methods repeats"):
+        TrajectorySettings(methods=["grpo", "grpo"])
+    with pytest.raises(ConfigError, match=r"\['grpo_t06'\] are not one of the methods"):
+        build_plan(
+            {"grpo": "g.yaml"},
+            Path("/tmp/x"),
+            trajectory=TrajectorySettings(methods=["grpo", "grpo_t06"], steps=[1]),
+        )
     with pytest.raises(ConfigError, match="not one of the methods"):
         build_plan({"es": "es.yaml"}, Path("/tmp/x"), trajectory=TrajectorySettings(method="grpo", every=5))
 
@@ -106,8 +119,73 @@ def test_points_are_reused_planned_or_read_from_in_run_evaluations(tmp_path):
         ("step-000010", "missing"),  # no report evaluation yet (launch false): the in-run one is read below
         ("step-000015", "reused"),  # the final checkpoint is the run's own eval/after
     ]
-    block, points = collect_trajectory(plan, finished, TASK, updates=15)
+    block, points = collect_trajectory(plan, finished, TASK, {"grpo": 15})
     assert block["steps"] == [0, 5, 10, 15] and block["points"] == ["base", "grpo@5", "grpo@10", "grpo"]
-    assert collect_trajectory(plan, finished, TASK, updates=None)[0] == block  # an epochs-sized run
+    assert collect_trajectory(plan, finished, TASK, None)[0] == block  # an epochs-sized run
     assert points["grpo@5"][0].counts == points["grpo@10"][0].counts == [3, 0, 4, 1]
     assert block["per_seed"]["0"]["5"]["1"] == pytest.approx(counts.mean() / 4)
+
+
+def test_a_path_is_its_steps_and_every_kth_update():
+    settings = TrajectorySettings(every=10, steps=[1, 2, 3, 5, 7, 15, 30])
+    assert settings.points(40) == [1, 2, 3, 5, 7, 10, 15, 20, 30]  # 40 itself is the method's end
+    assert TrajectorySettings(steps=[7, 2]).points(5) == [2]  # a step past the run is not there
+    assert TrajectorySettings(every=5).points(15) == [5, 10]
+    assert not TrajectorySettings().enabled and TrajectorySettings(steps=[3]).enabled
+    assert TrajectorySettings(method="x").paths == ["x"]  # the one-path shorthand
+    assert TrajectorySettings(method="x", methods=["grpo", "grpo_t06"]).primary == "grpo"
+
+
+def test_every_path_keeps_its_steps_and_the_others_keep_theirs(tmp_path):
+    settings = TrajectorySettings(methods=["grpo", "grpo_t06"], steps=[3, 1, 2])
+    plan = build_plan(
+        {m: f"{m}.yaml" for m in ("es", "grpo", "grpo_t06")}, tmp_path, seeds=1, trajectory=settings
+    )
+    overrides = {s.group: s.overrides for s in plan_runs(plan)}
+    assert overrides["grpo"] == overrides["grpo_t06"] == ("--trainer.checkpoint_steps", "[1, 2, 3]")
+    assert overrides["es"] == ()  # the others keep what the report gives every run
+    both = TrajectorySettings(every=10, steps=[1, 5])
+    assert both.run_overrides() == [
+        "--trainer.checkpoint_steps", "[1, 5]", "--trainer.checkpoint_every", "10", "--trainer.keep_last", "null"
+    ]  # fmt: skip
+    parsed = build_parser().parse_args(
+        ["fit", "--config", "recipes/coverage_cpu_grpo.yaml", *both.run_overrides()]
+    )
+    assert parsed.fit.trainer.checkpoint_steps == [1, 5] and parsed.fit.trainer.keep_last is None
+
+
+def test_several_paths_are_evaluated_and_listed_the_primary_one_also_at_the_top(tmp_path):
+    settings = TrajectorySettings(methods=["grpo", "grpo_t06"], steps=[1, 2], every=5)
+    plan = build_plan({"grpo": "g.yaml", "grpo_t06": "t.yaml"}, tmp_path, seeds=1, trajectory=settings)
+    grpo = _grpo_run(tmp_path, [1, 2, 5, 10, 15])
+    t06 = _grpo_run(tmp_path / "t06", [1, 2, 3, 5, 10, 12])  # 3: a checkpoint_every 3 the path does not want
+    finished = {"grpo": {0: grpo}, "grpo_t06": {0: t06}}
+    records = run_trajectory(plan, finished, TASK, launch=False)
+    names = [r["name"] for r in records if r["status"] == "missing"]
+    assert names == [
+        *(f"trajectory/grpo/seed0/step-{s:06d}" for s in (1, 2, 5, 10)),
+        *(f"trajectory/grpo_t06/seed0/step-{s:06d}" for s in (1, 2, 5, 10)),
+    ]
+    counts = np.array([1, 2, 0, 4])
+    for method, step in (("grpo", 2), ("grpo_t06", 10)):
+        out = point_file(plan, 0, step, method)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({TASK: counts_summary(counts, 4)}))
+        write_outcomes(out.parent, out.stem, counts, m=4)
+    block, points = collect_trajectory(plan, finished, TASK, {"grpo": 15, "grpo_t06": 12})
+    assert block["method"] == "grpo" and block["at_steps"] == [1, 2] and block["every"] == 5
+    assert block["steps"] == [0, 1, 2, 5, 10, 15] and block["points"][-1] == "grpo"
+    assert block["paths"]["grpo"]["points"] == block["points"]
+    assert block["paths"]["grpo_t06"]["steps"] == [0, 1, 2, 5, 10, 12]
+    assert block["paths"]["grpo_t06"]["points"] == [
+        "base",
+        "grpo_t06@1",
+        "grpo_t06@2",
+        "grpo_t06@5",
+        "grpo_t06@10",
+        "grpo_t06",
+    ]
+    assert points["grpo@2"][0].counts == points["grpo_t06@10"][0].counts == [1, 2, 0, 4]
+    assert (
+        points["grpo@1"][0] is None and block["paths"]["grpo_t06"]["per_seed"]["0"]["10"]["4"] == 0.75
+    )  # 3 of 4 solved

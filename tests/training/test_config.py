@@ -21,6 +21,8 @@ def test_defaults_are_valid():
         {"train_limit": 1},
         {"checkpoint_every": 0, "eval_every": 0},
         {"checkpoint_every": 5, "eval_every": 3},
+        {"checkpoint_steps": [1, 2, 3, 5, 7, 10]},
+        {"checkpoint_steps": []},
     ],
 )
 def test_boundary_values_are_accepted(kwargs):
@@ -38,6 +40,8 @@ def test_boundary_values_are_accepted(kwargs):
         ({"batch_size": 0}, "trainer.batch_size must be >= 1, got 0"),
         ({"checkpoint_every": -1}, "trainer.checkpoint_every"),
         ({"eval_every": -2}, "trainer.eval_every"),
+        ({"checkpoint_steps": [1, 0, -2]}, "trainer.checkpoint_steps must be updates >= 1, got [0, -2]"),
+        ({"checkpoint_steps": [1, 5, 1]}, "trainer.checkpoint_steps repeats a step: [1, 5, 1]"),
         ({"train_limit": 0}, "trainer.train_limit must be >= 1, got 0"),
         ({"data_offset": -1}, "trainer.data_offset must be >= 0, got -1"),
         ({"num_nodes": 0}, "trainer.num_nodes must be >= 1, got 0"),

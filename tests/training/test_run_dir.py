@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from es_lightning.errors import ConfigError
 from es_lightning.training.loggers import read_metrics
@@ -72,6 +73,16 @@ def test_prune_keeps_the_newest(tmp_path):
     assert prune_checkpoints(tmp_path, keep_last=None) == []
 
 
+def test_prune_keeps_the_checkpoint_steps_and_the_newest_of_the_others(tmp_path):
+    root = tmp_path / "checkpoints"
+    for step in (1, 2, 3, 5, 10, 15, 20):
+        (root / f"step-{step:06d}").mkdir(parents=True)
+    (root / "latest").write_text("step-000020\n")
+    deleted = prune_checkpoints(tmp_path, keep_last=1, keep_steps=[1, 2, 3, 5, 15])
+    assert [p.name for p in deleted] == ["step-000010"]  # the other newest one (20) stays
+    assert [int(p.name[5:]) for p in sorted(root.glob("step-*"))] == [1, 2, 3, 5, 15, 20]
+
+
 @pytest.mark.slow
 def test_cli_refuses_a_rerun_overwrites_and_resumes_auto(tmp_path):
     out = fit(tmp_path, "run", "--trainer.max_steps", "2", "--trainer.keep_last", "1", recipe=RECIPE)
@@ -90,6 +101,17 @@ def test_cli_refuses_a_rerun_overwrites_and_resumes_auto(tmp_path):
     assert steps == [1, 2, 3]  # continued from step 2
     fresh = fit(tmp_path, "fresh", "--trainer.max_steps", "1", "--trainer.resume", "auto", recipe=RECIPE)
     assert (fresh / "checkpoints" / "step-000001").is_dir()  # nothing to resume: a fresh run
+
+
+@pytest.mark.slow
+def test_a_run_keeps_its_checkpoint_steps_and_records_them(tmp_path):
+    steps = ("--trainer.max_steps", "6", "--trainer.checkpoint_every", "2", "--trainer.keep_last", "1")
+    out = fit(tmp_path, "run", *steps, "--trainer.checkpoint_steps", "[1, 3]", recipe=TINY_ES_RECIPE)
+    kept = sorted(int(p.name[5:]) for p in (out / "checkpoints").glob("step-*"))
+    assert kept == [1, 3, 6]  # 2 and 4 were pruned (keep_last 1 of the others), 1 and 3 are kept
+    hparams = yaml.safe_load((out / "checkpoints" / "step-000003" / "hparams.yaml").read_text())
+    assert hparams["trainer"]["checkpoint_steps"] == [1, 3] and hparams["trainer"]["checkpoint_every"] == 2
+    assert yaml.safe_load((out / "config.yaml").read_text())["trainer"]["checkpoint_steps"] == [1, 3]
 
 
 @pytest.mark.parametrize("variable", ["RANK", "LOCAL_RANK", "NODE_RANK"])

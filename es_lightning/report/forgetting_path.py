@@ -1,0 +1,80 @@
+"""The forgetting setting's trajectory: a method's checkpoints, each evaluated on both tasks.
+
+"ES forgets less than GRPO" is only a fair comparison at the same in-domain gain: GRPO's held-out
+skill is read where GRPO had gained what ES gained, on GRPO's own path. With
+``forgetting.trajectory: {method: grpo, steps: [1, 2, 3, 5, ...]}`` that method's forgetting runs
+keep a checkpoint at each step (``--trainer.checkpoint_steps``, as the main trajectory's), and the
+report evaluates each one with ``es-lightning evaluate`` on the in-domain and the held-out task
+(the run's ``eval_tasks`` entries, in one engine) with the run's final protocol, into::
+
+    trajectory/forgetting/<method>/seed<k>/step-000005.json   (+ .yaml, .log, _<task>_completions.jsonl)
+
+reused when present. The points enter the forgetting block's per-task outcomes as ``grpo@5``
+beside ``grpo/before`` and ``grpo/after``, and the block lists each path as ``trajectory: {method:
+{steps, points}}`` (step 0 is ``<method>/before``, the last ``<method>/after``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from es_lightning.report.config import FORGETTING, ReportPlan
+from es_lightning.report.outcomes import Outcomes
+from es_lightning.report.readers import run_updates
+from es_lightning.report.trajectory import budget, path_records, point_name, point_outcomes
+
+Dirs = dict[int, Path]
+
+
+def forgetting_point_file(plan: ReportPlan, method: str, seed: int, step: int) -> Path:
+    return plan.output_dir / "trajectory" / FORGETTING / method / f"seed{seed}" / f"step-{step:06d}.json"
+
+
+def run_forgetting_path(plan: ReportPlan, runs: dict[str, Dirs], launch: bool) -> list[dict[str, Any]]:
+    """Evaluate the path's checkpoints of the finished forgetting runs ``{method: {seed: run}}`` on
+    both tasks (reusing evaluations already there); one record per point."""
+    settings = plan.forgetting.trajectory
+    if not settings.enabled or settings.via == "eval_every":
+        return []
+    tasks = [plan.forgetting.in_domain, plan.forgetting.out_of_domain]
+    records = []
+    for method in settings.paths:
+
+        def out_file(seed: int, step: int, method: str = method) -> Path:
+            return forgetting_point_file(plan, method, seed, step)
+
+        label = f"trajectory/{FORGETTING}/{method}"
+        records += path_records(settings, runs.get(method, {}), tasks, out_file, label, launch)
+    return records
+
+
+def collect_forgetting_path(
+    plan: ReportPlan, runs: dict[str, Dirs]
+) -> tuple[dict[str, Any] | None, dict[str, dict[str, dict[int, Outcomes | None]]]]:
+    """The forgetting block's ``trajectory`` (``{method: {steps, points}}``, ``None`` without a path)
+    and the points' outcomes per task ``{task: {point: {seed: Outcomes}}}``."""
+    settings = plan.forgetting.trajectory
+    if not settings.enabled:
+        return None, {}
+    tasks = (plan.forgetting.in_domain, plan.forgetting.out_of_domain)
+    paths: dict[str, Any] = {}
+    points: dict[str, dict[str, dict[int, Outcomes | None]]] = {task: {} for task in tasks}
+    for method in settings.paths:
+        dirs = runs.get(method, {})
+        updates = budget(dirs, run_updates(next(iter(dirs.values())))) if dirs else None
+        if not updates:
+            continue
+        steps = settings.points(updates)
+        names = [point_name(method, step) for step in steps]
+        paths[method] = {
+            "steps": [0, *steps, updates],
+            "points": [f"{method}/before", *names, f"{method}/after"],
+        }
+        for task in tasks:
+            for step, name in zip(steps, names):
+                points[task][name] = {
+                    seed: point_outcomes(forgetting_point_file(plan, method, seed, step), run_dir, step, task)
+                    for seed, run_dir in sorted(dirs.items())
+                }
+    return paths or None, points
