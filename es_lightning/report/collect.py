@@ -133,14 +133,14 @@ _HELDOUT = re.compile(r"^heldout/([^/]+)/pass@(\d+)$")
 
 
 def collect_curves(plan: ReportPlan, methods: dict[str, Dirs]) -> dict[str, Any]:
-    """Entropy and held-out Pass@K curves of ``curves.methods``, and their first→last change."""
+    """Entropy and held-out Pass@K curves of ``curves.methods`` (and the permuted control), and their first→last change."""
     entropy: dict[str, dict[str, Any]] = {}
     entropy_by_seed: dict[str, dict[str, Any]] = {}
     heldout: dict[str, dict[str, dict[str, Any]]] = {}
     change: dict[str, dict[str, Any]] = {}
     final: dict[str, dict[str, dict[str, Any]]] = {}
     prompts: dict[str, float] = {}  # held-out problems per task (the figures' sampling band)
-    for method in plan.curves.methods:
+    for method in plan.with_control(plan.curves.methods):
         runs = {seed: read_series(d) for seed, d in methods.get(method, {}).items()}
         keys = sorted({key for series in runs.values() for key in series})
         for key in keys:

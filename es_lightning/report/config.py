@@ -83,7 +83,7 @@ class CurveSettings:
     """Token entropy and held-out Pass@K over training, from the runs' ``metrics.jsonl``."""
 
     methods: list[str] = field(default_factory=lambda: ["es", "grpo"])
-    """Methods drawn in ``entropy.png`` and ``heldout.png``."""
+    """Methods drawn in ``entropy.png`` and ``heldout.png`` (the permuted control, when run, is read too)."""
     heldout_ks: list[int] = field(default_factory=lambda: [1, 16])
     """The ``k`` of the ``heldout/<task>/pass@<k>`` curves drawn."""
 
@@ -95,7 +95,8 @@ class DriftSettings:
     enabled: bool = True
     """Run ``es-lightning analyze`` (its JSON is reused when present)."""
     methods: list[str] = field(default_factory=lambda: ["es", "grpo", "es_then_grpo", "grpo_then_es"])
-    """Methods whose final checkpoints are analysed against the starting model."""
+    """Methods whose final checkpoints are analysed against the starting model (and the permuted
+    control, when run: ES's drift and sparsity are judged against it)."""
     ratio: list[str] = field(default_factory=lambda: ["es", "grpo"])
     """``[a, b]``: report rel-L2(a) / rel-L2(b) per seed (the paper: ES ≈ 40× GRPO)."""
     taus: list[float] = field(default_factory=lambda: list(DEFAULT_TAUS))
@@ -327,6 +328,12 @@ class ReportPlan:
     verdicts: VerdictSettings = field(default_factory=VerdictSettings)
     forgetting: ForgettingSettings = field(default_factory=ForgettingSettings)
     sharpening: SharpeningSettings = field(default_factory=SharpeningSettings)
+
+    def with_control(self, methods: list[str]) -> list[str]:
+        """``methods`` and, when it is one of the report's methods, ES's permuted-reward control:
+        the claims judge ES's drift, sparsity and entropy against it."""
+        control = self.verdicts.permuted_control
+        return list(dict.fromkeys([*methods, *([control] if control in self.methods else [])]))
 
     def __post_init__(self) -> None:
         if "base" in self.methods:

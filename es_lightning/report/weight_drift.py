@@ -68,7 +68,7 @@ def run_analyses(
     """Analyse each finished run of ``drift.methods`` (``finished``: ``{method: {seed: run dir}}``);
     returns one record per analysis: name, status (reused/finished/failed/missing), error, log."""
     records = []
-    for method in plan.drift.methods if plan.drift.enabled else []:
+    for method in plan.with_control(plan.drift.methods) if plan.drift.enabled else []:
         for seed, run_dir in sorted(finished.get(method, {}).items()):
             out, curve = analysis_file(plan, method, seed), _wants_curve(plan, method)
             name, data = f"analyze/{method}/seed{seed}", read_json(analysis_file(plan, method, seed))
@@ -199,7 +199,7 @@ def collect_drift(plan: ReportPlan, finished: dict[str, dict[int, Path]]) -> dic
     methods: dict[str, Any] = {}
     rel: dict[str, dict[int, float]] = {}
     shares: dict[str, float] | None = None
-    for method in plan.drift.methods if plan.drift.enabled else []:
+    for method in plan.with_control(plan.drift.methods) if plan.drift.enabled else []:
         seeds = finished.get(method, {})
         files = {s: d for s in seeds if isinstance(d := read_json(analysis_file(plan, method, s)), dict)}
         if files:

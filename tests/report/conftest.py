@@ -1,4 +1,4 @@
-"""A whole synthetic report folder (two seeds, four methods, analyses, three ablations), built once."""
+"""A whole synthetic report folder (three seeds, four methods, analyses, three ablations), built once."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from tests.report.synthetic import (
     write_single,
 )
 
-SEEDS = [0, 1]
+SEEDS = [0, 1, 2]
 PASS1 = {"es": 0.62, "grpo": 0.70, "es_then_grpo": 0.66, "grpo_then_es": 0.64, "es_permuted": 0.45}
 ENTROPY_SLOPE = {"es": 0.0, "grpo": -0.05, "es_then_grpo": -0.02, "grpo_then_es": -0.02, "es_permuted": 0.0}
 TRAJECTORY = TrajectorySettings(method="grpo", every=5)
@@ -94,10 +94,14 @@ def build_runs(root: Path) -> dict[str, Any]:
                 out = root / "trajectory" / "grpo" / f"seed{seed}" / "step-000005.json"
                 write_outcomes(out.parent, "step-000005", counts)
                 out.write_text(json.dumps({TASK: counts_summary(counts)}))
-        for method, scale, kind in (("es", 4e-3, "norm"), ("grpo", 1e-4, "embedding")):
+        for method, scale, kind in (
+            ("es", 4e-3, "norm"),
+            ("grpo", 1e-4, "embedding"),
+            ("es_permuted", 3e-3, "mlp"),
+        ):
             path = root / "analysis" / method / f"seed{seed}.json"
             inputs["analysis"].setdefault(method, {})[seed] = write_analysis(
-                path, rng, scale, kind, curve=method == "es", null=method == "es"
+                path, rng, scale, kind, curve=method == "es", null=method.startswith("es")
             )
         for name, ablation in ABLATIONS.items():
             for label in ablation.runs(quick=False):
