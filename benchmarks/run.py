@@ -101,9 +101,12 @@ class Bench:
     def prepared(self) -> dict[str, Any]:
         return self.script("prepare", "prepare", ["--adapters", str(self.s["lora_adapters"])])
 
-    def es_step(self, model: str, devices: int, update: str = "accumulate") -> dict[str, Any]:
-        """One ES-step measure; on the bench model both update modes are measured side by side in
-        it (alternating per repeat, against the same generation), and ``update`` picks the records."""
+    def es_step(
+        self, model: str, devices: int, update: str = "accumulate", noise: str = "generator"
+    ) -> dict[str, Any]:
+        """One ES-step measure; on the bench model both update modes, and on one rank both noise
+        sources, are measured side by side in it (alternating per repeat, against the same
+        generation), and ``update`` and ``noise`` pick the records."""
         demo = model == DEMO_MODEL
         batch = self.s["demo_batch"] if demo else self.s["batch"]
         repeats = self.s["demo_repeats"] if demo else self.s["repeats"]
@@ -111,15 +114,21 @@ class Bench:
         args += ["--max-tokens", str(self.s["max_tokens"]), "--repeats", str(repeats)]
         args += ["--devices", str(devices), "--binds", "0-1" if devices == 1 else "0;1"]
         args += ["--updates", "accumulate" if demo else "accumulate,redraw"]
+        if not demo and devices == 1:
+            args += ["--noises", "generator,table"]
         if self.s.get("skip_cached"):
             args += ["--skip-cached"]
         if demo:
             args += ["--temperature", "0.6"]
         name = f"es_step_{'demo' if demo else 'bench'}_{devices}rank"
         step = self.script(name, "es_step", args, timeout_s=5400)
-        records = [r for r in step["records"] if r.get("update", "accumulate") == update]
+        records = [
+            r
+            for r in step["records"]
+            if (r.get("update", "accumulate"), r.get("noise", "generator")) == (update, noise)
+        ]
         if not records:
-            raise RuntimeError(f"{name}: no records with update {update!r}")
+            raise RuntimeError(f"{name}: no records with update {update!r} and noise {noise!r}")
         return {**step, "records": records, "es": summary([r["es_s"] for r in records])}
 
     def engine(self, role: str, **extra: str) -> dict[str, Any]:
@@ -211,8 +220,10 @@ class Bench:
 
 
 # -- the measures: each returns (ratio summary, context) -----------------------------------------
-def es_over_generation(b: Bench, model: str | None = None, update: str = "accumulate"):
-    r = b.es_step(model or b.prepared()["bench_model"], 1, update)["records"]
+def es_over_generation(
+    b: Bench, model: str | None = None, update: str = "accumulate", noise: str = "generator"
+):
+    r = b.es_step(model or b.prepared()["bench_model"], 1, update, noise)["records"]
     ctx = {
         "es_update_s": summary([x["es_s"] for x in r]),
         "generate_s": summary([x["generate_s"] for x in r]),
@@ -222,10 +233,10 @@ def es_over_generation(b: Bench, model: str | None = None, update: str = "accumu
     return ratio_summary([x["es_s"] for x in r], [x["generate_s"] for x in r]), ctx
 
 
-def update_share(b: Bench, model: str | None = None, update: str = "accumulate"):
+def update_share(b: Bench, model: str | None = None, update: str = "accumulate", noise: str = "generator"):
     """The update's own seconds (with an accumulated update's folds, which run inside the
     perturbations) over the whole ES step."""
-    step = b.es_step(model or b.prepared()["bench_model"], 1, update)
+    step = b.es_step(model or b.prepared()["bench_model"], 1, update, noise)
     r = step["records"]
     parts = {
         k: summary([x[f"time/{k}"] for x in r]) for k in ("generate", "perturb_restore", "score", "update")
@@ -233,6 +244,21 @@ def update_share(b: Bench, model: str | None = None, update: str = "accumulate")
     return ratio_summary([x["time/update"] for x in r], [x["es_s"] for x in r]), {
         "population": step["population"], "parts_s": parts, "worker_profile_s": step["profile"],
     }  # fmt: skip
+
+
+def noise_table_over_generator(b: Bench):
+    """Not in the issue's list: the noise-only cost of one perturbation inside the worker, ε of
+    every tensor copied out of the shared noise table ÷ drawn by the generators, on the
+    perturbation's threads (``ProfilingWorker.es_profile``; the copy bounds what reading costs)."""
+    step = b.es_step(b.prepared()["bench_model"], 1, noise="table")
+    p = step["profile"]
+    ctx = {
+        "table_noise_s": p["table_noise"], "generator_noise_s": p["noise_threaded"],
+        "table_perturbed_s": p["table_perturbed"], "generator_perturbed_s": p["perturbed"],
+        "table_size": step["table_size"], "table_build_s": step["table_build_s"],
+        "parameters": p["parameters"],
+    }  # fmt: skip
+    return summary([p["table_noise"] / p["noise_threaded"]]), ctx
 
 
 def two_engine_speedup(b: Bench, update: str = "accumulate"):
@@ -417,6 +443,9 @@ def trl_over_ours_grpo_update(b: Bench):
 MEASURES = {
     "es_over_generation": es_over_generation,
     "update_share": update_share,
+    "es_over_generation_table": lambda b: es_over_generation(b, noise="table"),
+    "update_share_table": lambda b: update_share(b, noise="table"),
+    "noise_table_over_generator": noise_table_over_generator,
     "es_over_generation_redraw": lambda b: es_over_generation(b, update="redraw"),
     "update_share_redraw": lambda b: update_share(b, update="redraw"),
     "es_over_generation_demo": lambda b: es_over_generation(b, DEMO_MODEL),

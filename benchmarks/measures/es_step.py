@@ -1,7 +1,7 @@
 """ES updates against plain generation of the same rollouts, on the same engine(s), 1 or 2 ranks.
 
     python -m benchmarks.measures.es_step --model PATH --population 32 --batch 16 --devices 1 \
-        --binds 0-1 --repeats 3 --out es.json
+        --binds 0-1 --repeats 3 --noises generator,table --out es.json
 
 Fabric launches the ranks (as ``es-lightning fit`` does); each rank starts its vLLM engine bound
 to its cores (``--binds``: one entry per rank, ``;``-separated), then ``ESStrategy.prepare`` puts
@@ -14,14 +14,17 @@ the fp32 centre in it. After a warm-up, each repeat times, between barriers:
   ``generate_cached`` is the same with the cache kept (prompts prefilled once), for context;
 * ``es``: ``ESStrategy.training_step`` itself (perturb, generate, score, restore, all-reduce,
   update, checksum agreement), with its own ``time/*`` breakdown, once per ``--updates`` mode
-  (``accumulate``, ``redraw``) in each repeat, the modes' order alternating between repeats, so
-  that both are measured side by side against the same generation on the same engine.
+  (``accumulate``, ``redraw``) and ``--noises`` source (``generator``, ``table``: ε drawn or read
+  from the shared noise table) in each repeat, the order of these combinations reversed every
+  other repeat, so that all are measured side by side against the same generation on the same
+  engine. The table is built once, before the first repeat (``table_build_s``).
 
 Next to each wall time, the CPU seconds (user + system) that the ranks' process trees (trainer,
 engine core, workers) used in it, summed over the ranks (``*_cpu_s``): on a machine shared with
 other work the wall times stretch with the foreign load, the CPU seconds much less.
 
-Rank 0 also times the parts of one perturbation inside its worker (``ProfilingWorker``).
+Rank 0 also times the parts of one perturbation inside its worker (``ProfilingWorker``), with
+ε drawn and, when ``table`` is among the noises, read from the table.
 """
 
 from __future__ import annotations
@@ -48,6 +51,10 @@ def main() -> None:
     parser.add_argument("--binds", default="0-1", help="cores per rank, ';'-separated")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--updates", default="accumulate", help="ESStrategy update modes, ','-separated")
+    parser.add_argument("--noises", default="generator", help="ESStrategy noise sources, ','-separated")
+    parser.add_argument(
+        "--table-size", type=int, default=None, help="noise_table_size (default: ESStrategy's)"
+    )
     parser.add_argument("--skip-cached", action="store_true", help="do not time generate_cached")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
@@ -60,10 +67,12 @@ def main() -> None:
     from es_lightning.rollout.vllm import VLLMRollout
     from es_lightning.strategies import ESStrategy
 
-    updates = args.updates.split(",")
+    updates, noises = args.updates.split(","), args.noises.split(",")
+    sides = [(update, noise) for update in updates for noise in noises]
     strategy = ESStrategy(
         population_size=args.population, sigma=args.sigma, learning_rate=args.sigma, update=updates[0]
     )
+    table_size = args.table_size or strategy.noise_table_size
     fabric = Fabric(accelerator="cpu", devices=args.devices, strategy=strategy)
     fabric.launch()
     binds = args.binds.split(";")
@@ -95,6 +104,11 @@ def main() -> None:
     rollout.generate(prompt_ids, replace(sampling, seed=1))
     rollout.es.perturb(12345, 1.0, args.sigma)
     rollout.es.restore()
+    table_build_s = None
+    if "table" in noises:  # built once per worker process, outside the timed steps
+        t0 = time.perf_counter()
+        rollout.es.use_noise_table(table_size)
+        table_build_s = time.perf_counter() - t0
 
     def cpu_s() -> float:  # this rank's process tree so far, summed over the ranks
         return float(fabric.all_reduce(torch.tensor(_tree_cpu_s(), dtype=torch.float64), reduce_op="sum"))
@@ -121,8 +135,9 @@ def main() -> None:
                 rollout.generate(prompt_ids, replace(sampling, seed=seeds[0] % (2**31)))
             fabric.barrier()
             generate_cached_s = time.perf_counter() - t0
-        for update in updates if step % 2 == 0 else updates[::-1]:
-            strategy.update = update
+        for update, noise in sides if step % 2 == 0 else sides[::-1]:
+            strategy.update, strategy.noise = update, noise
+            rollout.es.use_noise_table(table_size if noise == "table" else None)
             c0 = cpu_s()
             fabric.barrier()
             t0 = time.perf_counter()
@@ -139,6 +154,7 @@ def main() -> None:
             records.append(
                 {
                     "update": update,
+                    "noise": noise,
                     "generate_s": generate_s,
                     "generate_cached_s": generate_cached_s,
                     "es_s": es_s,
@@ -151,7 +167,7 @@ def main() -> None:
             )
             if fabric.is_global_zero:
                 print(
-                    f"repeat {step} ({update}): generate {generate_s:.2f} s ({generate_cpu_s:.1f} CPU s), "
+                    f"repeat {step} ({update}, {noise}): generate {generate_s:.2f} s ({generate_cpu_s:.1f} CPU s), "
                     f"ES update {es_s:.2f} s ({es_cpu_s:.1f} CPU s)",
                     flush=True,
                 )
@@ -159,7 +175,7 @@ def main() -> None:
     profile = stale = None
     if fabric.is_global_zero:
         stale = prefix_cache_check(rollout, prompt_ids, sampling)
-        profile = rollout.rpc("es_profile", 777, args.sigma, 3)[0]
+        profile = rollout.rpc("es_profile", 777, args.sigma, 3, table_size if "table" in noises else None)[0]
         t0 = time.perf_counter()
         for _ in range(10):
             rollout.rpc("noop")
@@ -178,10 +194,16 @@ def main() -> None:
                 "engine_start_s": start_s,
                 "records": records,
                 "updates": updates,
-                "generate": summary([r["generate_s"] for r in records if r["update"] == updates[0]]),
-                "es": summary([r["es_s"] for r in records if r["update"] == updates[0]]),
+                "noises": noises,
+                "table_size": table_size if "table" in noises else None,
+                "table_build_s": table_build_s,
+                "generate": summary(
+                    [r["generate_s"] for r in records if (r["update"], r["noise"]) == sides[0]]
+                ),
+                "es": summary([r["es_s"] for r in records if (r["update"], r["noise"]) == sides[0]]),
                 "es_by_update": {
-                    u: summary([r["es_s"] for r in records if r["update"] == u]) for u in updates
+                    f"{u}/{n}": summary([r["es_s"] for r in records if (r["update"], r["noise"]) == (u, n)])
+                    for u, n in sides
                 },
                 "profile": profile,
                 "prefix_cache": stale,

@@ -18,6 +18,10 @@ c is the first reward this process records in the population, so A sums reward *
 (μ − c)·B is small when the rewards are close to each other: with c = 0 a population whose rewards
 all sit near 0.97 would subtract two large, nearly equal numbers.
 
+With a noise table (``noise: table``, :mod:`es_lightning.es.noise_table`) ε_i is a slice of the
+table, read again when it is folded: no held buffer (:meth:`RewardAccumulator.start` with the
+table), so A and B take 8 bytes per parameter.
+
 Memory: three float32 buffers the size of the master (A, B, the held ε), 12 bytes per parameter,
 allocated at the first accumulated population and kept, beside the master's own 4 bytes per
 parameter. Two buffers would not do: until R_i is known the held ε_i cannot be folded, so without
@@ -37,6 +41,7 @@ from collections.abc import Mapping
 
 import torch
 
+from es_lightning.es.noise_table import NoiseTable
 from es_lightning.es.parallel import map_tensors
 
 __all__ = ["RewardAccumulator", "LINEAR_NORMALIZATIONS"]
@@ -56,6 +61,8 @@ class RewardAccumulator:
     def __init__(self) -> None:
         self.active = False
         self.held: dict[str, torch.Tensor] = {}
+        self.table: NoiseTable | None = None
+        """Where ε is read again when folded (no :attr:`held` buffers), or ``None``."""
         self._sums: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}  # name -> (A, B)
         self.fold_seconds = 0.0
         self._reset()
@@ -67,16 +74,21 @@ class RewardAccumulator:
         self._sign: float | None = None  # the sign of the member awaiting its reward
         self._folded = True
 
-    def start(self, master: Mapping[str, torch.Tensor]) -> None:
-        """Begin a population: A = B = 0 (buffers allocated on first use, then reused)."""
+    def start(self, master: Mapping[str, torch.Tensor], table: NoiseTable | None = None) -> None:
+        """Begin a population: A = B = 0 (buffers allocated on first use, then reused); with
+        ``table`` each ε is read from it again when folded, and no ε is held."""
+        self.table = table
+        if table is not None:
+            self.held = {}
         for name, m in master.items():
             if name not in self._sums or self._sums[name][0].shape != m.shape:
                 zeros = torch.zeros(m.shape, dtype=torch.float32, device=m.device)
                 self._sums[name] = (zeros, torch.zeros_like(zeros))
-                self.held[name] = torch.empty_like(zeros)
             else:
                 self._sums[name][0].zero_()
                 self._sums[name][1].zero_()
+            if table is None and (name not in self.held or self.held[name].shape != m.shape):
+                self.held[name] = torch.empty_like(self._sums[name][0])
         self._reset()
         self.fold_seconds = 0.0
         self.active = True
@@ -94,13 +106,15 @@ class RewardAccumulator:
     @property
     def nbytes(self) -> int:
         """Bytes held by the buffers (A, B and the held ε)."""
-        return sum(3 * a.numel() * a.element_size() for a, _ in self._sums.values())
+        buffers = [*(t for pair in self._sums.values() for t in pair), *self.held.values()]
+        return sum(t.numel() * t.element_size() for t in buffers)
 
     def begin_member(self, seed: int, sign: float, master: Mapping[str, torch.Tensor]) -> bool:
         """A member θ + sign·σ·ε_seed is about to be served: fold the previous seed's ε when the seed
         changes. Returns whether :attr:`held` must now be filled with ε_seed (the caller draws it
         tensor by tensor as it perturbs, :meth:`~es_lightning.es.weights.ESWeights.perturbed`, and
-        must fill every tensor); ``False`` for the second member of an antithetic pair."""
+        must fill every tensor); ``False`` for the second member of an antithetic pair, and with a
+        :attr:`table` (nothing is held)."""
         if not self.active:
             raise RuntimeError("RewardAccumulator: start() a population first")
         if self._sign is not None:
@@ -112,7 +126,7 @@ class RewardAccumulator:
         self._sign = float(sign)
         self._b += float(sign)
         self._folded = False
-        return fresh
+        return fresh and self.table is None
 
     def record(self, reward: float) -> None:
         """R_i of the member served since :meth:`begin_member`."""
@@ -125,14 +139,15 @@ class RewardAccumulator:
 
     def _fold(self, master: Mapping[str, torch.Tensor]) -> None:
         """A += a·ε_held, B += b·ε_held (b = 0 for a whole antithetic pair: skipped)."""
-        if self._folded:
+        seed, table = self._seed, self.table
+        if self._folded or seed is None:
             return
         t0 = time.perf_counter()
         a, b = self._a, self._b
 
-        def fold(name: str, _: torch.Tensor) -> None:
+        def fold(name: str, m: torch.Tensor) -> None:
             sum_a, sum_b = self._sums[name]
-            eps = self.held[name]
+            eps = self.held[name] if table is None else table.slice(seed, name, m.shape)
             sum_a.add_(eps, alpha=a)  # every member folds A (also a = 0: a data-independent cost)
             if b != 0.0:
                 sum_b.add_(eps, alpha=b)

@@ -20,6 +20,11 @@ directions equal: N directions × ± = 2N members (twice the generations). In ev
 organised per *seed*: :func:`member_coefficients` folds the members into one coefficient
 c_s = Σ sign·z per seed, so each ε_s is regenerated once per tensor.
 
+Where ε comes from. ``noise: generator`` (the default) draws each ε_s per tensor with a generator
+seeded from (s, name) (:mod:`es_lightning.es.noise`); ``noise: table`` reads it as a slice of one
+shared table at an offset from (s, name) (:mod:`es_lightning.es.noise_table`). Every path that
+regenerates ε (perturbation, update, accumulation) takes it from the same source.
+
 Without a redraw. With z-scores (or no normalisation) the direction is linear in the rewards, so it
 can instead be accumulated while the population is evaluated, from the ε each perturbation already
 drew (:mod:`es_lightning.es.accumulate`); :func:`apply_direction` applies either kind.
@@ -53,6 +58,7 @@ import numpy as np
 import torch
 
 from es_lightning.es.noise import noise_like, seed_schedule
+from es_lightning.es.noise_table import NoiseTable
 from es_lightning.es.normalize import Normalization, is_degenerate, normalize_rewards
 from es_lightning.es.parallel import map_tensors
 
@@ -181,14 +187,21 @@ def _check_master(name: str, t: torch.Tensor) -> None:
         )
 
 
-def _direction_sum(name: str, ref: torch.Tensor, coeffs: Mapping[int, float]) -> torch.Tensor:
-    """Σ_s c_s·ε_s for one tensor, in float32 on ``ref``'s device (ε regenerated one at a time)."""
+def _direction_sum(
+    name: str, ref: torch.Tensor, coeffs: Mapping[int, float], table: NoiseTable | None = None
+) -> torch.Tensor:
+    """Σ_s c_s·ε_s for one tensor, in float32 on ``ref``'s device (ε regenerated one at a time,
+    or read from ``table``: :mod:`es_lightning.es.noise_table`)."""
     acc = torch.zeros(ref.shape, dtype=torch.float32, device=ref.device)
-    eps = torch.empty_like(acc)  # one buffer for every ε_s of this tensor
+    buffer = torch.empty_like(acc) if table is None else None  # one buffer for every drawn ε_s
     for seed, c in coeffs.items():
         if c == 0.0:  # e.g. an antithetic pair with equal rewards
             continue
-        acc.add_(noise_like(seed, name, ref.shape, ref.device, out=eps), alpha=float(c))
+        if table is not None:
+            eps = table.slice(seed, name, ref.shape)
+        else:
+            eps = noise_like(seed, name, ref.shape, ref.device, out=buffer)
+        acc.add_(eps, alpha=float(c))
     return acc
 
 
@@ -232,9 +245,9 @@ def assign_direction_grad_(params: Mapping[str, torch.Tensor], direction: Direct
         p.grad = g
 
 
-def redrawn_direction(coeffs: Mapping[int, float]) -> Direction:
-    """D = Σ_s c_s·ε_s, every ε_s drawn again from its seed (:func:`_direction_sum`)."""
-    return lambda name, p: _direction_sum(name, p, coeffs)
+def redrawn_direction(coeffs: Mapping[int, float], table: NoiseTable | None = None) -> Direction:
+    """D = Σ_s c_s·ε_s, every ε_s drawn again from its seed, or read from ``table`` (:func:`_direction_sum`)."""
+    return lambda name, p: _direction_sum(name, p, coeffs, table)
 
 
 @torch.no_grad()
@@ -243,16 +256,17 @@ def apply_es_update(
     coeffs: Mapping[int, float],
     lr: float,
     population_size: int,
+    table: NoiseTable | None = None,
 ) -> float:
     """θ ← θ + (α/N)·Σ_s c_s·ε_s in place on the fp32 master tensors; returns ‖Δ‖₂ (global).
 
     Works tensor by tensor, several CPU tensors at once on threads (:mod:`es_lightning.es.parallel`;
     peak extra memory: a few fp32 tensors), bit-identical to one at a time. The noise is
-    regenerated on each tensor's own device.
+    regenerated on each tensor's own device, or read from ``table`` (``noise: table``).
     """
     if population_size < 1:
         raise ValueError(f"population_size must be >= 1, got {population_size}")
-    return apply_direction(params, redrawn_direction(coeffs), float(lr) / population_size)
+    return apply_direction(params, redrawn_direction(coeffs, table), float(lr) / population_size)
 
 
 @torch.no_grad()
@@ -260,14 +274,16 @@ def assign_es_grad_(
     params: Mapping[str, torch.Tensor],
     coeffs: Mapping[int, float],
     population_size: int,
+    table: NoiseTable | None = None,
 ) -> None:
-    """Set ``p.grad = −(1/N)·Σ_s c_s·ε_s`` (= −Δ/α) on every master tensor, for a torch optimizer.
+    """Set ``p.grad = −(1/N)·Σ_s c_s·ε_s`` (= −Δ/α) on every master tensor, for a torch optimizer
+    (ε from ``table`` when given).
 
     ``torch.optim.SGD(params, lr=α).step()`` afterwards equals ``apply_es_update(..., lr=α)``.
     """
     if population_size < 1:
         raise ValueError(f"population_size must be >= 1, got {population_size}")
-    assign_direction_grad_(params, redrawn_direction(coeffs), -1.0 / population_size)
+    assign_direction_grad_(params, redrawn_direction(coeffs, table), -1.0 / population_size)
 
 
 def kappa_pair(rewards: Sequence[float] | np.ndarray, population: Population) -> float:

@@ -12,6 +12,11 @@ recorded and folds it into running sums (:mod:`es_lightning.es.accumulate`), and
 the direction (:meth:`ESWeights.directions`) and applies the summed one
 (:meth:`ESWeights.apply_directions`).
 
+With a noise table (:meth:`ESWeights.use_noise_table`, ``noise: table``) every full-rank ε — of the
+perturbations, the folds and the redrawn update — is a slice of one shared table
+(:mod:`es_lightning.es.noise_table`) instead of a generator's draw, and nothing is held while
+accumulating (the fold reads the slice again).
+
 With :attr:`ESWeights.noise` set to a :class:`~es_lightning.es.lowrank.LowRankNoise` every member
 and update uses the low-rank directions A·Bᵀ/√r of the matrices instead (1-D tensors stay put);
 the update then always draws them again (they are cheap), never accumulates.
@@ -35,6 +40,7 @@ import torch
 from es_lightning.es.accumulate import RewardAccumulator
 from es_lightning.es.lowrank import LowRankNoise
 from es_lightning.es.noise import noise_like
+from es_lightning.es.noise_table import NoiseTable, check_table_size, noise_table
 from es_lightning.es.parallel import map_tensors
 from es_lightning.es.update import Direction, apply_direction, assign_direction_grad_, redrawn_direction
 
@@ -75,25 +81,58 @@ class ESWeights:
         self._adam_betas, self._adam_eps = adam_betas, adam_eps
         self.accumulator = RewardAccumulator()
         self.noise = noise
+        self.table: NoiseTable | None = None
+        """Full-rank ε read from this shared table (:meth:`use_noise_table`), or drawn (``None``)."""
         self.writes = 0
         """How many times the served weights were written (a vLLM engine drops its prefix cache then)."""
         self.restore_pending = False
         """:meth:`restore` was called and nothing has written the served weights since."""
 
+    def use_noise_table(self, size: int | None) -> None:
+        """From the next perturbation on, read full-rank ε from the shared table of ``size`` numbers
+        on the master's device (built once per process, :func:`~es_lightning.es.noise_table.noise_table`),
+        or draw it per tensor again (``None``). Not with low-rank directions, nor within a population."""
+        if self.accumulator.active:
+            raise RuntimeError("ESWeights.use_noise_table: not while a population is accumulated")
+        if size is None:
+            self.table = None
+            return
+        if self.noise is not None:
+            raise ValueError(
+                "ESWeights: a noise table gives full-rank ε; low-rank directions draw their factors"
+            )
+        devices = {m.device for m in self.master.values()}
+        if len(devices) != 1:
+            raise ValueError(
+                f"ESWeights.use_noise_table: the master spans devices {sorted(map(str, devices))}"
+            )
+        check_table_size(size, self.shapes())
+        self.table = noise_table(size, devices.pop())
+
     def _redrawn(self, coeffs: Mapping[int, float]) -> Direction:
-        """Σ_s c_s ε_s drawn again from the seeds, full-rank or low-rank as :attr:`noise` says."""
-        return redrawn_direction(coeffs) if self.noise is None else self.noise.direction(coeffs)
+        """Σ_s c_s ε_s drawn again from the seeds (or read from the table), full-rank or low-rank as
+        :attr:`noise` says."""
+        return redrawn_direction(coeffs, self.table) if self.noise is None else self.noise.direction(coeffs)
 
     def perturbed(self, seed: int, sign: float, sigma: float) -> Iterator[tuple[str, torch.Tensor]]:
         """θ + sign·σ·ε_seed per tensor, computed in fp32 and cast once to the serving dtype
         (tensors drawn on several CPU threads, yielded in order: :mod:`es_lightning.es.parallel`).
-        While accumulating, ε_seed is drawn into the accumulator's held buffer (and kept)."""
+        While accumulating, ε_seed is drawn into the accumulator's held buffer (and kept), unless it
+        comes from the table."""
         scale, dtype = float(sign) * float(sigma), self.serving_dtype
         noise = self.noise
         if noise is not None:  # low-rank: W + sign·σ·A Bᵀ/√r for matrices, other tensors as they are
 
             def member(name: str, m: torch.Tensor) -> tuple[str, torch.Tensor]:
                 return name, torch.add(m, noise.noise(seed, name, m.shape, m.device), alpha=scale).to(dtype)
+
+        elif self.table is not None:  # θ + sign·σ·(a slice of the table); a fold reads it again
+            table = self.table
+            if self.accumulator.active:
+                self.accumulator.begin_member(seed, sign, self.master)
+
+            def member(name: str, m: torch.Tensor) -> tuple[str, torch.Tensor]:
+                return name, torch.add(m, table.slice(seed, name, m.shape), alpha=scale).to(dtype)
 
         elif self.accumulator.active:
             fresh = self.accumulator.begin_member(seed, sign, self.master)
@@ -146,7 +185,7 @@ class ESWeights:
                 "ESWeights: a low-rank update draws its directions again; it does not accumulate"
             )
         if active:
-            self.accumulator.start(self.master)
+            self.accumulator.start(self.master, self.table)
         else:
             self.accumulator.stop()
 

@@ -51,6 +51,9 @@ How this departs from the public ES-for-LLM code:
    under its own member's weights: forward hooks on the transformers rollout
    (:mod:`es_lightning.rollout.hf_population`), LoRA adapters on vLLM
    (:mod:`es_lightning.rollout.vllm.population`, ``lowrank_targets: linear``).
+10. Optional shared noise table (``noise: table``, Salimans et al. 2017): each ε a slice of one
+    seeded table at an offset from (seed_i, parameter name), read instead of drawn
+    (:mod:`es_lightning.es.noise_table`).
 
 No backward pass and no optimizer state (plain ES), so the torch model is never wrapped in DDP: the
 process group carries seeds, rewards and checksums, and with several ranks the update's directions
@@ -81,6 +84,7 @@ from es_lightning.es.diagnostics import (
     split_half_correlation,
 )
 from es_lightning.es.noise import seed_schedule
+from es_lightning.es.noise_table import check_table_size
 from es_lightning.es.normalize import normalize_rewards
 from es_lightning.es.update import Population, kappa_pair, member_coefficients
 from es_lightning.ranks import fail_together
@@ -179,6 +183,9 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         state = resume.state_dir(self.strategy_name) / OPTIMIZER_FILE if resume is not None else None
         rollout.es_init(files, self.optimizer, str(state) if state and state.is_file() else None)
         use_lowrank(self, module.model, module.loading, rollout)
+        if self.noise == "table":  # the same table on every rank, built where the centre lives
+            check_table_size(self.noise_table_size, rollout.es.shapes())
+            rollout.es.use_noise_table(self.noise_table_size)
 
     @override
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:

@@ -17,6 +17,7 @@ from es_lightning.checked import checked, field_values, one_of, refuse_invalid
 from es_lightning.errors import ConfigError
 from es_lightning.es.control import REWARD_CONTROLS, RewardControl
 from es_lightning.es.lowrank import LOWRANK_TARGETS, PERTURBATIONS, LowRankTargets, Perturbation
+from es_lightning.es.noise_table import NOISE_SOURCES, NoiseSource
 from es_lightning.es.normalize import Normalization
 from es_lightning.es.update import ANTITHETIC_BUDGETS, AntitheticBudget
 from es_lightning.es.weights import OptimizerName
@@ -102,6 +103,19 @@ class ESSettings:
     """which matrices low-rank ES moves: ``matrices`` (every 2-D tensor, the embedding and output
     head included; the transformers rollout) or ``linear`` (all but the input embedding and the
     output head: what vLLM serves as LoRA, needed with the vLLM rollout)."""
+    noise: NoiseSource = one_of("generator", NOISE_SOURCES)
+    """where full-rank ε comes from: ``generator`` (the default: ε of each tensor drawn by a
+    generator seeded with (member seed, parameter name); independent across members and tensors)
+    or ``table`` (Salimans et al. 2017: one table of ``noise_table_size`` Gaussian numbers built
+    once per process from a fixed seed, ε a slice of it at an offset drawn from (member seed,
+    parameter name); reading a slice is far cheaper than drawing it on a CPU, and an accumulated
+    update holds no ε. The price: slices of one table overlap, so members and tensors are not
+    independent (two members' ε of an n-number tensor share about n/noise_table_size of their
+    numbers, at shifted positions). Not with ``perturbation: lowrank``)."""
+    noise_table_size: int = checked(2**26, _whole_rank, "an integer >= 1")
+    """numbers in the table of ``noise: table`` (4 bytes each, per process: 256 MiB by default);
+    at least the largest tensor's (checked once the engine holds the model); the larger, the less
+    the slices overlap."""
     process_group_backend: str | None = None
     """``gloo``/``nccl``; default: NCCL on GPU, gloo on CPU."""
 
@@ -111,6 +125,11 @@ class ESSettings:
             raise ConfigError(
                 f"ESStrategy: antithetic needs an even population_size (N/2 directions × ±), got "
                 f"{self.population_size}; or antithetic_budget: directions (N directions, 2N members)"
+            )
+        if self.noise == "table" and self.perturbation == "lowrank":
+            raise ConfigError(
+                "ESStrategy: noise: table gives full-rank ε, and perturbation: lowrank draws its "
+                "factors from a generator per matrix; use noise: generator with perturbation: lowrank"
             )
 
     @property

@@ -55,6 +55,10 @@ class WorkerESWeights:
         if self.restore_pending:
             self._call("serve_centre")
 
+    def use_noise_table(self, size: int | None) -> None:
+        """Every worker builds the same table (same seed and device type) or keeps it from before."""
+        self._call("use_noise_table", None if size is None else int(size))
+
     def accumulate(self, active: bool) -> None:
         self._call("accumulate", active)
 

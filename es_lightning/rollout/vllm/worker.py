@@ -97,7 +97,7 @@ start_lifeline()  # in an engine process: end with the trainer (does nothing els
 
 ES_CALLS = frozenset(
     "perturb restore serve_centre accumulate record_reward update update_accumulated checksum "
-    "fold_seconds shapes save_state".split()
+    "fold_seconds shapes save_state use_noise_table".split()
 )
 """The :class:`~es_lightning.es.weights.ESWeights` methods the trainer calls through
 :meth:`WorkerExtension.es_call` (:class:`~es_lightning.rollout.vllm.es_centre.WorkerESWeights`)."""
