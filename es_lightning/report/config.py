@@ -251,7 +251,8 @@ class VerdictSettings:
     """One-sided confidence of every bound (a direction claim with no effect behind it is called
     reproduced in at most 1 − level of evaluations)."""
     bootstrap_resamples: int = 2000
-    """Resamples of the problems (the paired bootstrap over problems, pooled over seeds)."""
+    """Resamples of the two-level bootstrap (seeds, then problems within each seed, paired across
+    methods)."""
     bootstrap_seed: int = 0
     """Seed of the resamples (the same data give the same intervals)."""
     pass_margin: float = 0.01
