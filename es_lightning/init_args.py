@@ -78,12 +78,12 @@ def to_config(value: Any) -> Any:
         return [to_config(v) for v in value]
     if isinstance(value, dict):
         return {str(k): to_config(v) for k, v in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_config(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
-    recorded = recorded_init_args(value)
+    recorded = recorded_init_args(value)  # first: a strategy is also a dataclass of its settings
     if recorded is not None:
         arguments = {**signature_defaults(type(value)), **recorded}
         return {"class_path": class_path(type(value)), "init_args": to_config(arguments)}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_config(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
     if inspect.isroutine(value) or isinstance(value, type):
         return f"{value.__module__}.{value.__qualname__}"
     describe = getattr(value, "describe", None)

@@ -89,5 +89,8 @@ def test_text_samples_every_update_reach_every_logger_once_across_a_resume(tmp_p
     texts = acc.Tensors("samples/text_summary")
     assert [e.step for e in texts] == [1, 2, 3]
     first = texts[0].tensor_proto.string_val[0].decode()
-    assert first.startswith("| step | member | reward | prompt | completion |") and first.count("\n") == 3
+    assert (
+        first.startswith("| step | member | reward | advantage | rewards | logged | prompt | completion |")
+        and first.count("\n") == 3
+    )
     assert [e.step for e in acc.Tensors("train/reward_mean")] == [1, 2, 3]
