@@ -44,11 +44,11 @@ def test_every_run_of_the_study_is_planned_and_resolves(resolved):
 
 def test_methods_get_the_study_settings(resolved):
     es, control = resolved["es/seed0"], resolved["es_permuted/seed1"]
-    assert _lr(es) == _lr(control) == 3e-3 and es["strategy"]["init_args"]["sigma"] == 3e-3
+    assert _lr(es) == _lr(control) == 6e-3 and es["strategy"]["init_args"]["sigma"] == 3e-3
     assert control["strategy"]["init_args"]["reward_control"] == "permuted"
     for name in ("es_then_grpo/seed0", "grpo_then_es/seed2"):
         stages = {s["strategy"]["class_path"].rsplit(".", 1)[1]: s for s in resolved[name]["stages"]}
-        assert _lr(stages["ESStrategy"]) == 3e-3 and _lr(stages["GRPOStrategy"]) == 1e-4
+        assert _lr(stages["ESStrategy"]) == 6e-3 and _lr(stages["GRPOStrategy"]) == 1e-4
     for config in (resolved[f"{m}/seed0"] for m in ("es", "grpo", "grpo_t06", "es_then_grpo")):
         assert config["evaluation"]["num_samples"] == 64 and config["evaluation"]["temperature"] == 0.6
         assert config["evaluation"].get("ks") is None and config["evaluation"]["greedy"] is True
@@ -71,7 +71,7 @@ def test_methods_get_the_study_settings(resolved):
 def test_the_forgetting_setting_has_the_control_and_the_path(resolved):
     es, control, grpo = (resolved[f"forgetting/{m}/seed0"] for m in ("es", "es_permuted", "grpo"))
     assert (
-        _lr(es) == _lr(control) == 3e-3 and control["strategy"]["init_args"]["reward_control"] == "permuted"
+        _lr(es) == _lr(control) == 6e-3 and control["strategy"]["init_args"]["reward_control"] == "permuted"
     )
     assert {c["evaluation"]["num_samples"] for c in (es, control, grpo)} == {32}
     assert grpo["trainer"]["checkpoint_steps"] == [1, 2, 3, 5, 7, 10, 15, 20, 30, 60]
