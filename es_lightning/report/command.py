@@ -137,7 +137,7 @@ def build_report(
         "command": report_command(),
         "config": config,
         "runs": runs,
-        "failures": [r for r in runs if r["status"] in ("failed", "missing")],
+        "failures": [r for r in runs if r["status"] in ("failed", "missing", "busy")],
         "budgets": {m: run_updates(next(iter(d.values()))) for m, d in methods.items()},
         "stages": _stages(methods),
     }

@@ -13,7 +13,9 @@ whose final evaluation exists is reused as it is. An unfinished folder (a killed
 attempt) continues from its newest checkpoint (``--trainer.resume auto``: bit for bit the run
 that was interrupted, as resume is) when it was started with the same resolved configuration and
 saved one (give the runs ``--trainer.checkpoint_every``); otherwise, or when the resume is
-refused, it is cleared and run again. A failed run is recorded (exit code, last lines of its log) and
+refused, it is cleared and run again. A run (or evaluation) another report process is working on
+holds a lock beside its folder and is skipped (``busy``): two ``es-lightning report`` processes on
+one ``output_dir`` share its runs, one core each. A failed run is recorded (exit code, last lines of its log) and
 the others go on. Two runs whose resolved configurations are the same (an ablation's value that
 equals its recipe's own, e.g. ``normalization: zscore`` beside the ``es`` method) are one run: the
 second folder is a link to the first. A finished run records its resolved configuration
@@ -24,6 +26,8 @@ again instead of reused; settings added to the project since it ran do not count
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shlex
 import shutil
@@ -75,7 +79,8 @@ class RunSpec:
 
 @dataclass
 class RunOutcome:
-    """What happened to a run: ``reused``, ``finished``, ``failed``, or ``missing`` (not launched)."""
+    """What happened to a run: ``reused``, ``finished``, ``failed``, ``missing`` (not launched) or
+    ``busy`` (another report process is running it)."""
 
     spec: RunSpec
     status: str
@@ -159,6 +164,27 @@ def measured_command(spec: RunSpec, name: str = MEASURE_NAME) -> list[str]:
     return [sys.executable, "-m", "es_lightning.report.measure", out, "--", *command_line(spec)]
 
 
+BUSY = "being run by another report process"
+
+
+@contextlib.contextmanager
+def claimed(target: Path) -> Any:
+    """Hold the lock ``.<name>.lock`` beside ``target`` while the block runs; yields whether it
+    was taken (``False``: another process holds it). The lock ends with its process, a killed one
+    included."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with (target.parent / f".{target.name}.lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def tail(path: Path, lines: int = 20) -> str:
     """The last ``lines`` lines of a log ("" when unreadable)."""
     try:
@@ -232,7 +258,16 @@ def run_logged(
 
 def logged_record(name: str, argv: list[str], log: Path, wrote: Callable[[], bool]) -> dict[str, Any]:
     """Run ``argv`` with :func:`run_logged` and return the report's record of it: ``finished`` when
-    it exited 0 and ``wrote()`` finds its output, else ``failed`` with the log's tail."""
+    it exited 0 and ``wrote()`` finds its output, else ``failed`` with the log's tail; ``busy``
+    (not run) while another report process runs the same (the lock beside ``log``)."""
+    with claimed(log) as mine:
+        if not mine:
+            return {"name": name, "status": "busy", "returncode": None, "seconds": 0.0, "log": str(log),
+                    "error": BUSY}  # fmt: skip
+        return _logged_record(name, argv, log, wrote)
+
+
+def _logged_record(name: str, argv: list[str], log: Path, wrote: Callable[[], bool]) -> dict[str, Any]:
     start = time.perf_counter()
     code = run_logged(argv, log)
     ok = code == 0 and wrote()
@@ -362,8 +397,16 @@ def run_all(
         if not launch:
             outcomes.append(RunOutcome(spec, "missing", error="not run (launch: false)"))
             continue
-        tqdm.write(f"[report] running {spec.name} -> {spec.run_dir}")
-        outcome = execute(spec, timeout_s, command)
+        with claimed(spec.run_dir) as mine:
+            if not mine or is_finished(spec.run_dir):  # another report process runs it (or just did)
+                status = "busy" if not mine else "reused"
+                outcomes.append(RunOutcome(spec, status, error=BUSY if not mine else None))
+                tqdm.write(f"[report] {spec.name}: {status}")
+                if mine and after_each is not None:
+                    after_each(outcomes)
+                continue
+            tqdm.write(f"[report] running {spec.name} -> {spec.run_dir}")
+            outcome = execute(spec, timeout_s, command)
         if outcome.status == "finished" and key is not None:
             (spec.run_dir / CONFIG_NAME).write_text(key)
         tqdm.write(f"[report] {spec.name}: {outcome.status} ({outcome.seconds:.0f} s)")

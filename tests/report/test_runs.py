@@ -440,3 +440,63 @@ def test_a_pipeline_stage_setting_is_part_of_the_runs_resolved_configuration(tmp
     ]
     rates = [[s["strategy"]["init_args"]["learning_rate"] for s in key["stages"]] for key in keys]
     assert rates == [[1e-4, 1e-3], [1e-4, 3e-3]]
+
+
+SLOW_FIT = FAKE_FIT.replace("import json,", "import time; time.sleep(0.5)\nimport json,")
+
+
+def test_a_run_another_report_process_holds_is_skipped_then_run_once_released(tmp_path):
+    from es_lightning.report.runs import BUSY, claimed
+
+    recipes = _recipes(tmp_path)
+    runs = tmp_path / "runs"
+    specs = [
+        RunSpec("good", None, seed, recipes["good"], (), runs / "good" / f"seed{seed}") for seed in (0, 1)
+    ]
+    with claimed(specs[0].run_dir) as mine:
+        assert mine
+        with claimed(specs[0].run_dir) as again:
+            assert not again  # a second holder, even in this process, is refused
+        first = run_all(specs, command=fake_command)
+    assert [o.status for o in first] == ["busy", "finished"] and first[0].error == BUSY
+    assert (runs / "launches.txt").read_text().splitlines() == [str(specs[1].run_dir)]
+    second = run_all(specs, command=fake_command)
+    assert [o.status for o in second] == ["finished", "reused"]
+
+
+def test_two_report_processes_on_one_output_share_its_runs_each_run_launched_once(tmp_path):
+    import threading
+
+    recipes = _recipes(tmp_path)
+    runs = tmp_path / "runs"
+    specs = [
+        RunSpec("good", None, seed, recipes["good"], (), runs / "good" / f"seed{seed}") for seed in range(4)
+    ]
+
+    def slow(spec: RunSpec) -> list[str]:
+        return [sys.executable, "-c", SLOW_FIT, str(spec.run_dir), spec.recipe]
+
+    results: dict[str, list] = {}
+    workers = [
+        threading.Thread(target=lambda k=k: results.setdefault(k, run_all(specs, command=slow))) for k in "ab"
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    launches = (runs / "launches.txt").read_text().splitlines()
+    assert sorted(launches) == sorted(str(s.run_dir) for s in specs)  # each once, none twice
+    ran = {k: [o.spec.name for o in v if o.status == "finished"] for k, v in results.items()}
+    assert ran["a"] and ran["b"] and not set(ran["a"]) & set(ran["b"])  # both worked, never on the same run
+    assert all(o.status in ("finished", "busy", "reused") for v in results.values() for o in v)
+
+
+def test_an_evaluation_another_report_process_runs_is_busy_not_repeated(tmp_path):
+    from es_lightning.report.runs import BUSY, claimed, logged_record
+
+    out, log = tmp_path / "point.json", tmp_path / "point.log"
+    argv = [sys.executable, "-c", f"open({str(out)!r}, 'w').write('{{}}')"]
+    with claimed(log):
+        record = logged_record("p", argv, log, out.exists)
+    assert record["status"] == "busy" and record["error"] == BUSY and not out.exists()
+    assert logged_record("p", argv, log, out.exists)["status"] == "finished" and out.exists()
