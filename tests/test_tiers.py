@@ -39,11 +39,25 @@ def test_cli_runs_python_children_and_torchrun_are_refused():
     assert child_kind([python, "-m", "torch.distributed.run", "x.py"]).startswith("torchrun")
     assert child_kind(f"{python} -c 'print(1)'").startswith("a Python process")
     assert child_kind(["python3.11", "script.py"]).startswith("a Python process")
+    wrapped = [
+        "bwrap",
+        "--tmpfs",
+        "/d",
+        "--",
+        "sh",
+        "-c",
+        f"({python} -m es_lightning fit --config r.yaml) &",
+    ]
+    assert child_kind(wrapped) == "the es-lightning CLI inside bwrap (python -m es_lightning ...)"
+    assert child_kind(["sh", "-c", "es-lightning fit --config r.yaml"]).startswith(
+        "the es-lightning CLI inside sh"
+    )
 
 
 def test_task_verifiers_and_other_programs_are_allowed():
     assert child_kind([sys.executable, "-c", f"{VERIFIER_WORKER}; serve_fds(3, 4)"]) is None
     assert child_kind([sys.executable, "-I", "-S", "-B", CHILD_SCRIPT]) is None
+    assert child_kind([sys.executable, "-c", "import sys, json; print(json.dumps(sys.path))"]) is None
     assert child_kind(["git", "rev-parse", "HEAD"]) is None
     assert child_kind(["bwrap", "--unshare-all", "--", "/usr/bin/python3", "-I", CHILD_SCRIPT]) is None
     assert child_kind([]) is None

@@ -6,9 +6,11 @@ ranks, bwrap sandboxes), sends signals, holds file locks across processes or use
 
 In the fast tier (a ``-m`` expression that deselects ``integration``) a test that starts a child
 Python or es-lightning process, torchrun or a vLLM engine fails and names what it started, so an
-unmarked CLI run, training or engine cannot slip into the quick loop. Two children are allowed
-there because they are how a task verifies an answer, not a run: the math verifier's worker
-(``es_lightning.tasks.bounded``) and the code sandbox's child (``es_lightning.sandbox``).
+unmarked CLI run, training or engine cannot slip into the quick loop; a CLI run inside a wrapper
+(``bwrap ... sh -c "python -m es_lightning ..."``) counts too. Three Python children are allowed
+there, as parts of in-process work rather than runs: the math verifier's worker
+(``es_lightning.tasks.bounded``), the code sandbox's child (``es_lightning.sandbox``) and the probe
+of the import path that jsonargparse's stub resolver (typeshed_client) starts once.
 
 A plugin (``tests/conftest.py`` names it in ``pytest_plugins``; the marker is registered in
 pyproject.toml).
@@ -35,7 +37,12 @@ INTEGRATION = "integration"
 ENGINE_FIXTURES = frozenset({"vllm_engine", "vllm_rollout"})
 """Fixtures that hand a test a vLLM engine: a test asking for one is ``integration`` by itself."""
 VERIFIER_WORKER = "from es_lightning.tasks.bounded import serve_fds"
+ALLOWED_CODE = (VERIFIER_WORKER, "import sys, json; print(json.dumps(sys.path))")
+"""``python -c`` programs the fast tier allows: the math verifier's worker, typeshed_client's probe."""
 _PYTHON = re.compile(r"python[0-9.]*$")
+_WRAPPED_CLI = re.compile(
+    r"(^|[\s/;&|(])(python[0-9.]*\s+(-\S+\s+)*-m\s+es_lightning\b|es-lightning\s|torchrun\s)"
+)
 _violations: list[list[str]] = []
 """The running tests' refusals, innermost last (a test may run pytest inside itself)."""
 
@@ -67,15 +74,16 @@ def child_kind(args: str | bytes | os.PathLike | Sequence[Any]) -> str | None:
     if program in ("es-lightning", "torchrun"):
         return f"the {program} command"
     if not _is_python(argv[0]):
-        return None
+        wrapped = _WRAPPED_CLI.search(" ".join(argv[1:]))
+        return f"the es-lightning CLI inside {program} ({wrapped.group(2).strip()} ...)" if wrapped else None
     if "-m" in argv[1:-1]:
         module = argv[argv.index("-m", 1) + 1]
         if module.split(".")[0] == "es_lightning":
             return f"the es-lightning CLI (python -m {module})"
         if module == "torch.distributed.run":
             return "torchrun (python -m torch.distributed.run)"
-    if "-c" in argv[1:-1] and argv[argv.index("-c", 1) + 1].startswith(VERIFIER_WORKER):
-        return None  # the math verifier's worker: how a math task checks an answer
+    if "-c" in argv[1:-1] and argv[argv.index("-c", 1) + 1].startswith(ALLOWED_CODE):
+        return None
     if os.path.realpath(argv[-1]) == os.path.realpath(CHILD_SCRIPT):
         return None  # the code sandbox's child: how a code task runs a completion
     return f"a Python process ({shlex.join(argv)[:200]})"
