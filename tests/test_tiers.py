@@ -52,6 +52,9 @@ def test_cli_runs_python_children_and_torchrun_are_refused():
     assert child_kind(["sh", "-c", "es-lightning fit --config r.yaml"]).startswith(
         "the es-lightning CLI inside sh"
     )
+    assert child_kind(["bwrap", "--tmpfs", "/d", "--", python, "-c", "print(1)"]) == (
+        f"a Python process ({python} -c 'print(1)') inside bwrap"
+    )
 
 
 def test_task_verifiers_and_other_programs_are_allowed():
@@ -59,7 +62,17 @@ def test_task_verifiers_and_other_programs_are_allowed():
     assert child_kind([sys.executable, "-I", "-S", "-B", CHILD_SCRIPT]) is None
     assert child_kind([sys.executable, "-c", "import sys, json; print(json.dumps(sys.path))"]) is None
     assert child_kind(["git", "rev-parse", "HEAD"]) is None
-    assert child_kind(["bwrap", "--unshare-all", "--", "/usr/bin/python3", "-I", CHILD_SCRIPT]) is None
+    inside = [
+        "--ro-bind",
+        CHILD_SCRIPT,
+        "/sandbox/child.py",
+        "--",
+        "/usr/bin/python3",
+        "-I",
+        "/sandbox/child.py",
+    ]
+    assert child_kind(["bwrap", "--unshare-all", *inside]) is None  # the sandbox binds its child in
+    assert child_kind(["bwrap", "--dev-bind", "/", "/", "--", "true"]) is None
     assert child_kind([]) is None
 
 

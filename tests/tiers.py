@@ -7,7 +7,7 @@ ranks, bwrap sandboxes), sends signals, holds file locks across processes or use
 In the fast tier (a ``-m`` expression that deselects ``integration``) a test that starts a child
 Python or es-lightning process, torchrun or a vLLM engine fails and names what it started, so an
 unmarked CLI run, training or engine cannot slip into the quick loop; a CLI run inside a wrapper
-(``bwrap ... sh -c "python -m es_lightning ..."``) counts too. Three Python children are allowed
+(``bwrap ... sh -c "python -m es_lightning ..."``, ``bwrap ... python -c ...``) counts too. Three Python children are allowed
 there, as parts of in-process work rather than runs: the math verifier's worker
 (``es_lightning.tasks.bounded``), the code sandbox's child (``es_lightning.sandbox``) and the probe
 of the import path that jsonargparse's stub resolver (typeshed_client) starts once.
@@ -74,8 +74,14 @@ def child_kind(args: str | bytes | os.PathLike | Sequence[Any]) -> str | None:
     if program in ("es-lightning", "torchrun"):
         return f"the {program} command"
     if not _is_python(argv[0]):
+        if os.path.realpath(CHILD_SCRIPT) in map(os.path.realpath, argv):
+            return None  # the code sandbox: bwrap binds its child script in
         wrapped = _WRAPPED_CLI.search(" ".join(argv[1:]))
-        return f"the es-lightning CLI inside {program} ({wrapped.group(2).strip()} ...)" if wrapped else None
+        if wrapped:
+            return f"the es-lightning CLI inside {program} ({wrapped.group(2).strip()} ...)"
+        inner = next((i for i, arg in enumerate(argv[1:], 1) if _is_python(arg)), None)
+        what = child_kind(argv[inner:]) if inner is not None else None
+        return f"{what} inside {program}" if what else None
     if "-m" in argv[1:-1]:
         module = argv[argv.index("-m", 1) + 1]
         if module.split(".")[0] == "es_lightning":
