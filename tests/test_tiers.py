@@ -62,6 +62,7 @@ def test_task_verifiers_and_other_programs_are_allowed():
     assert child_kind([sys.executable, "-I", "-S", "-B", CHILD_SCRIPT]) is None
     assert child_kind([sys.executable, "-c", "import sys, json; print(json.dumps(sys.path))"]) is None
     assert child_kind(["git", "rev-parse", "HEAD"]) is None
+    assert child_kind(["file", sys.executable]) is None  # vLLM's import looks at the interpreter
     inside = [
         "--ro-bind",
         CHILD_SCRIPT,
@@ -108,6 +109,15 @@ def test_runs_git():
 @pytest.mark.integration
 def test_marked():
     subprocess.run([sys.executable, "-m", "es_lightning", "--version"], check=True)
+
+
+def test_asks_for_the_engine(vllm_engine):
+    pass
+
+
+@pytest.mark.parametrize("backend", ["hf_rollout", "vllm_rollout"])
+def test_each_backend(backend):
+    pass
 """
 
 
@@ -116,7 +126,8 @@ def test_an_unmarked_test_that_starts_a_process_fails_in_the_fast_tier(pytester:
     pytester.makeini("[pytest]\nmarkers =\n    integration: starts processes\n")
     pytester.makepyfile(test_unmarked=UNMARKED)
     result = pytester.runpytest_inprocess("-m", "not integration", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=3, deselected=1)  # git passes; the marked one is not run
+    # git and the hf_rollout case pass; marked: the marked test and the two that ask for the engine
+    result.assert_outcomes(passed=2, failed=3, deselected=3)
     result.stdout.fnmatch_lines(
         [
             "*_ test_starts_the_cli _*",

@@ -39,6 +39,10 @@ ENGINE_FIXTURES = frozenset({"vllm_engine", "vllm_rollout"})
 VERIFIER_WORKER = "from es_lightning.tasks.bounded import serve_fds"
 ALLOWED_CODE = (VERIFIER_WORKER, "import sys, json; print(json.dumps(sys.path))")
 """``python -c`` programs the fast tier allows: the math verifier's worker, typeshed_client's probe."""
+WRAPPERS = frozenset(
+    {"bwrap", "unshare", "sh", "bash", "env", "timeout", "nice", "taskset", "setsid", "stdbuf"}
+)
+"""Programs that run another command: the command they run is what the guard looks at."""
 _PYTHON = re.compile(r"python[0-9.]*$")
 _WRAPPED_CLI = re.compile(
     r"(^|[\s/;&|(])(python[0-9.]*\s+(-\S+\s+)*-m\s+es_lightning\b|es-lightning\s|torchrun\s)"
@@ -74,8 +78,8 @@ def child_kind(args: str | bytes | os.PathLike | Sequence[Any]) -> str | None:
     if program in ("es-lightning", "torchrun"):
         return f"the {program} command"
     if not _is_python(argv[0]):
-        if os.path.realpath(CHILD_SCRIPT) in map(os.path.realpath, argv):
-            return None  # the code sandbox: bwrap binds its child script in
+        if program not in WRAPPERS or os.path.realpath(CHILD_SCRIPT) in map(os.path.realpath, argv):
+            return None  # not a wrapper; or the code sandbox (bwrap binds its child script in)
         wrapped = _WRAPPED_CLI.search(" ".join(argv[1:]))
         if wrapped:
             return f"the es-lightning CLI inside {program} ({wrapped.group(2).strip()} ...)"
@@ -139,10 +143,12 @@ def _guarded_engine_start(original: Callable[..., None]) -> Callable[..., None]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that asks for the session's vLLM engine is ``integration`` (marked before ``-m``
-    selects)."""
+    """A test that asks for the session's vLLM engine, by argument or by a parameter that names the
+    fixture, is ``integration`` (marked before ``-m`` selects)."""
     for item in items:
-        if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        params = getattr(getattr(item, "callspec", None), "params", {}).values()
+        named = {p for p in params if isinstance(p, str)}  # request.getfixturevalue(param)
+        if ENGINE_FIXTURES & (set(getattr(item, "fixturenames", ())) | named):
             item.add_marker(pytest.mark.integration)
 
 

@@ -32,6 +32,7 @@ callbacks:
 )
 
 
+@pytest.mark.integration
 def test_a_run_on_the_validation_split_never_reads_test_and_records_the_split(tmp_path):
     out = fit(tmp_path, "run", "--trainer.max_steps", "1", recipe=VALIDATION_RUN)
     validation = Echo(length=4, n_train=12, n_validation=3, n_test=4).load("validation")
@@ -46,6 +47,7 @@ def test_a_run_on_the_validation_split_never_reads_test_and_records_the_split(tm
     assert held["split"] == "validation" and held["n_prompts"] == 3
 
 
+@pytest.mark.integration
 def test_the_tripwire_trips_on_the_default_test_split(tmp_path):
     """The check above can fail: the same run evaluating the test split stops at its first read."""
     with pytest.raises(AssertionError, match="the test split was read"):
