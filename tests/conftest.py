@@ -17,6 +17,8 @@ from es_lightning.models.tiny import build_tiny_model
 from es_lightning.rollout.vllm import vllm_available
 from tests.helpers import ASSETS, DISTRIBUTED_VARS
 
+pytest_plugins = ("tests.tiers", "pytester")  # the tiers: integration marks and the fast tier's guard
+
 
 @pytest.fixture()
 def fresh_process_group():

@@ -9,9 +9,11 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 import torch
 
 from es_lightning.rollout.base import Rollout
@@ -67,6 +69,43 @@ def fit(tmp_path: Path, name: str, *overrides: str, recipe: str, timeout: int = 
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What ``es-lightning ARGV`` run in this process ended with and printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_main(capture: pytest.CaptureFixture[str], *argv: str) -> CommandResult:
+    """``es-lightning ARGV`` through :func:`es_lightning.cli.main` in this process: for command lines
+    that train nothing (``--help``, usage errors, refusals, ``--print_config``), where the process
+    boundary is not what a test checks. ``capture`` is ``capsys`` (or ``capfd``, to see what child
+    processes write too). ``SystemExit`` (help, a usage error) becomes the exit status; help is laid
+    out 80 columns wide, as in a child process whose output is a pipe, and the import path ``main``
+    extends is put back."""
+    from es_lightning.cli import main
+
+    capture.readouterr()  # what earlier steps of the test printed is not this command's
+    path, columns = list(sys.path), os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"
+    try:
+        status, exit_message = main(list(argv)), ""
+    except SystemExit as exit_:
+        code = exit_.code
+        status = code if isinstance(code, int) else 0 if code is None else 1
+        exit_message = "" if code is None or isinstance(code, int) else f"{code}\n"
+    finally:
+        sys.path[:] = path
+        if columns is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = columns
+    out, err = capture.readouterr()
+    return CommandResult(status, out, err + exit_message)
 
 
 def assert_bit_identical(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:

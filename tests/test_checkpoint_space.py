@@ -76,6 +76,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.integration
 def test_a_full_disk_ends_in_one_line_and_keeps_the_previous_checkpoint(tmp_path, tmpfs):
     disk, keep, meta_dir = tmp_path / "disk", tmp_path / "keep", tmp_path / "meta"
     disk.mkdir()

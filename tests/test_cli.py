@@ -12,7 +12,7 @@ import pytest
 from es_lightning.cli import build_parser
 from es_lightning.presets import SUITES, resolve_eval_tasks
 from es_lightning.training.command import run_fit
-from tests.helpers import subprocess_env
+from tests.helpers import run_main, subprocess_env
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
@@ -152,10 +152,10 @@ def test_eval_recipe_parses():
     assert init.evaluate.task == "gsm8k" and init.evaluate.evaluation.num_samples == 32
 
 
-def test_help_explains_every_trainer_option():
-    out = subprocess.run(
-        [*CLI, "fit", "--help"], capture_output=True, text=True, check=True, env=subprocess_env()
-    ).stdout
+def test_help_explains_every_trainer_option(capsys):
+    result = run_main(capsys, "fit", "--help")
+    assert result.returncode == 0
+    out = result.stdout
     from dataclasses import fields
 
     from es_lightning.training.config import TrainerConfig
@@ -176,7 +176,7 @@ def test_bad_strategy_setting_is_named():
         )
 
 
-def test_offline_scoring_of_real_gsm8k_rows(tmp_path, gsm8k_test_file):
+def test_offline_scoring_of_real_gsm8k_rows(tmp_path, gsm8k_test_file, capsys):
     rows = [json.loads(line) for line in gsm8k_test_file.read_text().splitlines()[:5]]
     with (tmp_path / "samples.jsonl").open("w") as f:
         for i, row in enumerate(rows):
@@ -185,27 +185,23 @@ def test_offline_scoring_of_real_gsm8k_rows(tmp_path, gsm8k_test_file):
             completions = [f"... #### {gold}", "#### -1"] if i < 2 else ["#### -1", "no idea"]
             f.write(json.dumps({**row, "completions": completions}) + "\n")
     out = tmp_path / "scores.json"
-    subprocess.run(
-        [
-            *CLI,
-            "evaluate",
-            "--task",
-            "gsm8k",
-            "--completions",
-            str(tmp_path / "samples.jsonl"),
-            "--output",
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-        env=subprocess_env(),
-    )
+    argv = [
+        "evaluate",
+        "--task",
+        "gsm8k",
+        "--completions",
+        str(tmp_path / "samples.jsonl"),
+        "--output",
+        str(out),
+    ]
+    assert run_main(capsys, *argv).returncode == 0
     scores = json.loads(out.read_text())["gsm8k"]
     assert scores["n_prompts"] == 5 and scores["n_samples"] == 2
     assert scores["pass@1"] == pytest.approx(2 * 0.5 / 5)
     assert scores["pass@2"] == pytest.approx(2 / 5)
 
 
+@pytest.mark.integration
 def test_generation_mode_writes_json_completions_and_plot(tmp_path, tiny_model_path):
     out = tmp_path / "eval.json"
     cmd = [
@@ -245,32 +241,28 @@ def test_generation_mode_writes_json_completions_and_plot(tmp_path, tiny_model_p
         (["--task", "no_such_task", "--completions", "x.jsonl"], "no_such_task"),
     ],
 )
-def test_evaluate_errors_name_the_problem(args, message, tmp_path):
-    proc = subprocess.run(
-        [*CLI, "evaluate", *args], capture_output=True, text=True, cwd=tmp_path, env=subprocess_env()
-    )
+def test_evaluate_errors_name_the_problem(args, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    proc = run_main(capsys, "evaluate", *args)
     assert proc.returncode != 0
     assert message in proc.stderr
 
 
-def test_fit_refuses_a_missing_model_folder_before_work(tmp_path):
+def test_fit_refuses_a_missing_model_folder_before_work(tmp_path, monkeypatch, capsys):
     recipe = (
         (REPO / "recipes/smoke_cpu.yaml")
         .read_text()
         .replace("es-lightning/tiny-random", str(tmp_path / "missing"))
     )
     (tmp_path / "r.yaml").write_text(recipe)
-    proc = subprocess.run(
-        [*CLI, "fit", "--config", str(tmp_path / "r.yaml"), "--trainer.output_dir", str(tmp_path / "o")],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-        env=subprocess_env(),
+    monkeypatch.chdir(tmp_path)
+    proc = run_main(
+        capsys, "fit", "--config", str(tmp_path / "r.yaml"), "--trainer.output_dir", str(tmp_path / "o")
     )
     assert proc.returncode != 0 and "missing" in proc.stderr and "config.json" in proc.stderr
 
 
+@pytest.mark.integration
 def test_generation_mode_several_tasks_in_one_engine(tmp_path, tiny_model_path):
     out = tmp_path / "suite.json"
     cmd = [
@@ -440,9 +432,9 @@ def test_tune_recipe_plans_every_trial_on_the_validation_split(tmp_path):
 def test_tune_help_and_a_refused_setting(tmp_path, capsys):
     from es_lightning.cli import main
 
-    out = subprocess.run(
-        [*CLI, "tune", "--help"], capture_output=True, text=True, check=True, env=subprocess_env()
-    ).stdout
+    help_ = run_main(capsys, "tune", "--help")
+    assert help_.returncode == 0
+    out = help_.stdout
     for option in ("--selection.metric", "--selection.rule", "--budget", "--validation_overrides", "--seeds"):
         assert option in out
     assert "Δ = metric after the last update" in out  # field docstrings become help text

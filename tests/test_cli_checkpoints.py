@@ -4,14 +4,13 @@ refused in one line naming the file, with status 2 and no traceback."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
 
 from es_lightning.checkpoint import save_checkpoint
-from tests.helpers import CLI, subprocess_env
+from tests.helpers import run_main
 
 
 @pytest.fixture()
@@ -35,10 +34,9 @@ def damaged(tmp_path: Path) -> Path:
     return folder
 
 
-def _refused(tmp_path: Path, *args: str) -> str:
-    env = subprocess_env()
-    env.pop("ES_LIGHTNING_DEBUG", None)
-    proc = subprocess.run([*CLI, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+def _refused(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """``es-lightning ARGS`` in this process; asserts a one-line refusal and returns it."""
+    proc = run_main(capsys, *args)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("es-lightning: error: ")]
@@ -46,17 +44,19 @@ def _refused(tmp_path: Path, *args: str) -> str:
     return errors[0]
 
 
-def test_evaluate_and_analyze_refuse_a_damaged_checkpoint(tmp_path, damaged):
+def test_evaluate_and_analyze_refuse_a_damaged_checkpoint(tmp_path, damaged, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ES_LIGHTNING_DEBUG", raising=False)
     recorded = json.loads((damaged / "manifest.json").read_text())["files"]["es_state/master.safetensors"]
     assert recorded["size"] > 64 * 64 * 4  # the whole fp32 tensor and its header were recorded
     expected = (
         f"checkpoint {damaged} is damaged: es_state/master.safetensors is 100 bytes, the manifest "
         f"says {recorded['size']}"
     )
-    line = _refused(tmp_path, "evaluate", "--task", "echo", "--model", str(damaged), "--output", "e.json")
+    line = _refused(capsys, "evaluate", "--task", "echo", "--model", str(damaged), "--output", "e.json")
     assert line == f"es-lightning: error: evaluate --model: {expected}"
     line = _refused(
-        tmp_path,
+        capsys,
         "analyze",
         "--base",
         "es-lightning/tiny-random",

@@ -1,15 +1,17 @@
 """Every user error ends ``es-lightning`` with one clear message, status 2 and no traceback, before
-any engine starts (the recipe's rollout is a tripwire that fails the run if one is set up)."""
+any engine starts (the recipe's rollout is a tripwire that fails the run if one is set up). The
+commands run in this process (:func:`tests.helpers.run_main`): each is refused before any work."""
 
 from __future__ import annotations
 
 import json
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLI, subprocess_env
+from es_lightning.errors import ConfigError, find_config_error
+from tests.helpers import CommandResult, run_main
 
 RECIPE = """
 module:
@@ -47,16 +49,22 @@ def recipe(tmp_path: Path, tiny_model_path: Path) -> Path:
     return path
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = subprocess_env() | {"HF_HUB_OFFLINE": "1"}  # never ask the network
-    env.pop("ES_LIGHTNING_DEBUG", None)
-    return subprocess.run([*CLI, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+Cli = Callable[..., CommandResult]
 
 
-def _refused(tmp_path: Path, recipe: Path, *overrides: str) -> str:
+@pytest.fixture()
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    """``es-lightning ARGS`` in ``tmp_path``, offline, without ``ES_LIGHTNING_DEBUG``."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # never ask the network
+    monkeypatch.delenv("ES_LIGHTNING_DEBUG", raising=False)
+    return lambda *args: run_main(capsys, *args)
+
+
+def _refused(cli: Cli, recipe: Path, *overrides: str) -> str:
     """Run ``fit`` on ``recipe`` with ``overrides``; assert a clean refusal; return its message."""
-    out = str(tmp_path / "run")
-    proc = _cli(tmp_path, "fit", "--config", str(recipe), "--trainer.output_dir", out, *overrides)
+    out = str(recipe.parent / "run")
+    proc = cli("fit", "--config", str(recipe), "--trainer.output_dir", out, *overrides)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "EngineTripwire" not in proc.stderr  # refused before any engine was set up
@@ -82,85 +90,86 @@ def _refused(tmp_path: Path, recipe: Path, *overrides: str) -> str:
     ],
     ids=["sigma", "learning_rate", "population_size", "batch_size", "k_above_m"],
 )
-def test_nonsensical_settings_are_refused_by_name(tmp_path, recipe, overrides, expected):
-    message = _refused(tmp_path, recipe, *overrides)
+def test_nonsensical_settings_are_refused_by_name(cli, recipe, overrides, expected):
+    message = _refused(cli, recipe, *overrides)
     for text in expected:
         assert text in message
 
 
-def test_a_missing_model_folder_is_named(tmp_path, recipe):
+def test_a_missing_model_folder_is_named(tmp_path, cli, recipe):
     missing = tmp_path / "no_such_model"
-    message = _refused(tmp_path, recipe, "--module.model", str(missing))
+    message = _refused(cli, recipe, "--module.model", str(missing))
     assert "module.model" in message and repr(str(missing)) in message and "config.json" in message
 
 
-def test_a_hub_id_that_is_not_cached_is_named_with_where_it_looked(tmp_path, recipe):
-    message = _refused(tmp_path, recipe, "--module.model", "nosuch-org/nosuch-model")
+def test_a_hub_id_that_is_not_cached_is_named_with_where_it_looked(cli, recipe):
+    message = _refused(cli, recipe, "--module.model", "nosuch-org/nosuch-model")
     assert "'nosuch-org/nosuch-model'" in message
     assert "not in the local HF cache" in message and "HF_HUB_OFFLINE" in message
 
 
-def test_a_missing_data_file_is_named(tmp_path, recipe):
+def test_a_missing_data_file_is_named(tmp_path, cli, recipe):
     missing = tmp_path / "nope.jsonl"
-    message = _refused(tmp_path, recipe, "--module.task.init_args.train.path", str(missing))
+    message = _refused(cli, recipe, "--module.task.init_args.train.path", str(missing))
     assert str(missing) in message and "does not exist" in message
 
 
-def test_an_empty_data_file_is_named(tmp_path, recipe):
+def test_an_empty_data_file_is_named(tmp_path, cli, recipe):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    message = _refused(tmp_path, recipe, "--module.task.init_args.train.path", str(empty))
+    message = _refused(cli, recipe, "--module.task.init_args.train.path", str(empty))
     assert str(empty) in message and "empty" in message
 
 
-def test_a_row_without_its_answer_names_file_and_line(tmp_path, recipe):
+def test_a_row_without_its_answer_names_file_and_line(tmp_path, cli, recipe):
     rows = _rows()
     del rows[2]["answer"]
     data = _write_jsonl(tmp_path / "third_row.jsonl", [json.dumps(r) for r in rows])
-    message = _refused(tmp_path, recipe, "--module.task.init_args.train.path", str(data))
+    message = _refused(cli, recipe, "--module.task.init_args.train.path", str(data))
     assert f"'{data}' line 3" in message and "['answer']" in message
 
 
-def test_a_malformed_json_line_names_file_and_line(tmp_path, recipe):
+def test_a_malformed_json_line_names_file_and_line(tmp_path, cli, recipe):
     lines = [json.dumps(r) for r in _rows()]
     lines[3] = lines[3][:-1]  # the closing brace is gone
     data = _write_jsonl(tmp_path / "broken.jsonl", lines)
-    message = _refused(tmp_path, recipe, "--module.task.init_args.train.path", str(data))
+    message = _refused(cli, recipe, "--module.task.init_args.train.path", str(data))
     assert f"'{data}' line 4: invalid JSON" in message
 
 
-def test_a_resume_path_that_does_not_exist_is_named(tmp_path, recipe):
+def test_a_resume_path_that_does_not_exist_is_named(tmp_path, cli, recipe):
     missing = tmp_path / "runs" / "old" / "checkpoints" / "step-000004"
-    message = _refused(tmp_path, recipe, "--trainer.resume", str(missing))
+    message = _refused(cli, recipe, "--trainer.resume", str(missing))
     assert "trainer.resume" in message and str(missing) in message and "does not exist" in message
     assert not (tmp_path / "run").exists()  # refused before the run directory is written
 
 
-def test_an_output_dir_that_is_a_file_is_refused(tmp_path, recipe):
+def test_an_output_dir_that_is_a_file_is_refused(tmp_path, cli, recipe):
     taken = tmp_path / "taken"
     taken.write_text("not a directory")
-    proc = _cli(tmp_path, "fit", "--config", str(recipe), "--trainer.output_dir", str(taken))
+    proc = cli("fit", "--config", str(recipe), "--trainer.output_dir", str(taken))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert f"trainer.output_dir '{taken}' is an existing file" in proc.stderr
 
 
-def test_an_unknown_task_name_lists_the_known_ones(tmp_path):
-    proc = _cli(tmp_path, "evaluate", "--task", "no_such_task", "--completions", "x.jsonl")
+def test_an_unknown_task_name_lists_the_known_ones(cli):
+    proc = cli("evaluate", "--task", "no_such_task", "--completions", "x.jsonl")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "es-lightning: error: unknown task 'no_such_task'; known tasks:" in proc.stderr
     assert "gsm8k" in proc.stderr and "countdown" in proc.stderr
 
 
-def test_an_unknown_task_class_in_a_recipe_is_a_usage_error(tmp_path, recipe):
-    proc = _cli(tmp_path, "fit", "--config", str(recipe), "--module.task", "no_such_task")
+def test_an_unknown_task_class_in_a_recipe_is_a_usage_error(cli, recipe):
+    proc = cli("fit", "--config", str(recipe), "--module.task", "no_such_task")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "no_such_task" in proc.stderr and "usage:" not in proc.stderr  # the usage is under --help
     errors = [line for line in proc.stderr.splitlines() if line.startswith("es-lightning: error: ")]
     assert len(errors) == 1 and errors[0].endswith("; see es-lightning fit --help"), proc.stderr[-3000:]
 
 
-def test_debug_shows_the_traceback(tmp_path, recipe):
+def test_debug_shows_the_traceback(cli, recipe):
     args = ["fit", "--config", str(recipe), "--strategy.init_args.sigma", "-1"]
-    proc = _cli(tmp_path, "--debug", *args)
-    assert proc.returncode != 0 and "Traceback" in proc.stderr
-    assert "ConfigError: ESStrategy: invalid sigma=-1.0 (must be > 0)" in proc.stderr
+    with pytest.raises(Exception) as raised:  # not caught: a process shows its traceback
+        cli("--debug", *args)
+    error = find_config_error(raised.value)  # the ConfigError, or the error whose cause it is
+    assert type(error) is ConfigError and str(error) == "ESStrategy: invalid sigma=-1.0 (must be > 0)"

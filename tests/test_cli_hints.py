@@ -1,14 +1,13 @@
-"""Short names on the command line and parse errors that name the values that parse (real CLI)."""
+"""Short names on the command line and parse errors that name the values that parse (the CLI's
+``main`` in this process: these command lines print and exit before any work)."""
 
 from __future__ import annotations
-
-import subprocess
 
 import pytest
 import yaml
 
 from es_lightning.cli_hints import ALIASES, hint
-from tests.helpers import CLI, REPO, subprocess_env
+from tests.helpers import REPO, CommandResult, run_main
 
 
 def test_short_names_in_a_recipe_expand_to_their_classes_and_take_init_args(tmp_path):
@@ -53,13 +52,9 @@ def test_hint_names_the_key_jsonargparse_complains_about():
     assert hint('Parser key "trainer": something else') is None and hint("no key") is None
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*CLI, "fit", "--config", str(REPO / "recipes" / "smoke_cpu.yaml"), *args, "--print_config"],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=300,
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> CommandResult:
+    return run_main(
+        capsys, "fit", "--config", str(REPO / "recipes" / "smoke_cpu.yaml"), *args, "--print_config"
     )
 
 
@@ -72,8 +67,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
         (["--rollout", "HFRollout"], "rollout", "es_lightning.rollout.hf.HFRollout"),
     ],
 )
-def test_short_names_parse_to_their_classes(args, key, class_path):
-    proc = _cli(*args)
+def test_short_names_parse_to_their_classes(args, key, class_path, capsys):
+    proc = _cli(capsys, *args)
     assert proc.returncode == 0, proc.stderr
     got = yaml.safe_load(proc.stdout)[key]["class_path"]  # jsonargparse may print a shorter path
     assert _resolve(got) is _resolve(class_path)
@@ -104,22 +99,16 @@ def _resolve(path: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
-def test_a_bad_strategy_or_rollout_error_lists_values_that_parse():
-    proc = _cli("--strategy", "foo")
+def test_a_bad_strategy_or_rollout_error_lists_values_that_parse(capsys):
+    proc = _cli(capsys, "--strategy", "foo")
     assert proc.returncode == 2
     assert "use: --strategy es | grpo | grpo_fsdp" in proc.stderr
-    proc = _cli("--rollout", "vlm")
+    proc = _cli(capsys, "--rollout", "vlm")
     assert proc.returncode == 2 and "use: --rollout vllm | hf" in proc.stderr
 
 
-def test_es_help_lists_no_ddp_options():
-    proc = subprocess.run(
-        [*CLI, "fit", "--strategy.help", "ESStrategy"],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=300,
-    )
+def test_es_help_lists_no_ddp_options(capsys):
+    proc = run_main(capsys, "fit", "--strategy.help", "ESStrategy")
     assert proc.returncode == 0, proc.stderr
     assert "--strategy.population_size" in proc.stdout and "--strategy.sigma" in proc.stdout
     for ddp_option in ("find_unused_parameters", "bucket_cap_mb", "gradient_as_bucket_view", "static_graph"):

@@ -12,13 +12,11 @@ import pytest
 
 import es_lightning
 from es_lightning.cli import package_version
-from tests.helpers import CLI, REPO, subprocess_env
+from tests.helpers import REPO, run_main, subprocess_env
 
 
-def test_version_prints_the_release_and_exits_0():
-    proc = subprocess.run(
-        [*CLI, "--version"], env=subprocess_env(), capture_output=True, text=True, timeout=120
-    )
+def test_version_prints_the_release_and_exits_0(capsys):
+    proc = run_main(capsys, "--version")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == f"es-lightning {importlib.metadata.version('es-lightning')}"
 
@@ -36,10 +34,12 @@ def test_an_uninstalled_tree_falls_back_to_the_package_version(monkeypatch):
     assert package_version() == es_lightning.__version__
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("argv", [["--version"], ["--help"], []])
 def test_version_and_help_import_no_model_library(argv):
     """``es-lightning --version`` and ``--help`` (and a missing subcommand) build no subcommand's
-    parser: torch, transformers, Lightning and vLLM stay unimported, so they answer at once."""
+    parser: torch, transformers, Lightning and vLLM stay unimported, so they answer at once (a
+    fresh interpreter: this one has imported them all)."""
     script = (
         "import contextlib, io, sys\n"
         "from es_lightning.cli import main\n"

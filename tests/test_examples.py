@@ -30,7 +30,7 @@ def _check_logs(run: Path) -> None:
     assert "a Dataset in memory (64 rows" in config and "rewards.digits" in config
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_the_script_runs_with_es(tmp_path):
     run = tmp_path / "es"
     proc = subprocess.run(

@@ -12,6 +12,8 @@ import torch.multiprocessing as mp
 from es_lightning.errors import ConfigError
 from es_lightning.ranks import PeerRankError, exit_status, fail_together, shared, started_by_fabric
 
+pytestmark = pytest.mark.integration
+
 
 def _free_port() -> int:
     with socket.socket() as s:

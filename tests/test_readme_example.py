@@ -31,7 +31,7 @@ def _section_blocks(title: str) -> dict[str, str]:
     return {lang: body for lang, body in blocks}
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_the_readme_example_trains_on_a_local_jsonl_with_python_rewards(tmp_path):
     """As written, on the README's data, 6 of its 20 updates: the updates are applied (the first
     ones are skipped until a member writes a digit: all tie), the digit share rises, and what the

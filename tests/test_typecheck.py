@@ -13,6 +13,8 @@ import pytest
 
 from tests.helpers import REPO
 
+pytestmark = pytest.mark.integration
+
 
 def _pyright() -> list[str]:
     try:

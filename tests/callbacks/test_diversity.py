@@ -70,7 +70,7 @@ def _training(run):
     return {r["step"]: r for r in read_metrics(run / "metrics.jsonl") if "es/skipped" in r}
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_probe_metrics_appear(probed, tmp_path):
     records = read_metrics(probed / "metrics.jsonl")
     training = _training(probed)
@@ -99,7 +99,7 @@ def test_probe_metrics_appear(probed, tmp_path):
     assert walk["applied_updates"] == 2 - sum(training[s]["es/skipped"] for s in (1, 2))
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_the_probe_leaves_the_training_unchanged(probed, tmp_path):
     """The probe samples with its own seeds and the centre is restored after each member: the run
     makes the same updates as without the callback."""

@@ -45,7 +45,7 @@ def test_at_steps_adds_updates_to_every_n_updates():
         TokenEntropy(at_steps=[0, 3])
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_run_measures_at_its_steps(tmp_path):
     from es_lightning.training.loggers import read_metrics
     from tests.helpers import TINY_ES_RECIPE, fit

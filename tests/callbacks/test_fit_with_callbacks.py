@@ -11,6 +11,8 @@ from es_lightning.models.registry import resolve_model
 from es_lightning.training.loggers import read_metrics
 from tests.helpers import fit
 
+pytestmark = pytest.mark.integration
+
 CALLBACKS = """
 callbacks:
   - class_path: es_lightning.callbacks.TokenEntropy
@@ -85,7 +87,6 @@ def _check_instruments(out, es: bool):
     assert "attribution/top_k/text_summary" in events.Tags()["tensors"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("name", "recipe"), [("es", ES), ("grpo", GRPO)])
 def test_every_instrument_logs_on_a_real_run(tmp_path, name, recipe):
     out = fit(tmp_path, name, "--trainer.max_steps", "4", recipe=recipe)
@@ -106,7 +107,6 @@ def test_every_instrument_logs_on_a_real_run(tmp_path, name, recipe):
     assert [e["name"] for e in record["top_k"]] == [e["name"] for e in result["top_k"][:10]]
 
 
-@pytest.mark.slow
 def test_resume_continues_the_curves(tmp_path):
     straight = fit(tmp_path, "straight", "--trainer.max_steps", "4", recipe=ES)
     resumed = fit(tmp_path, "resumed", "--trainer.max_steps", "2", recipe=ES)

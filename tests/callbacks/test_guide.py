@@ -10,6 +10,8 @@ import pytest
 from es_lightning.training.loggers import read_metrics
 from tests.helpers import REPO, fit
 
+pytestmark = pytest.mark.integration
+
 FEWER_ARGUMENTS = '''
 
 class UpdateCounter(Callback):
@@ -41,7 +43,6 @@ def guide_example() -> str:
     return re.findall(r"```python\n(.*?)```", section, re.DOTALL)[0]
 
 
-@pytest.mark.slow
 def test_the_guides_example_runs_attached_to_a_fit(tmp_path):
     (tmp_path / "guide_example.py").write_text(guide_example() + FEWER_ARGUMENTS)
     out = fit(tmp_path, "run", "--trainer.max_steps", "3", recipe=RECIPE)

@@ -40,7 +40,7 @@ def test_every_subpackage_is_listed_for_installation():
     assert "es_lightning.callbacks" in listed
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_built_wheel_installs_callbacks_as_es_lightning_callbacks(tmp_path):
     """A non-editable install gets the top-level callbacks/ folder as es_lightning.callbacks."""
     proc = subprocess.run(

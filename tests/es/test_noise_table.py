@@ -70,6 +70,7 @@ def test_slice_is_the_tables_numbers_from_the_seeded_offset_wrapping():
         table.slice(0, "d", (1001,))
 
 
+@pytest.mark.integration
 def test_the_table_is_the_same_in_every_process_and_built_once_in_each():
     code = (
         "import hashlib; from es_lightning.es.noise_table import noise_table; "

@@ -118,6 +118,7 @@ print(seen == {(cores[0], cores[1])})
 """
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores")
 def test_threads_run_on_every_core_of_the_process_when_the_caller_is_pinned():
     proc = subprocess.run([sys.executable, "-c", PINNED], capture_output=True, text=True, timeout=120)
@@ -140,6 +141,7 @@ print(set(map_tensors(pinned_while_running, items, threads=2)) == {tuple(cores)}
 """
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores")
 def test_a_thread_pinned_while_it_ran_gets_every_core_back_for_its_next_tensor():
     proc = subprocess.run([sys.executable, "-c", REPINNED], capture_output=True, text=True, timeout=120)

@@ -5,9 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from es_lightning.es.noise import noise_like, param_seed, seed_schedule
+
+pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 PAIRS = [(0, "w"), (123456789, "model.layers.0.self_attn.q_proj.weight"), (2**62 + 1, "lm_head.weight")]

@@ -205,7 +205,7 @@ def _start_fit(tmp_path, config, devices):
     return out, proc
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_two_ranks_write_and_log_what_one_rank_does(tmp_path):
     """ES on 2 CPU ranks (gloo), no updates: the trainer's evaluation and the held-out callback
     split the prompts (uneven, and one task with fewer prompts than ranks) and rank 0 writes and

@@ -246,7 +246,7 @@ def test_grpo_fsdp_step_syncs_full_weights_saves_and_resumes(body_1p5b, tmp_path
     assert state and all(torch.equal(state[k]["exp_avg"], m) for k, m in moments.items())
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_cli_smoke_run_on_cuda(tmp_path):
     """The whole trainer on a GPU through the CLI (HF rollout: vLLM is not installed here)."""
     import json
@@ -289,7 +289,7 @@ def test_cli_smoke_run_on_cuda(tmp_path):
         assert config.get("dtype", config.get("torch_dtype")) == "bfloat16"
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_cpu_demo_recipe_runs_unchanged_on_cuda(tmp_path):
     """recipes/demo_cpu.yaml on a GPU (bf16 serving, HF rollout), 10 of its 30 updates."""
     import json
@@ -342,6 +342,7 @@ def test_streamed_checkpoint_of_a_1p5b_centre(tmp_path):
         assert torch.equal(tensor, es.master[name].cpu()), name
 
 
+@pytest.mark.integration
 def test_instruments_on_cuda(tmp_path):
     """TokenEntropy, ParameterDrift, LayerAttribution and PopulationDiversity through the CLI on a GPU."""
     import json

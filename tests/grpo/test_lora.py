@@ -231,7 +231,7 @@ evaluation: null
 """
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_checkpoint_loads_in_transformers_and_peft_and_resumes_exactly(tmp_path, tiny_model_path):
     from peft import PeftModel
 

@@ -239,7 +239,7 @@ def test_hub_style_auto_map_entries_point_at_the_copied_code(custom_code_model, 
     assert json.loads((target / "config.json").read_text())["auto_map"] == {"AutoConfig": "x.C"}
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_grpo_run_on_custom_code_checkpoints_it_and_resumes_from_it(custom_code_model, tmp_path):
     from transformers import AutoModelForCausalLM
 
@@ -291,6 +291,7 @@ def test_vllm_engine_arguments_carry_the_revision_and_remote_code(tiny_model_pat
         clashing.setup("org/tiny", CPU, torch.float32, ModelLoading())
 
 
+@pytest.mark.integration
 @pytest.mark.vllm
 def test_a_vllm_engine_serves_the_revision_asked_for(two_revisions):
     from es_lightning.rollout.vllm import VLLMRollout

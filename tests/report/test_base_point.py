@@ -72,6 +72,7 @@ def analysed(tmp_path):
     return make
 
 
+@pytest.mark.integration
 def test_the_base_point_scored_alone_is_the_analysis_own(tmp_path, analysed):
     run_dir, out, own, own_samples, samples = analysed()
     plan = _plan(tmp_path)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -19,7 +21,6 @@ def _body(text: str) -> list[str]:
     return [line for line in text.splitlines() if not line.startswith("Command: ")]
 
 
-@pytest.mark.slow
 def test_the_committed_report_is_what_its_summaries_rebuild(tmp_path):
     out = tmp_path / "report_cpu"
     shutil.copytree(ROOT / "results" / "report_cpu_v2", out)

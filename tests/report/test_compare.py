@@ -10,7 +10,7 @@ import pytest
 
 from es_lightning.errors import ConfigError
 from es_lightning.report.compare import START, run_compare
-from tests.helpers import CLI, subprocess_env
+from tests.helpers import CLI, run_main, subprocess_env
 from tests.report.synthetic import TASK, summary, write_pipeline, write_single
 
 
@@ -56,6 +56,7 @@ def test_task_filter_and_bad_input(runs):
         run_compare([root / "unfinished"])
 
 
+@pytest.mark.integration
 def test_cli_takes_run_folders_as_positional_arguments(runs):
     root, _ = runs
     proc = subprocess.run(
@@ -135,13 +136,10 @@ def test_a_setting_one_run_lacks_is_not_a_difference(runs, capsys):
     assert "the runs differ" not in err and "no config.yaml in es:" in err
 
 
-def test_cli_warns_and_still_exits_0(runs):
+def test_cli_warns_and_still_exits_0(runs, capsys):
     root, _ = runs
     _config(root / "es")
     _config(root / "grpo", temperature=1.0)
-    proc = subprocess.run(
-        [*CLI, "compare", str(root / "es"), str(root / "grpo")],
-        env=subprocess_env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    proc = run_main(capsys, "compare", str(root / "es"), str(root / "grpo"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "es-lightning: warning: the runs differ in evaluation.temperature" in proc.stderr

@@ -51,6 +51,7 @@ def test_not_recorded(tmp_path):
     assert got["wall_seconds"] is None and got["peak_rss_mb"] is None  # not measured
 
 
+@pytest.mark.integration
 def test_a_measured_run_records_its_wall_clock_and_peak_memory(tmp_path):
     import sys
 
@@ -71,6 +72,7 @@ def test_a_measured_run_records_its_wall_clock_and_peak_memory(tmp_path):
     assert (run_dir / MEASURE_NAME).is_file()
 
 
+@pytest.mark.integration
 def test_a_run_in_several_attempts_sums_its_wall_clock_and_keeps_its_largest_peak(tmp_path):
     """Segments: an earlier record (the format from before segments, then a killed attempt that
     only reached a heartbeat) and a new attempt; totals by hand."""

@@ -13,6 +13,8 @@ from es_lightning.report.runs import LOG_NAME
 from es_lightning.report.summaries import export_summaries
 from tests.report.synthetic import assert_same_report
 
+pytestmark = pytest.mark.integration
+
 TINY_RECIPE = """
 module:
   model: es-lightning/tiny-random
@@ -35,7 +37,6 @@ evaluation: {num_samples: 2, temperature: 0.6, max_tokens: 6, ks: [1, 2], greedy
 """
 
 
-@pytest.mark.slow
 def test_real_runs_then_reuse(tmp_path: Path):
     recipe = tmp_path / "tiny.yaml"
     recipe.write_text(TINY_RECIPE)

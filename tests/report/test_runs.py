@@ -139,6 +139,7 @@ def test_the_quick_sizes_come_after_a_methods_own_overrides_and_before_an_ablati
     assert by_name["n/8/seed0"] == ("--a", "1", "--callbacks", "[]", "--trainer.max_steps", "30", "--p", "8")
 
 
+@pytest.mark.integration
 def test_finished_runs_are_reused_and_failures_recorded(tmp_path):
     recipes = _recipes(tmp_path)
     runs = tmp_path / "runs"
@@ -161,6 +162,7 @@ def test_finished_runs_are_reused_and_failures_recorded(tmp_path):
     assert (runs / "launches.txt").read_text().splitlines() == launches  # nothing finished was rerun
 
 
+@pytest.mark.integration
 def test_unfinished_attempt_is_cleared_and_rerun(tmp_path):
     recipes = _recipes(tmp_path)
     run_dir = tmp_path / "runs" / "good" / "seed0"
@@ -171,6 +173,7 @@ def test_unfinished_attempt_is_cleared_and_rerun(tmp_path):
     assert not (run_dir / "metrics.jsonl").exists()
 
 
+@pytest.mark.integration
 def test_timeout_is_a_failure(tmp_path):
     recipes = _recipes(tmp_path)
     spec = RunSpec("slow", None, 0, recipes["good"], (), tmp_path / "runs" / "slow" / "seed0")
@@ -211,6 +214,7 @@ def test_report_records_a_failed_method_and_keeps_the_others(tmp_path):
     assert TASK in text
 
 
+@pytest.mark.integration
 def test_runs_with_the_same_resolved_config_run_once(tmp_path):
     """An ablation value equal to the recipe's own (zscore in coverage_cpu_es.yaml) is the method's
     run: the ablation's folder links to it instead of training again."""
@@ -233,6 +237,7 @@ def test_runs_with_the_same_resolved_config_run_once(tmp_path):
     assert launches == [str(method.run_dir)]  # the `none` run wrote into its own group's folder
 
 
+@pytest.mark.integration
 def test_a_run_made_with_other_settings_is_run_again(tmp_path):
     from tests.helpers import REPO
 
@@ -246,7 +251,7 @@ def test_a_run_made_with_other_settings_is_run_again(tmp_path):
     assert "max_steps: 7" in (run_dir / "report_run_config.yaml").read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_an_interrupted_run_continues_from_its_checkpoint_bit_for_bit(tmp_path, monkeypatch):
     """A run stopped after its step-2 checkpoint (here: an attempt of 2 of its 4 updates, no final
     evaluation) continues from that checkpoint when the report runs again; its final weights are
@@ -340,6 +345,7 @@ def test_settings_added_since_a_run_do_not_make_it_another_run(tmp_path):
     assert can_resume(spec, now)
 
 
+@pytest.mark.integration
 def test_after_each_follows_every_finished_or_reused_run_before_the_next_starts(tmp_path):
     recipes = _recipes(tmp_path)
     runs = tmp_path / "runs"
@@ -409,6 +415,7 @@ except RunInterrupted as stopped:
 """
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
 def test_stopping_the_report_stops_its_run_the_runs_own_way_before_it_exits(tmp_path, signum):
     import signal
@@ -445,6 +452,7 @@ def test_a_pipeline_stage_setting_is_part_of_the_runs_resolved_configuration(tmp
 SLOW_FIT = FAKE_FIT.replace("import json,", "import time; time.sleep(0.5)\nimport json,")
 
 
+@pytest.mark.integration
 def test_a_run_another_report_process_holds_is_skipped_then_run_once_released(tmp_path):
     from es_lightning.report.runs import BUSY, claimed
 
@@ -464,6 +472,7 @@ def test_a_run_another_report_process_holds_is_skipped_then_run_once_released(tm
     assert [o.status for o in second] == ["finished", "reused"]
 
 
+@pytest.mark.integration
 def test_two_report_processes_on_one_output_share_its_runs_each_run_launched_once(tmp_path):
     import threading
 
@@ -491,6 +500,7 @@ def test_two_report_processes_on_one_output_share_its_runs_each_run_launched_onc
     assert all(o.status in ("finished", "busy", "reused") for v in results.values() for o in v)
 
 
+@pytest.mark.integration
 def test_an_evaluation_another_report_process_runs_is_busy_not_repeated(tmp_path):
     from es_lightning.report.runs import BUSY, claimed, logged_record
 

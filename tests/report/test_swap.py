@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = [
     (("results/report_cpu_v2", "docs/report/cpu"), "recipes/report_cpu.yaml"),
@@ -72,7 +74,6 @@ def swap(out: Path) -> int:
     return swapped
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("summaries,recipe", _found(), ids=lambda x: str(x).rsplit("/", 1)[-1])
 def test_es_replaced_by_its_permuted_control_reproduces_nothing_in_es_favour(tmp_path, summaries, recipe):
     out = tmp_path / "swapped"

@@ -10,6 +10,8 @@ import pytest
 from es_lightning.sandbox.sandbox import Sandbox
 from tests.sandbox.conftest import ADD_TESTS, CORRECT_ADD, survivors
 
+pytestmark = pytest.mark.integration
+
 WRONG_ADD = "def add(a, b):\n    return None\n"
 SHORT = 1.5
 """Seconds of the short-limit sandbox the hanging attacks run in."""

@@ -22,6 +22,7 @@ from tests.sandbox.conftest import ADD_TESTS, CORRECT_ADD, survivors
 
 
 # -- values that are not plain data -----------------------------------------------------------------
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "snippet",
     [
@@ -41,6 +42,7 @@ def test_objects_that_are_not_plain_data_fail(attack, snippet):
     assert "not plain data" in result.stderr
 
 
+@pytest.mark.integration
 def test_frame_inspection_finds_no_secret_and_forged_reports_fail(sandbox, marker):
     secret = f"{marker}_expected"
     snippet = f"""
@@ -78,6 +80,7 @@ os._exit(0)
     assert good.all_passed, good.stderr
 
 
+@pytest.mark.integration
 def test_host_files_are_not_readable(sandbox, attack):
     here = os.path.abspath(__file__)
     dataset = os.path.join(os.path.dirname(here), "..", "assets", "mbpp", "mbpp.jsonl")
@@ -121,6 +124,7 @@ print("LEAKS", LEAKS)
     assert ast.literal_eval(etc) in ([], ["ld.so.cache"])
 
 
+@pytest.mark.integration
 def test_guard_and_realpath_rebinding_give_no_escape(attack, marker, tmp_path):
     target = tmp_path / f"{marker}_written"
     snippet = f"""
@@ -144,6 +148,7 @@ def add(a, b):
     assert not os.path.exists(f"/{marker}_root")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("setsid", [True, False], ids=["setsid", "double-fork"])
 def test_orphaned_grandchild_does_not_survive(sandbox, marker, tmp_path, setsid):
     host_file = tmp_path / f"{marker}_grandchild"
@@ -167,6 +172,7 @@ time.sleep(0.2)
     assert not survivors(marker) and not host_file.exists()
 
 
+@pytest.mark.integration
 def test_fork_flood_is_bounded(sandbox, attack, marker):
     snippet = f"""
 import os
@@ -193,6 +199,7 @@ def add(a, b):
     assert subprocess.run(["true"]).returncode == 0  # the host still forks
 
 
+@pytest.mark.integration
 def test_no_network_to_a_loopback_server(attack, capsys):
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(10)
@@ -228,6 +235,7 @@ def add(a, b):
 
 
 # -- fail closed ------------------------------------------------------------------------------------
+@pytest.mark.integration
 def test_missing_bwrap_fails_closed_and_process_isolation_still_works(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(sandbox_module, "BWRAP", "es-no-such-bwrap")
     with pytest.raises(SandboxUnavailableError, match="apt-get install bubblewrap") as raised:
@@ -254,6 +262,7 @@ def test_missing_bwrap_fails_closed_and_process_isolation_still_works(monkeypatc
     assert not Sandbox(isolation="process").run("def add(a, b):\n    return 4", ADD_TESTS).all_passed
 
 
+@pytest.mark.integration
 def test_process_isolation_keeps_the_protocol():
     sandbox_module._WARNED.add("process")
     box = Sandbox(isolation="process")
@@ -267,6 +276,7 @@ TWO_PHASE = ["assert f(1)", "assert not f(0)", "assert math.isclose(f(2), 0.5)"]
 RIGHT_F = "import math\ndef f(x):\n    return 1 / x if x else 0\n"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("code", "passed"),
     [
@@ -291,6 +301,7 @@ def test_two_phase_tests(sandbox, code, passed):
     assert result.passed == passed, result.stderr
 
 
+@pytest.mark.integration
 def test_two_phase_ignores_shadowed_helpers_and_renamed_imports(sandbox):
     tests = ["assert set(f(1)) == set([1, 2])", "assert isclose(g(2), 0.5)", "x = g(4)", "assert x == 0.25"]
     right = "from math import isclose\ndef f(x):\n    return [x, 2]\ndef g(x):\n    return 1 / x\n"

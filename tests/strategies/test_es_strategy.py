@@ -423,7 +423,7 @@ def test_registered_with_fabric_by_name():
     assert isinstance(fabric.strategy, ESStrategy)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_no_signal_warning_is_one_console_line_of_a_real_run(tmp_path):
     """``es-lightning fit`` on the tiny recipe with σ = 1e-6: the warning appears once."""
     import subprocess

@@ -103,7 +103,7 @@ def _reference(theta: dict, antithetic: bool) -> dict:
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_two_ranks_take_one_ranks_update(tiny_model_path, tmp_path):
     from es_lightning.weight_files import load_weights, weight_files
 

@@ -127,6 +127,7 @@ def _ragged(rank: int, world_size: int, port: int, out: list) -> None:
     dist.destroy_process_group()
 
 
+@pytest.mark.integration
 def test_gather_over_two_ranks_with_different_counts_keeps_every_value(tmp_path):
     import socket
 

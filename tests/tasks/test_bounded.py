@@ -21,6 +21,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.integration
 def test_a_stuck_call_is_cut_off_on_any_thread_and_the_worker_killed():
     answers: dict[str, object] = {}
 

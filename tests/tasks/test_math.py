@@ -130,6 +130,7 @@ TOWER = textwrap.dedent(
 )
 
 
+@pytest.mark.integration
 def test_a_power_tower_answer_cannot_stall_scoring_on_any_thread():
     """math-verify's 3 s limit is ``signal.alarm``: nothing off the main thread, nothing in C."""
     proc = subprocess.run(

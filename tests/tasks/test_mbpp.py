@@ -74,6 +74,7 @@ def test_extract_code(completion, expected):
     assert extract_code(completion) == expected
 
 
+@pytest.mark.integration
 def test_infinite_loop_is_killed_in_time(bwrap):
     task = MBPP(time_limit_s=1.0)
     start = time.monotonic()
@@ -86,11 +87,13 @@ def test_infinite_loop_is_killed_in_time(bwrap):
     assert 1.0 <= elapsed < 4.0
 
 
+@pytest.mark.integration
 def test_infinite_loop_inside_a_test_is_killed(bwrap):
     result = Sandbox(time_limit_s=1.0).run("def f():\n    while True: pass", ["assert f() is None"])
     assert result.timed_out and not result.all_passed
 
 
+@pytest.mark.integration
 def test_memory_limit(bwrap):
     sandbox = Sandbox(memory_mb=256)
     small = sandbox.run("x = bytearray(32 * 2**20)", ["assert len(x) == 33554432"])
@@ -99,6 +102,7 @@ def test_memory_limit(bwrap):
     assert not huge.all_passed and "MemoryError" in huge.stderr
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "exit_call", ["import sys; sys.exit(0)", "import os; os._exit(0)", "raise SystemExit"]
 )
@@ -107,6 +111,7 @@ def test_early_exit_passes_nothing(bwrap, exit_call):
     assert result.passed == 0 and not result.all_passed
 
 
+@pytest.mark.integration
 def test_code_never_runs_in_this_process(bwrap):
     code = "import builtins, os\nbuiltins.ES_SANDBOX_PROBE = PID = os.getpid()\nSET = builtins.ES_SANDBOX_PROBE\n"
     result = Sandbox().run(code, [f"assert PID != {os.getpid()}", "assert SET == PID"])
@@ -114,6 +119,7 @@ def test_code_never_runs_in_this_process(bwrap):
     assert not hasattr(builtins, "ES_SANDBOX_PROBE")
 
 
+@pytest.mark.integration
 @QUIET_PROCESS
 def test_private_work_directory_leaves_nothing_on_the_host(bwrap):
     name = f"inside_{os.getpid()}_{time.monotonic_ns()}.txt"
@@ -136,6 +142,7 @@ def test_main_guard_demo_code_is_skipped(bwrap):
     assert Sandbox().run(code, ["assert f() == 1"]).all_passed
 
 
+@pytest.mark.integration
 @QUIET_PROCESS
 def test_minimal_environment_and_closed_stdin(bwrap, monkeypatch):
     monkeypatch.setenv("ES_SANDBOX_SECRET", "leak")
@@ -161,6 +168,7 @@ def test_isolation_is_configurable_and_checked():
         MBPP(isolation="none")
 
 
+@pytest.mark.integration
 def test_score_many_runs_concurrently(bwrap):
     task = MBPP(max_workers=4)
     rows = [{"text": "t", "test_list": ["assert f() == 1"]}] * 4

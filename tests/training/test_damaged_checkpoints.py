@@ -15,7 +15,7 @@ from es_lightning.checkpoint import STATE_FILE
 from es_lightning.training.loggers import read_metrics
 from tests.helpers import CLI, TINY_ES_RECIPE, assert_bit_identical, fit, subprocess_env
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.integration
 
 
 def _ckpt(out: Path, step: int) -> Path:

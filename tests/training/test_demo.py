@@ -107,7 +107,7 @@ def _evals(run_dir: Path) -> list[dict]:
     return [m for m in read_metrics(run_dir / "metrics.jsonl") if "eval/arithmetic/pass@1" in m]
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_reduced_es_demo(tmp_path):
     out, stdout = _run(tmp_path, "demo_cpu.yaml", "--callbacks", INSTRUMENTS_EVERY_2)
     train = [m for m in read_metrics(out / "metrics.jsonl") if "train/reward_mean" in m]
@@ -137,7 +137,7 @@ def test_reduced_es_demo(tmp_path):
     assert summary["pass@1"] == pytest.approx(after["eval/arithmetic/pass@1"])
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_reduced_grpo_then_es_demo(tmp_path):
     out, stdout = _run(tmp_path, "demo_cpu_grpo_then_es.yaml")
     plan = json.loads((out / "pipeline.json").read_text())

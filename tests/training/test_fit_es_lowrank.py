@@ -39,7 +39,7 @@ def _moved(out: Path) -> set[str]:
     return moved
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_lowrank_resume_is_bit_exact(tmp_path):
     straight, resumed = _straight_and_resumed(tmp_path, *LOWRANK, *SIGMA)
     assert_bit_identical(_master(straight, 4), _master(resumed, 4))
@@ -48,7 +48,7 @@ def test_lowrank_resume_is_bit_exact(tmp_path):
     assert "model.embed_tokens.weight" in _moved(straight)  # lowrank_targets: matrices (the default)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_demo_recipe_runs_two_lowrank_updates(tmp_path):
     recipe = (REPO / "recipes" / "demo_cpu.yaml").read_text()
     out = fit(
@@ -73,19 +73,17 @@ def test_demo_recipe_runs_two_lowrank_updates(tmp_path):
     assert len(updates) == 2 and all(m["time/generate"] > 0 for m in updates)
 
 
-def test_lowrank_targets_vllm_cannot_serve_are_refused_before_any_engine_starts(tmp_path):
+def test_lowrank_targets_vllm_cannot_serve_are_refused_before_any_engine_starts(tmp_path, monkeypatch, capfd):
     """vLLM serves LoRA on linear layers only: ``lowrank_targets: matrices`` (the embedding moves)
-    is refused in one line before the engine (and its ~17 s start) is paid for."""
-    import subprocess
+    is refused in one line before the engine (and its ~17 s start) is paid for. In this process;
+    ``capfd`` would also hold what an engine's own processes print."""
+    from tests.helpers import run_main
 
-    from tests.helpers import CLI, subprocess_env
-
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "run.yaml").write_text(TINY_ES_RECIPE)
-    cmd = [*CLI, "fit", "--config", "run.yaml", "--trainer.output_dir", str(tmp_path / "run")]
+    cmd = ["fit", "--config", "run.yaml", "--trainer.output_dir", str(tmp_path / "run")]
     cmd += ["--strategy.init_args.perturbation", "lowrank", "--rollout", "vllm"]
-    proc = subprocess.run(
-        cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=300
-    )
+    proc = run_main(capfd, *cmd)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert proc.stderr.strip().splitlines()[-1] == (
         "es-lightning: error: ESStrategy: VLLMRollout serves low-rank members with lowrank_targets: "
@@ -100,7 +98,7 @@ def test_lowrank_targets_vllm_cannot_serve_are_refused_before_any_engine_starts(
 
 
 @pytest.mark.vllm
-@pytest.mark.slow
+@pytest.mark.integration
 def test_lowrank_on_vllm_resumes_bit_exactly_and_moves_only_linear_layers(tmp_path):
     """The vLLM rollout's LoRA population through the CLI: 4 updates straight equal 2 + 2 resumed,
     bit for bit, and the embedding (``lowrank_targets: linear``) and the 1-D tensors stay put."""
@@ -114,7 +112,7 @@ def test_lowrank_on_vllm_resumes_bit_exactly_and_moves_only_linear_layers(tmp_pa
 
 
 @pytest.mark.vllm
-@pytest.mark.slow
+@pytest.mark.integration
 def test_lowrank_on_vllm_splits_the_population_over_two_ranks_with_the_same_update(tmp_path):
     """Two ranks' engines each serve their members as adapters: the members' rewards and the
     centre after two updates are one rank's, bit for bit."""

@@ -1,9 +1,9 @@
 """ES with ``noise: table`` through the CLI: exact resume, one rank = two ranks, and the settings
-refused in one line (``tests/training/test_fit_es.py`` has the same checks for ``noise: generator``)."""
+refused in one line (in this process: nothing is trained); ``tests/training/test_fit_es.py`` has
+the same checks for ``noise: generator``."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 
 from es_lightning.training.loggers import read_metrics
-from tests.helpers import CLI, TINY_ES_RECIPE, assert_bit_identical, fit, subprocess_env
+from tests.helpers import TINY_ES_RECIPE, assert_bit_identical, fit, run_main
 
 TABLE = ("--strategy.init_args.noise", "table", "--strategy.init_args.noise_table_size", "65536")
 """Twice the tiny model's largest tensor: many slices wrap past the table's end."""
@@ -26,7 +26,7 @@ def _updated(out: Path) -> bool:
     return any(m.get("es/skipped") == 0.0 for m in read_metrics(out / "metrics.jsonl"))
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_resume_with_the_table_is_bit_exact_and_differs_from_the_generator(tmp_path):
     straight = fit(tmp_path, "straight", *TABLE, "--trainer.max_steps", "4", recipe=TINY_ES_RECIPE)
     resumed = fit(tmp_path, "resumed", *TABLE, "--trainer.max_steps", "2", recipe=TINY_ES_RECIPE)
@@ -48,7 +48,7 @@ def test_resume_with_the_table_is_bit_exact_and_differs_from_the_generator(tmp_p
     assert any(not torch.equal(moved[n], t) for n, t in _master(straight, 4).items())
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_population_on_one_or_two_ranks_reads_the_same_table(tmp_path):
     """Redrawn: two ranks split the tensors, each reads its own tensors' slices from its own copy
     of the table; the centre is one rank's bit for bit."""
@@ -72,14 +72,13 @@ def test_population_on_one_or_two_ranks_reads_the_same_table(tmp_path):
         ),
     ],
 )
-def test_bad_table_settings_are_refused_in_one_line(tmp_path, overrides, message):
+def test_bad_table_settings_are_refused_in_one_line(tmp_path, overrides, message, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
     config = tmp_path / "tiny.yaml"
     config.write_text(TINY_ES_RECIPE)
-    cmd = [*CLI, "fit", "--config", str(config), "--trainer.output_dir", str(tmp_path / "out")]
+    cmd = ["fit", "--config", str(config), "--trainer.output_dir", str(tmp_path / "out")]
     cmd += ["--strategy.init_args.noise", "table", *overrides]
-    proc = subprocess.run(
-        cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=600
-    )
+    proc = run_main(capsys, *cmd)
     assert proc.returncode != 0
     lines = [line for line in proc.stderr.splitlines() if message in line]
     assert len(lines) == 1, proc.stderr[-3000:]

@@ -12,6 +12,8 @@ from es_lightning.training.loggers import read_metrics
 from tests.helpers import REPO, fit
 from tests.helpers import assert_bit_identical as _assert_bit_identical
 
+pytestmark = pytest.mark.integration
+
 
 def _fit(tmp_path, name, *overrides, recipe):
     return fit(tmp_path, name, *overrides, recipe=recipe)
@@ -40,7 +42,6 @@ def _state(out, step):
     return master, fabric_state["optimizer"]
 
 
-@pytest.mark.slow
 def test_grpo_resume_is_bit_exact(tmp_path):
     straight = _fit(tmp_path, "straight", "--trainer.max_steps", "4", recipe=GRPO_RECIPE)
     resumed = _fit(tmp_path, "resumed", "--trainer.max_steps", "2", recipe=GRPO_RECIPE)
@@ -55,7 +56,6 @@ def test_grpo_resume_is_bit_exact(tmp_path):
     assert r1 == r2
 
 
-@pytest.mark.slow
 def test_two_stage_pipeline_writes_both_stages_and_resumes(tmp_path):
     recipe = (REPO / "recipes/smoke_cpu_es_then_grpo.yaml").read_text()
     overrides = (
@@ -91,7 +91,6 @@ def test_two_stage_pipeline_writes_both_stages_and_resumes(tmp_path):
 
 
 @pytest.mark.vllm
-@pytest.mark.slow
 def test_grpo_smoke_recipe_raises_reward_and_lowers_entropy_through_vllm(tmp_path):
     out = _fit(
         tmp_path,
@@ -108,7 +107,6 @@ def test_grpo_smoke_recipe_raises_reward_and_lowers_entropy_through_vllm(tmp_pat
     assert (out / "eval" / "after.json").is_file()
 
 
-@pytest.mark.slow
 def test_grpo_learning_rate_follows_warmup_and_linear_decay(tmp_path):
     """The optimizer's learning rate per update, as logged (`train/lr`): W=1 warmup of T=4 steps."""
     out = _fit(

@@ -20,6 +20,8 @@ from es_lightning.training.lock import (
 )
 from tests.helpers import CLI, TINY_ES_RECIPE, subprocess_env
 
+pytestmark = pytest.mark.integration
+
 HOLDER = """
 import sys, time
 from es_lightning.training.lock import acquire_run_lock

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import subprocess
 
 import pytest
 from jsonargparse import Namespace
@@ -11,7 +10,7 @@ from lightning.fabric.loggers import Logger
 
 from es_lightning.errors import ConfigError
 from es_lightning.training.user_loggers import check_logger_packages, default_save_dirs
-from tests.helpers import CLI, TINY_ES_RECIPE, subprocess_env
+from tests.helpers import TINY_ES_RECIPE, run_main
 
 
 def _entry(class_path, **init_args):
@@ -19,18 +18,12 @@ def _entry(class_path, **init_args):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("wandb") is not None, reason="wandb is installed here")
-def test_a_logger_without_its_package_is_one_error_line_and_exit_2(tmp_path):
+def test_a_logger_without_its_package_is_one_error_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
     config = tmp_path / "run.yaml"
     config.write_text(TINY_ES_RECIPE + "loggers:\n  - class_path: lightning.pytorch.loggers.WandbLogger\n")
     out = tmp_path / "run"
-    proc = subprocess.run(
-        [*CLI, "fit", "--config", str(config), "--trainer.output_dir", str(out)],
-        cwd=tmp_path,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_main(capsys, "fit", "--config", str(config), "--trainer.output_dir", str(out))
     assert proc.returncode == 2, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("es-lightning: error:")]
     assert errors == [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from es_lightning.analysis.threshold import copy_model_meta
@@ -15,6 +16,7 @@ from tests.helpers import TINY_ES_RECIPE, fit
 RECIPE = TINY_ES_RECIPE.replace("evaluation: null", "evaluation: {num_samples: 2, ks: [1, 2], max_tokens: 6}")
 
 
+@pytest.mark.integration
 def test_a_run_writes_the_card_of_its_final_checkpoint(tmp_path):
     out = fit(tmp_path, "run", "--trainer.max_steps", "1", recipe=RECIPE)
     card = (out / "checkpoints" / "step-000001" / "README.md").read_text()

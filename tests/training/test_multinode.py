@@ -16,6 +16,8 @@ from safetensors.torch import load_file
 from es_lightning.training.loggers import read_metrics
 from tests.helpers import TINY_ES_RECIPE, assert_bit_identical, fit, subprocess_env
 
+pytestmark = pytest.mark.integration
+
 REDRAW = ("--strategy.init_args.update", "redraw", "--trainer.max_steps", "2")
 
 
@@ -53,7 +55,6 @@ def _two_nodes(tmp_path: Path) -> Path:
     return out
 
 
-@pytest.mark.slow
 def test_two_nodes_give_the_one_rank_run(tmp_path):
     one = fit(tmp_path, "one", *REDRAW, "--trainer.devices", "1", recipe=TINY_ES_RECIPE)
     two = _two_nodes(tmp_path)

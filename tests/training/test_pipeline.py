@@ -66,7 +66,7 @@ def _steps(acc, tag):
     return [e.step for e in acc.Tensors(tag)]
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_pipeline_logs_on_one_step_axis_and_a_killed_run_resumes_on_it_without_repeats(tmp_path):
     import json
     import subprocess

@@ -10,6 +10,8 @@ from es_lightning.checkpoint import Checkpoint
 from es_lightning.training.loggers import read_metrics
 from tests.helpers import REPO, fit
 
+pytestmark = pytest.mark.integration
+
 COLLECTIVE_GRPO = """
 module:
   model: es-lightning/tiny-random
@@ -24,7 +26,6 @@ evaluation: null
 """
 
 
-@pytest.mark.slow
 def test_every_rank_takes_part_in_every_checkpoint(tmp_path, monkeypatch):
     """The strategy's weight stream and state saving are collectives (as under FSDP): with only
     rank 0 saving, the run would hang in the first checkpoint."""
@@ -43,7 +44,6 @@ def test_every_rank_takes_part_in_every_checkpoint(tmp_path, monkeypatch):
     assert checkpoint.hparams()["strategy"]["group_size"] == 4
 
 
-@pytest.mark.slow
 @pytest.mark.vllm
 def test_two_stage_pipeline_on_two_ranks(tmp_path):
     """One launch for the whole pipeline: stage 2's Fabric reuses the processes and process group

@@ -14,7 +14,7 @@ from es_lightning.checkpoint import latest_checkpoint
 from es_lightning.checkpoint_manifest import verify_checkpoint
 from tests.helpers import CLI, subprocess_env
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.integration
 
 REWARDS = '''
 import os

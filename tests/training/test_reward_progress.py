@@ -70,6 +70,7 @@ def _two_ranks(rank: int, port: int, out: str) -> None:
     dist.destroy_process_group()
 
 
+@pytest.mark.integration
 def test_logged_metrics_are_averaged_over_the_ranks(tmp_path):
     """Each rank's mean counts once (as TRL's gather), whatever names each rank logged."""
     import socket

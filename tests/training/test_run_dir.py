@@ -83,7 +83,7 @@ def test_prune_keeps_the_checkpoint_steps_and_the_newest_of_the_others(tmp_path)
     assert [int(p.name[5:]) for p in sorted(root.glob("step-*"))] == [1, 2, 3, 5, 15, 20]
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_cli_refuses_a_rerun_overwrites_and_resumes_auto(tmp_path):
     out = fit(tmp_path, "run", "--trainer.max_steps", "2", "--trainer.keep_last", "1", recipe=RECIPE)
     assert sorted(p.name for p in (out / "checkpoints").glob("step-*")) == ["step-000002"]
@@ -103,7 +103,7 @@ def test_cli_refuses_a_rerun_overwrites_and_resumes_auto(tmp_path):
     assert (fresh / "checkpoints" / "step-000001").is_dir()  # nothing to resume: a fresh run
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_run_keeps_its_checkpoint_steps_and_records_them(tmp_path):
     steps = ("--trainer.max_steps", "6", "--trainer.checkpoint_every", "2", "--trainer.keep_last", "1")
     out = fit(tmp_path, "run", *steps, "--trainer.checkpoint_steps", "[1, 3]", recipe=TINY_ES_RECIPE)

@@ -12,6 +12,8 @@ from es_lightning.checkpoint import latest_checkpoint
 from es_lightning.training.loggers import read_metrics
 from tests.helpers import TINY_ES_RECIPE, fit
 
+pytestmark = pytest.mark.integration
+
 STOP = "callbacks: [{class_path: tests.training.early_stop.StopAfter, init_args: {updates: 2%s}}]\n"
 RECIPE = TINY_ES_RECIPE.replace(
     "evaluation: null\n", "evaluation: {num_samples: 1, ks: [1], greedy: false, max_tokens: 6}\n"
@@ -32,7 +34,6 @@ def test_a_callback_stops_the_run_after_the_current_update(tmp_path):
     _check_stopped_after_two(out)
 
 
-@pytest.mark.slow
 def test_rank_zero_alone_asking_stops_both_ranks(tmp_path):
     recipe = RECIPE + STOP % ", rank_zero_only: true"
     out = fit(tmp_path, "two", "--trainer.max_steps", "6", "--trainer.devices", "2", recipe=recipe)

@@ -21,7 +21,7 @@ from es_lightning.checkpoint import latest_checkpoint
 from es_lightning.training.loggers import read_metrics
 from tests.helpers import CLI, REPO, subprocess_env
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+pytestmark = [pytest.mark.vllm, pytest.mark.integration]
 
 SHM = Path("/dev/shm")
 

@@ -56,7 +56,7 @@ def test_no_hparams_when_the_run_did_not_finish(tmp_path, status):
     assert _read(tmp_path / "tensorboard")[0] == {}
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_smoke_run_fills_the_hparams_tab_with_its_final_evaluation(tmp_path):
     recipe = TINY_ES_RECIPE.replace(
         "evaluation: null", "evaluation: {num_samples: 2, ks: [1, 2], max_tokens: 6}"

@@ -96,7 +96,7 @@ def test_a_built_in_callback_failing_keeps_its_error():
         call_hook(fabric, callbacks, "on_train_batch_end", trainer=None, step=1, metrics={})
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_fit_with_your_callback_failing_ends_in_one_line_and_keeps_the_checkpoint(tmp_path):
     (tmp_path / "user_hooks_mod.py").write_text(textwrap.dedent(SOURCE))
     recipe = TINY_ES_RECIPE + "callbacks:\n  - class_path: user_hooks_mod.Stopper\n"

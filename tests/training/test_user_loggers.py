@@ -12,6 +12,8 @@ from es_lightning.evaluation.offline import score_completions_file
 from es_lightning.tasks import Echo
 from tests.helpers import TINY_ES_RECIPE, fit
 
+pytestmark = pytest.mark.integration
+
 RECIPE = TINY_ES_RECIPE.replace(
     "evaluation: null",
     """evaluation: {num_samples: 3, ks: [1, 3], max_tokens: 6}
@@ -21,7 +23,6 @@ loggers:
 )
 
 
-@pytest.mark.slow
 def test_a_csv_logger_gets_the_metrics_and_the_config_and_completions_carry_rewards(tmp_path):
     out = fit(tmp_path, "run", "--trainer.max_steps", "2", recipe=RECIPE.replace("SAVE_DIR", str(tmp_path)))
     csv_dir = tmp_path / "csv"
@@ -64,7 +65,6 @@ def _tensorboard(folder):
     return acc
 
 
-@pytest.mark.slow
 def test_text_samples_every_update_reach_every_logger_once_across_a_resume(tmp_path):
     recipe = SAMPLES_RECIPE.replace("SAVE_DIR", str(tmp_path))
     every = ("--trainer.log_samples_every", "1", "--trainer.log_samples", "2", "--trainer.max_steps", "3")

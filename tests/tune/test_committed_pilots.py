@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 PILOTS = {"pilot_cpu": "recipes/tune_pilot_cpu.yaml", "pilot2_cpu": "recipes/tune_pilot2_cpu.yaml"}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in PILOTS if (ROOT / "results" / n / "TUNE.md").is_file()])
 def test_committed_pilot_is_what_its_summaries_rebuild(name: str, tmp_path: Path):
     out = tmp_path / name

@@ -52,6 +52,7 @@ def test_compute_not_logged_is_none(tmp_path):
     )
 
 
+@pytest.mark.integration
 def test_measure_records_peak_memory_and_passes_the_exit_status_on(tmp_path):
     out = tmp_path / "m.json"
     grow = (

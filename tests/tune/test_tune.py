@@ -30,6 +30,7 @@ def recipe(tmp_path, monkeypatch):
     return str(path)
 
 
+@pytest.mark.integration
 def test_tune_runs_the_grid_on_validation_and_chooses_by_the_fixed_rule(tmp_path, recipe):
     out = tmp_path / "tune"
     tune = run_tune(

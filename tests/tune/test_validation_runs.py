@@ -9,7 +9,7 @@ import pytest
 from es_lightning.callbacks import HeldOutPassAtK
 from es_lightning.errors import ConfigError
 from es_lightning.tasks import Echo
-from tests.helpers import TINY_ES_RECIPE, fit
+from tests.helpers import TINY_ES_RECIPE, fit, run_main
 
 TRIPWIRE = "{class_path: tests.tune.tripwire.EchoWithoutTest, init_args: {length: 4, n_train: 12, n_validation: 3, n_test: 4}}"
 VALIDATION_RUN = (
@@ -32,6 +32,7 @@ callbacks:
 )
 
 
+@pytest.mark.integration
 def test_a_run_on_the_validation_split_never_reads_test_and_records_the_split(tmp_path):
     out = fit(tmp_path, "run", "--trainer.max_steps", "1", recipe=VALIDATION_RUN)
     validation = Echo(length=4, n_train=12, n_validation=3, n_test=4).load("validation")
@@ -46,10 +47,15 @@ def test_a_run_on_the_validation_split_never_reads_test_and_records_the_split(tm
     assert held["split"] == "validation" and held["n_prompts"] == 3
 
 
-def test_the_tripwire_trips_on_the_default_test_split(tmp_path):
-    """The check above can fail: the same run evaluating the test split stops at its first read."""
-    with pytest.raises(AssertionError, match="the test split was read"):
-        fit(tmp_path, "run", "--trainer.max_steps", "1", "--evaluation.split", "test", recipe=VALIDATION_RUN)
+def test_the_tripwire_trips_on_the_default_test_split(tmp_path, monkeypatch, capsys):
+    """The check above can fail: the same run evaluating the test split stops at its first read
+    (the evaluation before the first update: in this process, nothing is trained)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run.yaml").write_text(VALIDATION_RUN)
+    argv = ["fit", "--config", "run.yaml", "--trainer.output_dir", str(tmp_path / "run")]
+    with pytest.raises(RuntimeError, match="^echo: the test split was read$"):
+        run_main(capsys, *argv, "--trainer.max_steps", "1", "--evaluation.split", "test")
+    assert not (tmp_path / "run" / "checkpoints").exists()
 
 
 def test_held_out_pass_at_k_takes_a_split():

@@ -23,6 +23,7 @@ time.sleep(120)
 ENGINE = "from es_lightning.rollout.vllm.lifeline import start_lifeline; import time; start_lifeline(0.1); time.sleep(120)"
 
 
+@pytest.mark.integration
 def test_engine_dies_with_a_killed_trainer():
     code = TRAINER.replace("ENGINE", repr(ENGINE))
     trainer = subprocess.Popen(
@@ -66,6 +67,7 @@ def test_a_stepped_wall_clock_does_not_make_the_trainer_look_dead(monkeypatch):
     assert lifeline.owner_alive(pid, started)
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
 def test_start_time_reads_a_process_whose_name_has_spaces_and_parentheses(tmp_path):
     odd = tmp_path / "a) b (c"

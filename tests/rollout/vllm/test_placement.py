@@ -106,6 +106,7 @@ def _rank_share(rank: int, port: int, queue) -> None:  # a spawned process: one 
         dist.destroy_process_group()
 
 
+@pytest.mark.integration
 def test_each_of_two_ranks_binds_its_engine_to_its_own_cores():
     import socket
 

@@ -13,7 +13,7 @@ from es_lightning.rollout.base import SamplingConfig
 from es_lightning.rollout.vllm.population import lora_slot_rank
 from es_lightning.strategies.es_lowrank import embedding_names
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.integration, pytest.mark.vllm]
 
 MEMBERS = [(11, 1.0), (11, -1.0), (23, 1.0)]
 PROMPTS = [[5, 9, 14, 3], [7, 7, 21], [30, 4, 8, 12, 6]]
