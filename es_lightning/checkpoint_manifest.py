@@ -116,19 +116,3 @@ def verify_checkpoint(folder: str | Path) -> Verdict:
             break
     _verdicts[folder.resolve()] = (key, verdict)
     return verdict
-
-
-def check_checkpoint(folder: str | Path, what: str) -> Verdict:
-    """:func:`verify_checkpoint`, raising when ``folder`` is damaged.
-
-    Args:
-        folder: the checkpoint folder.
-        what: the setting or argument that named it, for the message (``trainer.resume``).
-
-    Raises:
-        DamagedCheckpointError: the first damaged file, named.
-    """
-    verdict = verify_checkpoint(folder)
-    if not verdict.intact:
-        raise DamagedCheckpointError(f"{what}: checkpoint {folder} is damaged: {verdict.problem}")
-    return verdict

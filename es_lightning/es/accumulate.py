@@ -98,11 +98,6 @@ class RewardAccumulator:
         self.active = False
         self._reset()
 
-    def release(self) -> None:
-        """Free the buffers."""
-        self.stop()
-        self.held, self._sums = {}, {}
-
     @property
     def nbytes(self) -> int:
         """Bytes held by the buffers (A, B and the held ε)."""

@@ -45,8 +45,3 @@ def cached_config(repo_id: str, revision: str | None = None) -> str | None:
 
     found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
     return found if isinstance(found, str) else None
-
-
-def is_cached(repo_id: str, revision: str | None = None) -> bool:
-    """Whether ``repo_id``'s ``config.json`` (at ``revision``) is in the local HF hub cache."""
-    return cached_config(repo_id, revision) is not None

@@ -63,10 +63,6 @@ class ModelLoading:
                 + "; ".join(f"{key!r} is set by {setting}" for key, setting in owned.items())
             )
 
-    @property
-    def is_default(self) -> bool:
-        return self == ModelLoading()
-
     def hub_kwargs(self, path: str) -> dict[str, Any]:
         """For ``AutoTokenizer``/``AutoConfig``/``GenerationConfig.from_pretrained(path, ...)``."""
         kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
