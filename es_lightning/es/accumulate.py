@@ -1,37 +1,21 @@
 """The ES direction accumulated while the population is evaluated: no ε drawn twice.
 
-With z-scores z_i = (R_i − μ)/s (μ the mean, s the ddof-0 standard deviation of the N member
-rewards) the update's direction is linear in the rewards::
+With z-scores z_i = (R_i − μ)/s (ddof-0 s over the N member rewards) the direction is linear in
+the rewards::
 
     Σ_i sign_i·z_i·ε_i = (A − (μ − c)·B) / s,   A = Σ_i sign_i·(R_i − c)·ε_i,   B = Σ_i sign_i·ε_i,
 
-for any constant c fixed before the first term (``none`` normalisation: μ = 0, s = 1, z = R).
+for any constant c fixed before the first term (``none`` normalisation: μ = 0, s = 1).
 :class:`RewardAccumulator` keeps A and B (float32, the master's shapes) and the ε of the member
-being evaluated: each member's ε_i is drawn once, for its perturbation, into that held buffer; when
-the member's reward R_i is recorded, the held ε is folded into A and B before the next member's ε
-replaces it (an antithetic pair shares one ε, folded once with both coefficients, as the redraw
-path folds per seed). The update reads A and B instead of drawing all N ε again
-(:func:`~es_lightning.es.update.redrawn_direction` does that, and stays the path for rank
-normalisation and permuted rewards, which are not linear in R).
+being evaluated, drawn once for its perturbation and folded when its reward is recorded (an
+antithetic pair folds one ε with both coefficients). Rank normalisation and permuted rewards are
+not linear in R and keep the redraw path (:func:`~es_lightning.es.update.redrawn_direction`).
 
-c is the first reward this process records in the population, so A sums reward *differences* and
-(μ − c)·B is small when the rewards are close to each other: with c = 0 a population whose rewards
-all sit near 0.97 would subtract two large, nearly equal numbers.
-
-With a noise table (``noise: table``, :mod:`es_lightning.es.noise_table`) ε_i is a slice of the
-table, read again when it is folded: no held buffer (:meth:`RewardAccumulator.start` with the
-table), so A and B take 8 bytes per parameter.
-
-Memory: three float32 buffers the size of the master (A, B, the held ε), 12 bytes per parameter,
-allocated at the first accumulated population and kept, beside the master's own 4 bytes per
-parameter. Two buffers would not do: until R_i is known the held ε_i cannot be folded, so without
-it the update would have to draw ε_i again.
-
-Precision (u = 2⁻²⁴; n folds per tensor element; a_j, b_j the folded coefficients): the redraw
-direction Σ_s c_s ε_s is off the exact one by at most γ·Σ_s |c_s||ε_s| with γ = (n + 1)u/(1 − (n+1)u)
-(recursive float32 summation with rounded coefficients); the accumulated one by at most
-(γ·(Σ_j |a_j||ε_j| + |μ − c|·Σ_j |b_j||ε_j|) + 2u·(|A| + |μ − c||B|))/s. The two differ only in the
-order of their float32 sums; ``tests/es/test_accumulate.py`` checks both bounds on a real model.
+c is the first reward this process records, so A sums reward *differences*: rewards all near 0.97
+would otherwise subtract two large, nearly equal numbers. Memory: A, B and the held ε, 12 bytes per
+parameter; with a noise table (``noise: table``) ε is read again from the table when folded and
+nothing is held (8 bytes). The accumulated and the redrawn direction differ only in the order of
+their float32 sums; ``tests/es/test_accumulate.py`` checks both against their rounding bounds.
 """
 
 from __future__ import annotations
@@ -106,10 +90,9 @@ class RewardAccumulator:
 
     def begin_member(self, seed: int, sign: float, master: Mapping[str, torch.Tensor]) -> bool:
         """A member θ + sign·σ·ε_seed is about to be served: fold the previous seed's ε when the seed
-        changes. Returns whether :attr:`held` must now be filled with ε_seed (the caller draws it
-        tensor by tensor as it perturbs, :meth:`~es_lightning.es.weights.ESWeights.perturbed`, and
-        must fill every tensor); ``False`` for the second member of an antithetic pair, and with a
-        :attr:`table` (nothing is held)."""
+        changes. Returns whether :attr:`held` must now be filled with ε_seed, every tensor of it
+        (the perturbation draws it there); ``False`` for the second member of an antithetic pair
+        and with a :attr:`table`."""
         if not self.active:
             raise RuntimeError("RewardAccumulator: start() a population first")
         if self._sign is not None:

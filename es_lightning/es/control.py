@@ -1,18 +1,12 @@
 """An empirical null for ES: the update computed from rewards shuffled among the members.
 
-With ``reward_control: permuted`` every update normalises and applies π(R) instead of R: the N
-member rewards R_1..R_N reassigned to the members by a permutation π drawn afresh each update::
+With ``reward_control: permuted`` every update applies z = normalise(R_π(1), …, R_π(N)), π a fresh
+permutation per update. Seeds, prompts, compute, step size and the set of z values are the real
+run's, but z_i no longer belongs to ε_i, so the step carries no signal: a metric that improves as
+much under this control as under the real run is not evidence that ES climbed anything.
 
-    z = normalise(R_π(1), …, R_π(N))        θ ← θ + α·(1/N)·Σ_i z_i ε_i
-
-Everything else is the real run's — the same population seeds, prompts, sampling seeds, compute
-and step size, and the same set of z values (so the same update norm in distribution and the same
-random-walk drift) — but z_i no longer belongs to ε_i, so E_π[z_π(i)] = 0 and the step carries no
-signal. A metric that improves as much under this control as under the real run is not evidence
-that ES climbed anything.
-
-π is a pure function of (run seed, update t): the members sorted by a 63-bit BLAKE2b key of
-(run_seed, t, i), so a resumed run redraws the same permutations with no saved state.
+π is a pure function of (run seed, update t) (members sorted by a BLAKE2b key of (run_seed, t, i)),
+so a resumed run redraws the same permutations.
 """
 
 from __future__ import annotations

@@ -4,29 +4,18 @@
 
     E_s = A_s·B_sᵀ/√r,   A_s ∈ R^{d_out×r},  B_s ∈ R^{d_in×r}  standard normal,
 
-drawn from the generator of (member seed s, W's name) that full-rank noise draws ε from
-(:func:`~es_lightning.es.noise.param_seed`): A first, then B. Only seeds cross processes, as before.
-The 1/√r keeps every entry of E_s at unit variance, as the entries of a full-rank ε (an entry is a
-sum of r products of independent unit normals), so σ means the same per entry in both modes.
+drawn (A, then B) from the generator full-rank noise uses for (s, W's name). The 1/√r keeps every
+entry at unit variance, so σ means the same in both modes. ``lowrank_targets: matrices`` moves
+every 2-D tensor; ``linear`` leaves out the input embedding and output head
+(:func:`embedding_weight_names`), which is what vLLM can serve as LoRA. 1-D tensors never move.
 
-Which tensors move (``lowrank_targets``). ``matrices`` (the default): every 2-D tensor (the
-linear layers, the embedding, an untied output head) is perturbed with E_s. ``linear``: the same
-less the input embedding and the output head (:func:`embedding_weight_names`), which is what vLLM
-can serve as LoRA adapters. Every other tensor (1-D: norm weights, biases) is neither perturbed nor
-updated in either mode. Tied embeddings are one tensor under one name: perturbed once, and the
-embedding lookup and the output projection both see the same E_s.
+The update is exact from seeds alone, one float32 product per matrix (:meth:`LowRankNoise.direction`)::
 
-The update from seeds alone, exactly, on the fp32 master (:meth:`LowRankNoise.direction`)::
+    θ_W ← θ_W + (α/(N√r))·[c_1 A_1 | … | c_S A_S]·[B_1 | … | B_S]ᵀ
 
-    θ_W ← θ_W + (α/N)·Σ_s c_s·A_s B_sᵀ/√r = θ_W + (α/(N√r))·[c_1 A_1 | … | c_S A_S]·[B_1 | … | B_S]ᵀ,
-
-one (d_out × S·r)·(S·r × d_in) float32 product per matrix, c_s the per-seed coefficients of
-:func:`~es_lightning.es.update.member_coefficients` (z-score, rank or no normalisation; antithetic
-pairs fold into one c_s). Drawing the factors again is cheap ((d_out + d_in)·r numbers per seed and
-matrix), so the low-rank update never accumulates (``update: accumulate`` does not apply).
-
-How the rollout serves a member without writing W + σE_s (:mod:`es_lightning.rollout.hf_population`):
-a linear layer's output gains σ·(x·B_s)·A_sᵀ/√r, an embedding lookup of token t gains σ·A_s[t]·B_sᵀ/√r.
+Redrawing the factors is cheap, so the low-rank update never accumulates. A rollout serves a member
+without writing W + σE_s (:mod:`es_lightning.rollout.hf_population`): a linear layer's output gains
+σ·(x·B_s)·A_sᵀ/√r.
 """
 
 from __future__ import annotations
@@ -74,9 +63,7 @@ def lowrank_factors(
     device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(A, B), float32 standard normal of shapes (d_out, r) and (d_in, r), for the matrix ``name``
-    of ``shape`` = (d_out, d_in) under member seed ``seed``: A then B from one generator seeded
-    with :func:`~es_lightning.es.noise.param_seed` on ``device`` (CPU and CUDA draw different
-    numbers, as for full-rank noise)."""
+    under member seed ``seed``, drawn on ``device`` (CPU and CUDA draw different numbers)."""
     if not is_perturbed(shape):
         raise ValueError(f"lowrank_factors: {name!r} has shape {tuple(shape)}, not a matrix")
     device = torch.device("cpu") if device is None else torch.device(device)

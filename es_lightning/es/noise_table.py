@@ -1,30 +1,15 @@
 """A shared noise table: each member's ε a slice of one seeded table of Gaussian numbers.
 
-``noise: table`` takes full-rank ε from a table instead of a generator, as Salimans et al. (2017,
-"Evolution Strategies as a Scalable Alternative to Reinforcement Learning") do: one table T of
-``size`` float32 N(0, 1) numbers is built once per process (and device), and ε of tensor ``name``
-under member seed ``s`` is the ``numel`` consecutive numbers of T from the offset
-``param_seed(s, name) mod size`` (the stable hash of :mod:`es_lightning.es.noise`), wrapping at
-the end of T, reshaped::
+``noise: table`` takes full-rank ε from a table, as Salimans et al. (2017) do: ``size`` float32
+N(0, 1) numbers drawn once per process and device from :data:`TABLE_SEED`, and ε of tensor
+``name`` under member seed ``s`` is the ``numel`` numbers from offset ``param_seed(s, name) mod
+size``, wrapping at the end. Reading a slice costs a copy; drawing costs a generator's time per
+number, the bulk of an ES perturbation on a CPU.
 
-    table = noise_table(2**26, device)              # built once; later calls return the same one
-    eps = table.slice(seed, "model.layers.0.mlp.up_proj.weight", shape)   # read-only
-
-Reading a slice costs what copying it costs; drawing the same numbers costs a generator's time per
-number, the bulk of an ES perturbation on a CPU. Only seeds cross processes, as with a generator.
-
-Determinism contract. T is drawn by one ``torch.Generator`` on the table's device seeded with
-:data:`TABLE_SEED`, so it is bit-identical in every process, rank and vLLM worker for the same
-``(size, device type)``; CPU and CUDA tables differ, as CPU and CUDA generators do. The seed is
-fixed, not the run's: ε_s is then a function of (s, name, size), as a generator's ε_s is of
-(s, name), so whatever regenerates a member from its seed needs no run seed, and the run seed
-already moves every member's offsets. Salimans et al.'s code fixes it too.
-
-The price: slices of one table overlap. Two members' ε of a tensor of n numbers share about n/size
-of their numbers on average (slices of different tensors too), at positions shifted by the
-offsets' difference, so ε_a·ε_b keeps mean 0 and variance n, as for independent directions, but
-the members are not independent; two equal offsets (probability 1/size per pair) give the same ε.
-A tensor larger than the table would overlap itself, so :func:`check_table_size` refuses that.
+The table is bit-identical in every process for the same ``(size, device type)``, and its seed is
+fixed (not the run's), so ε_s depends on (s, name, size) only. Slices overlap: members are not
+independent (two equal offsets give the same ε), and a tensor larger than the table would overlap
+itself, which :func:`check_table_size` refuses.
 """
 
 from __future__ import annotations

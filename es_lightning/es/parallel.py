@@ -1,21 +1,11 @@
 """Per-tensor ES work (noise, perturbation, update) spread over CPU threads, results in order.
 
-Drawing ε on CPU is the cost of an ES perturbation and of its update: one ``torch.Generator`` fills
-a tensor on one core, however many cores torch may use. Every tensor has
-its own generator (:func:`~es_lightning.es.noise.noise_like` seeds it from the tensor's name), and
-torch releases the GIL while it fills, so different tensors can be drawn on different threads with
-the same numbers as one after the other. :func:`map_tensors` does that: it applies a function to
-each ``(name, tensor)`` on up to ``torch.get_num_threads()`` threads, keeps at most twice that many
-results in flight (memory stays a few tensors, not a model) and yields the results in input
-order, so whatever folds them (a sum, a write into the served model) does so in the same order as
-a serial loop: results are bit-identical to the serial ones. The threads may run on every core any
-thread of the process may use (in a vLLM CPU worker, the cores its compute threads are bound to),
-and each thread sets that again before every tensor: in a vLLM CPU worker (whose OpenMP runtime
-runs with ``GOMP_CPU_AFFINITY``) both pool threads were found pinned to the main thread's core
-after their first tensor, and then drew ε no faster than one thread (BENCHMARKS.md has the
-measurements).
-
-CUDA tensors are mapped serially: the device draws ε far faster than a thread could hand it work.
+One ``torch.Generator`` fills a tensor on one core, but every tensor has its own generator and
+torch releases the GIL while filling, so :func:`map_tensors` draws different tensors on different
+threads, keeps at most twice as many results in flight and yields them in input order: whatever
+folds them does so as a serial loop would, bit-identically. Each thread re-asserts the process's
+cores before every tensor, because a pinned OpenMP runtime (a vLLM CPU worker) would otherwise keep
+every pool thread on the main thread's core. CUDA tensors are mapped serially.
 """
 
 from __future__ import annotations
@@ -41,10 +31,8 @@ def tensor_threads() -> int:
 
 
 def _process_cores() -> set[int]:
-    """Every core some thread of this process may run on. A thread starts with its creator's
-    affinity, and a pinned OpenMP runtime (a vLLM CPU worker binds its compute threads one core
-    each, the main thread included) would otherwise put every new thread on the main thread's
-    single core."""
+    """Every core some thread of this process may run on (a new thread inherits its creator's
+    affinity, which a pinned OpenMP runtime narrows to one core)."""
     cores: set[int] = set()
     try:
         for tid in os.listdir("/proc/self/task"):

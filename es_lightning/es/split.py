@@ -1,12 +1,9 @@
 """The update's tensors split between ranks, and streamed in bounded chunks.
 
-With several ranks the redrawn update is divided by *tensor*: rank r draws the N ε (and forms
-Σ_s c_s ε_s) for the tensors :func:`assign_tensors` gives it, and the ranks then exchange those
-directions, so each ε is drawn once per update in all rather than once per rank. The assignment is
-a pure function of the tensors' names, sizes and the world size (every rank computes the same one
-without talking): largest tensor first, each to the rank with the fewest numbers so far (ties: the
-lowest rank). :func:`chunk_names` groups tensors into exchanges of bounded size, in the master's
-order, so every rank walks the same chunks in the same order.
+With several ranks rank r draws the N ε only for the tensors :func:`assign_tensors` gives it and
+the ranks exchange the directions, so each ε is drawn once per update in all. The assignment is a
+pure function of names, sizes and world size (largest first, to the least loaded rank), and
+:func:`chunk_names` groups tensors into bounded exchanges in the master's order.
 """
 
 from __future__ import annotations

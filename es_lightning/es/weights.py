@@ -1,33 +1,17 @@
 """The ES centre θ as fp32 master weights, written into whatever model serves generation.
 
-The serving model may be an HF module (write = ``copy_`` into its parameters) or a vLLM engine's
-model (write = its own ``load_weights``, which fuses and shards). Either way every write is
-computed from the fp32 master and cast once, so ``restore`` is bit-exact whatever the serving dtype
-and the update is accumulated in fp32 (see :mod:`es_lightning.es.update`).
+The serving model is an HF module (write: ``copy_``) or a vLLM engine's model (write: its
+``load_weights``). Every write is computed from the fp32 master and cast once, so ``restore`` is
+bit-exact whatever the serving dtype.
 
-Two ways to take the update: :meth:`ESWeights.update` draws every member's ε again from its seed;
-after :meth:`ESWeights.accumulate` each perturbation keeps its ε until the member's reward is
-recorded and folds it into running sums (:mod:`es_lightning.es.accumulate`), and
-:meth:`ESWeights.update_accumulated` reads those. With several ranks each rank hands out its part of
-the direction (:meth:`ESWeights.directions`) and applies the summed one
-(:meth:`ESWeights.apply_directions`).
+The update either draws every member's ε again (:meth:`ESWeights.update`) or reads the sums folded
+while the members ran (:meth:`ESWeights.accumulate`, :meth:`ESWeights.update_accumulated`); with
+several ranks each rank hands out its part of the direction (:meth:`ESWeights.directions`) and
+applies the summed one (:meth:`ESWeights.apply_directions`). ε may come from a noise table
+(:meth:`ESWeights.use_noise_table`) or be low-rank (:attr:`ESWeights.noise`, always redrawn).
 
-With a noise table (:meth:`ESWeights.use_noise_table`, ``noise: table``) every full-rank ε — of the
-perturbations, the folds and the redrawn update — is a slice of one shared table
-(:mod:`es_lightning.es.noise_table`) instead of a generator's draw, and nothing is held while
-accumulating (the fold reads the slice again).
-
-With :attr:`ESWeights.noise` set to a :class:`~es_lightning.es.lowrank.LowRankNoise` every member
-and update uses the low-rank directions A·Bᵀ/√r of the matrices instead (1-D tensors stay put);
-the update then always draws them again (they are cheap), never accumulates.
-
-:meth:`ESWeights.restore` is deferred: it writes nothing, and the centre is written back when the
-served weights are next read (:meth:`ESWeights.serve_centre`, which every reader calls first). The
-next member's perturbation and the update overwrite every served tensor anyway, so a population
-never writes θ between its members.
-
-A rollout's ``es`` (:class:`~es_lightning.es.handle.ESHandle`) is an :class:`ESWeights` in the
-trainer's process (transformers), or a proxy to the one in each vLLM worker.
+:meth:`ESWeights.restore` is deferred: the centre is written back only when the served weights are
+next read (:meth:`ESWeights.serve_centre`), since the next perturbation overwrites every tensor.
 """
 
 from __future__ import annotations
@@ -89,9 +73,8 @@ class ESWeights:
         """:meth:`restore` was called and nothing has written the served weights since."""
 
     def use_noise_table(self, size: int | None) -> None:
-        """From the next perturbation on, read full-rank ε from the shared table of ``size`` numbers
-        on the master's device (built once per process, :func:`~es_lightning.es.noise_table.noise_table`),
-        or draw it per tensor again (``None``). Not with low-rank directions, nor within a population."""
+        """Read full-rank ε from the shared table of ``size`` numbers from the next perturbation on,
+        or draw it again (``None``). Not with low-rank directions, nor within a population."""
         if self.accumulator.active:
             raise RuntimeError("ESWeights.use_noise_table: not while a population is accumulated")
         if size is None:
@@ -115,10 +98,8 @@ class ESWeights:
         return redrawn_direction(coeffs, self.table) if self.noise is None else self.noise.direction(coeffs)
 
     def perturbed(self, seed: int, sign: float, sigma: float) -> Iterator[tuple[str, torch.Tensor]]:
-        """θ + sign·σ·ε_seed per tensor, computed in fp32 and cast once to the serving dtype
-        (tensors drawn on several CPU threads, yielded in order: :mod:`es_lightning.es.parallel`).
-        While accumulating, ε_seed is drawn into the accumulator's held buffer (and kept), unless it
-        comes from the table."""
+        """θ + sign·σ·ε_seed per tensor, in fp32 and cast once, yielded in order; while
+        accumulating ε_seed is drawn into the accumulator's held buffer (unless from the table)."""
         scale, dtype = float(sign) * float(sigma), self.serving_dtype
         noise = self.noise
         if noise is not None:  # low-rank: W + sign·σ·A Bᵀ/√r for matrices, other tensors as they are
@@ -231,9 +212,8 @@ class ESWeights:
         population_size: int,
         std: float = 1.0,
     ) -> float:
-        """θ ← θ + (α/N)·D/s with D given per tensor, in chunks that together cover every tensor
-        exactly once, in the master's order (as one :meth:`update` would apply them); ends an
-        accumulated population, writes the new centre, returns ‖Δ‖₂."""
+        """θ ← θ + (α/N)·D/s with D given per tensor in chunks covering every tensor once, in the
+        master's order; ends an accumulated population, writes the new centre, returns ‖Δ‖₂."""
         seen: list[str] = []
         if self.optimizer_name == "adam":  # one optimizer step needs every gradient
             staged: dict[str, torch.Tensor] = {}
@@ -334,10 +314,9 @@ def es_weights_from_files(
     names: set[str] | None = None,
     noise: LowRankNoise | None = None,
 ) -> ESWeights:
-    """The centre read from safetensors ``files`` in fp32 on ``device`` (keeping only ``names``
-    when given), with the optimizer state of a checkpoint when ``optimizer_state`` names its file;
-    ``noise``: the low-rank directions, or ``None`` for full-rank ε.
-    Nothing is written into the serving model yet (call :meth:`ESWeights.write_centre`)."""
+    """The centre read in fp32 on ``device`` from safetensors ``files`` (only ``names`` when
+    given), with a checkpoint's optimizer state from ``optimizer_state``; nothing is written into
+    the serving model yet (:meth:`ESWeights.write_centre`)."""
     from es_lightning.weight_files import load_weights
 
     master = load_weights(files, names=names, device=device)
