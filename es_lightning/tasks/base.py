@@ -27,11 +27,7 @@ SPLITS = ("train", "validation", "test")
 
 
 def check_split(task: str, split: str) -> None:
-    """Refuse a split name that is none of :data:`SPLITS`.
-
-    Raises:
-        ConfigError: naming ``task`` and the splits there are.
-    """
+    """Refuse a split name that is none of :data:`SPLITS` (ConfigError naming ``task``)."""
     if split not in SPLITS:
         raise ConfigError(f"{task}: unknown split {split!r}; use 'train', 'validation' or 'test'")
 
@@ -55,11 +51,8 @@ class Score:
 class Task(RecordsInit, ABC):
     """A verifiable reasoning task.
 
-    Rows come from the ``train``/``validation``/``test`` data sources (:data:`SPLITS`); the family
-    bases :class:`~es_lightning.tasks.families.DatasetTask` (default sources per task, or a seeded
-    validation slice held out of train) and :class:`~es_lightning.tasks.families.GeneratedTask` (a
-    seeded generator) build on this. The validation split is the one to tune and select settings
-    on: the test split is for the final numbers only.
+    Rows come from the ``train``/``validation``/``test`` data sources (:data:`SPLITS`); settings
+    are selected on the validation split, the test split is for the final numbers only.
 
     Args:
         train: where the training rows come from (``None``: nowhere, unless the task's family
@@ -97,23 +90,13 @@ class Task(RecordsInit, ABC):
 
     # -- data ---------------------------------------------------------------------------------
     def source(self, split: str) -> DataSource | RowsSource | None:
-        """The data source of ``split`` (one of :data:`SPLITS`), ``None`` when none is set.
-
-        Raises:
-            ConfigError: ``split`` is none of them; the message names the task.
-        """
+        """The data source of ``split`` (one of :data:`SPLITS`), ``None`` when none is set."""
         check_split(self.name, split)
         return {"train": self.train, "validation": self.validation, "test": self.test}[split]
 
     def load(self, split: str = "train") -> list[dict[str, Any]]:
-        """Rows of ``split`` (``"train"``, ``"validation"`` or ``"test"``) with the column mapping
-        applied; every row is checked with :meth:`validate_row` (one pass), so a bad row fails
-        here, naming its file and line or row, not in the middle of training.
-
-        Raises:
-            ConfigError: no source is set for ``split``, the source is missing, empty or malformed,
-                or a row fails :meth:`validate_row`.
-        """
+        """Rows of ``split`` with the column mapping applied, every row checked with
+        :meth:`validate_row`, so a bad row fails here, named by file and line, not mid-training."""
         source = self.source(split)
         if source is None:
             raise ConfigError(
@@ -127,12 +110,8 @@ class Task(RecordsInit, ABC):
     """Basic Python types some columns must have (``{"answer": str}``), checked on every row."""
 
     def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
-        """Check one row before any work is done with it; ``where`` names it in the error
-        (``'data/train.jsonl' line 3``).
-
-        Raises:
-            ConfigError: a required column is missing or null, or a column has the wrong type.
-        """
+        """Check one row before any work is done with it; ``where`` names it in the ConfigError
+        (``'data/train.jsonl' line 3``)."""
         missing = [c for c in self.required_columns if row.get(c) is None]
         if missing:
             absent = [c for c in missing if c not in row]
@@ -182,11 +161,9 @@ class Task(RecordsInit, ABC):
     def reward_fn(
         self, completions: Sequence[Any], prompts: Sequence[Any] | None = None, **columns: Any
     ) -> list[float]:
-        """Rewards in TRL's reward-function signature, so a task serves as a TRL reward function:
-        ``reward_fn(prompts=..., completions=..., **dataset_columns)``. Keyword arguments that are
-        not one value per completion (TRL's ``trainer_state``, ``log_metric``, ...) are ignored;
-        a conversational completion (a list of messages) is scored on its last message's content.
-        Scored with :meth:`score_many`, so tasks that batch their verifier batch here too."""
+        """Rewards in TRL's reward-function signature, ``reward_fn(prompts=..., completions=...,
+        **dataset_columns)``: keywords that are not one value per completion are ignored, and a
+        conversational completion is scored on its last message's content."""
         n = len(completions)
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
         aligned = {k: v for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == n}

@@ -1,17 +1,10 @@
 """A verifier's time limit that holds on any thread: the check runs in a worker process that is
 killed at its deadline.
 
-``signal.alarm`` (math-verify's own limit) works only on the main thread, and not even there while
-C code runs: a model's ``\\boxed{9^{9^{9}}}`` makes sympy compute a power tower with Python's
-big integers, which no signal interrupts. A daemon thread cannot be stopped either, and holds the
-GIL. So :func:`call_within` sends the call to a worker process (one per calling thread, a fresh
-interpreter started on first use and kept) and waits at most ``seconds`` for the answer::
-
-    caller ──(function, args)──▶ worker: function(*args) ──(result)──▶ caller    ≤ seconds
-    no answer by then: SIGKILL the worker (the next call starts a new one), return ``on_timeout``
-
-The function and its arguments must pickle (a module-level function). An exception in the worker
-is re-raised in the caller. A worker whose parent dies reads end-of-file and exits.
+``signal.alarm`` (math-verify's own limit) works only on the main thread, and no signal interrupts
+C code (sympy expanding ``\\boxed{9^{9^{9}}}``). So :func:`call_within` sends the call to a worker
+process (one per calling thread, kept) and SIGKILLs it when it has not answered within ``seconds``.
+The function and its arguments must pickle; a worker's exception is re-raised in the caller.
 """
 
 from __future__ import annotations
@@ -131,11 +124,8 @@ def call_within(
     warm: tuple[Any, ...] | None = None,
 ) -> T:
     """``function(*args)`` run in this thread's worker process; ``on_timeout`` when it has not
-    answered within ``seconds`` (the worker is then killed), whichever thread calls.
-
-    Starting a worker and loading ``function`` (calling it on ``warm``, when given, to do its
-    lazy imports) happen before the limit starts, within ``STARTUP_S`` seconds.
-    """
+    answered within ``seconds`` (the worker is then killed). Starting the worker and loading
+    ``function`` (called on ``warm`` for its lazy imports) come before the limit."""
     conn = _worker(function, warm)
     conn.send(("call", function, args))
     try:

@@ -1,16 +1,9 @@
 """HotpotQA: multi-hop question answering with a short free-text answer.
 
-* answer extraction: the text after the **last** ``Answer:`` (case-insensitive) up to the end of
-  its line; without one, the last non-empty line. Markdown ``**`` and ``\\boxed{}`` wrappers are
-  removed;
-* normalisation (SQuAD): lowercase, drop punctuation, drop the articles *a*, *an*, *the*, collapse
-  whitespace;
-* reward: exact match of the normalised answer with the normalised gold (1/0);
-  ``Score.extra["f1"]`` is the SQuAD token F1,
-  ``F1 = 2PR / (P + R)`` with ``P = common / |pred tokens|`` and ``R = common / |gold tokens|``,
-  ``common`` counting shared tokens with multiplicity (0 when either side is empty, except 1 when
-  both are; ``yes``/``no``/``noanswer`` golds score F1 only by exact match, as in the official script);
-* majority-vote answer: the normalised answer.
+The answer is the text after the **last** ``Answer:`` on its line (else the last non-empty line),
+without ``**`` and ``\\boxed{}``. Reward: exact match after SQuAD normalisation (lowercase, no
+punctuation or articles); ``Score.extra["f1"]`` is the SQuAD token F1 (yes/no golds by exact match,
+as in the official script).
 """
 
 from __future__ import annotations

@@ -1,30 +1,13 @@
 """Calls into your reward functions: a failure, or a reward that is not a finite number, is yours
 to fix and is said in one line that names the function, where it is and the value or row.
 
-A reward function returns one reward per completion, a number or ``None`` (it does not apply to that
-completion); an ``async def`` one is awaited (:func:`awaited`). :func:`call_reward_function` calls it
-and refuses, with a :class:`RewardFunctionError`:
-
-* an exception it raises: ``my_rewards.exact (my_rewards.py:12) raised KeyError: 'answer' on row 3
-  (prompt: 'What is 2 + 2?')``, the row found by calling it again on each row of the batch alone
-  (the original traceback is kept as the error's cause; ``es-lightning --debug`` prints it);
-* anything but a list (a scalar, a string, ``None``), or a list of another length than the
-  completions;
-* a reward that is not a number (a string, a list) or is not finite (NaN, ±inf, Python's
-  ``float('nan')`` included): the ES z-scores and the GRPO advantages of a batch with one NaN are
-  all NaN, and an update made of them destroys the weights;
-* a function that requires TRL's ``completion_ids`` where there are none (completions scored from
-  their text alone).
-
-Your own :class:`~es_lightning.tasks.base.Task` subclass is held to the same rules by
-:func:`call_task_scores`: an exception its ``score``/``score_many`` raises, or a ``Score`` whose
-reward is not a finite number, is said in one line naming the class, where it is and the row
-(``MyTask.score (my_task.py:40) raised IndexError: list index out of range on row 5``). The
-built-in tasks' own failures are bugs and keep their tracebacks.
-
-A :class:`RewardFunctionError` is a :class:`~es_lightning.errors.ConfigError`, so the command ends
-with ``es-lightning: error: ...`` and exit status 2; the trainer shuts its engines down on the way
-out and the checkpoints already written stay.
+:func:`call_reward_function` refuses, with a :class:`RewardFunctionError`, an exception the
+function raises (the failing row found by calling it on each row alone), anything but a list of
+one reward per completion, a reward that is neither a finite number nor ``None`` (one NaN makes a
+whole batch's z-scores NaN and destroys the weights), and a requirement of ``completion_ids`` where
+there are none. :func:`call_task_scores` holds your own :class:`~es_lightning.tasks.base.Task`
+subclass to the same rules; the built-in tasks' failures are bugs and keep their tracebacks. The
+error is a :class:`~es_lightning.errors.ConfigError`: ``es-lightning: error: ...``, exit status 2.
 """
 
 from __future__ import annotations
@@ -83,14 +66,8 @@ def call_reward_function(
     given: dict[str, Any] | None = None,
 ) -> list[float | None]:
     """``func(prompts=..., completions=..., **columns, **given)`` checked: one finite float (or
-    ``None``) per completion. ``given`` holds the rest of TRL's arguments (``completion_ids``,
-    ``trainer_state``, ``log_extra``, ``log_metric``); an ``async def`` function is awaited.
-
-    Raises:
-        RewardFunctionError: as the module docstring lists, naming ``func`` and the value or row;
-            also when ``func`` requires ``completion_ids`` and ``given`` has none (completions
-            scored from their text alone).
-    """
+    ``None``) per completion; ``given`` holds the rest of TRL's arguments. RewardFunctionError as
+    the module docstring lists."""
     given = dict(given or {})
     if "completion_ids" not in given and _requires(func, "completion_ids"):
         raise RewardFunctionError(
@@ -200,9 +177,8 @@ def _requires(func: Callable, name: str) -> bool:
 
 
 def awaited(returned: Any) -> Any:
-    """``returned`` itself, or its result when it is awaitable (an ``async def`` reward function,
-    as TRL takes them): run to completion on an event loop of its own (in a thread of its own
-    when this thread already runs one, as in a notebook)."""
+    """``returned``, or its result when it is awaitable (an ``async def`` reward function), run on
+    an event loop of its own (in its own thread when this one already runs a loop)."""
     if not inspect.isawaitable(returned):
         return returned
 
@@ -247,14 +223,9 @@ def call_task_scores(
     rows: Sequence[dict[str, Any]],
     completion_ids: Sequence[Sequence[int]] | None = None,
 ) -> list[Any]:
-    """``task.score_many(completions, rows)``, each ``Score``'s reward checked to be a finite
-    number; an exception from a score method written outside es-lightning is said in one line too.
-    ``completion_ids`` (each completion's token ids) reach a ``score_many`` that takes them
-    (:class:`~es_lightning.tasks.function.FunctionTask`'s, for TRL's ``completion_ids``).
-
-    Raises:
-        RewardFunctionError: naming the task's class, where it raised and the row, or the value.
-    """
+    """``task.score_many(completions, rows)`` with every reward checked to be a finite number and an
+    exception from a score method written outside es-lightning said in one line;
+    ``completion_ids`` reach a ``score_many`` that takes them."""
     klass = type(task)
     method = klass.score if _ours(klass.score_many) else klass.score_many  # the one you wrote
     user_code = not _ours(method)
