@@ -1,26 +1,12 @@
 """The sparsity curve's base point for an analysis whose run's weights were not kept.
 
-``es-lightning analyze --evaluate`` scores, after the checkpoint and its thresholded exports, the
-base model θ_0 (``sparsity_curve_base``: θ_τ for τ ≥ max|Δθ|, every update reverted), so that "the
-pruned model keeps the gain" is read against the base on one engine and one set of random numbers.
-The checkpoint does not enter that point: the engine loads the base's own weights (cast to the
-exports' serving dtype), and the same weights, prompts and seed give the same samples on a fresh
-engine (``tests/analysis/test_curve.py``). So an analysis written before the base point existed,
-whose run's checkpoints are gone (a report continued from its committed summaries, which keep no
-weights), gets the point from ``es-lightning evaluate --model <base>`` with the analysis's
-evaluation settings: scored once per base model and task under ``analysis/base_point/`` and shared
-by every such analysis. The point says how it was scored (``scored_by``).
-
-That is the analysis's own base point only when
-
-- the base is served as stored: the exports' ``serving_dtype`` equals the base's stored dtype
-  (otherwise analyze casts the base and evaluate would not), and
-- ``drift.extra_args`` holds only arguments that ``es-lightning evaluate`` takes alike
-  (``--evaluation.*``, ``--rollout*``, ``--device``, ``--dtype``: passed on) or that do not touch
-  the base's samples (``--taus``, ``--top_k``, ``--threshold_view``, ``--keep_exports``,
-  ``--export_dir``, ``--progress``: left out);
-
-otherwise the analysis needs its checkpoint and the record says why.
+``es-lightning analyze --evaluate`` scores the base model θ_0 (``sparsity_curve_base``) beside the
+thresholded exports, on one engine. The checkpoint does not enter that point, so an analysis whose
+run's checkpoints are gone gets it from ``es-lightning evaluate --model <base>`` with the
+analysis's evaluation settings, scored once per base and task under ``analysis/base_point/``.
+That is the analysis's own base point only when the base is served as stored and ``drift.extra_args``
+holds only arguments ``evaluate`` takes alike or that do not touch the base's samples; otherwise
+the record says why the analysis needs its checkpoint.
 """
 
 from __future__ import annotations
@@ -133,8 +119,7 @@ def _score(plan: ReportPlan, name: str, base: str, scored: Path, launch: bool) -
 
 def add_base_point(plan: ReportPlan, name: str, path: Path, analysis: dict[str, Any], launch: bool) -> dict:
     """Score the base of the analysis at ``path`` (once per base and task) and write its
-    ``sparsity_curve_base``; returns the report's record (``finished``; ``missing`` when not
-    ``launch``; ``failed`` with the reason)."""
+    ``sparsity_curve_base``; returns the report's record."""
     why = cannot_score_alone(plan, analysis, path)
     if why is not None:
         error = f"no checkpoint in the run, and the base point cannot be scored alone: {why}"

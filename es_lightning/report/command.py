@@ -1,19 +1,11 @@
 """``es-lightning report``: run (or reuse) every method and ablation, then write the report.
 
     es-lightning report --config recipes/report_cpu.yaml --quick --output_dir runs/report_quick
-    es-lightning report --config recipes/report_cpu.yaml --seeds 3 --output_dir runs/report_cpu
     es-lightning report --from_json runs/report_cpu/report.json --output_dir runs/report_cpu_rejudged
 
-Steps: plan the runs (:mod:`~es_lightning.report.runs`), launch the unfinished ones one after
-another, analyse the final checkpoints (:mod:`~es_lightning.report.weight_drift`), evaluate GRPO's
-intermediate checkpoints (:mod:`~es_lightning.report.trajectory`) and the base at other
-temperatures (:mod:`~es_lightning.report.sharpening`), collect the numbers
-(:mod:`~es_lightning.report.collect`, per-problem outcomes in :mod:`~es_lightning.report.outcomes`,
-compute in :mod:`~es_lightning.report.compute`), judge the paper's claims
-(:mod:`~es_lightning.report.claims`), draw the figures and write ``report.json`` and ``REPORT.md``
-into ``output_dir``. Running the same command again reuses every finished run, analysis and
-checkpoint evaluation, and retries the failed ones. ``--from_json`` judges a saved report again
-(:mod:`~es_lightning.report.rerender`).
+Runs are planned and launched (:mod:`~es_lightning.report.runs`), their checkpoints analysed and
+evaluated, the numbers collected and the claims judged; running the same command again reuses
+every finished run, analysis and evaluation and retries the failed ones.
 """
 
 from __future__ import annotations
@@ -296,9 +288,8 @@ def _run_and_write(
 def _analyse(
     plan: ReportPlan, outcomes: list[RunOutcome], launch: bool
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``es-lightning analyze`` of the finished methods' final checkpoints, and the evaluations of
-    the trajectories' checkpoints (the forgetting setting's too) and of the sharpening reference
-    (all reuse what is already written): (analyses, evaluations)."""
+    """Analyses of the finished methods' final checkpoints and evaluations of the trajectories'
+    checkpoints and the sharpening reference (reusing what is written): (analyses, evaluations)."""
     from es_lightning.report.collect import choose_task
     from es_lightning.report.forgetting_path import run_forgetting_path
     from es_lightning.report.sharpening import run_sharpening

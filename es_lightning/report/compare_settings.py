@@ -1,19 +1,9 @@
 """What ``compare`` checks before it puts runs side by side: the settings their numbers depend on.
 
-Two runs' Pass@K say something about their training only when they were evaluated alike, on the
-same task, from the same starting model. From each run's resolved ``config.yaml`` (the root one of
-a pipeline) these settings are read and flattened to dotted keys:
-
-- ``model``, ``tokenizer``, ``revision``, ``chat_template``, ``plain_template``,
-  ``max_prompt_tokens``: the starting model and how prompts reach it (``module``);
-- ``task.*``: the training task and its settings (``module.task``);
-- ``evaluation.*``: samples per prompt, temperature, ``max_tokens``, ks, split, limit, seed, ...;
-- ``eval_tasks``: the evaluation tasks, as one value;
-
-and from the final evaluation JSON, per task, ``{task}.n_prompts``, ``{task}.n_samples`` and
-``{task}.split`` (what the evaluation actually covered). A key differs when two runs hold different
-values for it; a key that some runs lack is skipped (a setting added after those runs ran: its
-default keeps the old behaviour, as :mod:`~es_lightning.report.same_run` treats it).
+From each run's resolved ``config.yaml``, flattened to dotted keys: the starting model and how
+prompts reach it, ``task.*``, ``evaluation.*`` and ``eval_tasks``; from the final evaluation, per
+task, the prompts, samples and split covered. A key that some runs lack is skipped (a setting added
+since: its default keeps the old behaviour, as in :mod:`~es_lightning.report.same_run`).
 """
 
 from __future__ import annotations

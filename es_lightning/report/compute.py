@@ -1,17 +1,11 @@
 """What each method spent: updates, rollouts, generated tokens, seconds, wall-clock and memory.
 
-Read from every update's line of ``metrics.jsonl`` (pipelines: every stage's). The strategies log
-``time/step`` (seconds of the update), ``time/generate`` (seconds spent generating),
-``time/tokens_per_s`` (generated tokens / ``time/generate``) and ``train/response_len`` (mean
-tokens of a response), so per update
+Per update of ``metrics.jsonl`` (every stage of a pipeline)::
 
     tokens = time/tokens_per_s · time/generate,        rollouts = tokens / train/response_len
 
-(exact up to rounding: both are how the strategies formed those means); evaluations and callbacks
-are not included in these. ``wall_seconds`` and ``peak_rss_mb`` are of the whole run process
-(engine start, evaluations and callbacks included; the largest resident set of the run and of its
-engines), recorded by :mod:`~es_lightning.report.measure` in ``measure_name`` beside the run. A
-quantity some update (or run) lacks is ``None`` ("not recorded").
+(evaluations and callbacks not included). ``wall_seconds`` and ``peak_rss_mb`` are the whole run
+process's, recorded by :mod:`~es_lightning.report.measure`. A quantity not recorded is ``None``.
 """
 
 from __future__ import annotations

@@ -28,10 +28,8 @@ FORGETTING = "forgetting"
 class Ablation:
     """One swept setting: a recipe, a parameter path and its values (and/or named variants).
 
-    The honest reading looks for ablations named ``population_size`` (numeric values),
-    ``normalization`` (``zscore``, ``rank``, ``none``), ``estimator`` (``one_point``,
-    ``antithetic``) and ``kappa_pair`` (variants with a ``reference`` value each); any other
-    ablation is tabulated and plotted the same way.
+    The reading looks for ``population_size``, ``normalization``, ``estimator`` and ``kappa_pair``;
+    any other ablation is tabulated and plotted the same way.
     """
 
     recipe: str

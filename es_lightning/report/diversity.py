@@ -1,29 +1,12 @@
 """Population diversity in the report: how differently ES's members succeed, and what reaches the centre.
 
-The ``PopulationDiversity`` callback (``callbacks/diversity.py``; formulas in
-:mod:`es_lightning.es.diversity` and :mod:`es_lightning.es.theory`) probes every k-th update on a
-probe set apart from the reward prompts and logs, at that update:
-
-- ``diversity/js``: the Jensen–Shannon divergence (bits) of the members' Bernoulli success rates
-  from their mixture, and ``diversity/js_excess``: the same minus that of N σ = 0 copies of the
-  centre sampled with the members' seeds (what sampling noise alone does not explain);
-- ``diversity/gap`` = P_pop − P_same (at least one member solves a prompt, against the same had
-  every member the mean rate), and ``diversity/gap_excess``: the same over the copies';
-- ``diversity/alignment_cov``: cov over members of the update's z_i and the probe success p_i(x);
-- Proposition 1 (transfer to the centre, SGD updates): ``diversity/transfer_kl`` (KL of the updated
-  centre from the reward-weighted mixture's prediction, bits), ``diversity/mixture_gain`` and
-  ``diversity/centre_gain`` (predicted and measured change of the centre's success) and
-  ``diversity/transfer_margin`` (the mixture's gain less its Pinsker bound).
-
-Per run group with such logs (ES, its permuted control, low-rank ES, the pipelines' ES stages, the
-forgetting setting's ES) and per metric: each seed's mean with its t interval over that run's
-probed updates; the group's mean with its t interval over all probed updates of all seeds (the
-unit: one probe, which draws its own prompts, samples and population); and the t interval over the
-seeds' means. Against the permuted control (the same seeds, prompts and populations, rewards
-shuffled): the difference per probed update, paired by seed and update, with its t interval over
-the paired probes and the t interval over the seeds' mean differences (the run, whose centre all
-its probes share, as the unit); a difference is "higher" or "lower" only when both intervals
-exclude 0 on that side, else "not resolved".
+Reads what the ``PopulationDiversity`` callback logged (``diversity/js``, ``js_excess``, ``gap``,
+``gap_excess``, ``alignment_cov`` and Proposition 1's ``transfer_kl``, ``mixture_gain``,
+``centre_gain``, ``transfer_margin``; :mod:`es_lightning.es.diversity`, :mod:`es_lightning.es.theory`).
+Per run group and metric: each seed's mean with its t interval over probed updates, the pooled mean
+with its t interval over all probes, and the t interval over the seeds' means. Each ES method minus
+the permuted control is paired by seed and update; a difference is "higher" or "lower" only when
+the interval over probes and the one over seeds both exclude 0 on that side.
 """
 
 from __future__ import annotations

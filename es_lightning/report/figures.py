@@ -1,17 +1,10 @@
 """The report's PNG figures, drawn from the collected numbers (the same dict as ``report.json``).
 
 Every figure shows the base model's value and a noise band, so a difference smaller than the
-evaluation's own noise cannot look like a trend: on Pass@K figures the base's one-sided bounds of
-the paired bootstrap over problems (:mod:`~es_lightning.report.bootstrap`); elsewhere the band
-named in its legend. ``pass_at_k.png`` (mean ± sd over seeds per method, K on a log2 axis),
-``pareto_pass1_pass{k}.png`` (each method's mean with ± sd bars, each trajectory with its
-updates marked, the base's temperature path dotted (the sharpening reference), the base's
-sampling box, the end-point frontier dashed), ``entropy.png`` and
-``heldout.png`` (:mod:`~es_lightning.report.figures_training`), ``drift.png`` and
-``ablations.png`` (:mod:`~es_lightning.report.figures_drift`). :func:`make_figures` skips a figure
-whose inputs are absent and says why. What the figures share (the Agg canvas, colours, the band,
-percentage axes kept inside [0, 100] with a least span, no spread drawn for one seed) is in
-:mod:`~es_lightning.report.canvas`.
+evaluation's own noise cannot look like a trend: ``pass_at_k.png``, ``pareto_pass1_pass{k}.png``,
+and the training (:mod:`~es_lightning.report.figures_training`) and drift and ablation
+(:mod:`~es_lightning.report.figures_drift`) figures. :func:`make_figures` skips a figure whose
+inputs are absent and says why.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Drift and ablation figures, each with what a method that did nothing would show.
 
-``drift.png``: s_τ against τ per method with the closed-form random-walk null's curve (dashed)
-where ``analyze`` wrote it; the top-k largest updates by layer kind with the null's expected
-counts (a kind's parameter share × k, black diamonds); and the functional-sparsity curve, the
-thresholded exports' Pass@1 against their s_τ (the permuted-reward control's curve, the empirical
-null, beside ES's when it was analysed), with the base's Pass@1 and its bootstrap band.
-``ablations.png``: per ablation the final reward and Pass@k per value (± sd), the base's Pass@k
-with its band, and κ_pair next to the paper's value with 2 (uncorrelated pairs) marked.
+``drift.png``: s_τ against τ with the random-walk null's curve, the top-k updates by layer kind
+with the null's expected counts, and the functional-sparsity curve beside the permuted control's.
+``ablations.png``: the final reward and Pass@k per value, the base's band, and κ_pair against 2.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Training-curve figures: token entropy and held-out Pass@k over updates, each with the base's
-value (the curves' first logged value, before any update) and a noise band.
-
-- ``entropy.png``: the band is ± the non-inferiority margin ``verdicts.entropy_margin`` that "ES
-  keeps its entropy" is judged with (the entropy estimate's own sampling noise is not logged).
-- ``heldout.png``: the band is the base's Pass@k ± z·√(p(1 − p)/P) over the ``P`` held-out problems
-  (z at the report's level): per-problem Pass@k lies in [0, 1], so its spread over problems is at
-  most √(p(1 − p)), a bound on the problem-sampling noise of the curve's mean.
+value and a noise band: ± ``verdicts.entropy_margin`` for entropy, and the base's Pass@k
+± z·√(p(1 − p)/P) over the P held-out problems (a bound on the problem-sampling noise).
 """
 
 from __future__ import annotations

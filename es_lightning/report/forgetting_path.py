@@ -1,17 +1,10 @@
 """The forgetting setting's trajectory: a method's checkpoints, each evaluated on both tasks.
 
-"ES forgets less than GRPO" is only a fair comparison at the same in-domain gain: GRPO's held-out
-skill is read where GRPO had gained what ES gained, on GRPO's own path. With
-``forgetting.trajectory: {method: grpo, steps: [1, 2, 3, 5, ...]}`` that method's forgetting runs
-keep a checkpoint at each step (``--trainer.checkpoint_steps``, as the main trajectory's), and the
-report evaluates each one with ``es-lightning evaluate`` on the in-domain and the held-out task
-(the run's ``eval_tasks`` entries, in one engine) with the run's final protocol, into::
-
-    trajectory/forgetting/<method>/seed<k>/step-000005.json   (+ .yaml, .log, _<task>_completions.jsonl)
-
-reused when present. The points enter the forgetting block's per-task outcomes as ``grpo@5``
-beside ``grpo/before`` and ``grpo/after``, and the block lists each path as ``trajectory: {method:
-{steps, points}}`` (step 0 is ``<method>/before``, the last ``<method>/after``).
+"ES forgets less than GRPO" is fair only at the same in-domain gain, so with
+``forgetting.trajectory: {method: grpo, steps: [...]}`` that method's runs keep those checkpoints
+and the report evaluates each on both tasks, into
+``trajectory/forgetting/<method>/seed<k>/step-000005.json`` (reused when present); the points enter
+the per-task outcomes as ``grpo@5``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Run a command and record its wall-clock time and peak memory: ``python -m es_lightning.report.measure
 OUT.json -- COMMAND...``.
 
-Writes ``OUT.json`` with ``wall_seconds``, ``peak_rss_mb`` (the largest resident set of the command
-and of every process it waited for, e.g. its rollout engines: ``getrusage(RUSAGE_CHILDREN)``, in
-MiB) and ``returncode``, then exits with the command's status. The report launches each run and
-the tune each trial through it, so a run's memory is measured whatever the run itself logs.
-
-A run may take several attempts (a report resumed after its machine went away continues a run from
-its last checkpoint): each attempt is a *segment* appended to ``OUT.json``'s ``segments``, and the
-totals are over the segments, ``wall_seconds`` summed and ``peak_rss_mb`` the largest. While the
-command runs, its segment's ``wall_seconds`` is rewritten every :data:`HEARTBEAT_S` seconds, so an
-attempt killed with its measurer (``SIGKILL``, a lost machine) still counts up to its last
-heartbeat; its ``peak_rss_mb`` and ``returncode`` stay ``null`` (not recorded).
+Writes ``wall_seconds``, ``peak_rss_mb`` (the command and every process it waited for) and
+``returncode``, then exits with the command's status. Each attempt of a resumed run is a segment
+(totals: seconds summed, the largest memory); a running segment's ``wall_seconds`` is rewritten
+every :data:`HEARTBEAT_S` seconds, so an attempt killed with its measurer still counts.
 """
 
 from __future__ import annotations

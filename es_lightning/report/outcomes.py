@@ -1,22 +1,10 @@
 """Per-problem outcomes: each evaluation's correct counts, read from its saved completions.
 
-Every evaluation writes its samples with the verifier's rewards beside them
-(``eval/{tag}_{task}_completions.jsonl`` in a run, ``{stem}_completions.jsonl`` from
-``es-lightning evaluate``; one line per problem: the dataset row, ``"completions"``,
-``"rewards"``, and with a greedy pass ``"greedy"`` and ``"greedy_reward"``). A problem's correct
-count ``c`` is how many of its ``M`` rewards reach ``1 − 1e-9`` (the evaluation's own rule), and
-its greedy outcome ``g`` is 1 when the greedy answer's reward does. A problem is identified by its
-row's content (a hash of the row without the sample fields, numbered when the same row appears
-twice), so methods are paired by problem whatever order they were evaluated in.
-
-A run's summaries keep them without the sampled texts as ``{tag}_{task}_counts.json`` beside
-where the completions were (:mod:`~es_lightning.report.summaries`: ``{"m", "problems", "counts",
-"greedy"}``); an evaluation whose completions are absent is read from that file, with the same
-problem ids, counts and greedy outcomes.
-
-The report keeps them as ``{"task", "m", "problems": [id, ...], "counts": {method: {seed:
-[c, ...]}}, "greedy": {method: {seed: [g, ...]}}, "missing": {method: why}}``, every list in the
-order of ``problems`` (``greedy`` only for the evaluations that had a greedy pass).
+A problem's correct count ``c`` is how many of its ``M`` rewards reach ``1 − 1e-9`` (the
+evaluation's rule) and its greedy outcome ``g`` is 1 when the greedy answer's does. Problems are
+identified by a hash of the row, so methods are paired by problem whatever the order. Without the
+completions the summaries' ``*_counts.json`` give the same. The report keeps ``{"task", "m",
+"problems", "counts": {method: {seed: [c, ...]}}, "greedy": {...}, "missing": {method: why}}``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Pre-registration: the rules a study is judged by, frozen before it runs, and the check.
 
-A pre-registration document (``docs/report/PREREGISTRATION.md``) ends with a block that
-:func:`freeze` writes::
-
-    <!-- frozen rules: written by `python -m es_lightning.report.preregistration freeze` -->
-    ```json
-    {"analysis_commit": "…", "rules_fingerprint": "…", "modules": {module: hash}, "verdicts": {…}}
-    ```
-
-``rules_fingerprint`` hashes the code that turns data into verdicts (:data:`RULE_MODULES`): each
-module's syntax tree with its docstrings removed, so a comment or a reworded docstring leaves it
-unchanged and any change to what the code does (a rule, a margin's default, a test) changes it.
-``verdicts`` is the report recipe's ``verdicts:`` block (levels, margins, the primary K). A report
-whose ``verdicts.preregistration`` names the document calls itself pre-registered only when both
-match (:func:`check`); otherwise it says what differs.
+:func:`freeze` ends a document (``docs/report/PREREGISTRATION.md``) with a JSON block holding the
+analysis commit, ``rules_fingerprint`` (the syntax trees of :data:`RULE_MODULES` without their
+docstrings: a reworded docstring leaves it, any change to what the code does changes it) and the
+recipe's ``verdicts:`` block. A report calls itself pre-registered only when both match
+(:func:`check`); otherwise it says what differs.
 """
 
 from __future__ import annotations
@@ -122,11 +113,8 @@ def _comparable(verdicts: dict[str, Any]) -> dict[str, Any]:
 
 
 def freeze(document: Path, recipe: Path, commit: str | None = None) -> dict[str, Any]:
-    """Write the frozen block (the analysis code's commit, the rule code's fingerprint and
-    ``recipe``'s ``verdicts:`` block) at the end of ``document``, replacing an earlier one.
-
-    ``commit`` defaults to the checkout's ``HEAD``, which must hold the package as it is (no
-    uncommitted change under it): the fingerprint is then that commit's rule code."""
+    """Write the frozen block at the end of ``document``, replacing an earlier one. ``commit``
+    defaults to ``HEAD``, which must hold the package as it is (no uncommitted change under it)."""
     import yaml
 
     verdicts = (yaml.safe_load(Path(recipe).read_text()) or {}).get("verdicts") or {}

@@ -1,10 +1,8 @@
 """Reading finished run folders: evaluations, metric series, the final checkpoint, the config.
 
-A run folder is either a single run (``eval/``, ``metrics.jsonl``, ``checkpoints/``) or a pipeline
-(``pipeline.json`` naming ``stage{i}_{name}/`` single-run folders). For a pipeline the starting
-model's evaluation is the first stage's ``eval/before.json``, the final one the last stage's
-``eval/after.json``, and the stages' metric series are joined end to end (stage i's step t is
-logged at ``t + updates of the stages before it``).
+A pipeline (``pipeline.json`` naming ``stage{i}_{name}/``) starts at its first stage's
+``eval/before.json``, ends at its last stage's ``eval/after.json``, and its stages' metric series
+are joined end to end.
 """
 
 from __future__ import annotations

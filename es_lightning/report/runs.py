@@ -1,27 +1,12 @@
 """Launching the report's runs, one subprocess each, and reusing the finished ones.
 
-Layout under the report's ``output_dir``::
-
-    runs/base/seed0/                        only with ``base:`` (an ``es-lightning evaluate`` recipe)
-    runs/<method>/seed<k>/                  one ``es-lightning fit`` run per method and seed
-    runs/<ablation>/<label>/seed<k>/        one per ablation value (or variant) and seed
-    runs/forgetting/<method>/seed<k>/       the forgetting setting: one per method and seed
-
-Each run is ``python -m es_lightning fit --config <recipe> --trainer.output_dir <run dir>
---trainer.seed <k> <overrides...>`` with stdout and stderr in ``<run dir>/report_run.log``. A run
-whose final evaluation exists is reused as it is. An unfinished folder (a killed or failed earlier
-attempt) continues from its newest checkpoint (``--trainer.resume auto``: bit for bit the run
-that was interrupted, as resume is) when it was started with the same resolved configuration and
-saved one (give the runs ``--trainer.checkpoint_every``); otherwise, or when the resume is
-refused, it is cleared and run again. A run (or evaluation) another report process is working on
-holds a lock beside its folder and is skipped (``busy``): two ``es-lightning report`` processes on
-one ``output_dir`` share its runs, one core each. A failed run is recorded (exit code, last lines of its log) and
-the others go on. Two runs whose resolved configurations are the same (an ablation's value that
-equals its recipe's own, e.g. ``normalization: zscore`` beside the ``es`` method) are one run: the
-second folder is a link to the first. A finished run records its resolved configuration
-(``report_run_config.yaml``); one made with other settings (a changed recipe or override) is run
-again instead of reused; settings added to the project since it ran do not count as a change
-(:mod:`~es_lightning.report.same_run`).
+Layout under ``output_dir``: ``runs/base/seed0/``, ``runs/<method>/seed<k>/``,
+``runs/<ablation>/<label>/seed<k>/`` and ``runs/forgetting/<method>/seed<k>/``, each an
+``es-lightning fit`` with its log in ``report_run.log``. A finished run is reused when its recorded
+configuration is today's (:mod:`~es_lightning.report.same_run`); an unfinished one resumes from its
+newest checkpoint, else is cleared and run again. A run another report process holds the lock of
+is skipped (``busy``), so two processes share one ``output_dir``. A failed run is recorded and the
+others go on; two runs with the same configuration are one, the second folder a link.
 """
 
 from __future__ import annotations
@@ -233,10 +218,9 @@ def _raise_interrupted(signum: int, frame: Any) -> None:
 def run_logged(
     argv: list[str], log: Path, timeout_s: float | None = None, append: bool = False
 ) -> int | None:
-    """Run ``argv`` in its own process group with stdout and stderr in ``log`` (after what it holds
-    with ``append``); the exit code, or ``None`` when it ran past ``timeout_s`` (then it is
-    stopped). Interrupting the report (Ctrl-C, or SIGTERM as `kill` and cluster schedulers send)
-    stops it too, the way the run itself handles a stop, before the report exits (143 for TERM)."""
+    """Run ``argv`` in its own process group, output in ``log``; the exit code, or ``None`` past
+    ``timeout_s`` (then it is stopped). Interrupting the report stops the run too, as the run
+    handles a stop, before the report exits."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with log.open("a" if append else "w") as out:
         out.write("$ " + shlex.join(argv) + "\n")
@@ -257,9 +241,8 @@ def run_logged(
 
 
 def logged_record(name: str, argv: list[str], log: Path, wrote: Callable[[], bool]) -> dict[str, Any]:
-    """Run ``argv`` with :func:`run_logged` and return the report's record of it: ``finished`` when
-    it exited 0 and ``wrote()`` finds its output, else ``failed`` with the log's tail; ``busy``
-    (not run) while another report process runs the same (the lock beside ``log``)."""
+    """The report's record of :func:`run_logged`: ``finished`` when it exited 0 and ``wrote()``
+    finds its output, else ``failed`` with the log's tail; ``busy`` while another process runs it."""
     with claimed(log) as mine:
         if not mine:
             return {"name": name, "status": "busy", "returncode": None, "seconds": 0.0, "log": str(log),

@@ -1,11 +1,7 @@
 """Whether a run made earlier is the run asked for now: its recorded resolved configuration
-against today's.
-
-The same, up to what changes nothing the run computes (the strategy keys of
-:data:`~es_lightning.training.resume.FREE_STRATEGY_KEYS`, e.g. when the no-signal warning is
-printed) and settings added since it ran (absent from its record; as resume treats them, a new
-setting's default keeps the old behaviour). So a report or tune that outlasts a release which adds
-a setting reuses its finished runs and continues its unfinished ones instead of starting over.
+against today's, up to the strategy keys that change nothing computed
+(:data:`~es_lightning.training.resume.FREE_STRATEGY_KEYS`) and settings added since (their defaults
+keep the old behaviour), so a report or tune that outlasts a release reuses its runs.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """The sharpening reference: the base model sampled at lower temperatures, evaluated like the runs.
 
-Sampling the base at a lower temperature T raises its Pass@1 and lowers its Pass@K with no training
-at all: the distribution sharpens. A method whose (Pass@1, Pass@K) lies on that path has done no
-more than sharpen. With ``sharpening: {temperatures: [0.4, 0.5, 0.55, 0.6]}`` the report evaluates
-the base once per temperature (not per seed) with the runs' final protocol, read from the first
-finished single run's ``config.yaml`` (task, M, K, rollout, dtype, and the evaluation seed its
-``before`` evaluation used), into::
-
-    sharpening/T0.4.json                 (+ .yaml, .log, _completions.jsonl)
-
-reused when present, as the trajectory's points are. The greedy pass is left out: it does not
-depend on T, and the base's own evaluation has it. A temperature equal to the protocol's is the
-base itself, not evaluated again (its point is ``base``). The other points enter ``outcomes`` as
-``base@T0.4``, ... with the same problems and M, one evaluation standing for every seed as the
-base's own does, and report.json gets ``{"sharpening": {"temperatures", "points", ...}}``, highest
-temperature first; the Pareto figures draw the path dotted.
+A lower temperature raises the base's Pass@1 and lowers its Pass@K with no training; a method on
+that path has done no more than sharpen. ``sharpening: {temperatures: [...]}`` evaluates the base
+once per temperature with the runs' final protocol (no greedy pass), into ``sharpening/T0.4.json``;
+the points enter ``outcomes`` as ``base@T0.4`` and the Pareto figures draw the path dotted.
 """
 
 from __future__ import annotations

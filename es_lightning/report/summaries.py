@@ -1,19 +1,11 @@
 """Small run summaries to keep in git: what a report or a tune needs to be rebuilt, no weights.
 
     python -m es_lightning.report.summaries runs/report_cpu results/report_cpu
-    python -m es_lightning.report.summaries runs/tune_cpu docs/tune/cpu
 
-copies from every run folder under ``SRC`` (any depth) the files the report and the tune read —
-resolved configs, ``metrics.jsonl``, ``pipeline.json``, the measured compute, ``eval/*.json``,
-``analysis`` JSON, the trajectory's and the sharpening reference's evaluations,
-``tune.json``/``TUNE.md``/``report.json`` — and, instead of each evaluation's
-``*_completions.jsonl`` (and the thresholded exports' ``completions-*.jsonl``) with its sampled
-texts, a counts file beside where it was (``*_counts.json``, ``counts-*.json``: the problem ids,
-M, each problem's correct count and greedy outcome, :mod:`~es_lightning.report.outcomes`), which
-is all the paired bootstrap reads. Checkpoints, TensorBoard files, logs and PNGs are not copied.
-Copying the summaries back into a run folder (``cp -r DST/. SRC``) lets ``es-lightning report`` /
-``es-lightning tune`` reuse every finished run and rebuild the same REPORT.md / TUNE.md (the
-outcomes read from the counts are those of the completions), and run only what is missing.
+copies from every run folder under ``SRC`` the files the report and the tune read (configs,
+``metrics.jsonl``, evaluations, analyses, …) and replaces each ``*_completions.jsonl`` by a counts
+file (:mod:`~es_lightning.report.outcomes`), all the paired bootstrap reads. Copied back into a run
+folder they let ``report``/``tune`` reuse every finished run and rebuild the same REPORT.md.
 """
 
 from __future__ import annotations

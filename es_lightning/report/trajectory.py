@@ -1,22 +1,10 @@
 """GRPO's trajectory: its checkpoints at chosen updates, evaluated with the final protocol.
 
-With ``trajectory: {method: grpo, every: k, steps: [1, 2, 3, 5]}`` the report adds
-``--trainer.checkpoint_steps [1, 2, 3, 5]`` and ``--trainer.checkpoint_every k`` (with
-``--trainer.keep_last null``) to that method's runs (``via: eval_every`` adds
-``--trainer.eval_every k`` instead: the run evaluates itself every ``k`` updates and keeps no
-checkpoints). ``methods: [grpo, grpo_t06]`` measures several paths alike, the first being the one
-the claims are judged on. Each intermediate checkpoint ``step-{t}`` of each seed is then evaluated
-by ``es-lightning evaluate`` with the run's own task, ``evaluation:`` block, rollout and dtype,
-into::
-
-    trajectory/<method>/seed<k>/step-000005.json                 (+ .yaml, .log, _completions.jsonl)
-
-reused when present, like finished runs. Step 0 is the run's ``eval/before`` (the base) and the
-last step its ``eval/after``; an in-run ``eval/step-{t}`` evaluation is used when the run has one.
-The points enter the report's ``outcomes`` as ``<method>@<t>`` (see
-:mod:`~es_lightning.report.matched` for how methods are judged against the path). The report's
-``trajectory`` block lists every path under ``paths`` and repeats the primary one's ``method``,
-``every``, ``steps``, ``points`` and ``per_seed`` at its top, as before there were several.
+``trajectory: {method: grpo, every: k, steps: [...]}`` makes that method's runs keep those
+checkpoints (``via: eval_every``: evaluate themselves instead), and each is evaluated with the
+run's own settings into ``trajectory/<method>/seed<k>/step-000005.json`` (reused when present).
+Step 0 is the run's ``eval/before``, the last its ``eval/after``; the points enter ``outcomes`` as
+``<method>@<t>`` (:mod:`~es_lightning.report.matched` judges methods against the path).
 """
 
 from __future__ import annotations
@@ -213,11 +201,8 @@ def collect_trajectory(
     task: str | None,
     budgets: dict[str, int | None] | None = None,
 ) -> tuple[dict[str, Any] | None, dict[str, dict[int, Outcomes | None]]]:
-    """The report's ``trajectory`` block (``paths``: each path's steps, points and Pass@K per seed
-    and step; the primary path's also at the top) and the path points' outcomes ``{point name:
-    {seed: Outcomes}}`` (step 0 and the last step are ``base`` and the method itself, already in
-    the report's outcomes). ``budgets`` are the methods' updates (absent: the update of the
-    final checkpoint). The block is ``None`` without the primary path."""
+    """The report's ``trajectory`` block (each path's steps, points and Pass@K per seed; the primary
+    path's also at the top; ``None`` without it) and the path points' outcomes."""
     settings = plan.trajectory
     if not settings.enabled or task is None:
         return None, {}
