@@ -1,20 +1,11 @@
 """The callback contract: every hook the trainer calls, when, and with what.
 
-Subclass :class:`Callback` and override the hooks you need (all are no-ops here); attach it from a
-recipe (``callbacks: [{class_path: my_pkg.MyCallback, init_args: {...}}]``) or in Python
-(``Trainer(..., callbacks=[MyCallback()])``). Objects that do not subclass :class:`Callback` still
-work as long as they define at least one hook: the trainer calls hooks through ``fabric.call``,
-which skips objects without the hook and drops keyword arguments a hook does not take.
-
-Hooks run on every rank, in the order the callbacks are listed; log with ``trainer.log(metrics)``
-(rank 0's loggers write). A callback that keeps state across updates (a curve, θ_0's norm) returns
-it from :meth:`Callback.state_dict`; it is saved in each checkpoint and handed back to
-:meth:`Callback.load_state_dict` when the run resumes.
-
-The contract lives beside the trainer that drives it; the built-in callbacks (the repository's
-``callbacks/`` folder, installed as ``es_lightning.callbacks``, which re-exports these names) are
-built on it. A hook sees the trainer as :class:`TrainerView`: what the
-:class:`~es_lightning.training.trainer.Trainer` offers a callback.
+Subclass :class:`Callback` and override the hooks you need (all are no-ops here), or pass any
+object with at least one hook: the trainer calls hooks through ``fabric.call``, which skips objects
+without the hook and drops keyword arguments a hook does not take. Hooks run on every rank, in
+list order; log with ``trainer.log(metrics)``. State returned by :meth:`Callback.state_dict` is
+saved in each checkpoint and handed back to :meth:`Callback.load_state_dict` on resume. A hook
+sees the trainer as :class:`TrainerView`.
 """
 
 from __future__ import annotations

@@ -14,9 +14,8 @@ from es_lightning.evaluation.strict_json import strict_dumps
 def write_eval_outputs(
     eval_dir: Path, tag: str, task: str, result: EvalResult, split: str | None = None
 ) -> None:
-    """``{tag}.json`` (all tasks' summaries so far, each with the ``split`` it evaluated when
-    given), ``{tag}_{task}_completions.jsonl`` and ``pass_at_k_{task}.png`` (every tag evaluated
-    so far, one line each)."""
+    """Write ``{tag}.json`` (all tasks' summaries so far), ``{tag}_{task}_completions.jsonl`` and
+    ``pass_at_k_{task}.png``."""
     eval_dir.mkdir(parents=True, exist_ok=True)
     summary_file = eval_dir / f"{tag}.json"
     summaries = json.loads(summary_file.read_text()) if summary_file.is_file() else {}

@@ -1,11 +1,7 @@
 """The trainer's evaluations: its evaluation sets, built once per run (:func:`load_eval_sets`), and
-their evaluation on every rank's engine (:func:`evaluate_sets`, the one path of the trainer's
-before/after/periodic evaluations and of callbacks such as ``HeldOutEval``).
-
-Every rank generates a contiguous share of each set's prompts with its own engine (the same weights
-on every rank; the samples are those of one rank, see :mod:`es_lightning.evaluation.sharding`);
-rank 0 gathers them, writes ``{output_dir}/{prefix}/{tag}*``, logs ``{prefix}/{task}/{metric}``
-and, for several sets, their averages (all tasks, held-out, in-domain).
+their evaluation on every rank's engine (:func:`evaluate_sets`, the one path of the trainer's and
+the callbacks' evaluations): each rank generates a contiguous share of the prompts, rank 0
+gathers, writes ``{output_dir}/{prefix}/{tag}*`` and logs ``{prefix}/{task}/{metric}``.
 """
 
 from __future__ import annotations
@@ -48,9 +44,8 @@ def load_eval_sets(evaluation: EvalConfig | None, eval_tasks: dict[str, Task]) -
 def evaluate_sets(
     trainer: TrainerView, sets: list[EvalSet], tag: str, prefix: str, config: EvalConfig
 ) -> dict[str, dict[str, float]]:
-    """Evaluate ``sets`` with ``config`` on the ranks' engines (call it on **every** rank); rank 0
-    writes, logs and returns ``{name: summary}`` (with the averages for several sets), the other
-    ranks return ``{}``."""
+    """Evaluate ``sets`` on the ranks' engines (call it on **every** rank); rank 0 writes, logs and
+    returns ``{name: summary}``, the others ``{}``."""
     fabric = trainer.fabric
     if fabric is None:
         raise RuntimeError("evaluate_sets: the run has not launched")

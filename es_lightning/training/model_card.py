@@ -1,14 +1,6 @@
-"""The model card (``README.md``) a finished run writes into its final checkpoint's HF folder.
-
-A checkpoint folder is a Hugging Face model folder; its card says what it is without the run
-folder beside it: the base model, the method and its settings, the data (the task and its
-settings), the evaluation before and after training (the table of ``eval/before.json`` and
-``eval/after.json`` when the run evaluated) and the command that reproduces the run from its
-resolved configuration. Everything is read from files the run already wrote: the checkpoint's
-``hparams.yaml`` and ``trainer_state.json``, the run's ``eval/*.json`` and ``config.yaml`` (a
-pipeline stage's is its pipeline's, one folder up)::
-
-    write_model_card(Path("runs/smoke_cpu/checkpoints/step-000020"), Path("runs/smoke_cpu"))
+"""The model card (``README.md``) a finished run writes into its final checkpoint's HF folder: the
+base model, the method and its settings, the task, the evaluation before and after, and the command
+that reproduces the run, all read from files the run already wrote.
 """
 
 from __future__ import annotations

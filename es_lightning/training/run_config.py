@@ -1,14 +1,7 @@
-"""A run started from Python writes the ``config.yaml`` the command line writes.
-
-``es-lightning fit`` records the resolved recipe as ``{output_dir}/config.yaml`` (and in every
-checkpoint's hyperparameters); ``es-lightning compare`` reads it to check that runs are comparable,
-and each checkpoint's model card quotes it. A run built in Python (``Trainer(...).fit()``,
-``es_lightning.fit(...)``, a pipeline) records the same: each object is written back as the recipe
-that builds it, every constructor argument with its default filled in as ``fit`` resolves a recipe
-(:func:`~es_lightning.init_args.to_config`), so the file has the CLI's keys and values
-(``tests/training/test_run_config.py`` compares the two). What no recipe can say (a
-``datasets.Dataset`` in memory) is written as its description, a reward function as its import
-path.
+"""A run started from Python writes the ``config.yaml`` the command line writes: each object as the
+recipe that builds it, every constructor argument with its default filled in
+(:func:`~es_lightning.init_args.to_config`); a dataset in memory is written as its description, a
+reward function as its import path.
 """
 
 from __future__ import annotations

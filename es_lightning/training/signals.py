@@ -1,26 +1,12 @@
 """Stopping a run cleanly on SIGTERM and SIGINT.
 
-``kill``, SLURM preemption and ``docker stop`` send SIGTERM; Ctrl-C sends SIGINT. Inside
-:class:`StopSignals` the first such signal is handled as follows:
-
-* during an update (a :meth:`StopSignals.deferred` block: rollouts, the ES or optimizer update,
-  logging, a due checkpoint) it is only recorded: the update completes, so the weights are at an
-  update boundary, and the trainer then saves a checkpoint of it (unless one was just saved), shuts
-  its engines down and exits with ``128 + signal`` (143 for SIGTERM, 130 for SIGINT);
-* anywhere else (an evaluation, between updates) it raises :class:`RunInterrupted` at once; the
-  weights are at an update boundary there too, so the same save-and-stop follows.
-
-A second signal raises :class:`RunInterrupted` at once, wherever the run is, and nothing more is
-saved: the previous checkpoint stays as it was (checkpoints are written to a temporary folder and
-renamed, so one is never half written). On several ranks a signal is shared at the next update
-boundary (one all-reduce), so every rank stops after the same update and takes part in the save.
-
-A callback asks for a clean stop instead by setting ``trainer.should_stop = True`` (Lightning's
-flag; e.g. early stopping on an evaluation, which only rank 0 sees): before each update the
-trainer asks :func:`stop_requested_by_callback`, which shares the flag across ranks (one
-all-reduce: any rank's request stops all of them). The run then ends as if ``max_steps`` were
-reached after the last finished update: it saves its checkpoint, runs the final evaluation and
-``on_fit_end``, closes its loggers as a success and exits 0.
+The first signal during an update (a :meth:`StopSignals.deferred` block) is only recorded: the
+update completes, the trainer saves a checkpoint, shuts its engines down and exits with
+``128 + signal``; elsewhere it raises :class:`RunInterrupted` at once, at an update boundary too.
+A second signal raises at once and saves nothing (checkpoints are renamed into place, never half
+written). On several ranks a signal is shared at the next update boundary. A callback asks for a
+clean stop with ``trainer.should_stop = True`` (:func:`stop_requested_by_callback`): the run ends
+as if ``max_steps`` were reached and exits 0.
 """
 
 from __future__ import annotations
@@ -54,11 +40,8 @@ class RunInterrupted(BaseException):
 
 
 class StopSignals:
-    """Installs the SIGTERM/SIGINT handlers of the module docstring while in a ``with`` block.
-
-    Outside the main thread (where Python cannot install handlers) it installs nothing and the
-    signals keep their usual meaning.
-    """
+    """Installs the SIGTERM/SIGINT handlers of the module docstring while in a ``with`` block
+    (nothing outside the main thread, where Python cannot install them)."""
 
     def __init__(self) -> None:
         self.received: int | None = None

@@ -1,17 +1,13 @@
 """A pipeline stage's settings on the command line: ``--stages.<name>.<key> VALUE``.
 
-jsonargparse addresses only the last item of a list (``--stages.init_args.strategy...``). A report
-that sets ES's step size in ``es_then_grpo`` and in ``grpo_then_es`` alike needs the ES stage
-wherever it stands::
+jsonargparse addresses only the last item of a list, so::
 
     es-lightning fit --config recipes/coverage_cpu_es_then_grpo.yaml \\
         --stages.es.strategy.init_args.learning_rate 3.0e-3
 
-``<name>`` is the stage's name as its folder has it (``Stage.name``, else its strategy's short
-name: ``es``, ``grpo``) or its position from 1 (``stage1_es``: ``--stages.1.fraction 0.25``).
-The arguments are parsed once without these, each named stage of the resolved list gets its value,
-and the list is given back as ``--stages LIST`` after the other arguments: the value is then
-type-checked as any other (a wrong one is refused naming its key) and ``config.yaml`` records it.
+names a stage by its folder's name (``es``, ``grpo``) or its position from 1. The arguments are
+parsed once without these, each stage gets its value, and the list is given back as ``--stages
+LIST``, so the value is type-checked and recorded as any other.
 """
 
 from __future__ import annotations

@@ -71,13 +71,9 @@ from es_lightning.training.user_hooks import call_hook, log_metrics
 class Trainer:
     """Fit a :class:`ReasoningModule` with an ES or GRPO Fabric strategy.
 
-    ``step_offset`` is set by a pipeline (:mod:`es_lightning.training.pipeline`) for its stages:
-    the updates of the stages before this one. The loggers then get every step on the pipeline's
-    axis (``step_offset + step``); ``metrics.jsonl``, checkpoints and callbacks keep the stage's own.
-
-    A callback stops the run early by setting ``trainer.should_stop = True`` (Lightning's flag):
-    the run ends after the current update as if ``max_steps`` were reached (checkpoint, final
-    evaluation, ``on_fit_end``, exit 0; :func:`~es_lightning.training.signals.stop_requested_by_callback`).
+    ``step_offset`` (set by a pipeline for its stages) puts the loggers' steps on the pipeline's
+    axis; ``metrics.jsonl``, checkpoints and callbacks keep the stage's own. A callback stops the
+    run early by setting ``trainer.should_stop = True``.
     """
 
     should_stop: bool = False
@@ -402,10 +398,9 @@ class Trainer:
     def evaluate_sets(
         self, eval_sets: list[EvalSet], tag: str, prefix: str = "eval", config: EvalConfig | None = None
     ) -> dict[str, dict[str, float]]:
-        """Evaluate on the ranks' engines, write ``{output_dir}/{prefix}/{tag}*`` and log
-        ``{prefix}/{task}/{metric}`` (the one evaluation path: the trainer's and callbacks'; ``config``:
-        the run's evaluation settings unless given). Call it on **every** rank: rank 0 returns the
-        summaries, the other ranks ``{}`` (:func:`~es_lightning.training.eval_sets.evaluate_sets`)."""
+        """Evaluate on the ranks' engines, write and log the results (``config``: the run's
+        evaluation settings unless given); call it on **every** rank: rank 0 returns the summaries,
+        the others ``{}``."""
         config = config or self.evaluation
         if config is None:
             raise ConfigError("Trainer.evaluate_sets: no evaluation settings (give config or evaluation)")
