@@ -1,11 +1,7 @@
 """The ``evaluate`` command: Pass@K / Maj@K of a model (generated here) or of saved completions.
 
-:func:`run_evaluate` is the command (its typed signature is the schema, its docstring the
-``--help``), :func:`evaluate_parser` its parser. :func:`evaluate_model` evaluates one model on one or
-several tasks in one engine; ``{output}`` holds ``{task: summary}`` (plus ``"average"`` over tasks
-when there are several); ``{stem}_completions.jsonl`` (one task) or ``{stem}_{task}_completions.jsonl``
-can be re-scored offline; ``{stem}_pass_at_k.png`` / ``{stem}_{task}_pass_at_k.png`` plot the
-Pass@K profile::
+:func:`run_evaluate` is the command (its signature the schema, its docstring the ``--help``),
+:func:`evaluate_parser` its parser, :func:`evaluate_model` one model on several tasks in one engine::
 
     es-lightning evaluate --task gsm8k --completions samples.jsonl --output scores.json
 """
@@ -120,9 +116,8 @@ def evaluate_model(
     dtype: str = "auto",
     loading: ModelLoading | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Sample, score and summarise ``model`` on every task; returns what ``output`` holds.
-
-    ``loading`` (revision, trust_remote_code, model_kwargs) says how the model is loaded."""
+    """Sample, score and summarise ``model`` on every task, loaded as ``loading`` says; returns what
+    ``output`` holds."""
     from es_lightning.evaluation.plots import plot_pass_at_k
     from es_lightning.module import ReasoningModule
 

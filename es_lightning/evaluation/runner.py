@@ -1,19 +1,11 @@
 """Generation-mode evaluation: M samples per prompt at temperature T (+ greedy), scored by the task.
 
-The paper's protocol is M = 32 samples at T = 0.6, reporting the unbiased Pass@K for K in 1..M
-(see :mod:`es_lightning.evaluation.pass_at_k`), Maj@K and greedy accuracy, plus the samples' mean
-length in tokens (``response_len``) and the fraction that hit ``max_tokens`` (``truncated_frac``).
-
-The prompts are generated in chunks (about ``PROGRESS_CHUNKS`` of them,
-:func:`~es_lightning.evaluation.sharding.chunk_size`) so that a progress bar can advance, with
-the same samples as one ``generate`` call over all prompts: the built-in
-backends seed by prompt index (vLLM seeds prompt i with ``seed + i``, transformers a batch that
-starts at prompt i with ``seed + i``), so chunk c is generated with ``seed + its first index``,
-and its boundaries fall on the transformers backend's own batches.
-
-On several ranks (:func:`evaluate_rows_sharded`, the trainer's evaluations) each rank generates
-and scores a contiguous share of the prompts, cut where that seeding keeps the samples those of
-one rank (:mod:`es_lightning.evaluation.sharding`), and rank 0 gathers and summarises them.
+Reports the unbiased Pass@K for K in 1..M, Maj@K, greedy accuracy, the mean response length and
+the share cut at ``max_tokens``. Prompts are generated in chunks, for a progress bar, with the
+samples of one call over all prompts: the built-in backends seed prompt i with ``seed + i``, so a
+chunk is generated with ``seed + its first index``. On several ranks (:func:`evaluate_rows_sharded`)
+each rank takes a contiguous share cut where that seeding holds
+(:mod:`es_lightning.evaluation.sharding`), and rank 0 gathers.
 """
 
 from __future__ import annotations
@@ -141,17 +133,8 @@ def evaluate_rows(
     progress: bool = False,
     desc: str | None = None,
 ) -> EvalResult:
-    """Sample, verify and summarise ``rows`` with ``module``'s prompt format and task.
-
-    Args:
-        module: the prompt format and task (a :class:`~es_lightning.module.ReasoningModule`).
-        rollout: the engine that generates.
-        rows: the task's rows of the evaluated split (the first ``config.limit`` are evaluated).
-        config: M, temperature, K values, greedy pass.
-        progress: show a progress bar over the sequences generated (the samples are the same
-            either way).
-        desc: the bar's label (default: the task's name).
-    """
+    """Sample, verify and summarise ``rows`` (the first ``config.limit``) with ``module``'s prompt
+    format and task; the bar (``progress``, labelled ``desc``) does not change the samples."""
     result = evaluate_rows_sharded(module, rollout, rows, config, progress, desc)
     assert result is not None  # one rank: rank 0
     return result
@@ -167,14 +150,9 @@ def evaluate_rows_sharded(
     rank: int = 0,
     world_size: int = 1,
 ) -> EvalResult | None:
-    """:func:`evaluate_rows` split across ``world_size`` ranks; call it on every rank.
-
-    Each rank generates and scores its contiguous share of the prompts (separate shares for the M
-    samples and the greedy pass, see :func:`~es_lightning.evaluation.sharding.shard_range`), rank 0
-    gathers them in prompt order and returns the result a single rank would have (the same samples:
-    :mod:`es_lightning.evaluation.sharding`); the other ranks return ``None``. The bar shows this
-    rank's share.
-    """
+    """:func:`evaluate_rows` split across ``world_size`` ranks (call it on every rank): rank 0
+    gathers the shares in prompt order and returns what a single rank would have, the others
+    ``None``."""
     if config.limit is not None:
         rows = rows[: config.limit]
     if not rows:
@@ -274,10 +252,9 @@ def generate_in_chunks(
     on_chunk: Any = None,
     first_index: int = 0,
 ) -> list[RolloutOutput]:
-    """``rollout.generate(prompts, sampling)`` in calls of ``chunk`` prompts (default
-    :func:`~es_lightning.evaluation.sharding.chunk_size`), each seeded with ``sampling.seed`` + its first prompt's index (see the
-    module docstring), counted from ``first_index`` (the index of ``prompts[0]`` in the whole
-    evaluation, for a rank's shard); ``on_chunk(sequences)`` is called after each."""
+    """``rollout.generate(prompts, sampling)`` in calls of ``chunk`` prompts, each seeded with
+    ``sampling.seed`` + its first prompt's index counted from ``first_index``; ``on_chunk(sequences)``
+    after each."""
     chunk = chunk or chunk_size(len(prompts), sampling.n, rollout)
     outputs: list[RolloutOutput] = []
     for start in range(0, len(prompts), chunk):
