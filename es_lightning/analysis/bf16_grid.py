@@ -1,18 +1,9 @@
 """Top-k updates that are bf16 rounding, not learning: |Δθ| at the bf16 spacing of the weight.
 
-bfloat16 keeps 8 significant bits, so between 2^e and 2^(e+1) its representable values are
-``2^(e−7)`` apart (the *spacing*, one unit in the last place)::
-
-    spacing(x) = 2^(⌊log2 |x|⌋ − 7)        1.0 → 2^-7 = 0.0078125,  0.02 → 2^-13 ≈ 1.2e-4
-
-A weight served or stored in bf16 can only move by whole spacings, so the smallest change a
-norm weight near 1.0 can show is 0.0078125, larger than most real updates of the other tensors:
-such coordinates fill a top-k list by |Δθ| although the update beneath them (an fp32 master's,
-or the optimizer's) was far smaller. A top-k entry is flagged ``bf16_rounding`` when
-``|Δθ| = spacing(θ_0)`` or ``|Δθ| = spacing(θ)`` (the weight moved by exactly one step of the
-grid, from either side of a power of two; relative tolerance 1e-6): the least a bf16 weight can
-move at all. An fp32 update that happens to be smaller or larger is never flagged; an fp32
-update of exactly one bf16 spacing is, in practice, a bf16 weight stored as fp32.
+bfloat16 keeps 8 significant bits, so its values near x are ``spacing(x) = 2^(⌊log2 |x|⌋ − 7)``
+apart, and a bf16 weight near 1.0 can only move by 0.0078125, more than most real updates: such
+coordinates fill a top-k list although the update beneath them was far smaller. A top-k entry is
+flagged ``bf16_rounding`` when |Δθ| is exactly one spacing of θ_0 or of θ (relative tolerance 1e-6).
 """
 
 from __future__ import annotations

@@ -3,17 +3,11 @@
     es-lightning analyze --base Qwen/Qwen2.5-1.5B-Instruct --checkpoint runs/es/checkpoints/step-000300 \\
         [--compare runs/grpo/checkpoints/step-000300] [--taus 1e-4,5e-4,1e-3,1.5e-3,5e-3] [--top_k 100] \\
         [--export_thresholded 1e-3,1.5e-3 [--evaluate arithmetic --evaluation.limit 200]] --output es.json
-    es-lightning analyze --base es-lightning/tiny-countdown --checkpoint some/hf_folder --output x.json \
-        --random_walk.learning_rate 2e-3 --random_walk.population_size 32 --random_walk.applied_updates 27
 
-Steps, cheapest first so bad input fails before any tensor is read: check the settings, find each
-model's weights (an es-lightning checkpoint's fp32 master where it has one), compare the tensor
-names and shapes from the file headers, read the ES settings of the random-walk null from the run
-folders (:mod:`~es_lightning.analysis.walk_inputs`); then stream each pair once for both views (``stored`` and
-``bf16``, :mod:`es_lightning.analysis.delta`), add the null beside each statistic (:mod:`~es_lightning.analysis.null`), print the summary
-and write OUT.json; then, if asked,
-export and evaluate the thresholded checkpoints (:mod:`~es_lightning.analysis.threshold`,
-:mod:`~es_lightning.analysis.curve`) and write OUT.json again with the curve.
+Cheapest first, so bad input fails before any tensor is read: the settings, each model's weights
+and headers, the names and shapes, the null's ES settings; then one streamed pass per pair for both
+views, the null beside each statistic, the printout and OUT.json; then, if asked, the thresholded
+exports and their sparsity curve.
 """
 
 from __future__ import annotations
@@ -233,10 +227,8 @@ def _export_thresholded(
     png: Path,
     base_folder: Path,
 ) -> None:
-    """Export θ_τ for each τ under ``root``; without a task, list the exports under ``thresholded``;
-    with one, score the checkpoint (τ = 0), each export as it is written and the base model
-    (``base_folder``), add ``sparsity_curve`` and ``sparsity_curve_base`` to ``result``, draw
-    ``png`` and print the curve."""
+    """Export θ_τ for each τ under ``root``; with a task, also score the checkpoint, each export and
+    the base and add ``sparsity_curve`` and ``sparsity_curve_base`` to ``result``."""
     exports = export_all(
         export_taus,
         index,

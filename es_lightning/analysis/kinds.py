@@ -1,27 +1,11 @@
 """Parameter kind and layer index from an HF parameter name (Qwen2/Llama style, GPT-2 names too).
 
-The drift and top-k tables group parameters by *kind*. The name is split at dots into components
-and the first rule that matches decides (so a norm inside an attention block is a norm):
-
-=============  ===================================================================================
-kind           rule (a component is one dot-separated part of the name)
-=============  ===================================================================================
-``lm_head``    a component ``lm_head`` (``lm_head.weight``)
-``norm``       a component containing ``norm`` or starting with ``ln_`` (``input_layernorm``,
-               ``post_attention_layernorm``, ``model.norm``, ``self_attn.q_norm``, GPT-2 ``ln_f``)
-``embedding``  a component containing ``embed`` or named ``wte``/``wpe`` (``model.embed_tokens``)
-``attention``  a component ``self_attn``/``attn``/``attention``/``self_attention``/``cross_attn``
-               or a projection ``q_proj``/``k_proj``/``v_proj``/``o_proj``/``qkv_proj``/
-               ``query_key_value`` (weights and biases alike)
-``mlp``        a component ``mlp``/``feed_forward``/``ffn`` or a projection ``gate_proj``/``up_proj``/
-               ``down_proj``/``gate_up_proj``/``fc1``/``fc2``
-``other``      anything else
-=============  ===================================================================================
-
-The layer index is the integer after ``layers``/``layer``/``h``/``blocks``
-(``model.layers.3.mlp.up_proj.weight`` → 3), ``None`` outside the blocks (embeddings, final norm,
-head). With tied embeddings (``tie_word_embeddings``) a checkpoint has no ``lm_head.weight`` and
-nothing is counted for ``lm_head``: the shared matrix counts once, as ``embedding``.
+The first rule that matches a dot-separated component decides (a norm inside attention is a norm):
+``lm_head``; ``norm`` (contains ``norm`` or starts ``ln_``); ``embedding`` (contains ``embed``,
+``wte``/``wpe``); ``attention`` (``self_attn``, ``attn``, ``q_proj``, ``query_key_value``, …);
+``mlp`` (``mlp``, ``feed_forward``, ``gate_proj``, ``fc1``, …); else ``other``. The layer is the
+integer after ``layers``/``layer``/``h``/``blocks``, ``None`` outside the blocks. Tied embeddings
+count once, as ``embedding``.
 
     >>> parameter_kind("model.layers.3.self_attn.q_proj.bias"), layer_index("model.layers.3.self_attn.q_proj.bias")
     ('attention', 3)

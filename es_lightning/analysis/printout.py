@@ -1,30 +1,9 @@
-"""The printout of ``es-lightning analyze``: one row per model and view, then rel-L2 by kind.
-
-Every number is labelled with its view: ``stored`` (the weights as stored, e.g. the fp32 master)
-or ``bf16`` (both sides rounded to bfloat16, the weights as a bf16 engine serves them)::
+"""The printout of ``es-lightning analyze``: one row per model and view, then rel-L2 by kind, a
+line for a top-k made of bf16 rounding, and the measured statistics beside the random-walk null's::
 
     model       view                    rel_l2  nonzero  s(0.0001)  s(0.001)  top-5 by kind
     checkpoint  stored (fp32 master)   0.03017  561,302       4.0%     38.2%  mlp 4, attention 1
     checkpoint  bf16                   0.03022  541,605       1.1%     38.2%  mlp 3, attention 2
-    compare     stored (fp32 master)  0.000754  560,647      95.5%    100.0%  attention 3, mlp 2
-    compare     bf16                  0.001317  215,452      57.5%    100.0%  norm 5
-
-    rel_l2 ratio checkpoint/compare: 40.0x (stored), 23.0x (bf16)
-
-A view whose top-k holds updates of one bf16 spacing of their weight gets a line saying so
-(:mod:`es_lightning.analysis.bf16_grid`): there, "norm 5" is rounding, not learning::
-
-    bf16 rounding (compare bf16): 5 of the top-5 updates are one bf16 spacing of their weight (norm 5; ...)
-
-Then, per model, the measured statistics beside the random-walk null's
-(:mod:`es_lightning.analysis.null`; the stored view)::
-
-    checkpoint against the random-walk null: v = 3.375e-06 (closed form: T_applied·α²/N·c)
-      es: α = 0.002, N = 32, T_applied = 27, zscore, one_point
-    statistic         measured     null  measured/null
-    rel_l2             0.02855  0.02857          0.999
-    s(0.0001)             4.3%     4.3%          0.994
-    top-100 mlp             78     73.6  1.06 [0.97, 1.13]
 """
 
 from __future__ import annotations

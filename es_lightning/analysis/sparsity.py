@@ -2,13 +2,8 @@
 
     s_τ = |{i : 0 < |Δθ_i| ≤ τ}| / |{i : |Δθ_i| > 0}|
 
-over all parameters i, with Δθ = θ − θ_0. Unchanged coordinates (Δθ_i = 0) are left out of both
-counts, so s_τ is the fraction of the *updates* a threshold τ would revert; ``nonzero`` is the
-denominator. The paper finds most ES updates tiny (s_τ(1.5e-3) of 78-93%), and reverting them
-costs little accuracy (its Figure 4; :mod:`es_lightning.analysis.threshold`).
-
-τ is compared with |Δθ| in fp32 (a Δθ stored as τ counts as ``≤ τ``). Keys of ``sparsity`` are
-``f"{tau:g}"`` (``"0.0015"``).
+Unchanged coordinates are left out of both counts, so s_τ is the fraction of the *updates* a
+threshold τ would revert (``nonzero`` is the denominator). Keys are ``f"{tau:g}"``.
 """
 
 from __future__ import annotations
