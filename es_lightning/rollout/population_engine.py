@@ -1,21 +1,14 @@
 """The low-rank ES part of a rollout: every member of a population served in one generation call.
 
-With ``perturbation: lowrank`` (:mod:`es_lightning.es.lowrank`) member i's weights differ from the
-centre by σ·A_i B_iᵀ/√r per matrix, a change a forward pass can add per batch row without writing
-any weight. A backend that can do that implements :class:`PopulationEngine` beside its ES centre
-(:meth:`~es_lightning.rollout.base.Rollout.es_init`)::
+A backend that can add member i's σ·A_i B_iᵀ/√r per batch row without writing weights implements
+:class:`PopulationEngine`; the transformers rollout does it with forward hooks
+(:mod:`es_lightning.rollout.hf_population`), the vLLM rollout with LoRA adapters
+(:mod:`es_lightning.rollout.vllm.population`)::
 
     engine.es_reserve_population(N, r)            # before the engine starts: room for N members
     engine.es_init(...)
     engine.es_use_lowrank(r, fixed)               # perturb, restore and update with A Bᵀ/√r
     outputs = engine.es_generate_population(prompts, sampling, members, σ, sampling_seeds)
-    # outputs[m][j]: member m's responses to prompt j
-
-The transformers rollout adds each row's low-rank term in a forward hook
-(:mod:`es_lightning.rollout.hf_population`); the vLLM rollout serves the members as LoRA adapters
-built in its workers (:mod:`es_lightning.rollout.vllm.population`).
-:class:`~es_lightning.strategies.ESStrategy` refuses ``perturbation: lowrank`` with a rollout that
-is not a :class:`PopulationEngine`.
 """
 
 from __future__ import annotations
@@ -53,7 +46,5 @@ class PopulationEngine(ABC):
         sampling_seeds: Sequence[int],
     ) -> list[list[RolloutOutput]]:
         """Every member's responses to ``prompts``: member m = (seed, sign) serves
-        θ + sign·σ·A_seed B_seedᵀ/√r and samples with ``sampling_seeds[m]``; ``[m][j]`` is member
-        m's output for prompt j. Response k to prompt j of member m draws its own random stream,
-        :func:`~es_lightning.rollout.seeds.sample_seed` (sampling_seeds[m], j, k), so members that
-        share a sampling seed share every stream (common random numbers)."""
+        θ + sign·σ·A_seed B_seedᵀ/√r; ``[m][j]`` is its output for prompt j, each response drawn
+        from :func:`~es_lightning.rollout.seeds.sample_seed` (sampling_seeds[m], j, k)."""

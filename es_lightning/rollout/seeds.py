@@ -1,31 +1,13 @@
 """Sampling seeds: one independent random stream per (call seed, prompt, sample).
 
-The contract of both built-in rollouts: prompt i of a call seeded ``seed`` is sampled as if it
-were prompt 0 of a call seeded ``seed + i``, so a call over prompts k.. seeded ``seed + k``
-reproduces those prompts' samples (the evaluation runner's chunks and shards rely on it,
-:mod:`es_lightning.evaluation.runner`).
-
-Within a prompt the responses must not share random numbers with other prompts' responses.
-vLLM's ``n > 1`` fan-out seeds child j of a request ``seed + j``
-(``vllm/v1/engine/parallel_sampling.py``), so with ``seed + i`` per prompt, sample j of prompt i
-and sample j − 1 of prompt i + 1 drew the same numbers and their rewards correlated (measured with
-``benchmarks/measures/sample_streams.py``, BENCHMARKS.md). Instead::
-
-    sample_seed(seed, i, j) = BLAKE2b(seed + i, j) mod 2⁶³
-
-and the vLLM rollout sends each response as its own request (``n = 1``) with that seed. The
-transformers rollout samples a chunk of prompts in one ``generate`` call from the torch
-generator (its rows draw different numbers); the chunk starting at prompt k is seeded
-:func:`chunk_seed` = BLAKE2b(seed + k). Hashing also matters because torch's CPU generator keeps
-only the low 32 bits of a seed (seeds 5 and 5 + 2³² give the same numbers).
-
-Streams that must differ across calls — ES members with independent sampling seeds, GRPO's ranks —
-get call seeds :data:`STREAM_STRIDE` apart (:func:`spaced_seeds`), so their prompt keys
-``seed + i`` never meet for fewer than 2³² prompts. Two distinct streams then coincide only by a
-hash collision (on CPU generators: of 32 bits, about (streams)²/2³³ pairs per update, ~0.1 pair
-among 32k responses). Streams meant to be shared stay shared: ES members with common sampling
-seeds get one call seed, so each (prompt, sample) has the same stream in every member — common
-random numbers.
+Both built-in rollouts sample prompt i of a call seeded ``seed`` as prompt 0 of a call seeded
+``seed + i``, so chunks and shards of an evaluation reproduce one call's samples. Within a prompt,
+response j uses ``sample_seed(seed, i, j) = BLAKE2b(seed + i, j) mod 2⁶³``: vLLM's own ``n > 1``
+fan-out seeds child j ``seed + j``, which gave neighbouring prompts' responses the same numbers.
+The transformers rollout seeds a chunk starting at prompt k with :func:`chunk_seed` (hashed: torch's
+CPU generator keeps only the low 32 bits). Streams that must differ (independent member seeds,
+GRPO's ranks) get call seeds :data:`STREAM_STRIDE` apart (:func:`spaced_seeds`); streams meant to be
+shared (common member seeds) get one call seed.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """A timeout and a heartbeat for every call into an engine that runs in other processes.
 
-A stalled engine (a paused or wedged worker, a deadlocked collective) used to hang the trainer
-silently and forever: the call waits on a socket that never answers. :class:`EngineWatchdog` runs a
-daemon thread beside the trainer's calls:
-
-* **heartbeat**: while a call is in flight, every ``heartbeat_s`` it logs that the call is still
-  running (how long, against which limit), so a slow call is visible, not silent;
-* **timeout**: a call in flight longer than ``timeout_s`` gets the engine's processes killed
-  (``SIGKILL``), the waiting call is woken (``unblock``: vLLM's client notices the dead engine
-  but leaves a waiting ``generate`` blocked on its queue), and the call then raises
-  :class:`EngineTimeoutError` naming the engine, its device, its pids and the call. Nothing is
-  written by the failing call, so the run's last checkpoint stays as it was.
-
-An engine whose processes die during a call makes the call raise :class:`EngineDiedError`.
+A stalled engine (a wedged worker, a deadlocked collective) would hang the trainer forever on a
+socket that never answers. :class:`EngineWatchdog`'s daemon thread logs every ``heartbeat_s`` that
+a call is still running and, past ``timeout_s``, kills the engine's processes, wakes the waiting
+call and makes it raise :class:`EngineTimeoutError` naming the engine, device, pids and call
+(nothing is written, so the last checkpoint stays). An engine that dies mid-call raises
+:class:`EngineDiedError`.
 """
 
 from __future__ import annotations
@@ -39,16 +32,8 @@ class EngineDiedError(EngineError):
 
 
 class EngineWatchdog:
-    """Watches the calls into one engine.
-
-    Args:
-        name: how messages name the engine, e.g. ``"vLLM engine on cpu (rank 0)"``.
-        pids: returns the engine's process ids (looked up when needed).
-        timeout_s: longest a call may run (``None``: no limit).
-        heartbeat_s: log a line this often while a call is in flight.
-        unblock: wakes a call still waiting after the engine was killed (called every 2 s until
-            the call returns).
-    """
+    """Watches the calls into one engine, named ``name`` in messages; ``pids`` looks up its
+    processes, ``unblock`` wakes a call still waiting after they were killed (every 2 s)."""
 
     def __init__(
         self,

@@ -1,12 +1,8 @@
 """The ES centre inside a vLLM engine's workers, driven from the trainer by a thin proxy.
 
-Each worker holds an :class:`~es_lightning.es.weights.ESWeights`
-(:class:`es_lightning.rollout.vllm.worker.WorkerExtension`). :class:`WorkerESWeights` is the vLLM
-rollout's ``es`` (:class:`~es_lightning.es.handle.ESHandle`): each method runs the same method in
-every worker, so only seeds, scalars and file names cross the process boundary; directions travel
-through shared-memory files and the centre in bounded chunks. Each reply says how often the call
-wrote the served weights and whether a restore is pending: the proxy drops the engine's prefix
-cache after a write, and asks the workers to serve the centre only when a restore is pending.
+:class:`WorkerESWeights` is the vLLM rollout's ``es``: each method runs the same method of the
+:class:`~es_lightning.es.weights.ESWeights` in every worker. Each reply says whether the call wrote
+the served weights (then the prefix cache is dropped) and whether a restore is pending.
 """
 
 from __future__ import annotations

@@ -31,11 +31,8 @@ def rollout_outputs(
 
 
 def tokens_prompt(token_ids: list[int]) -> TokensPrompt:
-    """vLLM's request for the prompt ``token_ids`` (a ``TokensPrompt``, which is a plain dict).
-
-    Built as the dict itself: vLLM imports ``NotRequired`` from ``typing`` (Python 3.11+), so under
-    the 3.10 this project supports its optional keys read as required and the type checker refuses
-    ``TokensPrompt(prompt_token_ids=...)``."""
+    """vLLM's request for the prompt ``token_ids``, built as the plain dict a ``TokensPrompt`` is
+    (under Python 3.10 vLLM's optional keys read as required to the type checker)."""
     return cast("TokensPrompt", {"prompt_token_ids": token_ids})
 
 

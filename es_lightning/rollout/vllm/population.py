@@ -1,25 +1,15 @@
 """A low-rank ES population in one vLLM ``generate`` call: each member is a LoRA adapter.
 
-Member m (seed s, sign ±) of a low-rank population (:mod:`es_lightning.es.lowrank`) serves
-W + sign·σ·A_s B_sᵀ/√r for every matrix W that moves. That is a LoRA adapter of rank r whose
-factors are, in PEFT's layout (ΔW = (α/r)·lora_B·lora_A, here α = r so the scale is 1)::
+Member m's W + sign·σ·A_s B_sᵀ/√r is a rank-r LoRA adapter in PEFT's layout (scale 1)::
 
     lora_A = B_sᵀ                 (r × d_in)
     lora_B = sign·σ/√r · A_s      (d_out × r)
 
-The workers build the N adapters from the seeds in memory (nothing is written to disk) with vLLM's
-own ``LoRAModel.from_lora_tensors``, which packs q/k/v and gate/up the way the engine serves them,
-and register them under the ids 1..N in place of the previous update's. One ``generate`` call then
-carries every member's requests, each with its member's ``LoRARequest``; the base weights stay the
-centre's. Sampling seeds are those of the sequential path: member m's requests are seeded from
-``sampling_seeds[m]`` exactly as :meth:`VLLMRollout.generate` seeds a single member's.
-
-vLLM serves LoRA on its linear layers only, not on the embedding or the output head, so the vLLM
-rollout needs ``lowrank_targets: linear``; :meth:`VLLMPopulation.es_use_lowrank` refuses a noise
-that would move a matrix the engine cannot serve as LoRA, naming it. The engine starts with
-``enable_lora`` and N LoRA slots (``max_loras``) once :meth:`VLLMPopulation.es_reserve_population`
-asked for them; a LoRA rank vLLM does not offer (it takes 1, 8, 16, 32, …) is rounded up for the
-slots, which smaller adapters fill in part.
+The workers build the N adapters from the seeds in memory with vLLM's ``LoRAModel.from_lora_tensors``
+and register them as ids 1..N; one ``generate`` call carries every member's requests, seeded as
+:meth:`VLLMRollout.generate` seeds a single member's. vLLM serves LoRA on linear layers only, so
+this needs ``lowrank_targets: linear`` (:meth:`VLLMPopulation.es_use_lowrank` refuses other
+noise); a LoRA rank vLLM does not offer is rounded up for the slots.
 """
 
 from __future__ import annotations

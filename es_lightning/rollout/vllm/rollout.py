@@ -89,11 +89,8 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
 
     @staticmethod
     def sampling_params(n_prompts: int, sampling: SamplingConfig) -> list[Any]:
-        """One ``vllm.SamplingParams`` per response (``n = 1``), prompt by prompt: response j to
-        prompt i is its own request seeded :func:`~es_lightning.rollout.seeds.sample_seed`
-        (``sampling.seed`` + i, j). vLLM would seed the children of an ``n > 1`` request
-        ``seed + j``, which with ``seed + i`` per prompt gives neighbouring prompts' responses the
-        same random numbers; it fans ``n`` out into separate requests anyway."""
+        """One ``vllm.SamplingParams`` per response (``n = 1``): response j to prompt i is its own
+        request seeded :func:`~es_lightning.rollout.seeds.sample_seed` (``sampling.seed`` + i, j)."""
         from vllm import SamplingParams
 
         extra = dict(sampling.generation_kwargs or {})
@@ -140,17 +137,10 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
 
     @override
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
-        """Write ``named_tensors`` (HF names, any subset of the model, any dtype: the engine's
-        loader casts) into every worker: in chunks of at most ``stream_chunk_bytes``, each through
-        a safetensors file in a temporary folder (written, loaded by the workers, deleted), then
-        the CPU kernels are repacked once and the prefix cache is dropped. A pending ES restore is
-        written first, so a partial load lands on the centre.
-
-        A file rather than the call's own arguments: ``collective_rpc`` moves bytes as msgpack to
-        the engine core, then as a pickle broadcast to the workers (shared memory up to 16 MiB a
-        message), about twice the copies of a file in the page cache (the file was the faster,
-        BENCHMARKS.md). Chunking keeps one chunk's CPU copy and file at a time (weights on a GPU
-        are copied to the CPU per chunk)."""
+        """Write ``named_tensors`` (HF names, any subset, any dtype) into every worker in chunks of
+        at most ``stream_chunk_bytes``, each through a temporary safetensors file (faster than
+        ``collective_rpc``'s copies), then repack the CPU kernels once and drop the prefix cache.
+        A pending ES restore is written first, so a partial load lands on the centre."""
         from safetensors.torch import save_file
 
         self._serve_centre()  # the tensors may cover only part of the model

@@ -1,9 +1,6 @@
-"""Code that runs inside each vLLM worker process (``worker_extension_cls``).
-
-vLLM mixes this class into its worker; ``self.model_runner.model`` is the served torch model.
-The trainer reaches these methods with ``llm.collective_rpc(name, args=...)``. Only small things
-cross the process boundary (paths, seeds, scalars); weights travel through safetensors files, one
-per bounded chunk of a load (:meth:`WorkerExtension.load_weights_from_file`).
+"""Code that runs inside each vLLM worker process (``worker_extension_cls``), reached from the
+trainer with ``llm.collective_rpc(name, args=...)``; only paths, seeds and scalars cross the process
+boundary, weights travel through safetensors files.
 """
 
 from __future__ import annotations
@@ -23,10 +20,8 @@ _keep_cpu_weights_patched = False
 
 
 def _keep_cpu_linear_weights() -> None:
-    """vLLM's CPU backend repacks each linear weight for oneDNN and frees the original; weight
-    updates then have nowhere to go. Keep the originals (the packed copy is refreshed after every
-    write by :meth:`WorkerExtension._refresh_cpu_kernels`). Runs when vLLM imports this module in
-    its worker, before the model is loaded; does nothing off CPU."""
+    """Keep the original linear weights that vLLM's CPU backend frees after repacking them for
+    oneDNN, so weight updates have somewhere to go (the packed copy is refreshed after every write)."""
     global _keep_cpu_weights_patched
     if _keep_cpu_weights_patched:
         return
@@ -43,13 +38,10 @@ def _keep_cpu_linear_weights() -> None:
 
 
 def _rewind_cpu_generators_by_state() -> None:
-    """vLLM rewinds the seeded generator of a request whose sampled token it discards (a prompt
-    prefilled in chunks, or recomputed after preemption) with ``set_offset``, which only CUDA's
-    Philox generators have: on CPU the engine died with "CPU Generator does not use offset" as soon
-    as a seeded request was chunked. For CPU generators the rewind is done by state instead: their
-    state is saved before sampling and put back after it, so a discarded draw never happened and
-    seeded samples do not depend on how the scheduler chunked the prompts (as on CUDA). Runs in the
-    worker when vLLM imports this module; CUDA generators keep vLLM's own rewind."""
+    """Rewind a CPU generator by state: vLLM rewinds a discarded draw with ``set_offset``, which
+    only CUDA's Philox generators have (on CPU a chunked seeded prompt killed the engine). The
+    state is saved before sampling and put back after, so seeded samples do not depend on how the
+    scheduler chunked the prompts."""
     import numpy as np
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
@@ -117,10 +109,9 @@ class WorkerExtension:
         return self.model_runner.model  # type: ignore[attr-defined]
 
     def load_weights_from_file(self, path: str, refresh: bool = True) -> int:
-        """Load HF-named tensors from a safetensors file with the model's own weight loader
-        (which fuses q/k/v and gate/up, shards for tensor parallelism and casts to the serving
-        dtype). ``refresh=False`` for all but the last file of a load: the CPU kernels are then
-        repacked once, by :meth:`refresh_cpu_kernels`."""
+        """Load HF-named tensors from a safetensors file with the model's own loader (fusing,
+        sharding, casting); ``refresh=False`` for all but a load's last file, so the CPU kernels
+        are repacked once."""
         from safetensors.torch import load_file
 
         tensors = load_file(path, device="cpu")
