@@ -1,17 +1,9 @@
 """LoRA for GRPO: low-rank adapters are trained, the engine and checkpoints get merged weights.
 
-Each targeted linear layer ``W`` (d_out × d_in) keeps its weight frozen and gains two trainable
-factors A (r × d_in, random) and B (d_out × r, zero at the start, so the first policy is the base
-model); the layer computes ``y = W x + (α/r) · B A x`` (LoRA, Hu et al. 2021), i.e. it serves
-
-    W' = W + (α/r) · B · A
-
-Only A and B get gradients and AdamW moments. Weights leave the strategy *merged*: every consumer
-of :meth:`~es_lightning.strategies.base.ReasoningStrategy.named_weights` (the rollout engine's
-sync, checkpoints, the drift/attribution callbacks) sees plain HF names (``base_model.model.``
-and ``.base_layer`` stripped, A and B dropped) with W' computed in fp32, without merging into the
-trainer model. A checkpoint is therefore a normal HF model for transformers and vLLM; its state
-folder also holds the adapter in PEFT's format (``PeftModel.from_pretrained(base, folder)``).
+Each targeted linear layer keeps W frozen and trains A (random) and B (zero), serving
+W' = W + (α/r)·B·A (Hu et al. 2021). Weights leave the strategy merged, under plain HF names,
+computed in fp32, so a checkpoint is a normal HF model; its state folder also holds the adapter in
+PEFT's format.
 """
 
 from __future__ import annotations
@@ -118,10 +110,8 @@ def hf_name(peft_name: str) -> str:
 
 @torch.no_grad()
 def merged_weights(model: torch.nn.Module, adapted_only: bool = False) -> Iterator[tuple[str, torch.Tensor]]:
-    """Every parameter of the PeftModel ``model`` under its HF name, fp32, adapters merged
-    (W + (α/r)·B·A for each targeted layer; the model itself is not changed). ``adapted_only``:
-    only the targeted layers' merged weights, all that differs from the base model (the frozen
-    rest, biases of targeted layers included, is the base's bit for bit)."""
+    """Every parameter of the PeftModel ``model`` under its HF name, fp32, adapters merged (the
+    model is not changed); ``adapted_only``: only the targeted layers, all that differs from the base."""
     from peft.tuners.lora import LoraLayer
 
     layers = {f"{name}.base_layer.weight": m for name, m in model.named_modules() if isinstance(m, LoraLayer)}
@@ -140,13 +130,8 @@ def merged_weights(model: torch.nn.Module, adapted_only: bool = False) -> Iterat
 
 def engine_holds_frozen_weights(engine_model: str | Path, serving_dtype: torch.dtype) -> bool:
     """Whether an engine started from ``engine_model`` in ``serving_dtype`` already serves the
-    frozen (non-adapted) weights exactly as a sync of the trainer's would write them, so that a
-    sync of the adapted layers alone (``merged_weights(model, adapted_only=True)``) is complete.
-
-    True for a plain model (the trainer loaded the same files) and for an es-lightning checkpoint
-    (a resume, a pipeline stage's start) whose served file is fp32 or ``serving_dtype``; False when
-    that file was written in another dtype (e.g. a bf16 run resumed in fp32: the engine would hold
-    bf16-rounded copies of the fp32 weights the trainer holds) or records none."""
+    frozen weights exactly as the trainer's sync would write them (a plain model, or a checkpoint
+    served in fp32 or ``serving_dtype``), so syncing the adapted layers alone is complete."""
     from es_lightning.weight_files import STATE_FILE, master_files
 
     folder = Path(engine_model)

@@ -1,14 +1,8 @@
 """The optimisation half of one GRPO update: μ AdamW steps of the clipped objective on one batch.
 
-For each inner iteration, micro-batches of sequences accumulate gradients of
-
-    L = −min(ρ_t A, clip(ρ_t, 1 − ε_low, 1 + ε_high) A) + β · KL_k3(π_θ ‖ π_ref),
-
-(:class:`~es_lightning.grpo.loss.GRPOLoss`), with π_old recomputed once before the first step when
-μ > 1 (with μ = 1 the ratio is exactly 1) and π_ref's log-probabilities when there is a reference
-(β > 0); gradients are clipped, the learning rate follows the schedule, and the optimizer steps.
-Returns the first iteration's loss, clip fraction, KL, token entropy (per response token),
-gradient norm and learning rate.
+Micro-batches accumulate gradients of :class:`~es_lightning.grpo.loss.GRPOLoss`, with π_old
+recomputed once when μ > 1 (at μ = 1 the ratio is exactly 1) and π_ref when β > 0; gradients are
+clipped and the learning rate follows the schedule. The first iteration's statistics are returned.
 """
 
 from __future__ import annotations
@@ -63,11 +57,9 @@ def optimize_policy(
     max_grad_norm: float | None,
     reference: torch.nn.Module | None = None,
 ) -> dict[str, float]:
-    """μ optimizer steps of the clipped GRPO objective on one batch of sampled responses, one per
-    entry of ``learning_rates`` (η of each step), for the policy ``model`` and its AdamW
-    ``optimizer`` as ``fabric.setup`` returned them (DDP or FSDP); micro-batches of ``micro_batch_size`` sequences
-    accumulate into each step, gradients are clipped to ``max_grad_norm`` (``None``: not), and
-    ``reference`` gives π_ref for the KL. The first iteration's statistics are returned."""
+    """One optimizer step per entry of ``learning_rates`` on one batch, for the ``model`` and AdamW
+    ``optimizer`` ``fabric.setup`` returned, micro-batches of ``micro_batch_size`` accumulating,
+    gradients clipped to ``max_grad_norm``; the first iteration's statistics."""
     inner_iterations = len(learning_rates)
     total_tokens = float(batch.response_mask.sum())
     chunks = batch.micro_batches(micro_batch_size)

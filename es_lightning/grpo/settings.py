@@ -1,11 +1,6 @@
-"""GRPO's settings: :class:`GRPOSettings` (sampling, optimizer, schedule, batching) and the loss's
-own :class:`~es_lightning.grpo.loss.GRPOLoss` (ε, ε_high, β, aggregation), each field written once
-with its default and its check.
-
-The GRPO strategy takes the settings as keyword arguments (the recipes' ``strategy.init_args``,
-documented there, defaulting to these fields); :func:`build_settings` checks them all, naming every
-bad one at once, before anything starts, and :func:`settings_hparams` gives them back for
-``hparams.yaml``.
+"""GRPO's settings: :class:`GRPOSettings` and the loss's :class:`~es_lightning.grpo.loss.GRPOLoss`,
+each field written once with its default and its check; :func:`build_settings` names every bad
+value at once, :func:`settings_hparams` gives them back for ``hparams.yaml``.
 """
 
 from __future__ import annotations
@@ -54,9 +49,8 @@ SETTING_NAMES: tuple[str, ...] = tuple(f.name for cls in (GRPOSettings, GRPOLoss
 
 
 def build_settings(**values: Any) -> tuple[GRPOSettings, GRPOLoss]:
-    """The settings and the loss from ``values`` (setting name = value, e.g. the strategy's
-    keyword arguments); a :class:`~es_lightning.errors.ConfigError` names every bad value, in the
-    order of ``values``, before either is built."""
+    """The settings and the loss from ``values`` (the strategy's keyword arguments); a ConfigError
+    names every bad value before either is built."""
     refuse_invalid("GRPOStrategy", values, GRPOSettings, GRPOLoss)
     loss_names = {f.name for f in fields(GRPOLoss)}
     settings = GRPOSettings(**{k: v for k, v in values.items() if k not in loss_names})

@@ -1,22 +1,16 @@
 """What an es-lightning strategy must do, and when the trainer calls it.
 
-A strategy is a Lightning Fabric strategy (DDP or FSDP underneath: process launch, the process
-group, collectives) that also implements :class:`ReasoningStrategy`. The trainer
-(:mod:`es_lightning.training.trainer`) drives it on every rank, in this order::
+A strategy is a Lightning Fabric strategy (DDP or FSDP underneath) that also implements
+:class:`ReasoningStrategy`. The trainer drives it on every rank, in this order::
 
-    fabric.launch()                                                  # one process per device
-    rollout.setup(...); rollout.start()                              # the rank's engine
     strategy.prepare(fabric, module, rollout, resume)                # once, before any update
     for step in range(start, max_steps):
         result = strategy.training_step(fabric, module, rollout, rows, step, run_seed)
-        # result.metrics -> loggers; result.population -> on_population_end callbacks
-    # at every checkpoint, on every rank:
     checkpoint.save_checkpoint(weights=strategy.named_weights(rollout),
                                write_state=lambda folder: strategy.save_state(fabric, rollout, folder))
 
-Every method runs on every rank with the same arguments (the same ``rows`` included); collectives
-inside them are therefore safe. Weights always leave a strategy through :meth:`named_weights`:
-checkpoints, GRPO's engine sync and the drift/attribution callbacks read the same stream.
+Every method runs on every rank with the same arguments, so collectives inside them are safe.
+Weights always leave a strategy through :meth:`named_weights`.
 """
 
 from __future__ import annotations
@@ -47,10 +41,9 @@ Row = dict[str, Any]
 class PopulationResult:
     """What one ES update measured, member by member (for population-level callbacks).
 
-    ``member_prompt_rewards[i, p]`` is member ``i``'s mean reward over its responses to prompt
-    ``p`` (one response per prompt in the paper's setting) and ``member_prompt_success[i, p]`` the
-    fraction of them the verifier counts correct; ``rewards[i]`` is the member's mean over all its
-    responses, the R_i the update normalised into ``z`` (``None`` when the update was skipped).
+    ``member_prompt_rewards[i, p]``: member ``i``'s mean reward on prompt ``p``;
+    ``member_prompt_success[i, p]``: the share of those responses counted correct; ``rewards[i]``:
+    the R_i the update normalised into ``z`` (``None`` when skipped).
     """
 
     seeds: list[int]
@@ -128,10 +121,8 @@ class ReasoningStrategy(RecordsInit, ABC):
 
     @abstractmethod
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
-        """The current weights as fp32 ``(HF name, CPU tensor)`` pairs, one tensor at a time.
-
-        Called on every rank (a sharded strategy gathers collectively); ranks other than 0 may
-        get nothing or the same tensors, which they discard."""
+        """The current weights as fp32 ``(HF name, CPU tensor)`` pairs, one tensor at a time;
+        called on every rank (ranks other than 0 may get nothing, or copies they discard)."""
 
     @abstractmethod
     def save_state(self, fabric: Fabric, rollout: Rollout, folder: Path) -> None:

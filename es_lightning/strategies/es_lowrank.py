@@ -1,12 +1,9 @@
 """Low-rank ES on the rollout: what the strategy checks before the engine starts and tells it after.
 
-With ``perturbation: lowrank`` (:mod:`es_lightning.es.lowrank`) the rollout must serve a whole
-population of low-rank members in one call (a
-:class:`~es_lightning.rollout.population_engine.PopulationEngine`). Before any engine starts the
-strategy refuses any other rollout and reserves room for N members of rank r (the vLLM rollout
-starts its engine with that many LoRA slots); once the engine holds the centre it switches the
-centre's noise to low rank, with the matrices ``lowrank_targets: linear`` keeps fixed named from
-the model's own embedding layers.
+Before any engine starts, a rollout that is no
+:class:`~es_lightning.rollout.population_engine.PopulationEngine` is refused and room for N members
+of rank r is reserved (vLLM's LoRA slots); once the engine holds the centre its noise becomes low
+rank, with ``lowrank_targets: linear``'s fixed matrices named from the model's embedding layers.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""One rank's share of an ES population: perturb, generate, score and restore each of its members.
-
-(Low-rank populations on an engine that can: every member of the rank in one generation call,
-:func:`evaluate_population`.)
-
-Rank r evaluates members i ≡ r (mod world size). For each: serve θ + sign_i·σ·ε_i, generate the
-mini-batch's responses (or re-score the centre's, ``member_rollouts: fixed``), R_i = the mean
-reward, restore θ. When the update is accumulated, R_i goes back to the centre right away
-(``es.record_reward``), so that the ε it holds for member i is folded into the running sums before
-the next member's replaces it.
+"""One rank's share of an ES population: perturb, generate, score and restore each of its members
+(or, for low-rank populations on an engine that can, all of them in one call,
+:func:`evaluate_population`). When the update is accumulated each R_i goes back to the centre at
+once (``es.record_reward``), so the member's ε is folded before the next one replaces it.
 """
 
 from __future__ import annotations
@@ -91,12 +85,9 @@ def evaluate_members(
     record_rewards: bool,
     keeps_centre_samples: bool,
 ) -> MemberResults:
-    """Evaluate ``members`` of ``population`` on ``rows``, one after another (module docstring).
-
-    ``fixed_rollouts``: the centre samples once (with member 0's sampling seed) and every member
-    re-scores those responses; ``keeps_centre_samples``: this rank reports the centre's responses
-    and samples then (rank 0). ``record_rewards``: hand each R_i to the centre (accumulating).
-    """
+    """Evaluate ``members`` on ``rows`` one after another. ``fixed_rollouts``: every member
+    re-scores the centre's responses (sampled with member 0's seed); ``keeps_centre_samples``: this
+    rank reports them; ``record_rewards``: hand each R_i to the centre."""
     prompt_ids, es = module.encode(rows), rollout.es
     out = MemberResults.empty(population.size, len(rows))
     fixed = None

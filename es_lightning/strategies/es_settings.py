@@ -1,12 +1,7 @@
 """ES's settings: :class:`ESSettings`, each field written once with its default, its check and its
-docstring (:mod:`es_lightning.checked`).
-
-:class:`~es_lightning.strategies.es.ESStrategy` is an :class:`ESSettings`: its keyword arguments
-(the recipes' ``strategy.init_args``) are these fields, in their order, and its ``--help`` their
-docstrings; building it checks them all, naming every bad one at once, before anything starts, and
-:func:`~es_lightning.checked.plain_values` gives them back for ``hparams.yaml``. The annotations are
-evaluated (no ``from __future__ import annotations``): jsonargparse reads the types of the
-dataclass's generated ``__init__`` from them.
+docstring (the ``--help``). Building it checks them all, naming every bad one at once. The
+annotations are evaluated (no ``from __future__ import annotations``): jsonargparse reads the
+dataclass's ``__init__`` types from them.
 """
 
 import math

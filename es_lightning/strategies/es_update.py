@@ -1,24 +1,11 @@
 """The ES update of one population, on one rank or several: accumulated, or every ε drawn again.
 
-``update: accumulate`` (where it applies, :func:`accumulates`): each member's ε, drawn for its
-perturbation, is kept until the member's reward is known and folded into running sums
-(:mod:`es_lightning.es.accumulate`); the update reads the sums. ``update: redraw``, and rank
-normalisation or permuted rewards (not linear in the rewards): the update draws every ε_s again
-from its seed. The two give the same update up to the order of float32 sums.
-
-With W ranks:
-
-* accumulated: each rank holds the sums of its own members; their directions
-  Σ_{i on rank r} sign_i (R_i − μ) ε_i are summed over the ranks (all-reduce) and every rank applies
-  the sum;
-* redrawn: the tensors are split between the ranks (:func:`~es_lightning.es.split.assign_tensors`),
-  each rank draws the N ε of its own tensors only (1/W of the numbers), and the directions are
-  exchanged (an all-reduce in which each tensor is nonzero on its owner alone), so every rank
-  applies the direction one rank would have computed: the centre is bit-identical to one rank's.
-
-The directions, not the new centres, are exchanged: the same bytes, and every rank then takes the
-same step itself (an Adam optimizer keeps its moments on every rank). Both move the tensors in
-chunks of at most :data:`EXCHANGE_NUMBERS` numbers, in the master's order.
+Accumulated (where :func:`accumulates`): each rank holds its members' sums and the directions are
+summed over the ranks. Redrawn: the tensors are split between the ranks
+(:func:`~es_lightning.es.split.assign_tensors`), each draws the ε of its own tensors only, and the
+directions are exchanged, so the centre is bit-identical to one rank's. Directions, not centres,
+are exchanged, in chunks of :data:`EXCHANGE_NUMBERS`, so every rank takes the step itself (an Adam
+keeps its moments on every rank).
 """
 
 from __future__ import annotations
@@ -47,9 +34,8 @@ EXCHANGE_NUMBERS = 16 * 2**20
 
 
 def accumulates(update: str, normalization: str, reward_control: str, perturbation: str = "full") -> bool:
-    """Whether ``update: accumulate`` applies: the normalised rewards are affine in R (z-score or
-    none), are the members' own (not permuted), and the directions are full-rank (low-rank ones are
-    cheap to draw again, :mod:`es_lightning.es.lowrank`)."""
+    """Whether ``update: accumulate`` applies: z-score or no normalisation of the members' own
+    rewards (not permuted), full-rank directions."""
     return (
         update == "accumulate"
         and normalization in LINEAR_NORMALIZATIONS
@@ -137,9 +123,8 @@ def take_update(
     learning_rate: float,
     normalization: str,
 ) -> float:
-    """Apply one population's update with step size α = ``learning_rate`` on every rank (nothing
-    when ``coeffs`` is ``None``: the rewards were all equal, the update is skipped); ``normalization``
-    of the rewards gives an accumulated update its (μ, s). Returns ‖Δ‖₂."""
+    """Apply one population's update with α = ``learning_rate`` on every rank (nothing when
+    ``coeffs`` is ``None``: skipped); returns ‖Δ‖₂."""
     lr, size = learning_rate, len(rewards)
     if coeffs is None:
         if accumulated:

@@ -2,33 +2,21 @@
 
 One update (symbols as in DeepSeekMath's GRPO):
 
-1. Each rank takes its share of the B prompts and samples G responses per prompt from its rollout
-   engine (the paper: G = 8 at temperature 1.0, B = 64), with a sampling seed of its own
-   (:func:`~es_lightning.strategies.grpo_rollouts.rank_sampling_seed`): every response of the
-   update draws its own random stream.
-2. Rewards r (P, G) from the task's verifier; advantages A = (r − mean_g r) / (std_g r + eps)
-   (``group``; or ``batch`` / ``none``, see :mod:`es_lightning.grpo.advantages`); steps 1–2 are
-   :mod:`es_lightning.strategies.grpo_rollouts`.
-3. The trainer recomputes log π_θ of every sampled token (full logits, so the token entropy is
-   exact) and minimises the clipped surrogate, averaged over response tokens (``token_mean``) or
-   per sequence (``sequence_mean``, the original GRPO):
+1. Each rank samples G responses to each of its prompts, with a sampling seed of its own
+   (:mod:`es_lightning.strategies.grpo_rollouts`).
+2. Rewards r (P, G) from the verifier; advantages A = (r − mean_g r) / (std_g r + eps)
+   (:mod:`es_lightning.grpo.advantages`).
+3. The trainer recomputes log π_θ of every sampled token and minimises, over μ optimizer steps::
 
-       L = −min(ρ_t A, clip(ρ_t, 1 − ε_low, 1 + ε_high) A) + β · KL_k3(π_θ ‖ π_ref),
-       ρ_t = π_θ(o_t | q, o_<t) / π_old(o_t | q, o_<t)
+       L = −min(ρ_t A, clip(ρ_t, 1 − ε_low, 1 + ε_high) A) + β · KL_k3(π_θ ‖ π_ref)
 
-   over μ inner iterations (optimizer steps) on the same batch; AdamW, gradient clipping,
-   micro-batches accumulate into one step; precision is Fabric's (``bf16-mixed`` on CUDA: fp32
-   weights and optimizer, bf16 autocast; ``32-true`` on CPU), see ``trainer.precision``.
-4. The engine receives the new weights after the last optimizer step.
+   averaged per token (``token_mean``) or per sequence (``sequence_mean``), with AdamW, gradient
+   clipping and micro-batches, in Fabric's precision (``trainer.precision``).
+4. The engine receives the new weights.
 
-How this departs from the textbook: π_old is the trainer's own recomputation at the rollout
-weights (identical to the engine's policy up to kernel numerics), so with μ = 1 the ratio is exactly
-1 and the update is the plain policy gradient with group-normalised advantages; β defaults to 0
-(no reference model is kept), as is common now.
-
-Parallelism comes from Fabric: this class is a DDP strategy (``grpo``); the model is wrapped in
-DistributedDataParallel and gradients are averaged across ranks. With ``lora`` only low-rank
-adapters train and weights leave merged (:mod:`es_lightning.grpo.lora`).
+How this departs from the textbook: π_old is the trainer's recomputation at the rollout weights,
+so with μ = 1 the ratio is exactly 1; β defaults to 0 (no reference model). The model is wrapped in
+DDP (``grpo``) or FSDP (``grpo_fsdp``); with ``lora`` only adapters train and weights leave merged.
 """
 
 from __future__ import annotations
@@ -269,12 +257,10 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
             yield name, p.detach()
 
     def sync_weights(self, rollout: Rollout, everything: bool = False) -> None:
-        """Give the rollout engine what changed of the trainer's weights (fp32; the engine casts to
-        its serving dtype). Without LoRA that is every weight: each AdamW step moves all of them.
-        With LoRA only the adapted layers' merged W + (α/r)·B·A: the rest is frozen, and the engine
-        already serves it from its start (the base model; after a resume the checkpoint's served
-        weights, whose frozen part is the base's). ``everything``: send all weights regardless
-        (prepare does when the engine's start files may not hold the frozen weights exactly)."""
+        """Give the engine what changed of the trainer's weights (fp32): every weight, or with LoRA
+        the adapted layers' merged weights (the engine already serves the frozen rest).
+        ``everything``: send all weights (when the engine's start files may not hold the frozen
+        weights exactly)."""
         if self.settings.lora is not None and not everything:
             rollout.load_weights(merged_weights(self._unwrapped(), adapted_only=True))
         else:
@@ -329,9 +315,8 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
         return StepResult(metrics=metrics, samples=samples)
 
     def _metrics(self, groups: GroupRollouts, stats: dict[str, float], names: list[str]) -> dict[str, float]:
-        """The update's scalars: ``train/`` over every response of every rank (each reward
-        function's too, ``names``), ``grpo/`` of the groups and the optimisation, ``time/`` this
-        rank's seconds per phase."""
+        """The update's ``train/`` scalars over every response of every rank, ``grpo/`` of the
+        groups and the optimisation, and ``time/`` per phase."""
         stats_rows = response_stats(groups.outputs, groups.scores, names)
         per_response = torch.tensor(stats_rows, dtype=torch.float64)
         per_response = gather_values(self, per_response).reshape(-1, 3 + len(names))  # (P_all*G, 3 + F)

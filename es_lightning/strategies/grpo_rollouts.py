@@ -1,9 +1,5 @@
-"""GRPO's rollouts of one update on one rank: G responses to each of the rank's prompts, scored by
-the task's verifier, with their advantages, packed for the trainer (:func:`sample_groups`).
-
-Each rank samples with a seed of its own (:func:`rank_sampling_seed`), so every response of the
-update draws its own random stream; the advantages are those of
-:func:`~es_lightning.grpo.advantages.compute_advantages` over the rank's (P, G) rewards.
+"""GRPO's rollouts of one update on one rank: G responses to each of the rank's prompts, scored,
+with their advantages, packed for the trainer (:func:`sample_groups`).
 """
 
 from __future__ import annotations
@@ -77,8 +73,7 @@ def policy_batch(
 
 
 def rank_sampling_seed(run_seed: int, step: int, rank: int) -> int:
-    """The sampling seed of rank ``rank``'s prompts at update ``step``: a base seed from a seed
-    schedule of (run seed, step), spaced by rank (:func:`~es_lightning.rollout.seeds.spaced_seeds`)
-    so the ranks' groups draw disjoint random streams; rank 0's is the seed a single rank uses."""
+    """The sampling seed of rank ``rank``'s prompts at update ``step``, spaced by rank so the ranks
+    draw disjoint streams (rank 0's is a single rank's seed)."""
     base = seed_schedule(run_seed ^ 0x6A6A, step, 1)[0] % (2**31)
     return spaced_seeds(base, rank + 1)[rank]
