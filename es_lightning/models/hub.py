@@ -1,9 +1,5 @@
-"""Where a model name points: a local folder, or a hub id and its copy in the local HF cache.
-
-:func:`looks_local` tells a path from a hub id; :func:`cached_config` finds a hub id's
-``config.json`` in the cache (``$HF_HUB_CACHE``, :func:`hub_cache`) at a revision;
-:func:`hub_offline` says whether downloads are off. :mod:`es_lightning.models.loading` and
-:mod:`es_lightning.models.source` (is a name usable?) build on these.
+"""Where a model name points: a local folder (:func:`looks_local`), or a hub id and its
+``config.json`` in the local HF cache (:func:`cached_config`).
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """How a model is loaded: its hub revision, its remote code, and transformers' loading options.
 
-One :class:`ModelLoading` (built by :class:`~es_lightning.module.ReasoningModule` from its
-``revision``, ``trust_remote_code`` and ``model_kwargs``) reaches every place that reads the model:
-
-=================================  ==========================================================
-where                              what it gets
-=================================  ==========================================================
-the module's tokenizer             ``revision``, ``trust_remote_code``
-the trainer's model (GRPO)         ``revision``, ``trust_remote_code``, ``model_kwargs``
-the HF rollout's model, tokenizer  the same (the tokenizer: without ``model_kwargs``)
-the vLLM engine                    ``revision`` (and ``tokenizer_revision``), ``trust_remote_code``
-each checkpoint's config files     ``revision``, ``trust_remote_code``; custom code is copied in
-=================================  ==========================================================
-
-A revision names a commit of a hub repository; a local folder (a checkpoint, a pipeline stage's
-start, a built-in model) has none, so it is never applied to one. ``model_kwargs`` are
-``AutoModelForCausalLM.from_pretrained`` options (TRL's ``model_init_kwargs``), e.g.
-``attn_implementation``; vLLM has its own options for such things (``rollout.engine_kwargs``,
-e.g. ``hf_overrides``).
+One :class:`ModelLoading` reaches every place that reads the model (tokenizer, the trainer's model,
+the HF rollout, the vLLM engine, each checkpoint's config files). A revision is never applied to a
+local folder; ``model_kwargs`` are ``AutoModelForCausalLM.from_pretrained`` options (vLLM has
+``rollout.engine_kwargs`` for such things).
 """
 
 from __future__ import annotations
@@ -106,11 +92,8 @@ def model_folder(model: str, revision: str | None = None) -> Path | None:
 
 
 def copy_model_code(model: str, directory: str | Path, revision: str | None = None) -> list[Path]:
-    """Copy the Python files of a model that ships its own code (an ``auto_map`` in the
-    ``config.json`` already written to ``directory``) into ``directory``, and point the auto_map
-    entries that name ``model``'s repository (``org/name--modeling_x.Class``, as transformers
-    writes them for hub models) at the copies, so the folder loads on its own. Returns the copies.
-    """
+    """Copy the code files of a model with an ``auto_map`` into ``directory`` and point the
+    auto_map at the copies, so the folder loads on its own; returns the copies."""
     directory = Path(directory)
     config_file = directory / "config.json"
     config = json.loads(config_file.read_text())

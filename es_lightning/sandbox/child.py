@@ -1,25 +1,11 @@
 """The child side of the code sandbox: a script, run as ``python -I -S -B child.py``.
 
-It imports only the standard library (inside the bubblewrap sandbox nothing else exists) and holds
-no secret: the job it reads from stdin carries the model's code, the row's setup code and the
-*probe expressions* to evaluate, never an expected value or a test's right-hand side. Steps:
-
-1. read the job (JSON) from stdin, then point stdin at ``/dev/null``; close every inherited file
-   descriptor but stdout, stderr and the report descriptor the job names;
-2. drop to the job's uid/gid when it starts as the namespace's root (the bubblewrap sandbox of a
-   root parent, which maps that uid to an unprivileged host uid) and check that no capability is
-   left; then set the rlimits (address space, CPU seconds, file size, no core files, processes);
-3. phase 1 runs the code, then the setup code, in one namespace (``__name__`` is ``"solution"``),
-   and evaluates each probe, writing its value in the tagged plain-data encoding of
-   :func:`encode` or the name of the exception it raised; phase 2 (no model code) runs the model's
-   import statements and the setup code, then each rewritten test statement, writing one boolean
-   per test; phase 0 (the availability probe) reports the uid, gid and effective capabilities;
-4. write the report (one JSON document, ASCII, no JSON numbers) to the report descriptor and
-   ``os._exit(0)``.
-
-Model code shares this process with steps 3 and 4 and can rewrite them, so the parent trusts
-nothing in a phase-1 report beyond its being plain data: it decodes it strictly and compares the
-values itself (:mod:`es_lightning.sandbox.protocol`).
+Standard library only, and no secret: the job on stdin holds the code, the setup code and the
+probe expressions, never an expected value. It closes inherited descriptors, drops to the job's
+uid/gid (checking no capability is left), sets the rlimits, runs its phase (1: the code, setup and
+probes, each value in the tagged encoding of :func:`encode`; 2: imports, setup and the rewritten
+tests; 0: the availability probe) and writes one JSON report, then ``os._exit(0)``. Model code can
+rewrite all of this, so the parent trusts a phase-1 report only as plain data.
 """
 
 import collections

@@ -1,20 +1,12 @@
 """``es-lightning tune``: each method's grid on the validation split, one budget, a fixed rule.
 
-    es-lightning tune --config recipes/tune_cpu.yaml
-    es-lightning tune --config recipes/tune_cpu.yaml --output_dir runs/tune_cpu --launch false
+    es-lightning tune --config recipes/tune_cpu.yaml --output_dir runs/tune_cpu
 
-Steps: check the config and plan every trial before anything runs
-(:mod:`~es_lightning.tune.trials`: each method's recipe set up to evaluate the validation split,
-each trial's settings parsed and checked); record the plan (``tune_plan.json``: a later run in
-the same folder must keep its selection rule); run or reuse the trials one after another
-(:mod:`~es_lightning.tune.launch`); choose each method's configuration by the rule
-(:mod:`~es_lightning.tune.selection`); write ``tune.json``, ``TUNE.md`` and
-``chosen/<method>.yaml`` (the method's recipe with the budget and the chosen values, evaluating
-the test split as the recipe does: a recipe ``es-lightning report`` runs as it is). Running the
-same command again reuses every finished trial and retries the failed ones.
-
-Folders under ``output_dir``: ``recipes/<method>.yaml`` (what the trials run),
-``trials/<method>/<configuration>/seed<k>/`` (one ``es-lightning fit`` run each), ``chosen/``.
+Every trial is planned and checked before anything runs (:mod:`~es_lightning.tune.trials`), the
+plan recorded (a later run in the folder must keep its rule), the trials run or reused
+(:mod:`~es_lightning.tune.launch`), each method's configuration chosen
+(:mod:`~es_lightning.tune.selection`), and ``tune.json``, ``TUNE.md`` and ``chosen/<method>.yaml``
+(recipes ``es-lightning report`` runs as they are) written. Running again reuses finished trials.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The tuning's settings: the ``methods:`` and ``selection:`` blocks of a tune recipe.
-
-The top-level keys (``methods``, ``budget``, ``seeds``, ...) are the arguments of
-:func:`~es_lightning.tune.command.run_tune`; the grouped ones are the dataclasses below, whose field
-docstrings are the ``--help`` text. Everything here is checked before any trial runs.
+"""The tuning's settings: the ``methods:`` and ``selection:`` blocks of a tune recipe, whose field
+docstrings are the ``--help`` text; everything is checked before any trial runs.
 """
 
 from __future__ import annotations
@@ -43,12 +40,8 @@ def option_name(token: str) -> str | None:
 
 
 def check_overrides(tokens: list[str], where: str) -> None:
-    """Refuse overrides of the options a tune sets itself (:data:`FORCED`), naming ``where``.
-
-    Raises:
-        ConfigError: a token sets one of them, or a nested option under one (``callbacks``,
-            ``evaluation.split``); ``--evaluation.limit`` and the other evaluation settings pass.
-    """
+    """Refuse (ConfigError) overrides of the options a tune sets itself (:data:`FORCED`) or nested
+    under one, naming ``where``; ``--evaluation.limit`` and the other evaluation settings pass."""
     for token in tokens:
         name = option_name(token)
         if name is None:

@@ -1,15 +1,8 @@
 """Running the trials one after another, reusing the finished ones, and reading what each cost.
 
-Each trial is launched by :func:`es_lightning.report.runs.execute` (the report's launcher: its own
-process group, stdout and stderr in ``report_run.log``, stopped past ``timeout_s``) as
-``python -m es_lightning.report.measure tune_measure.json -- python -m es_lightning fit ...``, so its
-wall-clock time and peak memory are recorded. A trial whose folder holds its final evaluation and
-was made with the same resolved settings (``tune_trial_config.yaml``) is reused; one made with other
-settings, and an unfinished or failed one, is run again.
-
-Compute of a trial is read as the report reads a run's (:mod:`~es_lightning.report.compute`):
-generated tokens, rollouts and seconds of the updates from ``metrics.jsonl``, plus
-``wall_seconds`` and ``peak_rss_mb`` of the whole trial (evaluations and engine start included).
+Each trial runs through the report's launcher, measured (:mod:`~es_lightning.report.measure`); a
+trial with its final evaluation and the same resolved settings is reused, any other run again.
+Its compute is read as the report reads a run's (:mod:`~es_lightning.report.compute`).
 """
 
 from __future__ import annotations
@@ -79,11 +72,9 @@ def _set_aside(run_dir: Path) -> Path:
 
 
 def run_trial(trial: Trial, launch: bool = True, timeout_s: float | None = None) -> TrialResult:
-    """Reuse ``trial`` when it is finished with the same settings (up to settings that change
-    nothing it computes and settings added since, :mod:`~es_lightning.report.same_run`), else run
-    it (``launch``). A finished trial made
-    with other settings is set aside as ``<folder>.other-settings-<n>`` before the new run, and
-    left in place when nothing is launched."""
+    """Reuse ``trial`` when finished with the same settings (:mod:`~es_lightning.report.same_run`),
+    else run it (``launch``); a finished trial with other settings is first set aside as
+    ``<folder>.other-settings-<n>``."""
     run_dir = trial.spec.run_dir
     recorded = run_dir / SETTINGS_NAME
     stale = (
