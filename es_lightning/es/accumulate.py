@@ -1,21 +1,13 @@
 """The ES direction accumulated while the population is evaluated: no ε drawn twice.
 
-With z-scores z_i = (R_i − μ)/s (ddof-0 s over the N member rewards) the direction is linear in
-the rewards::
+With z-scores z_i = (R_i − μ)/s the direction is linear in the rewards::
 
     Σ_i sign_i·z_i·ε_i = (A − (μ − c)·B) / s,   A = Σ_i sign_i·(R_i − c)·ε_i,   B = Σ_i sign_i·ε_i,
 
-for any constant c fixed before the first term (``none`` normalisation: μ = 0, s = 1).
-:class:`RewardAccumulator` keeps A and B (float32, the master's shapes) and the ε of the member
-being evaluated, drawn once for its perturbation and folded when its reward is recorded (an
-antithetic pair folds one ε with both coefficients). Rank normalisation and permuted rewards are
-not linear in R and keep the redraw path (:func:`~es_lightning.es.update.redrawn_direction`).
-
-c is the first reward this process records, so A sums reward *differences*: rewards all near 0.97
-would otherwise subtract two large, nearly equal numbers. Memory: A, B and the held ε, 12 bytes per
-parameter; with a noise table (``noise: table``) ε is read again from the table when folded and
-nothing is held (8 bytes). The accumulated and the redrawn direction differ only in the order of
-their float32 sums; ``tests/es/test_accumulate.py`` checks both against their rounding bounds.
+for any c fixed beforehand (``none``: μ = 0, s = 1). :class:`RewardAccumulator` keeps A, B and the
+ε of the member being evaluated, folded when its reward is recorded. c is the first reward
+recorded, so A sums reward *differences* (rewards near 0.97 would otherwise cancel catastrophically).
+Memory: 12 bytes per parameter (8 with a noise table, whose slices are read again instead of held).
 """
 
 from __future__ import annotations
@@ -35,12 +27,9 @@ LINEAR_NORMALIZATIONS: tuple[str, ...] = ("zscore", "none")
 
 
 class RewardAccumulator:
-    """A = Σ sign_i·(R_i − c)·ε_i and B = Σ sign_i·ε_i over the members this process evaluates.
-
-    Per member: :meth:`begin_member` (before its perturbation; folds the previous seed's ε when the
-    seed changes; the perturbation then draws the new ε into :attr:`held`), :meth:`record` (its
-    reward). At the end :meth:`direction` gives A − (μ − c)·B per tensor (the caller scales by 1/s).
-    """
+    """A = Σ sign_i·(R_i − c)·ε_i and B = Σ sign_i·ε_i over the members this process evaluates:
+    :meth:`begin_member` before each perturbation, :meth:`record` its reward, :meth:`direction`
+    A − (μ − c)·B at the end (the caller scales by 1/s)."""
 
     def __init__(self) -> None:
         self.active = False
@@ -59,8 +48,7 @@ class RewardAccumulator:
         self._folded = True
 
     def start(self, master: Mapping[str, torch.Tensor], table: NoiseTable | None = None) -> None:
-        """Begin a population: A = B = 0 (buffers allocated on first use, then reused); with
-        ``table`` each ε is read from it again when folded, and no ε is held."""
+        """Begin a population (A = B = 0, buffers reused); with ``table`` nothing is held."""
         self.table = table
         if table is not None:
             self.held = {}
@@ -89,10 +77,8 @@ class RewardAccumulator:
         return sum(t.numel() * t.element_size() for t in buffers)
 
     def begin_member(self, seed: int, sign: float, master: Mapping[str, torch.Tensor]) -> bool:
-        """A member θ + sign·σ·ε_seed is about to be served: fold the previous seed's ε when the seed
-        changes. Returns whether :attr:`held` must now be filled with ε_seed, every tensor of it
-        (the perturbation draws it there); ``False`` for the second member of an antithetic pair
-        and with a :attr:`table`."""
+        """Before serving θ + sign·σ·ε_seed: fold the previous seed's ε when the seed changes; returns
+        whether :attr:`held` must now be filled with ε_seed (not for an antithetic pair's second)."""
         if not self.active:
             raise RuntimeError("RewardAccumulator: start() a population first")
         if self._sign is not None:

@@ -1,12 +1,8 @@
 """An empirical null for ES: the update computed from rewards shuffled among the members.
 
-With ``reward_control: permuted`` every update applies z = normalise(R_π(1), …, R_π(N)), π a fresh
-permutation per update. Seeds, prompts, compute, step size and the set of z values are the real
-run's, but z_i no longer belongs to ε_i, so the step carries no signal: a metric that improves as
-much under this control as under the real run is not evidence that ES climbed anything.
-
-π is a pure function of (run seed, update t) (members sorted by a BLAKE2b key of (run_seed, t, i)),
-so a resumed run redraws the same permutations.
+With ``reward_control: permuted`` each update applies z = normalise(R_π(1), …, R_π(N)): the same
+seeds, prompts, compute and z values, but z_i no longer belongs to ε_i, so the step carries no
+signal. π is a pure function of (run seed, update), so a resumed run redraws it.
 """
 
 from __future__ import annotations
@@ -40,8 +36,7 @@ def control_permutation(run_seed: int, step: int, n: int) -> np.ndarray:
 
 
 def controlled_rewards(rewards: np.ndarray, control: RewardControl, run_seed: int, step: int) -> np.ndarray:
-    """The rewards the update normalises: ``rewards`` itself for ``none``, ``rewards[π]`` for
-    ``permuted`` (member i gets R_π(i))."""
+    """The rewards the update normalises: ``rewards`` (``none``) or ``rewards[π]`` (``permuted``)."""
     r = np.asarray(rewards, dtype=np.float64)
     if control == "none":
         return r

@@ -1,34 +1,19 @@
 """Is there an ES signal? Per-update diagnostics of the member rewards, and the no-signal verdict.
 
-The ES step only points uphill when the ranking of the members by their rewards R_i reflects their
-weights rather than the luck of the sampled responses. With r[i, p] member i's mean reward on
-prompt p (shape (N, P)) and the prompts split by even and odd position::
+With r[i, p] member i's mean reward on prompt p and the prompts split by even and odd position::
 
-    R_i^a = mean_{p even} r[i, p]      R_i^b = mean_{p odd} r[i, p]
-    r_ab  = Pearson corr over members i of (R^a, R^b)          (es/reward_split_half_corr)
+    r_ab  = Pearson corr over members i of (mean_{p even} r[i, p], mean_{p odd} r[i, p])
     ρ     = 2·r_ab / (1 + r_ab)        (Spearman–Brown, es/reward_reliability)
 
-ρ ≈ 1: R_i measures something about member i; ρ ≈ 0: the update is a random walk. ρ is clipped to
-[−1, 1]; NaN when a half does not vary over the members (it cannot rank them; counting it as 0
-would bias a window towards "no signal") or with fewer than 2 members or prompts. Over many updates
-(:func:`pooled_reliability`) ρ̄ is the Spearman–Brown value of the *mean* r_ab: the mean of the
-concave, clipped per-update ρ would sit below 0 with no signal.
+ρ ≈ 1: the rewards rank the members; ρ ≈ 0: the update is a random walk. ρ is clipped to [−1, 1],
+NaN when a half does not vary over the members. Over many updates ρ̄ is the Spearman–Brown value of
+the *mean* r_ab (:func:`pooled_reliability`). Antithetic pairs are measured on their differences
+d[j, p] = r[2j, p] − r[2j+1, p]. ``es/flip_rate`` is the share of rewards that differ from their
+prompt's modal reward.
 
-Antithetic pairs weigh ε_j by z_{2j} − z_{2j+1}, so the same reliability is measured on the
-per-prompt differences d[j, p] = r[2j, p] − r[2j+1, p] (``es/antithetic_diff_split_half_corr``,
-``es/antithetic_diff_reliability``); with common sampling seeds the difference cancels the noise a
-pair shares.
-
-Flip rate (``es/flip_rate``): the share of (member, prompt) rewards that differ from the prompt's
-modal reward, flip = (1/(N·P))·Σ_p (N − max_v #{i : r[i, p] = v}); 0: the perturbations change
-nothing the verifier sees (read it with ``member_rollouts: regenerate``).
-
-No signal (:func:`no_signal_reason`): more than half of the last ``window`` updates were skipped,
-or the upper end of the 95 % interval of the run-level signal √(ρ̄·N·T)
-(:mod:`es_lightning.es.run_signal`) stayed below a threshold (2 by default) at two looks in a row,
-one look every ``window`` updates (two keep the false-alarm chance of a weakly learning run below
-5 %, ``tests/es/test_diagnostics.py``). A run that is noisy per update but adds up is not flagged.
-:class:`SignalMonitor` turns that into one warning per run.
+No signal (:func:`no_signal_reason`): most of the last ``window`` updates skipped, or the upper 95 %
+bound of the run-level signal √(ρ̄·N·T) (:mod:`es_lightning.es.run_signal`) below a threshold at
+two looks in a row, one every ``window`` updates. :class:`SignalMonitor` warns once per run.
 """
 
 from __future__ import annotations
@@ -83,24 +68,21 @@ def split_half_reliability(member_prompt_rewards: np.ndarray) -> float:
 
 
 def pooled_reliability(correlations: Sequence[float]) -> float:
-    """ρ̄ over updates: the Spearman–Brown value of the mean of their finite split-half
-    correlations r_ab (module docstring); NaN when none is finite."""
+    """ρ̄: the Spearman–Brown value of the mean finite r_ab (NaN when none is finite)."""
     values = np.asarray(correlations, dtype=np.float64)
     finite = values[np.isfinite(values)]
     return spearman_brown(float(finite.mean())) if finite.size else float("nan")
 
 
 def correlation_from_reliability(reliability: float) -> float:
-    """r_ab from a logged ρ: ρ / (2 − ρ) (the inverse of Spearman–Brown); ρ = −1 (clipped) gives
-    −1/3, the largest r_ab it can stand for; NaN stays NaN."""
+    """r_ab from a logged ρ, ρ / (2 − ρ) (a clipped ρ = −1 gives −1/3); NaN stays NaN."""
     if not np.isfinite(reliability):
         return float("nan")
     return float(reliability / (2.0 - reliability))
 
 
 def pair_differences(member_prompt_rewards: np.ndarray) -> np.ndarray:
-    """d[j, p] = r[2j, p] − r[2j+1, p] of an antithetic population's (N, P) table (members listed
-    as (+ε_j, −ε_j) pairs), shape (N/2, P)."""
+    """d[j, p] = r[2j, p] − r[2j+1, p] of an antithetic population's (N, P) table: shape (N/2, P)."""
     r = _member_prompt(member_prompt_rewards)
     if r.shape[0] % 2:
         raise ValueError(f"antithetic members come in (+, −) pairs; got {r.shape[0]} members")
@@ -108,14 +90,12 @@ def pair_differences(member_prompt_rewards: np.ndarray) -> np.ndarray:
 
 
 def antithetic_split_half_correlation(member_prompt_rewards: np.ndarray) -> float:
-    """r_ab^d, the split-half correlation of the antithetic pairs' differences d_j (module
-    docstring); NaN with fewer than 2 pairs or 2 prompts, or when a half of d does not vary."""
+    """r_ab^d, the split-half correlation of the antithetic pairs' differences (NaN as r_ab)."""
     return split_half_correlation(pair_differences(member_prompt_rewards))
 
 
 def flip_rate(member_prompt_rewards: np.ndarray) -> float:
-    """The share of (member, prompt) rewards that differ from the prompt's modal reward over the
-    members (module docstring); NaN for an empty array."""
+    """The share of rewards that differ from their prompt's modal reward (NaN when empty)."""
     r = _member_prompt(member_prompt_rewards)
     if r.size == 0:
         return float("nan")
@@ -130,12 +110,8 @@ def no_signal_reason(
     threshold: float,
     directions: int,
 ) -> str | None:
-    """Why the updates so far carry no ES signal, or ``None`` (signal, or not judged yet).
-
-    ``correlations`` (r_ab of the members or of the antithetic pairs' differences) and ``skipped``
-    are aligned per update; ``directions`` is N (members, or pairs). The rules are the module
-    docstring's; fewer than 2 finite correlations are not judged.
-    """
+    """Why the updates so far carry no ES signal (module docstring), or ``None``: ``correlations``
+    and ``skipped`` per update, ``directions`` N (members or pairs)."""
     if len(correlations) != len(skipped):
         raise ValueError(f"{len(correlations)} correlations but {len(skipped)} skip flags")
     if window < 1:
@@ -175,8 +151,7 @@ def no_signal_message(reason: str) -> str:
 
 
 def constant_reward_message(count: int, window: int, rewards: Sequence[float]) -> str:
-    """The warning line when every response got one and the same reward in ``count`` of the last
-    ``window`` updates (``rewards``: those constants): the reward, not σ, is what gives no signal."""
+    """The warning when every response got one reward in ``count`` of the last ``window`` updates."""
     values = ", ".join(f"{v:g}" for v in sorted(set(rewards))[:3])
     return (
         f"ES sees no signal: in {count} of the last {window} updates every response got the same "
@@ -208,8 +183,7 @@ class SignalMonitor:
         self.warned = False
 
     def observe(self, correlation: float, skipped: bool, constant_reward: float | None = None) -> str | None:
-        """Record one update (r_ab, whether it was skipped, and the one reward every response got,
-        else ``None``); the warning the first time the run has no signal, else ``None``."""
+        """Record one update; the warning the first time the run has no signal, else ``None``."""
         self.correlations.append(float(correlation))
         self.skipped.append(bool(skipped))
         self.constant.append(None if constant_reward is None else float(constant_reward))

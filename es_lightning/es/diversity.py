@@ -1,15 +1,13 @@
 """How differently the members of one ES population succeed: coverage and diversity per prompt.
 
-With p_i(x) member i's success rate on prompt x (M responses) and p̄(x) the mean over N members::
+With p_i(x) member i's success rate on prompt x and p̄(x) the mean over N members::
 
-    P_pop(x)  = 1 − Π_i (1 − p_i(x))          at least one member solves x (one draw each)
-    P_same(x) = 1 − (1 − p̄(x))^N             the same, had every member the mean rate p̄(x)
-    gap(x)    = P_pop(x) − P_same(x)  ≥ 0     (AM–GM)
+    P_pop(x)  = 1 − Π_i (1 − p_i(x))          at least one member solves x
+    P_same(x) = 1 − (1 − p̄(x))^N             the same, had every member the mean rate
+    gap(x)    = P_pop(x) − P_same(x)  ≥ 0
     JS(x)     = h(p̄(x)) − (1/N) Σ_i h(p_i(x))  h: the binary entropy in bits
 
-each averaged over the prompts. Sampling noise alone makes identical members' estimated rates
-differ (JS > 0, gap > 0), so :func:`excess_diversity` subtracts the same statistics of N σ = 0
-copies of the centre sampled with the members' own seeds: identical members give excess 0.
+averaged over prompts; :func:`excess_diversity` subtracts what N σ = 0 copies show (sampling noise).
 """
 
 from __future__ import annotations
@@ -26,11 +24,7 @@ def binary_entropy(p: np.ndarray) -> np.ndarray:
 
 
 def check_rates(success: np.ndarray, name: str = "success") -> np.ndarray:
-    """``success`` as float64 of shape (N ≥ 1, P ≥ 1) with every rate in [0, 1].
-
-    Raises:
-        ValueError: another shape or a rate outside [0, 1], naming ``name``.
-    """
+    """``success`` as float64 (N ≥ 1, P ≥ 1) with rates in [0, 1]; ValueError naming ``name``."""
     p = np.asarray(success, dtype=np.float64)
     if p.ndim != 2 or p.shape[0] < 1 or p.shape[1] < 1:
         raise ValueError(f"{name} must have shape (members, prompts), got {p.shape}")
@@ -40,8 +34,7 @@ def check_rates(success: np.ndarray, name: str = "success") -> np.ndarray:
 
 
 def population_diversity(success: np.ndarray) -> dict[str, float]:
-    """``diversity/{p_pop, p_same, gap, js}`` of ``success[i, x]`` = p_i(x), shape (N, P),
-    each averaged over the P prompts; ValueError on a malformed table."""
+    """``diversity/{p_pop, p_same, gap, js}`` of ``success`` (N, P), averaged over prompts."""
     p = check_rates(success)
     n = p.shape[0]
     mean = p.mean(axis=0)  # (P,) p̄(x)
@@ -57,8 +50,7 @@ def population_diversity(success: np.ndarray) -> dict[str, float]:
 
 
 def excess_diversity(members: np.ndarray, copies: np.ndarray) -> dict[str, float]:
-    """``diversity/{p_pop, p_same, gap, js}`` of ``members``, ``diversity/{js, gap}_baseline`` of
-    the σ = 0 ``copies`` and ``diversity/{js, gap}_excess``; ValueError on malformed tables."""
+    """The members' diversity, the σ = 0 ``copies``' (``_baseline``) and the ``_excess``."""
     members, copies = check_rates(members, "members"), check_rates(copies, "copies")
     if members.shape != copies.shape:
         raise ValueError(f"members {members.shape} and copies {copies.shape} must have the same shape")

@@ -1,21 +1,14 @@
 """Low-rank ES directions (EGGROLL, "Evolution Strategies at the Hyperscale"): ε = A·Bᵀ/√r per matrix.
 
-``perturbation: lowrank`` replaces the full-rank ε_s of every weight *matrix* W (d_out × d_in) by
+``perturbation: lowrank`` replaces ε_s of every weight matrix W (d_out × d_in) by
 
     E_s = A_s·B_sᵀ/√r,   A_s ∈ R^{d_out×r},  B_s ∈ R^{d_in×r}  standard normal,
 
-drawn (A, then B) from the generator full-rank noise uses for (s, W's name). The 1/√r keeps every
-entry at unit variance, so σ means the same in both modes. ``lowrank_targets: matrices`` moves
-every 2-D tensor; ``linear`` leaves out the input embedding and output head
-(:func:`embedding_weight_names`), which is what vLLM can serve as LoRA. 1-D tensors never move.
-
-The update is exact from seeds alone, one float32 product per matrix (:meth:`LowRankNoise.direction`)::
+drawn from full-rank noise's generator for (s, W's name); 1/√r keeps unit variance per entry, so σ
+means the same. ``lowrank_targets: linear`` leaves the embedding and output head still (what vLLM
+serves as LoRA); 1-D tensors never move. The update is exact from seeds, one product per matrix::
 
     θ_W ← θ_W + (α/(N√r))·[c_1 A_1 | … | c_S A_S]·[B_1 | … | B_S]ᵀ
-
-Redrawing the factors is cheap, so the low-rank update never accumulates. A rollout serves a member
-without writing W + σE_s (:mod:`es_lightning.rollout.hf_population`): a linear layer's output gains
-σ·(x·B_s)·A_sᵀ/√r.
 """
 
 from __future__ import annotations
@@ -62,8 +55,7 @@ def lowrank_factors(
     rank: int,
     device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(A, B), float32 standard normal of shapes (d_out, r) and (d_in, r), for the matrix ``name``
-    under member seed ``seed``, drawn on ``device`` (CPU and CUDA draw different numbers)."""
+    """(A, B), float32 standard normal (d_out, r) and (d_in, r), for matrix ``name`` under ``seed``."""
     if not is_perturbed(shape):
         raise ValueError(f"lowrank_factors: {name!r} has shape {tuple(shape)}, not a matrix")
     device = torch.device("cpu") if device is None else torch.device(device)
@@ -77,8 +69,7 @@ def lowrank_factors(
 
 @dataclass(frozen=True)
 class LowRankNoise:
-    """The low-rank directions E_s = A_s B_sᵀ/√r of rank ``rank`` (see the module docstring);
-    the matrices named in ``fixed`` neither move nor are perturbed (``lowrank_targets: linear``)."""
+    """The low-rank directions E_s of rank ``rank``; the matrices in ``fixed`` never move."""
 
     rank: int
     fixed: frozenset[str] = frozenset()
@@ -110,8 +101,7 @@ class LowRankNoise:
         return (a @ b.T).mul_(self.scale)
 
     def direction(self, coeffs: Mapping[int, float]) -> Direction:
-        """D = Σ_s c_s·A_s B_sᵀ/√r per tensor (zeros for tensors that do not move), drawn from the
-        seeds on the master tensor's device."""
+        """D = Σ_s c_s·A_s B_sᵀ/√r per tensor (zeros where nothing moves), on the master's device."""
 
         def direction(name: str, master: torch.Tensor) -> torch.Tensor:
             used = [(s, float(c)) for s, c in coeffs.items() if c != 0.0]
@@ -133,8 +123,8 @@ class LowRankNoise:
         device: torch.device | str | None = None,
         dtype: torch.dtype = torch.float32,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Stacked factors of ``members`` ((seed, sign) each) for a batched forward: A (M, d_out, r)
-        scaled by sign·σ/√r and B (M, d_in, r), so member m's perturbation is A[m]·B[m]ᵀ."""
+        """Stacked factors of ``members`` for a batched forward: A (M, d_out, r) scaled by
+        sign·σ/√r and B (M, d_in, r)."""
         pairs = [lowrank_factors(seed, name, shape, self.rank, device) for seed, _ in members]
         scales = torch.tensor([sign * sigma * self.scale for _, sign in members], dtype=torch.float32)
         a = torch.stack([p[0] for p in pairs]) * scales.to(pairs[0][0].device)[:, None, None]
@@ -143,8 +133,7 @@ class LowRankNoise:
 
 
 def embedding_weight_names(model: PreTrainedModel) -> frozenset[str]:
-    """Every name (tied ones included) of the input embedding's and the output head's weights in
-    a transformers model: the matrices ``lowrank_targets: linear`` keeps fixed."""
+    """The names (tied ones too) of a transformers model's input embedding and output head weights."""
     heads: list[torch.nn.Module] = [model.get_input_embeddings()]
     output = model.get_output_embeddings()
     if output is not None:

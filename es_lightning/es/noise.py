@@ -1,15 +1,10 @@
 """Seeded, regenerable Gaussian noise: the directions ε of Evolution Strategies.
 
-ES never stores a perturbation. A member is named by one integer *member seed* ``s``; its direction
-ε_s is a standard-normal tensor per parameter, regenerated on demand from ``(s, parameter name)``,
-so a rollout worker and the trainer see the same ε_s without ever sending it.
-
-Determinism contract: :func:`param_seed` hashes the name with BLAKE2b (never the per-process salted
-``hash()``); :func:`noise_like` draws float32 N(0, 1) from a fresh ``torch.Generator`` and is
-bit-identical for the same ``(seed, name, shape, device type)``. **CPU and CUDA generators produce
-different numbers**, so the update always draws on the device of the fp32 master tensor.
-:func:`seed_schedule` makes the seeds of update ``t`` a pure function of ``(run_seed, t)``, so a
-resumed run needs no saved RNG state.
+A member is one integer *member seed* ``s``; its ε_s is regenerated per parameter from
+``(s, name)``, so a rollout worker and the trainer see the same ε_s without sending it. The name is
+hashed with BLAKE2b (never the salted ``hash()``); **CPU and CUDA generators draw different
+numbers**, so the update draws on the fp32 master's device. :func:`seed_schedule` makes update
+``t``'s seeds a pure function of ``(run_seed, t)``, so resuming needs no RNG state.
 """
 
 from __future__ import annotations
@@ -39,8 +34,7 @@ def _int_bytes(x: int) -> bytes:
 
 
 def param_seed(seed: int, name: str) -> int:
-    """Generator seed of parameter ``name`` under member seed ``seed``: 63 bits of BLAKE2b over
-    (seed, UTF-8 name), the same in every process, machine and Python version."""
+    """Generator seed of parameter ``name`` under ``seed``: 63 bits of BLAKE2b over (seed, name)."""
     if not isinstance(name, str):
         raise TypeError(f"parameter name must be a str, got {type(name).__name__}")
     return _blake2b_u63(_int_bytes(seed), name.encode("utf-8"), person=b"es-param-seed")
@@ -53,8 +47,7 @@ def noise_like(
     device: torch.device | str | None = None,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Standard-normal float32 ε for parameter ``name`` under member seed ``seed`` (CPU when
-    ``device`` is ``None``); ``out``: a buffer of that shape and device to fill instead."""
+    """Standard-normal float32 ε of parameter ``name`` under ``seed``, into ``out`` when given."""
     device = torch.device("cpu") if device is None else torch.device(device)
     gen = torch.Generator(device=device)
     gen.manual_seed(param_seed(seed, name))
@@ -69,10 +62,8 @@ def noise_like(
 
 
 def seed_schedule(run_seed: int, step: int, n: int) -> list[int]:
-    """The ``n`` member seeds of update ``step``: 63-bit ints from BLAKE2b of (run_seed, step, i).
-
-    Changing this function breaks resuming old runs; the test suite pins a known value.
-    """
+    """The ``n`` member seeds of update ``step`` (BLAKE2b of (run_seed, step, i)); pinned by a test,
+    since changing it breaks resuming old runs."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     rs, st = _int_bytes(run_seed), _int_bytes(step)

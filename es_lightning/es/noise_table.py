@@ -1,15 +1,10 @@
 """A shared noise table: each member's ε a slice of one seeded table of Gaussian numbers.
 
-``noise: table`` takes full-rank ε from a table, as Salimans et al. (2017) do: ``size`` float32
-N(0, 1) numbers drawn once per process and device from :data:`TABLE_SEED`, and ε of tensor
-``name`` under member seed ``s`` is the ``numel`` numbers from offset ``param_seed(s, name) mod
-size``, wrapping at the end. Reading a slice costs a copy; drawing costs a generator's time per
-number, the bulk of an ES perturbation on a CPU.
-
-The table is bit-identical in every process for the same ``(size, device type)``, and its seed is
-fixed (not the run's), so ε_s depends on (s, name, size) only. Slices overlap: members are not
-independent (two equal offsets give the same ε), and a tensor larger than the table would overlap
-itself, which :func:`check_table_size` refuses.
+``noise: table`` (Salimans et al. 2017): ``size`` float32 N(0, 1) numbers drawn once per process
+from :data:`TABLE_SEED`; ε of ``name`` under ``s`` is the ``numel`` numbers from offset
+``param_seed(s, name) mod size``, wrapping. Reading a slice is far cheaper than drawing on a CPU.
+Slices overlap, so members are not independent; :func:`check_table_size` refuses a tensor larger
+than the table.
 """
 
 from __future__ import annotations
@@ -61,8 +56,7 @@ class NoiseTable:
         return param_seed(seed, name) % self.size
 
     def slice(self, seed: int, name: str, shape: Sequence[int] | torch.Size) -> torch.Tensor:
-        """ε of ``name`` under ``seed``, of ``shape``, on the table's device: a view of the table
-        (never write into it), or a fresh tensor where the slice wraps past the table's end."""
+        """ε of ``name`` under ``seed``: a read-only view of the table, or a copy where it wraps."""
         numel = _numel(shape)
         if numel > self.size:
             raise ValueError(f"NoiseTable: {name!r} has {numel} numbers, more than the table's {self.size}")
@@ -87,8 +81,7 @@ def check_table_size(size: int, shapes: Mapping[str, Sequence[int]]) -> None:
 
 
 def noise_table(size: int, device: torch.device | str | None = None) -> NoiseTable:
-    """The table of ``size`` numbers on ``device`` (default CPU), built at the first call in this
-    process and kept: every ES centre of the process reads the same one."""
+    """The process's table of ``size`` numbers on ``device``, built at the first call and kept."""
     device = torch.device("cpu") if device is None else torch.device(device)
     key = (int(size), str(device))
     if key not in _tables:

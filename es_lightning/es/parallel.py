@@ -1,11 +1,9 @@
 """Per-tensor ES work (noise, perturbation, update) spread over CPU threads, results in order.
 
-One ``torch.Generator`` fills a tensor on one core, but every tensor has its own generator and
-torch releases the GIL while filling, so :func:`map_tensors` draws different tensors on different
-threads, keeps at most twice as many results in flight and yields them in input order: whatever
-folds them does so as a serial loop would, bit-identically. Each thread re-asserts the process's
-cores before every tensor, because a pinned OpenMP runtime (a vLLM CPU worker) would otherwise keep
-every pool thread on the main thread's core. CUDA tensors are mapped serially.
+Every tensor has its own generator and torch releases the GIL while filling, so
+:func:`map_tensors` draws tensors on several threads and yields them in input order: bit-identical
+to a serial loop. Each thread re-asserts the process's cores before every tensor (a pinned OpenMP
+runtime would keep it on one core). CUDA tensors run serially.
 """
 
 from __future__ import annotations
@@ -31,8 +29,7 @@ def tensor_threads() -> int:
 
 
 def _process_cores() -> set[int]:
-    """Every core some thread of this process may run on (a new thread inherits its creator's
-    affinity, which a pinned OpenMP runtime narrows to one core)."""
+    """Every core some thread of this process may run on."""
     cores: set[int] = set()
     try:
         for tid in os.listdir("/proc/self/task"):
@@ -46,8 +43,7 @@ def _process_cores() -> set[int]:
 
 
 def _spread(cores: frozenset[int]) -> None:
-    """Set up a pool thread: its torch ops run on itself alone (the pool is the parallelism; an
-    OpenMP team per pool thread would put twice as many threads as cores), on any of ``cores``."""
+    """Set up a pool thread: one torch thread of its own (the pool is the parallelism), any of ``cores``."""
     torch.set_num_threads(1)  # per thread: OpenMP's thread count is the calling thread's setting
     if cores:
         try:
@@ -59,8 +55,7 @@ def _spread(cores: frozenset[int]) -> None:
 def _on_cores(
     cores: frozenset[int], fn: Callable[[str, torch.Tensor], R], name: str, tensor: torch.Tensor
 ) -> R:
-    """``fn(name, tensor)`` on a pool thread that may run on any of ``cores`` (set again when
-    something, such as an OpenMP runtime, pinned the thread since)."""
+    """``fn(name, tensor)`` on a pool thread allowed on ``cores`` again."""
     if cores and os.sched_getaffinity(0) != cores:
         try:
             os.sched_setaffinity(0, cores)
@@ -86,12 +81,8 @@ def map_tensors(
     items: Iterable[tuple[str, torch.Tensor]],
     threads: int | None = None,
 ) -> Iterator[R]:
-    """``fn(name, tensor)`` for every item, yielded in input order.
-
-    CPU tensors run on ``threads`` threads (default :func:`tensor_threads`) with at most
-    ``2 × threads`` results pending; CUDA tensors, and ``threads=1``, run in the calling thread.
-    An exception in ``fn`` is raised here, at its item's turn.
-    """
+    """``fn(name, tensor)`` for every item, yielded in input order, CPU tensors on ``threads``
+    threads with at most ``2 × threads`` pending; an exception is raised at its item's turn."""
     threads = tensor_threads() if threads is None else max(1, int(threads))
     pending: deque = deque()
     for name, tensor in items:

@@ -1,13 +1,9 @@
 """Member rewards on fixed rollouts: one set of responses, re-scored under every member's weights.
 
-With ``member_rollouts: fixed`` the centre samples K responses y once per update, and member i's
-reward is the self-normalised importance-weighted reward of those responses under θ + σε_i:
+With ``member_rollouts: fixed`` the centre samples K responses once per update and member i's
+reward is their self-normalised importance-weighted reward under θ + σε_i (ℓ at temperature 1)::
 
-    w_i(y) = exp(ℓ_{θ+σε_i}(y) − ℓ_θ(y)),   w̃_i(y) = w_i(y) · K / Σ_y' w_i(y')
-    R_i    = (1/K) Σ_y w̃_i(y) r(y)
-
-(ℓ the log-likelihood at temperature 1): a smooth function of the member's weights with no
-sampling noise of its own, where antithetic pairs can cancel noise.
+    w_i(y) = exp(ℓ_{θ+σε_i}(y) − ℓ_θ(y)),   R_i = (1/K) Σ_y w_i(y) · K / Σ_y' w_i(y') · r(y)
 """
 
 from __future__ import annotations

@@ -72,8 +72,7 @@ def applied(correlations: Sequence[float], skipped: Sequence[bool | float]) -> l
 
 
 def reliability_interval(correlations: Sequence[float], level: float = 0.95) -> ReliabilityInterval:
-    """ρ̄ with the t interval of the mean finite correlation mapped through Spearman–Brown; bounds
-    NaN with fewer than 2 finite values, everything NaN with none."""
+    """ρ̄ with the t interval of the mean finite correlation mapped through Spearman–Brown."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie in (0, 1), got {level}")
     values = np.asarray(correlations, dtype=np.float64)
@@ -91,8 +90,7 @@ def reliability_interval(correlations: Sequence[float], level: float = 0.95) -> 
 
 
 def run_level_signal(reliability: float, directions: float, updates: float) -> float:
-    """√(max(ρ, 0)·N·T): the expected z of the summed updates' gain against their noise (module
-    docstring); NaN when ρ is NaN."""
+    """√(max(ρ, 0)·N·T), NaN when ρ is NaN."""
     if not math.isfinite(reliability):
         return math.nan
     return math.sqrt(max(reliability, 0.0) * directions * updates)
@@ -100,11 +98,8 @@ def run_level_signal(reliability: float, directions: float, updates: float) -> f
 
 @dataclass(frozen=True)
 class RunSignal:
-    """ρ̄ with its interval and the run-level signal with its bounds, of one run or a pooled group.
-
-    ``updates``: all updates logged (of every run pooled); ``applied``: T, the applied updates per
-    run; ``directions``: N (members, or antithetic pairs).
-    """
+    """ρ̄ with its interval and the run-level signal with its bounds (``applied``: T per run,
+    ``directions``: N)."""
 
     interval: ReliabilityInterval
     directions: int
@@ -133,8 +128,7 @@ def measure_run_signal(
     runs: int = 1,
     level: float = 0.95,
 ) -> RunSignal:
-    """The run-level signal of ``runs`` runs whose per-update correlations and skip flags are
-    concatenated (one run: ``runs = 1``); T is their applied updates per run."""
+    """The run-level signal of ``runs`` runs' concatenated correlations and skip flags."""
     if directions < 1 or runs < 1:
         raise ValueError(f"directions and runs must be >= 1, got {directions}, {runs}")
     kept = applied(correlations, skipped)

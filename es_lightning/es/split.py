@@ -1,9 +1,6 @@
-"""The update's tensors split between ranks, and streamed in bounded chunks.
-
-With several ranks rank r draws the N ε only for the tensors :func:`assign_tensors` gives it and
-the ranks exchange the directions, so each ε is drawn once per update in all. The assignment is a
-pure function of names, sizes and world size (largest first, to the least loaded rank), and
-:func:`chunk_names` groups tensors into bounded exchanges in the master's order.
+"""The update's tensors split between ranks (:func:`assign_tensors`, largest first to the least
+loaded rank, a pure function every rank computes alike) and streamed in bounded chunks in the
+master's order (:func:`chunk_names`).
 """
 
 from __future__ import annotations

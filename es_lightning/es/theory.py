@@ -44,8 +44,7 @@ def alignment_covariance(z: np.ndarray, success: np.ndarray) -> float:
 
 
 def mixture_weights(z: np.ndarray, learning_rate: float, sigma: float) -> np.ndarray:
-    """w_i = α z_i / (σ N): the members' weights in the updated centre's success (the centre's own
-    weight is 1 − Σ_i w_i)."""
+    """w_i = α z_i / (σ N), the members' weights in the updated centre's success."""
     if not (learning_rate > 0 and sigma > 0):
         raise ValueError(f"mixture_weights: α and σ must be > 0, got {learning_rate}, {sigma}")
     z = np.asarray(z, dtype=np.float64)
@@ -72,15 +71,9 @@ def transfer_error(
     centre_after: np.ndarray,
     clip: float,
 ) -> dict[str, float]:
-    """KL(B_w ‖ B_θ⁺), the gains and the margin of the module docstring, averaged over prompts.
-
-    Args:
-        weights: w_i of the members, shape (N,) (:func:`mixture_weights`); the centre's is 1 − Σ w_i.
-        members: p_i(x), shape (N, P).
-        centre_before: p_θ(x), shape (P,).
-        centre_after: p_θ⁺(x), shape (P,).
-        clip: δ of the KL (e.g. 1/(2(M+1)) for M samples per prompt).
-    """
+    """KL(B_w ‖ B_θ⁺), the gains and the margin (module docstring) averaged over prompts, for the
+    members' ``weights`` (N,), success ``members`` (N, P), the centre's before and after (P,) and
+    the KL's ``clip`` δ."""
     p = check_rates(members, "members")
     w = np.asarray(weights, dtype=np.float64)
     if w.shape != (p.shape[0],):

@@ -67,12 +67,8 @@ unscaled direction of that tensor (e.g. Σ_s c_s·ε_s); the update scales it in
 
 @dataclass(frozen=True)
 class Population:
-    """The members of one ES update: member i evaluates θ + signs[i]·σ·ε_{seeds[i]}.
-
-    One-point: N distinct seeds, all signs +1. Antithetic: each seed twice in a row with signs
-    (+1, −1), i.e. members (2j, 2j+1) form a pair; N/2 seeds (``rollouts`` budget) or N seeds
-    (``directions``, 2N members).
-    """
+    """The members of one ES update: member i evaluates θ + signs[i]·σ·ε_{seeds[i]}; antithetic
+    members (2j, 2j+1) share a seed with signs (+1, −1)."""
 
     seeds: list[int]
     signs: list[float]
@@ -100,8 +96,7 @@ class Population:
         antithetic: bool,
         budget: AntitheticBudget = "rollouts",
     ) -> Population:
-        """The population of update ``step``, a pure function of its arguments (antithetic:
-        ``rollouts`` gives N members, ``directions`` N directions)."""
+        """The population of update ``step``, a pure function of its arguments."""
         if population_size < 1:
             raise ValueError(f"population_size must be >= 1, got {population_size}")
         if budget not in ANTITHETIC_BUDGETS:
@@ -118,8 +113,7 @@ class Population:
 
     @staticmethod
     def member_count(population_size: int, antithetic: bool, budget: AntitheticBudget = "rollouts") -> int:
-        """Members (evaluations) of :meth:`sample`'s population: 2N for antithetic ``directions``,
-        else N."""
+        """Members of :meth:`sample`'s population: 2N for antithetic ``directions``, else N."""
         return 2 * population_size if antithetic and budget == "directions" else population_size
 
     @property
@@ -141,8 +135,7 @@ def member_coefficients(
     rewards: Sequence[float] | np.ndarray,
     normalization: Normalization = "zscore",
 ) -> dict[int, float] | None:
-    """Per-seed coefficients c_s = Σ_{members i with seed s} sign_i·z_i in population order, or
-    ``None`` when all rewards are equal (skip the update)."""
+    """c_s = Σ_{i with seed s} sign_i·z_i in population order; ``None`` when all rewards are equal."""
     r = np.asarray(rewards, dtype=np.float64)
     if r.shape != (population.size,):
         raise ValueError(f"expected {population.size} rewards, got shape {r.shape}")
@@ -166,8 +159,7 @@ def _check_master(name: str, t: torch.Tensor) -> None:
 def _direction_sum(
     name: str, ref: torch.Tensor, coeffs: Mapping[int, float], table: NoiseTable | None = None
 ) -> torch.Tensor:
-    """Σ_s c_s·ε_s for one tensor, in float32 on ``ref``'s device (ε regenerated one at a time,
-    or read from ``table``: :mod:`es_lightning.es.noise_table`)."""
+    """Σ_s c_s·ε_s for one tensor in float32 on ``ref``'s device."""
     acc = torch.zeros(ref.shape, dtype=torch.float32, device=ref.device)
     buffer = torch.empty_like(acc) if table is None else None  # one buffer for every drawn ε_s
     for seed, c in coeffs.items():
@@ -188,11 +180,8 @@ def apply_direction(
     scale: float,
     sq_norms: dict[torch.device, torch.Tensor] | None = None,
 ) -> float:
-    """θ ← θ + scale·D per master tensor, D = ``direction(name, θ)``; returns ‖Δ‖₂ (global).
-
-    CPU tensors run on threads, bit-identical to a serial loop. ``sq_norms``: per-device running
-    Σ‖Δ‖², updated in place, so an update applied in several calls sums as one call.
-    """
+    """θ ← θ + scale·D per master tensor, D = ``direction(name, θ)``; returns ‖Δ‖₂; ``sq_norms``
+    carries Σ‖Δ‖² across calls, so an update applied in parts sums as one."""
     for name, p in params.items():
         _check_master(name, p)
 
@@ -233,10 +222,7 @@ def apply_es_update(
     population_size: int,
     table: NoiseTable | None = None,
 ) -> float:
-    """θ ← θ + (α/N)·Σ_s c_s·ε_s in place on the fp32 master tensors; returns ‖Δ‖₂ (global).
-
-    ε is drawn on each tensor's device, or read from ``table``.
-    """
+    """θ ← θ + (α/N)·Σ_s c_s·ε_s in place on the fp32 master tensors; returns ‖Δ‖₂."""
     if population_size < 1:
         raise ValueError(f"population_size must be >= 1, got {population_size}")
     return apply_direction(params, redrawn_direction(coeffs, table), float(lr) / population_size)
@@ -249,8 +235,7 @@ def assign_es_grad_(
     population_size: int,
     table: NoiseTable | None = None,
 ) -> None:
-    """Set ``p.grad = −(1/N)·Σ_s c_s·ε_s`` (= −Δ/α) on every master tensor, so that
-    ``SGD(lr=α).step()`` equals ``apply_es_update(..., lr=α)``."""
+    """Set ``p.grad = −(1/N)·Σ_s c_s·ε_s``, so ``SGD(lr=α).step()`` is :func:`apply_es_update`."""
     if population_size < 1:
         raise ValueError(f"population_size must be >= 1, got {population_size}")
     assign_direction_grad_(params, redrawn_direction(coeffs, table), -1.0 / population_size)
