@@ -1,16 +1,13 @@
 """``arithmetic``: ``a+b-c`` with a two-line worked solution; the built-in model's reasoning task.
 
-Rows are ``{"a": int, "b": int, "c": int}``. The prompt and the worked solution
-``es-lightning/tiny-arithmetic`` was warm-started on (:func:`worked_solution`)::
+The prompt and the worked solution ``es-lightning/tiny-arithmetic`` was warm-started on::
 
     Q: 12+7-5=?
     12+7=19
     19-5=14
     A: 14
 
-The answer is the text after the **last** ``A:`` on its line; it must be an integer of at most 12
-digits, rewarded 1 when it equals ``a + b - c``. The working lines are not checked; the
-majority-vote answer is the integer written canonically.
+The answer (after the **last** ``A:``) must be an integer of at most 12 digits equal to ``a + b - c``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""The task contract: a dataset, a prompt for each row and a verifier for each completion.
-
-A task turns one dataset row (a ``dict`` of columns, in the dataset's own column format) into the
-user message the model answers, and scores a completion for that row with a verifier::
+"""The task contract: a dataset, a prompt for each row and a verifier for each completion::
 
     score = task.score(completion, row)      # Score(reward in [0, 1], answer for majority vote)
 
-``reward_fn(completions, **columns)`` is the same verifier in the signature TRL users know: one
-completion per row, every dataset column passed as a list aligned with ``completions``.
+``reward_fn(completions, **columns)`` is the same verifier in TRL's reward-function signature.
 """
 
 from __future__ import annotations
@@ -95,8 +91,7 @@ class Task(RecordsInit, ABC):
         return {"train": self.train, "validation": self.validation, "test": self.test}[split]
 
     def load(self, split: str = "train") -> list[dict[str, Any]]:
-        """Rows of ``split`` with the column mapping applied, every row checked with
-        :meth:`validate_row`, so a bad row fails here, named by file and line, not mid-training."""
+        """Rows of ``split`` with the column mapping applied, each checked by :meth:`validate_row`."""
         source = self.source(split)
         if source is None:
             raise ConfigError(
@@ -110,8 +105,7 @@ class Task(RecordsInit, ABC):
     """Basic Python types some columns must have (``{"answer": str}``), checked on every row."""
 
     def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
-        """Check one row before any work is done with it; ``where`` names it in the ConfigError
-        (``'data/train.jsonl' line 3``)."""
+        """Check one row before any work is done with it; ``where`` names it in the ConfigError."""
         missing = [c for c in self.required_columns if row.get(c) is None]
         if missing:
             absent = [c for c in missing if c not in row]
@@ -149,8 +143,7 @@ class Task(RecordsInit, ABC):
         return self.prompt_template.format(**{**row, "question": self.question(row)})
 
     def chat_messages(self, row: dict[str, Any]) -> list[dict[str, str]] | None:
-        """The conversation ``row`` gives as its prompt (chat messages), or ``None`` (default) for
-        a single user message, :meth:`prompt`."""
+        """The chat messages ``row`` gives as its prompt, or ``None`` for one user message."""
         return None
 
     # -- verification -------------------------------------------------------------------------
@@ -161,9 +154,8 @@ class Task(RecordsInit, ABC):
     def reward_fn(
         self, completions: Sequence[Any], prompts: Sequence[Any] | None = None, **columns: Any
     ) -> list[float]:
-        """Rewards in TRL's reward-function signature, ``reward_fn(prompts=..., completions=...,
-        **dataset_columns)``: keywords that are not one value per completion are ignored, and a
-        conversational completion is scored on its last message's content."""
+        """Rewards in TRL's reward-function signature; keywords that are not one value per
+        completion are ignored, a conversational completion is scored on its last message."""
         n = len(completions)
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
         aligned = {k: v for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == n}

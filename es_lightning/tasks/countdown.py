@@ -1,11 +1,9 @@
 """Countdown: reach a target number with + - * / over given numbers.
 
-Rows are ``{"nums": [int, ...], "target": int}`` (generated ones carry their ``"solution"``). The
-expression is the content of the **last** ``<answer>...</answer>`` (cut at its first ``=``), else
-the last line that is only arithmetic. It is parsed with :mod:`ast`, never run: integer literals,
-binary ``+ - * /``, unary ``-``/``+`` and parentheses, each literal one of ``nums`` at most as often
-as given; evaluated exactly (:class:`fractions.Fraction`), it is rewarded 1 when it equals
-``target``. The majority-vote answer is its value, so correct expressions vote together.
+The expression is the content of the **last** ``<answer>...</answer>`` (cut at ``=``), else the
+last line that is only arithmetic; parsed with :mod:`ast`, never run, each literal one of ``nums``
+at most as often as given, evaluated exactly and rewarded 1 when it equals ``target``. The
+majority-vote answer is its value.
 """
 
 from __future__ import annotations
@@ -42,8 +40,7 @@ def extract_expression(completion: str) -> str | None:
 
 
 def evaluate(expression: str, nums: list[int]) -> Fraction:
-    """Exact value of ``expression`` built only from ``nums`` (module docstring); ValueError for
-    anything else, ZeroDivisionError when it divides by zero."""
+    """Exact value of ``expression`` built only from ``nums``; ValueError or ZeroDivisionError."""
     if len(expression) > _MAX_EXPRESSION_CHARS:
         raise ValueError(f"expression longer than {_MAX_EXPRESSION_CHARS} characters")
     try:

@@ -1,19 +1,15 @@
 """``countdown_tiny``: reach a target from 3 or 4 small numbers; the coverage task of the CPU demo.
 
-Rows are ``{"nums": [int, ...], "target": int}``; generated ones also carry ``"solution"`` and
-``"num_solutions"`` (how many step sequences solve it: a difficulty measure). The prompt and a
-worked solution as ``es-lightning/tiny-countdown`` was warm-started on::
+Generated rows carry ``"num_solutions"`` (a difficulty measure). The prompt and a worked solution as
+``es-lightning/tiny-countdown`` was warm-started on::
 
     Q: 4 8 2 -> 10
     8-2=6
     6+4=10
     A: (8-2)+4
 
-The expression is the text after the **last** ``A:`` on its line, cut at its first ``=``; it is
-parsed by :func:`es_lightning.tasks.countdown.evaluate`, must use **each given number exactly
-once** and is rewarded 1 when its exact value equals ``target``. The majority-vote answer is the
-value of an expression that uses the numbers right; ``extra["valid_expression"]`` says whether it
-did, and :func:`classify` names what went wrong, for error analysis.
+The expression after the **last** ``A:`` must use **each given number exactly once** and equal
+``target`` exactly; :func:`classify` names what went wrong, for error analysis.
 """
 
 from __future__ import annotations
@@ -40,12 +36,9 @@ Step = tuple[int, str, int, int]
 
 @lru_cache(maxsize=100_000)
 def solutions(pool: tuple[int, ...], max_value: int) -> dict[int, tuple[tuple[Step, ...], ...]]:
-    """Every step sequence that combines all of ``pool`` (sorted ascending) into one number:
-    ``{final value: (step sequence, ...)}``, cached (do not modify it).
-
-    A step replaces two numbers, larger first, by ``a + b``, ``a * b``, ``a - b`` (only positive)
-    or ``a / b`` (only exact), never above ``max_value``.
-    """
+    """Every step sequence combining all of ``pool`` (sorted) into one number, by final value
+    (cached: do not modify). A step replaces two numbers, larger first, by their sum, product,
+    positive difference or exact quotient, never above ``max_value``."""
     if len(pool) == 1:
         return {pool[0]: ((),)}
     found: dict[int, list[tuple[Step, ...]]] = {}
@@ -72,8 +65,7 @@ def solutions(pool: tuple[int, ...], max_value: int) -> dict[int, tuple[tuple[St
 
 
 def solution_expression(nums: list[int], steps: tuple[Step, ...]) -> str:
-    """The expression a step sequence builds, each intermediate result in parentheses and no
-    spaces: ``[3, 5, 7]`` with ``5*3=15, 15+7=22`` gives ``"(5*3)+7"``."""
+    """The expression a step sequence builds: ``5*3=15, 15+7=22`` gives ``"(5*3)+7"``."""
     pool: list[tuple[int, str]] = [(n, str(n)) for n in nums]
 
     def take(value: int) -> str:
@@ -90,12 +82,7 @@ def solution_expression(nums: list[int], steps: tuple[Step, ...]) -> str:
 
 
 def worked_solution(nums: list[int], steps: tuple[Step, ...]) -> str:
-    """The target completion for one step sequence (no trailing newline)::
-
-    5*3=15
-    15+7=22
-    A: (5*3)+7
-    """
+    """The target completion for one step sequence (``5*3=15\\n15+7=22\\nA: (5*3)+7``)."""
     lines = [f"{a}{op}{b}={value}" for a, op, b, value in steps]
     return "\n".join([*lines, f"{_ANSWER_MARK} {solution_expression(nums, steps)}"])
 
@@ -118,8 +105,7 @@ def _literals(expression: str) -> list[int]:
 
 
 def check(completion: str, row: dict[str, Any]) -> tuple[str, Fraction | None]:
-    """``(verdict, value)``: ``correct``, ``no_answer``, ``malformed``, ``wrong_numbers`` or
-    ``wrong_value``; the value is set for ``correct`` and ``wrong_value``."""
+    """``(verdict, value)``; the value is set for ``correct`` and ``wrong_value``."""
     expression = extract_expression(completion)
     if expression is None:
         return "no_answer", None
@@ -219,8 +205,7 @@ class CountdownTiny(GeneratedTask):
     def generate(
         self, n: int, exclude: set[tuple[tuple[int, ...], int]] | None = None
     ) -> list[dict[str, Any]]:
-        """The first ``n`` unique problems of this task's seeded stream that are not in ``exclude``
-        (a set of ``(sorted numbers, target)``)."""
+        """The first ``n`` unique problems of the seeded stream not in ``exclude``."""
         rng = random.Random(f"countdown_tiny-{self.seed}")
         rows: list[dict[str, Any]] = []
         seen = set(exclude or ())

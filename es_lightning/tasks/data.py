@@ -1,10 +1,7 @@
 """Where a task's rows come from: a hub dataset, local jsonl/json/parquet/csv files, or a local folder.
 
-``path`` takes what ``datasets.load_dataset`` takes (a hub name, one file, a dataset folder), plus
-globs (every match, sorted, as one split) and lists of files and globs (in the given order).
-Loading checks the input before anything expensive runs: local files exist, are not empty and share
-one format, every ``.jsonl`` line is a JSON object, and every row passes the task's check, a bad
-one named by file and line (or row), which ``datasets`` does not do.
+``path`` takes what ``datasets.load_dataset`` takes, plus globs and lists of files. Loading checks
+the input before anything expensive runs, naming a bad file or row by file and line.
 """
 
 from __future__ import annotations
@@ -70,9 +67,7 @@ class DataSource:
         return list(self.path) if isinstance(self.path, list) else [self.path]
 
     def local_files(self) -> list[Path] | None:
-        """The local files this source reads, in reading order, or ``None`` for a hub dataset or a
-        local dataset folder; MissingPathError or ConfigError for files that cannot be read as one
-        split."""
+        """The local files this source reads, in order, or ``None`` for a hub dataset or folder."""
         if isinstance(self.path, str) and not _GLOB.search(self.path):
             single = _single_file(self.path)
             return None if single is None else [single]
@@ -114,8 +109,7 @@ class DataSource:
         return f"hub dataset {self.path!r} ({config}split {self.split})"
 
     def load(self, validate: RowCheck | None = None) -> list[dict[str, Any]]:
-        """The rows, with ``column_map``, ``shuffle_seed`` and ``limit`` applied; each kept row is
-        passed to ``validate(row, where)`` when given. Errors name the file and line."""
+        """The rows with ``column_map``, ``shuffle_seed`` and ``limit`` applied, each ``validate``-d."""
         files = self.local_files()
         lines = [precheck_local_file(f) for f in files] if files is not None else None
         ds = self._read(files)
@@ -285,8 +279,7 @@ def _count_rows(path: Path) -> int | None:
 
 
 def precheck_local_file(path: Path) -> list[int] | None:
-    """Cheap checks before ``datasets`` reads a local file: not empty, and for JSON lines every
-    non-blank line a JSON object. Returns the line number of each row (JSON lines), else ``None``."""
+    """Cheap checks of a local file before ``datasets`` reads it; each JSON line's number, or ``None``."""
     suffix = path.suffix.lower()
     if path.stat().st_size == 0:
         raise ConfigError(f"DataSource: {str(path)!r} is empty (no rows)")
@@ -331,8 +324,7 @@ def precheck_local_file(path: Path) -> list[int] | None:
 
 
 def _root_message(error: BaseException) -> str:
-    """The message of the innermost exception ``error`` was raised from (``datasets`` wraps the
-    parser's error in a generic one)."""
+    """The message of the innermost exception ``error`` was raised from."""
     while error.__cause__ is not None:
         error = error.__cause__
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

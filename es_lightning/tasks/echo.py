@@ -1,11 +1,6 @@
-"""``echo``: repeat a digit string; a generated task whose reward a random tiny model can move.
+"""``echo``: repeat a digit string; a generated task whose reward a random tiny model can move::
 
-The reward gives partial credit on the completion's first line ``a`` (L = len(digits),
-w = ``format_weight``)::
-
-    reward = w · (1/L) · Σ_{j<L} [a[j] is a digit] + (1 − w) · (1/L) · Σ_{j<L} [a[j] == digits[j]]
-
-so rewards vary across an ES population even for a random model: the task of the smoke recipes.
+reward = w · (1/L) · Σ_{j<L} [a[j] is a digit] + (1 − w) · (1/L) · Σ_{j<L} [a[j] == digits[j]]
 """
 
 from __future__ import annotations

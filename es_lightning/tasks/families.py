@@ -1,9 +1,5 @@
-"""The two ways a task gets its rows: a dataset with default sources, or a seeded generator.
-
-:class:`DatasetTask` reads data sources; a task names its usual dataset once
-(``default_train``/``default_test``) and a validation split is a source or a seeded slice held out
-of train (:func:`held_out`). :class:`GeneratedTask` makes its rows with a seeded generator, a split
-with a given source read from it instead. A concrete task lists only its own arguments and passes
+"""The two ways a task gets its rows: a dataset with default sources (:class:`DatasetTask`), or a
+seeded generator (:class:`GeneratedTask`). A concrete task lists only its own arguments and passes
 the rest on as ``**kwargs``, which jsonargparse follows to build its ``--help``::
 
     @register_task
@@ -31,9 +27,8 @@ from es_lightning.tasks.data import DataSource
 
 
 def held_out(n_rows: int, size: int, seed: int) -> set[int]:
-    """The positions of the ``size`` rows (of ``n_rows``) held out of train as the validation
-    split: the first ``size`` of a ``seed``-shuffled order, so a smaller slice is part of a larger
-    one. ConfigError when train would be empty."""
+    """The positions of the ``size`` of ``n_rows`` train rows held out as validation: the first of a
+    ``seed``-shuffled order (a smaller slice is part of a larger one)."""
     if not 1 <= size < n_rows:
         raise ConfigError(
             f"a validation slice of {size} rows leaves no training rows of {n_rows}; lower "
@@ -114,8 +109,7 @@ class DatasetTask(Task):
         )
 
     def load(self, split: str = "train") -> list[dict[str, Any]]:
-        """Rows of ``split``; with a held-out validation slice, ``train`` and ``validation`` split
-        the train source's rows between them (see the class docstring)."""
+        """Rows of ``split``; a held-out slice splits the train source's rows with validation."""
         check_split(self.name, split)
         if split == "test" or not self.holds_out_validation():
             if split == "validation" and self.validation is None:
@@ -174,13 +168,12 @@ class GeneratedTask(Task):
         return {"train": self.n_train, "validation": self.n_validation, "test": self.n_test}[split]
 
     def load(self, split: str = "train") -> list[dict[str, Any]]:
-        """Rows of ``split`` (``"train"``, ``"validation"`` or ``"test"``): from its data source
-        when one is set, else :meth:`generate_split` (:meth:`split_rows`)."""
+        """Rows of ``split``: from its data source when set, else generated (:meth:`split_rows`)."""
         return self.split_rows(split)
 
     def split_rows(self, split: str) -> list[dict[str, Any]]:
-        """What :meth:`load` returns; generators call this for the splits they keep apart, so
-        only a split's readers call :meth:`load` (a test checks tuning never reads test)."""
+        """What :meth:`load` returns; generators call this for splits they keep apart, so only
+        a split's readers call :meth:`load` (a test checks tuning never reads test)."""
         if self.source(split) is not None:
             return super().load(split)
         return self.generate_split(split)

@@ -1,21 +1,12 @@
-"""Your own data and reward functions, in TRL's reward-function convention.
-
-A reward function takes the prompts, the completions and every other dataset column as keyword
-arguments, and returns one reward per completion (``None``: the function does not apply to it)::
-
-    def reward_len(completions, **kwargs):
-        return [-abs(20 - len(c)) for c in completions]
+"""Your own data and reward functions, in TRL's reward-function convention::
 
     def exact(prompts, completions, answer, **kwargs):
         return [float(c.strip() == a) for c, a in zip(completions, answer)]
 
-:class:`FunctionTask` calls each function as TRL's ``GRPOTrainer`` does (``completion_ids``,
-``trainer_state``, ``log_extra``, ``log_metric`` too: :mod:`es_lightning.tasks.reward_context`; a
-conversational completion is ``[{"role": "assistant", "content": text}]``; ``async def`` is
-awaited), so a reward function written for TRL runs unchanged. A completion's reward is Σᵢ wᵢ·rᵢ
-over the functions that returned a number (``reward_weights``); each function's own is logged as
-``train/rewards/<name>/mean`` and ``/std``. A parameter without a default that is none of TRL's
-arguments is a dataset column, checked on every row at load time (:func:`reward_columns`).
+:class:`FunctionTask` calls each function as TRL's ``GRPOTrainer`` does
+(:mod:`es_lightning.tasks.reward_context`), so a reward function written for TRL runs unchanged. A
+completion's reward is Σᵢ wᵢ·rᵢ over the functions that returned a number; a parameter without a
+default that is none of TRL's arguments is a dataset column, checked at load time.
 """
 
 from __future__ import annotations
@@ -51,8 +42,7 @@ def resolve_reward_func(func: RewardFunc | str) -> RewardFunc:
 
 
 def reward_columns(func: Callable) -> tuple[str, ...]:
-    """The dataset columns ``func`` requires: its parameters without a default other than TRL's
-    arguments.
+    """The dataset columns ``func`` requires: its parameters without a default but TRL's.
 
     >>> def exact(prompts, completions, completion_ids, answer, unit="", **kwargs): ...
     >>> reward_columns(exact)
@@ -123,8 +113,7 @@ class FunctionTask(DatasetTask):
         self.required_columns = (prompt_column,)
 
     def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
-        """Also: every column a reward function names as a parameter without a default (so
-        that a missing one fails when the data is loaded, not after the engine has started)."""
+        """Also: every column a reward function requires, so a missing one fails at load time."""
         super().validate_row(row, where)
         for func in self.reward_funcs:
             absent = [c for c in reward_columns(func) if c not in row]
@@ -158,8 +147,7 @@ class FunctionTask(DatasetTask):
         rows: Sequence[dict[str, Any]],
         completion_ids: Sequence[Sequence[int]] | None = None,
     ) -> list[Score]:
-        """Every reward function on the batch, called as TRL calls it; ``completion_ids``: each
-        completion's token ids (``None`` when scored from text alone)."""
+        """Every reward function on the batch, called as TRL calls it."""
         if len(completions) != len(rows):
             raise ValueError(f"{self.name}: {len(completions)} completions for {len(rows)} rows")
         if completion_ids is not None and len(completion_ids) != len(completions):

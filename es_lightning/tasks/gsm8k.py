@@ -1,9 +1,5 @@
-"""GSM8K: grade-school maths word problems with a single numeric answer.
-
-The answer is the first number after the **last** ``####`` of the completion (or the text there),
-else the last number anywhere; it is normalised (no ``,``, ``$``, whitespace, trailing ``.`` or
-trailing decimal zeros) and rewarded 1 when it equals the gold numerically.
-"""
+"""GSM8K: grade-school maths word problems with a single numeric answer: the first number after the
+**last** ``####`` (else the last number), normalised and rewarded 1 when it equals the gold."""
 
 from __future__ import annotations
 
@@ -26,8 +22,7 @@ _PLAIN_DIGITS = 1000
 
 
 def normalize_number(text: str) -> str:
-    """Canonical form of a numeric answer: exact, plain decimal, no trailing zeros (``"12.50" ->
-    "12.5"``); text that is no number comes back with only the clean-up applied."""
+    """Canonical form of a numeric answer: exact, plain decimal, no trailing zeros; text cleaned."""
     cleaned = re.sub(r"[\s,$]", "", text).rstrip(".")
     try:
         value = Decimal(cleaned)

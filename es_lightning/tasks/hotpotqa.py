@@ -1,10 +1,5 @@
-"""HotpotQA: multi-hop question answering with a short free-text answer.
-
-The answer is the text after the **last** ``Answer:`` on its line (else the last non-empty line),
-without ``**`` and ``\\boxed{}``. Reward: exact match after SQuAD normalisation (lowercase, no
-punctuation or articles); ``Score.extra["f1"]`` is the SQuAD token F1 (yes/no golds by exact match,
-as in the official script).
-"""
+"""HotpotQA: multi-hop question answering with a short free-text answer (after the **last**
+``Answer:``), rewarded by exact match after SQuAD normalisation; ``extra["f1"]`` is the token F1."""
 
 from __future__ import annotations
 
@@ -59,8 +54,7 @@ def token_f1(prediction: str, gold: str) -> float:
 
 
 def _format_context(context: Any) -> str:
-    """Context as text: a string as is; HotpotQA's ``{"title", "sentences"}`` dict or its
-    ``[[title, sentences], ...]`` list as one ``title: sentences`` paragraph per document."""
+    """Context as text: a string, or HotpotQA's titles and sentences as one paragraph per document."""
     if context is None or isinstance(context, str):
         return context or ""
     if isinstance(context, dict) and {"title", "sentences"} <= set(context):

@@ -1,9 +1,6 @@
-"""Competition maths (MATH-500, DeepScaleR, AIME, AMC): a LaTeX answer in ``\\boxed{...}``.
-
-The answer is the content of the **last** ``\\boxed{...}`` (or ``\\fbox``); the gold is the row's
-``answer``, else the last box of its ``solution``. Reward 1 when math-verify finds them equivalent
-(``verify(gold, pred)``), so ``\\frac{1}{2}`` and ``0.5`` match; the check runs in a worker process
-killed at its deadline (:mod:`es_lightning.tasks.bounded`), and a timeout scores 0.
+"""Competition maths (MATH-500, DeepScaleR, AIME, AMC): a LaTeX answer in ``\\boxed{...}``, rewarded
+1 when math-verify finds it equivalent to the gold (``verify(gold, pred)``), checked in a worker
+process killed at its deadline (:mod:`es_lightning.tasks.bounded`).
 """
 
 from __future__ import annotations
@@ -28,8 +25,7 @@ _BARE_ARGUMENT = re.compile(r" \s*([^\s${}]+)")
 
 
 def last_boxed(text: str) -> str | None:
-    """Content of the last complete ``\\boxed{...}``/``\\fbox{...}`` in ``text`` (``None`` if none),
-    in one pass (linear in degenerate completions); an unclosed box is skipped."""
+    """Content of the last complete ``\\boxed{...}``/``\\fbox{...}`` in ``text``, in linear time."""
     closing: dict[int, int] = {}
     stack: list[int] = []
     for i, char in enumerate(text):
@@ -68,8 +64,7 @@ _TEXT_WRAPPERS = re.compile(r"\\(?:text|textbf|mathrm|mbox|mathbf)\s*\{([^{}]*)\
 
 
 def normalize_boxed(content: str) -> str:
-    """A canonical string of a boxed answer for majority vote: wrappers, ``\\left``/``\\right``,
-    spacing, ``$``, degrees, percent and whitespace dropped, a plain number without trailing zeros."""
+    """A canonical string of a boxed answer for majority vote."""
     text = _TEXT_WRAPPERS.sub(r"\1", content)
     text = text.replace(r"\dfrac", r"\frac").replace(r"\tfrac", r"\frac")
     for token in _DROP:
@@ -104,8 +99,7 @@ def _checked(gold: str, pred: str, timeout_s: int) -> bool:
 
 
 def is_equivalent(gold: str, pred: str, timeout_s: int = 5) -> bool:
-    """Whether the LaTeX answer ``pred`` equals ``gold`` by math-verify, within ``3 * timeout_s``
-    seconds in a killable worker process (a timeout: ``False``)."""
+    """Whether ``pred`` equals ``gold`` by math-verify within ``3 * timeout_s`` seconds."""
     correct = call_within(3 * timeout_s, None, _checked, gold, pred, timeout_s, warm=("1", "1", 600))
     if correct is None:
         log.warning("math: verification timed out after %ss; scoring 0 (pred %r)", 3 * timeout_s, pred[:80])

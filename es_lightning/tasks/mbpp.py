@@ -1,12 +1,9 @@
 """MBPP: write a Python function that passes the row's ``assert`` tests.
 
-The code is the last fenced python block of the completion (else the last fenced block, else the
-whole text; an unclosed final fence runs to the end). It runs with the row's ``test_setup_code`` in
-a :class:`~es_lightning.sandbox.sandbox.Sandbox` child, never in this process: for
-``assert <expr> == <literal>`` the child returns only ``<expr>``'s value as plain data and this
-process compares it with the literal. ``isolation: bwrap`` (default) is the security boundary
-(docs/sandbox.md); ``process`` is an explicit opt-out with no boundary. Reward 1 when every assert
-passes; ``Score.extra`` holds ``tests_passed`` and ``timed_out``; no majority-vote answer.
+The code (the last fenced python block, else the whole text) runs in a
+:class:`~es_lightning.sandbox.sandbox.Sandbox` child, never in this process; ``isolation: bwrap``
+(default) is the security boundary (docs/sandbox.md), ``process`` an explicit opt-out. Reward 1
+when every assert passes; no majority-vote answer.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Multiple-choice questions (CommonsenseQA, GPQA): the model answers with an option letter.
 
-Rows have ``question``, ``choices`` (a list, or CommonsenseQA's ``{"label", "text"}``) and
-``answer`` (a 0-based index, an option label, or the text of exactly one option). Rows without
-``choices`` (GPQA) are built from ``correct_column`` and ``incorrect_columns``, shuffled with
-``shuffle_seed`` and the question text, so every process shows the same order.
-
-The letter is the last of ``answer is (C)``, ``Answer: C``, ``\\boxed{C}`` or a last line that is
-only the letter, ignoring letters beyond the options; reward 1 when it is the gold letter.
+Rows have ``question``, ``choices`` (a list, or ``{"label", "text"}``) and ``answer`` (an index, a
+label or an option's text), or GPQA's ``correct_column`` and ``incorrect_columns``, shuffled with
+``shuffle_seed``. The last ``answer is (C)``, ``Answer: C``, ``\\boxed{C}`` or lone letter counts.
 """
 
 from __future__ import annotations

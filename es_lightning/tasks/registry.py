@@ -14,9 +14,7 @@ _T = TypeVar("_T", bound=type[Task])
 
 
 def register_task(cls: _T) -> _T:
-    """Class decorator adding a :class:`Task` subclass to :data:`TASKS` under ``cls.name``
-    (TypeError for a non-task, ValueError for a missing or taken name; the same class again
-    replaces its entry)."""
+    """Class decorator adding a :class:`Task` subclass to :data:`TASKS` under ``cls.name``."""
     if not (isinstance(cls, type) and issubclass(cls, Task)):
         raise TypeError(f"register_task: {cls!r} is not a subclass of es_lightning.tasks.Task")
     name = getattr(cls, "name", "")

@@ -1,13 +1,7 @@
 """Calls into your reward functions: a failure, or a reward that is not a finite number, is yours
-to fix and is said in one line that names the function, where it is and the value or row.
-
-:func:`call_reward_function` refuses, with a :class:`RewardFunctionError`, an exception the
-function raises (the failing row found by calling it on each row alone), anything but a list of
-one reward per completion, a reward that is neither a finite number nor ``None`` (one NaN makes a
-whole batch's z-scores NaN and destroys the weights), and a requirement of ``completion_ids`` where
-there are none. :func:`call_task_scores` holds your own :class:`~es_lightning.tasks.base.Task`
-subclass to the same rules; the built-in tasks' failures are bugs and keep their tracebacks. The
-error is a :class:`~es_lightning.errors.ConfigError`: ``es-lightning: error: ...``, exit status 2.
+to fix and is said in one line (:class:`RewardFunctionError`, exit status 2) that names the function,
+where it is and the value or row. One NaN would make a whole batch's z-scores NaN. The built-in
+tasks' failures are bugs and keep their tracebacks.
 """
 
 from __future__ import annotations
@@ -44,8 +38,7 @@ def _source_file(func: Callable) -> str | None:
 
 
 def where(func: Callable, error: BaseException | None = None) -> str:
-    """``file:line`` of the innermost frame of ``error``'s traceback in ``func``'s file (where it
-    raised), else of ``func``'s definition."""
+    """``file:line`` where ``error`` raised in ``func``'s file, else of ``func``'s definition."""
     file = _source_file(func)
     if error is not None and file is not None:
         frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == file]
@@ -65,9 +58,8 @@ def call_reward_function(
     columns: dict[str, list[Any]],
     given: dict[str, Any] | None = None,
 ) -> list[float | None]:
-    """``func(prompts=..., completions=..., **columns, **given)`` checked: one finite float (or
-    ``None``) per completion; ``given`` holds the rest of TRL's arguments. RewardFunctionError as
-    the module docstring lists."""
+    """``func(prompts=..., completions=..., **columns, **given)``, checked to give one finite float
+    (or ``None``) per completion."""
     given = dict(given or {})
     if "completion_ids" not in given and _requires(func, "completion_ids"):
         raise RewardFunctionError(
@@ -131,8 +123,7 @@ def _failing_row(
     columns: dict[str, list[Any]],
     given: dict[str, Any],
 ) -> int | None:
-    """The first row on which ``func`` alone raises (``None``: it raises on none alone); the
-    calls log nothing (``log_extra`` and ``log_metric`` do nothing here)."""
+    """The first row on which ``func`` alone raises, or ``None``."""
     if len(prompts) <= 1:
         return 0 if prompts else None
     quiet = {**given, **{k: _nothing for k in ("log_extra", "log_metric") if k in given}}
@@ -177,8 +168,7 @@ def _requires(func: Callable, name: str) -> bool:
 
 
 def awaited(returned: Any) -> Any:
-    """``returned``, or its result when it is awaitable (an ``async def`` reward function), run on
-    an event loop of its own (in its own thread when this one already runs a loop)."""
+    """``returned``, or its result when awaitable, run on an event loop of its own."""
     if not inspect.isawaitable(returned):
         return returned
 
@@ -223,9 +213,7 @@ def call_task_scores(
     rows: Sequence[dict[str, Any]],
     completion_ids: Sequence[Sequence[int]] | None = None,
 ) -> list[Any]:
-    """``task.score_many(completions, rows)`` with every reward checked to be a finite number and an
-    exception from a score method written outside es-lightning said in one line;
-    ``completion_ids`` reach a ``score_many`` that takes them."""
+    """``task.score_many(completions, rows)``, every reward checked, a user task's error in one line."""
     klass = type(task)
     method = klass.score if _ours(klass.score_many) else klass.score_many  # the one you wrote
     user_code = not _ours(method)

@@ -1,10 +1,6 @@
-"""What a reward function gets from the run besides the data, as TRL's trainers give it.
-
-``trainer_state`` (a :class:`TrainerState`: ``global_step``, ``max_steps``, ``epoch``),
-``log_metric(name, value)`` (averaged over an update and the ranks, logged as ``train/<name>``) and
-``log_extra(column, values)`` (one value per completion, shown in ``samples.jsonl``). The trainer
-sets them for its updates with :func:`reward_context`; outside an update ``log_metric`` values are
-dropped.
+"""What a reward function gets from the run besides the data, as TRL's trainers give it:
+``trainer_state``, ``log_metric`` (logged as ``train/<name>``) and ``log_extra`` (in
+``samples.jsonl``), set by the trainer with :func:`reward_context`.
 """
 
 from __future__ import annotations
@@ -104,9 +100,7 @@ def trl_arguments(
     logged: dict[str, list[Any]],
     count: int,
 ) -> dict[str, Any]:
-    """TRL's arguments for one call of ``func`` on ``count`` completions besides prompts,
-    completions and columns: ``completion_ids`` (when known), ``trainer_state``, ``log_metric`` and
-    ``log_extra``."""
+    """TRL's further arguments for one call of ``func`` on ``count`` completions."""
 
     def log_metric(name: str, value: float) -> None:
         problem = check_metric(name, value)

@@ -1,10 +1,5 @@
-"""A split given as data in memory, from Python: a ``datasets.Dataset`` or ``IterableDataset`` (as
-TRL's trainers take them), a list of row dicts, or a path.
-
-:func:`as_source` wraps such data in a :class:`RowsSource`, which loads and checks its rows as a
-file's are. An ``IterableDataset`` is read to its end when the rows are loaded: give an endless
-stream a length with ``.take(n)``.
-"""
+"""A split given as data in memory, from Python: a ``datasets.Dataset`` or ``IterableDataset``, a
+list of row dicts, or a path (:func:`as_source`); an ``IterableDataset`` is read to its end."""
 
 from __future__ import annotations
 
@@ -51,8 +46,7 @@ class RowsSource:
 
 
 def as_source(value: Any, what: str) -> DataSource | RowsSource | None:
-    """``value`` as a split's source: ``None`` and a :class:`DataSource` as they are, a path as a
-    ``DataSource``, a dataset or a list of dicts as a :class:`RowsSource` (ConfigError otherwise)."""
+    """``value`` as a split's source (ConfigError for anything that is none)."""
     if value is None or isinstance(value, (DataSource, RowsSource)):
         return value
     if isinstance(value, (str, os.PathLike)):
