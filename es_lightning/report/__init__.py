@@ -1,10 +1,5 @@
-"""The coverage report: base, ES, GRPO, ES→GRPO and GRPO→ES on one budget, figures and a reading.
-
-``es-lightning report --config recipes/report_cpu.yaml --output_dir DIR`` calls
-:func:`~es_lightning.report.command.run_report`, which plans and launches the runs (``runs.py``),
-analyses and evaluates their checkpoints, collects the numbers, judges the paper's claims by the
-rule modules (``verdicts.py``, ``claims/``) and writes the figures, ``report.json`` and ``REPORT.md``.
-"""
+"""The coverage report: base, ES, GRPO, ES→GRPO and GRPO→ES on one budget, figures and a reading
+(``es-lightning report``, :func:`~es_lightning.report.command.run_report`)."""
 
 from es_lightning.report.command import run_report
 from es_lightning.report.config import (

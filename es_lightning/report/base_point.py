@@ -1,12 +1,8 @@
 """The sparsity curve's base point for an analysis whose run's weights were not kept.
 
-``es-lightning analyze --evaluate`` scores the base model θ_0 (``sparsity_curve_base``) beside the
-thresholded exports, on one engine. The checkpoint does not enter that point, so an analysis whose
-run's checkpoints are gone gets it from ``es-lightning evaluate --model <base>`` with the
-analysis's evaluation settings, scored once per base and task under ``analysis/base_point/``.
-That is the analysis's own base point only when the base is served as stored and ``drift.extra_args``
-holds only arguments ``evaluate`` takes alike or that do not touch the base's samples; otherwise
-the record says why the analysis needs its checkpoint.
+The checkpoint does not enter the base point (θ_0 on the curve's engine), so when the run's
+checkpoints are gone it is scored by ``es-lightning evaluate --model <base>`` with the analysis's
+settings, once per base and task, where those settings allow it; otherwise the record says why.
 """
 
 from __future__ import annotations
@@ -32,8 +28,7 @@ def _flag(token: str) -> str:
 
 
 def evaluate_args(extra_args: list[str]) -> list[str] | str:
-    """The ``es-lightning evaluate`` arguments of ``drift.extra_args`` (``PASSED`` flags with their
-    values), or why the base cannot be scored outside the analysis (a flag of neither kind)."""
+    """The ``evaluate`` arguments of ``drift.extra_args``, or why the base cannot be scored apart."""
     tokens, passed, keep = split_overrides(extra_args), [], False
     for token in tokens:
         if token.startswith("--"):
@@ -50,8 +45,7 @@ def evaluate_args(extra_args: list[str]) -> list[str] | str:
 
 
 def serving_dtype(analysis: dict[str, Any], path: Path) -> str | None:
-    """The one dtype the analysis's exports were served in (each export's ``thresholded.json``
-    beside the analysis at ``path`` records it), or ``None``."""
+    """The one dtype the analysis's exports were served in, or ``None``."""
     records = [r for r in analysis.get("thresholded") or [] if isinstance(r, dict)]
     found = {r["serving_dtype"] for r in records if r.get("serving_dtype")}
     for folder in path.with_name(f"{path.stem}_thresholded").glob("thresholded-*"):
@@ -99,8 +93,7 @@ def cannot_score_alone(plan: ReportPlan, analysis: dict[str, Any], path: Path) -
 
 
 def _score(plan: ReportPlan, name: str, base: str, scored: Path, launch: bool) -> dict[str, Any] | None:
-    """Run ``es-lightning evaluate`` on the base into ``scored`` unless it is there; ``None`` when
-    it is there afterwards, else the failed or missing record."""
+    """Evaluate the base into ``scored`` unless there; ``None`` on success, else the record."""
     if isinstance(read_json(scored), dict):
         return None
     if not launch:
@@ -118,8 +111,7 @@ def _score(plan: ReportPlan, name: str, base: str, scored: Path, launch: bool) -
 
 
 def add_base_point(plan: ReportPlan, name: str, path: Path, analysis: dict[str, Any], launch: bool) -> dict:
-    """Score the base of the analysis at ``path`` (once per base and task) and write its
-    ``sparsity_curve_base``; returns the report's record."""
+    """Score the base of the analysis at ``path`` and write its ``sparsity_curve_base``; the record."""
     why = cannot_score_alone(plan, analysis, path)
     if why is not None:
         error = f"no checkpoint in the run, and the base point cannot be scored alone: {why}"

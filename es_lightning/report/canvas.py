@@ -1,7 +1,5 @@
-"""What the report's figures share: an Agg figure (pyplot's global state untouched), a colour per
-method, the base's line and noise band, K ticks on a log2 axis, saving, and two rules against
-misleading: a percentage axis stays in [0, 100] with a least span (a 0.08-point difference is
-drawn as the sliver it is), and a spread over seeds is drawn only for two seeds or more.
+"""What the report's figures share: an Agg figure, a colour per method, the base's line and noise
+band, log2 K ticks, percentage axes inside [0, 100] with a least span, and no spread for one seed.
 """
 
 from __future__ import annotations

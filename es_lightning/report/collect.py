@@ -1,7 +1,4 @@
-"""From finished run folders to the report's numbers (JSON-ready; every Stat is mean/sd/n/values):
-Pass@K per method and seed against base, the Pareto points, the entropy and held-out curves, the
-ablations' final rewards, Pass@K and κ_pair, and the per-problem outcomes every bootstrap reads.
-"""
+"""From finished run folders to the report's numbers (JSON-ready; every Stat is mean/sd/n/values)."""
 
 from __future__ import annotations
 
@@ -202,8 +199,7 @@ def collect_outcome_block(
     task: str | None,
     points: dict[str, dict[int, Outcomes | None]] | None = None,
 ) -> dict[str, Any] | None:
-    """The ``outcomes`` block: base (its own evaluation for every seed, else each seed's first
-    run's ``before``), every method's final evaluation, then the trajectory ``points``."""
+    """The ``outcomes`` block: base, every method's final evaluation, then the trajectory ``points``."""
     if task is None:
         return None
     found: dict[str, dict[int, Outcomes | None]] = {"base": {}}

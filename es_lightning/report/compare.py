@@ -1,11 +1,7 @@
-"""``es-lightning compare``: the final evaluations of several runs side by side.
+"""``es-lightning compare``: the final evaluations of several runs side by side, after a warning
+naming every setting they differ in (:mod:`~es_lightning.report.compare_settings`)::
 
     es-lightning compare runs/demo_cpu runs/demo_cpu_grpo --output runs/compare
-
-One column per run (and first the starting model's evaluation), after a warning naming every
-evaluation setting, task or starting model the runs differ in
-(:mod:`~es_lightning.report.compare_settings`). ``--output`` also writes ``compare.json``,
-``compare.txt``, ``compare_settings.json`` and per task the Pass@K and change-from-start plots.
 """
 
 from __future__ import annotations
@@ -81,8 +77,7 @@ def _read_columns(runs: list[Path], start: bool) -> tuple[dict[str, dict[str, An
 
 
 def check_settings(columns: dict[str, dict[str, Any]], folders: dict[str, Path]) -> dict[str, Any]:
-    """Warn on stderr naming each setting the runs differ in; returns ``{"settings": {run: {key:
-    value}}, "differing": {key: {run: value}}}``."""
+    """Warn on stderr naming each setting the runs differ in; returns the settings and the differences."""
     settings = {label: run_settings(run, columns.get(label)) or {} for label, run in folders.items()}
     differences = differing(settings)
     unknown = [label for label, run in folders.items() if not (run / "config.yaml").is_file()]

@@ -1,9 +1,6 @@
-"""What ``compare`` checks before it puts runs side by side: the settings their numbers depend on.
-
-From each run's resolved ``config.yaml``, flattened to dotted keys: the starting model and how
-prompts reach it, ``task.*``, ``evaluation.*`` and ``eval_tasks``; from the final evaluation, per
-task, the prompts, samples and split covered. A key that some runs lack is skipped (a setting added
-since: its default keeps the old behaviour, as in :mod:`~es_lightning.report.same_run`).
+"""What ``compare`` checks before it puts runs side by side: the settings their numbers depend on
+(model, prompts, task, evaluation, and what the final evaluation covered). A key some runs lack
+is skipped: a setting added since keeps the old behaviour by default.
 """
 
 from __future__ import annotations
@@ -37,8 +34,7 @@ def _init_args(section: Any) -> dict[str, Any]:
 
 
 def run_settings(run_dir: Path, final: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The compared settings of one run (see the module docstring); ``None`` without a readable
-    ``config.yaml`` and a final evaluation."""
+    """The compared settings of one run, or ``None``."""
     import yaml
 
     try:
@@ -80,8 +76,7 @@ def differing(settings: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, 
 
 
 def warning_text(differences: Mapping[str, Mapping[str, Any]], unknown: list[str]) -> str | None:
-    """The warning ``compare`` prints: each differing key with every run's value, and the runs whose
-    settings could not be read; ``None`` when there is nothing to warn about."""
+    """The warning ``compare`` prints, or ``None`` when there is nothing to warn about."""
     lines = []
     if differences:
         lines.append(

@@ -1,11 +1,7 @@
 """What each method spent: updates, rollouts, generated tokens, seconds, wall-clock and memory.
 
-Per update of ``metrics.jsonl`` (every stage of a pipeline)::
-
-    tokens = time/tokens_per_s · time/generate,        rollouts = tokens / train/response_len
-
-(evaluations and callbacks not included). ``wall_seconds`` and ``peak_rss_mb`` are the whole run
-process's, recorded by :mod:`~es_lightning.report.measure`. A quantity not recorded is ``None``.
+Per update: tokens = time/tokens_per_s · time/generate, rollouts = tokens / train/response_len;
+wall-clock and memory are the whole process's (:mod:`~es_lightning.report.measure`).
 """
 
 from __future__ import annotations
@@ -37,8 +33,7 @@ def read_measure(path: Path) -> dict[str, float | None]:
 
 
 def run_compute(run_dir: Path, measure_name: str = MEASURED) -> dict[str, float | None]:
-    """Totals over the run's updates (``None`` where an update did not log what is needed), with
-    the measured wall-clock and peak memory of the run's process."""
+    """Totals over the run's updates, with its measured wall-clock and peak memory."""
     series = read_series(run_dir)
     seconds = _by_step(series, "time/step")
     rate, generate = _by_step(series, "time/tokens_per_s"), _by_step(series, "time/generate")

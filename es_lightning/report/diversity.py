@@ -1,12 +1,8 @@
 """Population diversity in the report: how differently ES's members succeed, and what reaches the centre.
 
-Reads what the ``PopulationDiversity`` callback logged (``diversity/js``, ``js_excess``, ``gap``,
-``gap_excess``, ``alignment_cov`` and Proposition 1's ``transfer_kl``, ``mixture_gain``,
-``centre_gain``, ``transfer_margin``; :mod:`es_lightning.es.diversity`, :mod:`es_lightning.es.theory`).
-Per run group and metric: each seed's mean with its t interval over probed updates, the pooled mean
-with its t interval over all probes, and the t interval over the seeds' means. Each ES method minus
-the permuted control is paired by seed and update; a difference is "higher" or "lower" only when
-the interval over probes and the one over seeds both exclude 0 on that side.
+Per run group and ``PopulationDiversity`` metric: per seed and pooled means with t intervals, and
+each ES method minus the permuted control, "higher" or "lower" only when the intervals over probes
+and over seeds both exclude 0.
 """
 
 from __future__ import annotations
@@ -43,8 +39,7 @@ HEADLINE = ("js", "gap_excess", "alignment_cov", "transfer_margin")
 
 
 def mean_interval(values: Sequence[float], level: float = LEVEL) -> dict[str, Any] | None:
-    """``{mean, low, high, n}``: the mean and its two-sided t interval (bounds ``None`` below 2
-    values); ``None`` for no values."""
+    """``{mean, low, high, n}`` with the two-sided t interval; ``None`` for no values."""
     n = len(values)
     if n == 0:
         return None
@@ -84,8 +79,7 @@ def _side(interval: dict[str, Any] | None) -> int:
 
 
 def reading(over_probes: dict[str, Any] | None, over_seeds: dict[str, Any] | None) -> str:
-    """``higher`` / ``lower`` when both intervals exclude 0 on that side, else ``not resolved``
-    (naming the one unit that resolves it, if one does)."""
+    """``higher`` / ``lower`` when both intervals exclude 0 on that side, else ``not resolved``."""
     probes, seeds = _side(over_probes), _side(over_seeds)
     if probes and probes == seeds:
         return "higher" if probes > 0 else "lower"
@@ -116,8 +110,7 @@ def _versus(
 def collect_diversity(
     methods: dict[str, Dirs], forgetting: dict[str, Dirs], control: str
 ) -> dict[str, Any] | None:
-    """The ``diversity`` block: per run group with probes, per metric, per seed and pooled with
-    intervals, and every ES method's paired difference from ``control``; ``None`` without probes."""
+    """The ``diversity`` block (``None`` without probes)."""
     groups = {**methods, **{f"forgetting/{m}": d for m, d in forgetting.items()}}
     found: dict[str, dict[int, dict[str, dict[int, float]]]] = {}
     for name, dirs in groups.items():

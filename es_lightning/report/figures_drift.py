@@ -1,9 +1,4 @@
-"""Drift and ablation figures, each with what a method that did nothing would show.
-
-``drift.png``: s_τ against τ with the random-walk null's curve, the top-k updates by layer kind
-with the null's expected counts, and the functional-sparsity curve beside the permuted control's.
-``ablations.png``: the final reward and Pass@k per value, the base's band, and κ_pair against 2.
-"""
+"""Drift and ablation figures, each with what a method that did nothing would show."""
 
 from __future__ import annotations
 
@@ -43,8 +38,7 @@ def _mean_sd(data: dict[str, Any] | None, scale: float = 1.0) -> tuple[float, fl
 def grouped_bars(
     ax: Any, labels: list[str], series: dict[str, tuple[list[float], list[float]]]
 ) -> list[float]:
-    """One group of bars per label, one bar per series (``{name: (heights, errors)}``, an error of
-    NaN drawing no bar); returns each group's centre."""
+    """One group of bars per label, one bar per series (a NaN draws none); each group's centre."""
     width = 0.8 / max(len(series), 1)
     for i, (name, (heights, errors)) in enumerate(series.items()):
         xs = [j + i * width for j in range(len(labels))]
@@ -152,8 +146,7 @@ def plot_drift(report: dict[str, Any], path: Path) -> Path:
 
 
 def plot_ablations(report: dict[str, Any], path: Path) -> Path:
-    """Per ablation: final reward (×100) and Pass@k (%) per value, ± sd, with the base's Pass@k and
-    band; κ_pair next to the paper's, with 2 (uncorrelated pairs) marked."""
+    """Per ablation: final reward and Pass@k per value with the base's band; κ_pair against 2."""
     ablations = report["ablations"]
     panels = []
     for name, data in ablations.items():

@@ -1,13 +1,8 @@
 """The forgetting setting: what post-training on one skill does to a skill it never trains.
 
-A model warm-started on two tasks (``es-lightning/tiny-countdown-arithmetic``) is post-trained on
-the ``in_domain`` task only, and every run evaluates both tasks before and after. Per task the
-changes are read from the paired bootstrap over problems, pooled over seeds::
-
-    Δ_m(task, K) = Pass@K(m after) − Pass@K(m before)      paired by problem and seed
-
-"Held-out tasks do not collapse" is judged on Δ_m(out_of_domain, 1) only for a method whose
-Δ_m(in_domain, 1) is resolved above 0.
+A two-skill model is post-trained on ``in_domain`` only; both tasks are evaluated before and after,
+Δ_m(task, K) paired by problem and seed. "Held-out tasks do not collapse" is judged only for a
+method whose in-domain Δ is resolved above 0.
 """
 
 from __future__ import annotations

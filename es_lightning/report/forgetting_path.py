@@ -1,11 +1,5 @@
-"""The forgetting setting's trajectory: a method's checkpoints, each evaluated on both tasks.
-
-"ES forgets less than GRPO" is fair only at the same in-domain gain, so with
-``forgetting.trajectory: {method: grpo, steps: [...]}`` that method's runs keep those checkpoints
-and the report evaluates each on both tasks, into
-``trajectory/forgetting/<method>/seed<k>/step-000005.json`` (reused when present); the points enter
-the per-task outcomes as ``grpo@5``.
-"""
+"""The forgetting setting's trajectory: a method's checkpoints, each evaluated on both tasks, so
+"ES forgets less than GRPO" is read at the same in-domain gain."""
 
 from __future__ import annotations
 
@@ -25,8 +19,7 @@ def forgetting_point_file(plan: ReportPlan, method: str, seed: int, step: int) -
 
 
 def run_forgetting_path(plan: ReportPlan, runs: dict[str, Dirs], launch: bool) -> list[dict[str, Any]]:
-    """Evaluate the path's checkpoints of the finished forgetting runs ``{method: {seed: run}}`` on
-    both tasks (reusing evaluations already there); one record per point."""
+    """Evaluate the path's checkpoints of the finished forgetting runs on both tasks; the records."""
     settings = plan.forgetting.trajectory
     if not settings.enabled or settings.via == "eval_every":
         return []
@@ -45,8 +38,7 @@ def run_forgetting_path(plan: ReportPlan, runs: dict[str, Dirs], launch: bool) -
 def collect_forgetting_path(
     plan: ReportPlan, runs: dict[str, Dirs]
 ) -> tuple[dict[str, Any] | None, dict[str, dict[str, dict[int, Outcomes | None]]]]:
-    """The forgetting block's ``trajectory`` (``{method: {steps, points}}``, ``None`` without a path)
-    and the points' outcomes per task ``{task: {point: {seed: Outcomes}}}``."""
+    """The forgetting block's ``trajectory`` and the points' outcomes per task."""
     settings = plan.forgetting.trajectory
     if not settings.enabled:
         return None, {}

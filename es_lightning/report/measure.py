@@ -1,10 +1,5 @@
 """Run a command and record its wall-clock time and peak memory: ``python -m es_lightning.report.measure
-OUT.json -- COMMAND...``.
-
-Writes ``wall_seconds``, ``peak_rss_mb`` (the command and every process it waited for) and
-``returncode``, then exits with the command's status. Each attempt of a resumed run is a segment
-(totals: seconds summed, the largest memory); a running segment's ``wall_seconds`` is rewritten
-every :data:`HEARTBEAT_S` seconds, so an attempt killed with its measurer still counts.
+OUT.json -- COMMAND...``. Each attempt is a segment; a heartbeat keeps a killed attempt counted.
 """
 
 from __future__ import annotations
@@ -23,8 +18,7 @@ HEARTBEAT_S = 30.0
 
 
 def earlier_segments(out: Path) -> list[dict[str, Any]]:
-    """The segments an earlier attempt recorded in ``out`` (none when it is absent or unreadable;
-    a record from before segments existed is one segment)."""
+    """The segments an earlier attempt recorded in ``out``."""
     try:
         data = json.loads(out.read_text())
     except (OSError, ValueError):
@@ -38,8 +32,7 @@ def earlier_segments(out: Path) -> list[dict[str, Any]]:
 
 
 def totals(segments: list[dict[str, Any]]) -> dict[str, Any]:
-    """The record of a run made of ``segments``: wall seconds summed, the largest peak, the last
-    segment's return code (``None`` each where no segment recorded it)."""
+    """The record of ``segments``: seconds summed, the largest peak, the last return code."""
     walls = [s["wall_seconds"] for s in segments if s.get("wall_seconds") is not None]
     peaks = [s["peak_rss_mb"] for s in segments if s.get("peak_rss_mb") is not None]
     return {

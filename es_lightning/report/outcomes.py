@@ -1,10 +1,6 @@
-"""Per-problem outcomes: each evaluation's correct counts, read from its saved completions.
-
-A problem's correct count ``c`` is how many of its ``M`` rewards reach ``1 − 1e-9`` (the
-evaluation's rule) and its greedy outcome ``g`` is 1 when the greedy answer's does. Problems are
-identified by a hash of the row, so methods are paired by problem whatever the order. Without the
-completions the summaries' ``*_counts.json`` give the same. The report keeps ``{"task", "m",
-"problems", "counts": {method: {seed: [c, ...]}}, "greedy": {...}, "missing": {method: why}}``.
+"""Per-problem outcomes: each evaluation's correct counts (rewards ≥ 1 − 1e-9 of ``M``) and greedy
+outcomes, read from its saved completions or the summaries' counts files. Problems are identified
+by a hash of the row, so methods pair by problem whatever the order.
 """
 
 from __future__ import annotations
@@ -43,8 +39,7 @@ def completions_file(eval_dir: Path, tag: str, task: str) -> Path | None:
 
 
 def counts_name(completions_name: str) -> str:
-    """The counts file of a completions file: ``after_countdown_tiny_completions.jsonl`` →
-    ``after_countdown_tiny_counts.json``, ``completions-tau-0.001.jsonl`` → ``counts-tau-0.001.json``."""
+    """The counts file of a completions file (``after_x_completions.jsonl`` → ``after_x_counts.json``)."""
     if completions_name.endswith("_completions.jsonl"):
         return completions_name.removesuffix("_completions.jsonl") + COUNTS_SUFFIX
     return "counts-" + completions_name.removeprefix("completions-").removesuffix(".jsonl") + ".json"
@@ -70,8 +65,7 @@ def correct(reward: Any) -> bool:
 
 
 def read_outcomes(path: Path | None) -> Outcomes | None:
-    """The correct counts (and greedy outcomes, when every row has one) of a completions file;
-    ``None`` when absent, unreadable or without rewards."""
+    """The outcomes of a completions file; ``None`` when absent, unreadable or without rewards."""
     if path is None:
         return None
     problems, counts, greedy, seen = [], [], [], {}
@@ -133,8 +127,7 @@ def read_counts(path: Path | None) -> Outcomes | None:
 
 
 def evaluation_outcomes(eval_dir: Path, tag: str, task: str) -> Outcomes | None:
-    """The outcomes of the evaluation ``tag`` of ``task`` in ``eval_dir``: from its completions,
-    else from the counts file the summaries keep of them."""
+    """The outcomes of evaluation ``tag`` of ``task`` in ``eval_dir``, from completions or counts."""
     found = read_outcomes(completions_file(eval_dir, tag, task))
     return found if found is not None else read_counts(counts_file(eval_dir, tag, task))
 

@@ -1,10 +1,5 @@
-"""The power of a claim judged by the seed-level t test: how often a study resolves it, either way.
-
-With ``n`` seeds scattering with sd ``σ`` around the true effect ``Δ``, a claim is reproduced when
-``x̄ − t·s/√n`` lies above ``threshold`` and not reproduced when ``x̄ + t·s/√n`` lies below
-``refute_below``. :func:`resolution` simulates the three chances (the bootstrap the report also
-needs can only lower them). ``python -m es_lightning.report.power SIGMA DELTA [MARGIN] [SEEDS]``
-prints a table.
+"""The power of a claim judged by the seed-level t test: how often a study resolves it, either way
+(``python -m es_lightning.report.power SIGMA DELTA [MARGIN] [SEEDS]`` prints a table).
 
     >>> r = resolution(effect=0.0, sd=0.006, seeds=3, refute_below=0.03)
     >>> round(r["not reproduced"], 2), round(r["reproduced"], 2)
@@ -31,8 +26,7 @@ def resolution(
     simulations: int = 20000,
     seed: int = 0,
 ) -> dict[str, float]:
-    """``{"reproduced", "not reproduced", "not resolved"}``: their chances for a claim whose
-    per-seed values are ``N(effect, sd²)`` on ``seeds`` seeds."""
+    """The chances of each verdict for a claim whose per-seed values are ``N(effect, sd²)``."""
     if seeds < 2:
         raise ValueError("resolution: the seed-level t test needs at least 2 seeds")
     refute_below = threshold if refute_below is None else refute_below

@@ -1,10 +1,8 @@
 """Pre-registration: the rules a study is judged by, frozen before it runs, and the check.
 
-:func:`freeze` ends a document (``docs/report/PREREGISTRATION.md``) with a JSON block holding the
-analysis commit, ``rules_fingerprint`` (the syntax trees of :data:`RULE_MODULES` without their
-docstrings: a reworded docstring leaves it, any change to what the code does changes it) and the
-recipe's ``verdicts:`` block. A report calls itself pre-registered only when both match
-(:func:`check`); otherwise it says what differs.
+:func:`freeze` ends a document with a JSON block of the analysis commit, ``rules_fingerprint`` (the
+syntax trees of :data:`RULE_MODULES` without docstrings) and the recipe's ``verdicts:`` block; a
+report is pre-registered only when both match (:func:`check`).
 """
 
 from __future__ import annotations
@@ -61,8 +59,7 @@ def read_frozen(document: Path) -> dict[str, Any] | None:
 
 
 def check(verdicts: dict[str, Any], document: str | None) -> dict[str, Any]:
-    """``{"status", "document", "commit", "differences"}``: whether ``verdicts`` (a report's
-    ``verdicts:`` block) and the installed rule code match the frozen rules of ``document``."""
+    """Whether ``verdicts`` and the installed rule code match the frozen rules of ``document``."""
     if not document:
         return {
             "status": "not pre-registered",
@@ -113,8 +110,7 @@ def _comparable(verdicts: dict[str, Any]) -> dict[str, Any]:
 
 
 def freeze(document: Path, recipe: Path, commit: str | None = None) -> dict[str, Any]:
-    """Write the frozen block at the end of ``document``, replacing an earlier one. ``commit``
-    defaults to ``HEAD``, which must hold the package as it is (no uncommitted change under it)."""
+    """Write the frozen block at the end of ``document``; ``commit`` defaults to a clean ``HEAD``."""
     import yaml
 
     verdicts = (yaml.safe_load(Path(recipe).read_text()) or {}).get("verdicts") or {}

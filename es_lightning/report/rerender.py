@@ -1,9 +1,5 @@
-"""``es-lightning report --from_json OLD/report.json``: judge a saved report again, run nothing.
-
-The data blocks are kept; intervals, premise and claims are recomputed with today's rules, the
-figures redrawn. A verdict whose block the old report lacks says ``insufficient data``. The
-``verdicts:`` settings are the saved report's, except those given here with a non-default value.
-"""
+"""``es-lightning report --from_json OLD/report.json``: judge a saved report again with today's
+rules, run nothing; a verdict whose data the old report lacks says ``insufficient data``."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """Launching the report's runs, one subprocess each, and reusing the finished ones.
 
-Layout under ``output_dir``: ``runs/base/seed0/``, ``runs/<method>/seed<k>/``,
-``runs/<ablation>/<label>/seed<k>/`` and ``runs/forgetting/<method>/seed<k>/``, each an
-``es-lightning fit`` with its log in ``report_run.log``. A finished run is reused when its recorded
-configuration is today's (:mod:`~es_lightning.report.same_run`); an unfinished one resumes from its
-newest checkpoint, else is cleared and run again. A run another report process holds the lock of
-is skipped (``busy``), so two processes share one ``output_dir``. A failed run is recorded and the
-others go on; two runs with the same configuration are one, the second folder a link.
+A finished run is reused when its recorded configuration is today's, an unfinished one resumes from
+its newest checkpoint, and one another report process holds is skipped (``busy``), so two processes
+share one ``output_dir``. Two runs with the same configuration are one (a link).
 """
 
 from __future__ import annotations
@@ -64,8 +60,7 @@ class RunSpec:
 
 @dataclass
 class RunOutcome:
-    """What happened to a run: ``reused``, ``finished``, ``failed``, ``missing`` (not launched) or
-    ``busy`` (another report process is running it)."""
+    """What happened to a run: ``reused``, ``finished``, ``failed``, ``missing`` or ``busy``."""
 
     spec: RunSpec
     status: str
@@ -95,8 +90,7 @@ class RunOutcome:
 
 
 def plan_runs(plan: ReportPlan) -> list[RunSpec]:
-    """Every run of the report in launch order: base, methods by seed, the ablations, then the
-    forgetting setting."""
+    """Every run of the report in launch order."""
     specs = []
     if plan.base is not None:
         specs.append(
@@ -143,8 +137,7 @@ def command_line(spec: RunSpec) -> list[str]:
 
 
 def measured_command(spec: RunSpec, name: str = MEASURE_NAME) -> list[str]:
-    """:func:`command_line` wrapped to record the run's wall-clock time and peak memory in
-    ``<run dir>/<name>`` (its rollout engines included)."""
+    """:func:`command_line` wrapped to record the run's time and peak memory in ``<run dir>/<name>``."""
     out = str(spec.run_dir / name)
     return [sys.executable, "-m", "es_lightning.report.measure", out, "--", *command_line(spec)]
 
@@ -183,9 +176,8 @@ STOP_GRACE_S = 120.0
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    """End the run's whole process group (its rollout engines included): TERM (an ``es-lightning
-    fit`` then finishes its update and saves a checkpoint), then KILL after :data:`STOP_GRACE_S`.
-    Further SIGTERMs to the report are ignored meanwhile (a second TERM would stop the run unsaved)."""
+    """End the run's process group: TERM (it saves a checkpoint), then KILL after
+    :data:`STOP_GRACE_S`; further TERMs to the report are ignored meanwhile."""
     previous = _set_sigterm(signal.SIG_IGN)
     try:
         for sig, grace in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, None)):
@@ -219,8 +211,7 @@ def run_logged(
     argv: list[str], log: Path, timeout_s: float | None = None, append: bool = False
 ) -> int | None:
     """Run ``argv`` in its own process group, output in ``log``; the exit code, or ``None`` past
-    ``timeout_s`` (then it is stopped). Interrupting the report stops the run too, as the run
-    handles a stop, before the report exits."""
+    ``timeout_s``. Interrupting the report stops the run first."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with log.open("a" if append else "w") as out:
         out.write("$ " + shlex.join(argv) + "\n")
@@ -241,8 +232,7 @@ def run_logged(
 
 
 def logged_record(name: str, argv: list[str], log: Path, wrote: Callable[[], bool]) -> dict[str, Any]:
-    """The report's record of :func:`run_logged`: ``finished`` when it exited 0 and ``wrote()``
-    finds its output, else ``failed`` with the log's tail; ``busy`` while another process runs it."""
+    """The report's record of :func:`run_logged`: ``finished``, ``failed`` or ``busy``."""
     with claimed(log) as mine:
         if not mine:
             return {"name": name, "status": "busy", "returncode": None, "seconds": 0.0, "log": str(log),
@@ -288,8 +278,7 @@ def execute(
 
 
 def can_resume(spec: RunSpec, key: str | None) -> bool:
-    """Whether an unfinished attempt of this very run (the same resolved configuration) left a
-    checkpoint to continue from."""
+    """Whether an unfinished attempt of this very run left a checkpoint to continue from."""
     from es_lightning.checkpoint import latest_checkpoint
 
     attempt = spec.run_dir / ATTEMPT_NAME
@@ -342,9 +331,8 @@ def run_all(
     command: Callable[[RunSpec], list[str]] = measured_command,
     after_each: Callable[[list[RunOutcome]], None] | None = None,
 ) -> list[RunOutcome]:
-    """Run (or reuse) every spec in order with a progress bar; ``launch=False`` only reuses.
-    ``after_each(outcomes so far)`` follows every finished or reused run (while its checkpoints
-    are there: what reads them cannot wait for the last run)."""
+    """Run (or reuse) every spec in order; ``after_each(outcomes)`` follows each finished or reused
+    run, while its checkpoints are there."""
     from tqdm.auto import tqdm
 
     finished = [spec for spec in specs if is_finished(spec.run_dir)]

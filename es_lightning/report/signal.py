@@ -1,11 +1,6 @@
 """ES's signal per run group: did the members' rewards rank them, and could the updates add up?
-
-Per method and ablation value whose runs logged the ES diagnostics: per run ρ̄, the mean
-``es/flip_rate`` and the skipped share (Stats over seeds); ``pooled``: ρ̄ over all applied updates
-with its t interval over updates and the run-level signal √(ρ̄·N·T) with its bounds
-(:mod:`es_lightning.es.run_signal`); ``antithetic``: the same for the pairs' differences; and
-``per_seed``. A permuted control's signal is 0 by construction, whatever its ρ̄. Runs that logged
-only ρ give r_ab back as ρ/(2 − ρ); N comes from the run's ``config.yaml``.
+Per run and pooled ρ̄ with its t interval over updates and the run-level signal √(ρ̄·N·T)
+(:mod:`es_lightning.es.run_signal`); a permuted control's signal is 0 by construction.
 """
 
 from __future__ import annotations
@@ -26,8 +21,7 @@ LEVEL = 0.95
 
 
 def es_settings(run_dir: Path) -> dict[str, Any] | None:
-    """The ES strategy's ``init_args`` in the run's ``config.yaml`` (a pipeline's first ES stage),
-    or ``None``."""
+    """The ES strategy's ``init_args`` in the run's ``config.yaml``, or ``None``."""
     import yaml
 
     try:
@@ -158,8 +152,7 @@ def _group(dirs: Dirs) -> dict[str, Any] | None:
 def collect_signal(
     methods: dict[str, Dirs], forgetting: dict[str, Dirs], ablations: dict[str, dict[str, Dirs]]
 ) -> dict[str, Any]:
-    """``{group: {updates, reliability, flip_rate, skipped, pooled, antithetic, per_seed}}`` for
-    every group with ES updates: methods by name, ``forgetting/<method>``, ``<ablation>/<value>``."""
+    """The signal of every run group with ES updates."""
     groups = {**methods, **{f"forgetting/{m}": d for m, d in forgetting.items()}}
     groups |= {f"{a}/{v}": d for a, values in ablations.items() for v, d in values.items()}
     return {name: found for name, dirs in groups.items() if (found := _group(dirs)) is not None}
@@ -180,8 +173,7 @@ def _percent(value: Any) -> str:
 
 
 def signal_section(report: dict[str, Any]) -> list[str]:
-    """REPORT.md's section: per run group, ρ̄ [95 % CI over updates], the share of updates left
-    out, the run-level signal √(ρ̄·N·T) [bounds], the antithetic pairs' ρ̄_d, flip rate, skips."""
+    """REPORT.md's section on ES's signal per run group."""
     signal = report.get("signal")
     if not signal:
         return []

@@ -2,10 +2,7 @@
 
     python -m es_lightning.report.summaries runs/report_cpu results/report_cpu
 
-copies from every run folder under ``SRC`` the files the report and the tune read (configs,
-``metrics.jsonl``, evaluations, analyses, …) and replaces each ``*_completions.jsonl`` by a counts
-file (:mod:`~es_lightning.report.outcomes`), all the paired bootstrap reads. Copied back into a run
-folder they let ``report``/``tune`` reuse every finished run and rebuild the same REPORT.md.
+Each ``*_completions.jsonl`` is replaced by a counts file, all the paired bootstrap reads.
 """
 
 from __future__ import annotations
@@ -31,8 +28,7 @@ def is_completions(path: Path) -> bool:
 
 
 def write_counts(src: Path, dst_dir: Path) -> Path | None:
-    """The counts file of the completions ``src`` in ``dst_dir`` (``None``: ``src`` saved no rewards,
-    so there is nothing the report could read)."""
+    """The counts file of the completions ``src`` in ``dst_dir`` (``None``: no rewards saved)."""
     outcomes = read_outcomes(src)
     if outcomes is None:
         return None
@@ -46,8 +42,7 @@ RUN_MARKERS = ("config.yaml", "metrics.jsonl")
 
 
 def unfinished_runs(src: Path) -> list[Path]:
-    """The outermost run folders under ``src`` whose final evaluation is not written yet (a run in
-    progress or one that was stopped): their files would be a half run, so none is kept."""
+    """The outermost run folders under ``src`` whose final evaluation is not written yet."""
     found = {
         path.parent
         for marker in RUN_MARKERS
@@ -59,8 +54,7 @@ def unfinished_runs(src: Path) -> list[Path]:
 
 
 def export_summaries(src: Path, dst: Path) -> list[Path]:
-    """Copy the summaries of ``src`` into ``dst`` (same relative paths), leaving out the run folders
-    that have not finished (:func:`unfinished_runs`); the files written."""
+    """Copy the summaries of finished runs under ``src`` into ``dst``; the files written."""
     src, dst = Path(src), Path(dst)
     if not src.is_dir():
         raise FileNotFoundError(f"summaries: {str(src)!r} is not a folder")

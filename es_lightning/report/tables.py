@@ -1,7 +1,5 @@
-"""``REPORT.md``'s number sections: Pass@K with intervals, Pareto, GRPO's trajectory, curves,
-drift and the ablations. A seed cell is ``mean ± sd``, an interval cell ``estimate [low, high]``
-with the one-sided bounds at the report's level; ``–`` is absent.
-"""
+"""``REPORT.md``'s number sections: a seed cell is ``mean ± sd``, an interval cell
+``estimate [low, high]`` at the report's level, ``–`` absent."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""GRPO's trajectory: its checkpoints at chosen updates, evaluated with the final protocol.
-
-``trajectory: {method: grpo, every: k, steps: [...]}`` makes that method's runs keep those
-checkpoints (``via: eval_every``: evaluate themselves instead), and each is evaluated with the
-run's own settings into ``trajectory/<method>/seed<k>/step-000005.json`` (reused when present).
-Step 0 is the run's ``eval/before``, the last its ``eval/after``; the points enter ``outcomes`` as
-``<method>@<t>`` (:mod:`~es_lightning.report.matched` judges methods against the path).
+"""GRPO's trajectory: its checkpoints at chosen updates, evaluated with the final protocol and
+entering ``outcomes`` as ``<method>@<t>`` (:mod:`~es_lightning.report.matched` judges against it).
 """
 
 from __future__ import annotations
@@ -48,8 +43,7 @@ def checkpoints_at(run_dir: Path, wanted: Callable[[int], bool]) -> dict[int, Pa
 
 
 def _task_spec(config: dict[str, Any], task: str) -> Any:
-    """How ``es-lightning evaluate`` names the reported task: the run's ``eval_tasks`` entry, the
-    training task's spec when it is the one reported, else the name itself."""
+    """How ``evaluate`` names the reported task (the run's own spec where it has one)."""
     eval_tasks = config.get("eval_tasks")
     if isinstance(eval_tasks, dict) and task in eval_tasks:
         return eval_tasks[task]
@@ -59,8 +53,7 @@ def _task_spec(config: dict[str, Any], task: str) -> Any:
 
 
 def evaluate_config(run_dir: Path, checkpoint: Path, task: str | list[str], output: Path) -> dict[str, Any]:
-    """The ``es-lightning evaluate`` settings that repeat the run's final evaluation on ``checkpoint``
-    (of ``task``, or of each of a list of tasks in one engine)."""
+    """The ``evaluate`` settings that repeat the run's final evaluation on ``checkpoint``."""
     config = yaml.safe_load((Path(run_dir) / "config.yaml").read_text()) or {}
     module = config.get("module") or {}
     module = module.get("init_args", module)
@@ -85,8 +78,7 @@ def evaluate_config(run_dir: Path, checkpoint: Path, task: str | list[str], outp
 def evaluate_point(
     name: str, config: dict[str, Any], out: Path, extra_args: list[str], launch: bool
 ) -> dict[str, Any]:
-    """``es-lightning evaluate`` with ``config`` into ``out`` unless it is there (``reused``);
-    the report's record of it (``missing`` without ``launch``)."""
+    """``evaluate`` with ``config`` into ``out`` unless it is there; the report's record."""
     if read_json(out) is not None:
         return {"name": name, "status": "reused"}
     if not launch:
@@ -108,8 +100,7 @@ def path_records(
     label: str,
     launch: bool,
 ) -> list[dict[str, Any]]:
-    """Evaluate the path's checkpoints of every seed's run in ``runs`` into ``out_file(seed, step)``
-    (the final one is the run's own ``eval/after``); one record per point."""
+    """Evaluate the path's checkpoints of every seed's run; one record per point."""
     records = []
     for seed, run_dir in sorted(runs.items()):
         if len(stages(run_dir)) > 1:
@@ -129,8 +120,7 @@ def path_records(
 def run_trajectory(
     plan: ReportPlan, finished: dict[str, dict[int, Path]], task: str | None, launch: bool
 ) -> list[dict[str, Any]]:
-    """Evaluate every intermediate checkpoint of the path methods' finished runs (reusing
-    evaluations already there); one record per point: name, status, error, log."""
+    """Evaluate every intermediate checkpoint of the path methods' finished runs; the records."""
     settings, records = plan.trajectory, []
     if not settings.enabled or task is None or settings.via == "eval_every":
         return records
@@ -154,8 +144,7 @@ def final_step(run_dir: Path) -> int | None:
 
 
 def point_outcomes(out: Path, run_dir: Path, step: int, task: str) -> Outcomes | None:
-    """The outcomes of a path point: the report's evaluation ``out`` of the checkpoint, else the
-    run's own in-run evaluation ``eval/step-{step}``."""
+    """A path point's outcomes: the report's evaluation ``out``, else the run's ``eval/step-{step}``."""
     found = evaluation_outcomes(out.parent, out.stem, task)
     return found or evaluation_outcomes(Path(run_dir) / "eval", f"step-{step:06d}", task)
 
@@ -201,8 +190,7 @@ def collect_trajectory(
     task: str | None,
     budgets: dict[str, int | None] | None = None,
 ) -> tuple[dict[str, Any] | None, dict[str, dict[int, Outcomes | None]]]:
-    """The report's ``trajectory`` block (each path's steps, points and Pass@K per seed; the primary
-    path's also at the top; ``None`` without it) and the path points' outcomes."""
+    """The report's ``trajectory`` block (``None`` without one) and the path points' outcomes."""
     settings = plan.trajectory
     if not settings.enabled or task is None:
         return None, {}

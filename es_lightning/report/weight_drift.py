@@ -1,10 +1,5 @@
-"""Weight drift of each method: ``es-lightning analyze`` on the final checkpoints, then over seeds.
-
-For every method in ``drift.methods`` and seed, ``analyze`` writes ``analysis/<method>/seed<k>.json``
-(reused when present). :func:`collect_drift` turns them into means ± sd over seeds, the
-``drift.ratio`` of rel-L2, the bf16 view and the random-walk null beside the measured statistics,
-and falls back to the last logged ``drift/rel_l2`` where no analysis exists.
-"""
+"""Weight drift of each method: ``es-lightning analyze`` on the final checkpoints, then means over
+seeds, with the bf16 view and the random-walk null beside the measured statistics."""
 
 from __future__ import annotations
 
@@ -53,8 +48,7 @@ def analyze_command(plan: ReportPlan, run_dir: Path, output: Path, curve: bool) 
 def run_analyses(
     plan: ReportPlan, finished: dict[str, dict[int, Path]], launch: bool
 ) -> list[dict[str, Any]]:
-    """Analyse each finished run of ``drift.methods`` (``finished``: ``{method: {seed: run dir}}``);
-    returns one record per analysis: name, status (reused/finished/failed/missing), error, log."""
+    """Analyse each finished run of ``drift.methods``; one record per analysis."""
     records = []
     for method in plan.with_control(plan.drift.methods) if plan.drift.enabled else []:
         for seed, run_dir in sorted(finished.get(method, {}).items()):
@@ -182,8 +176,7 @@ def _method_drift(plan: ReportPlan, files: dict[int, dict[str, Any]]) -> dict[st
 
 
 def collect_drift(plan: ReportPlan, finished: dict[str, dict[int, Path]]) -> dict[str, Any]:
-    """``{"methods": {method: drift numbers}, "ratio": {...} | None}`` from the analysis files
-    (or the runs' last logged ``drift/rel_l2``)."""
+    """``{"methods": {method: drift numbers}, "ratio": ...}`` from the analyses or the logs."""
     methods: dict[str, Any] = {}
     rel: dict[str, dict[int, float]] = {}
     shares: dict[str, float] | None = None
