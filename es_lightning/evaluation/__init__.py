@@ -1,7 +1,4 @@
-"""Evaluation: Pass@K, majority vote, per-task summaries, offline re-scoring, the results table and
-the Pass@K plot. :class:`PassAtK` and :func:`plot_pass_at_k` are imported on first use, so the
-package loads without torch or matplotlib.
-"""
+"""Evaluation: Pass@K, majority vote, summaries, offline re-scoring, the results table and plots."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Change from the start: each model's Pass@K minus the starting model's, in points, against K.
-
-The band about zero is ± 1.96·√2·√(p(1 − p)/P) at each K (p the start's Pass@K, P its problems;
-√2: a difference carries both evaluations' noise), and the y axis spans at least ± 5 points, so a
-change smaller than the noise is drawn as the sliver it is.
-"""
+"""Change from the start: each model's Pass@K minus the starting model's, in points, against the
+noise of a difference, ± 1.96·√2·√(p(1 − p)/P), on an axis of at least ± 5 points."""
 
 from __future__ import annotations
 
@@ -34,8 +30,7 @@ def draw_change_from_start(
     start: str,
     problems: Mapping[str, float] | None = None,
 ) -> None:
-    """Each curve but ``start``'s as ``100·(pass@k − start's pass@k)`` at the Ks both have, the zero
-    line and the noise band when the start's problem count is known; ValueError when nothing to draw."""
+    """Each curve minus ``start``'s, in points, with the zero line and the noise band."""
     if start not in curves:
         raise ValueError(f"draw_change_from_start: no curve {start!r} among {list(curves)}")
     base = curves[start]

@@ -1,13 +1,9 @@
-"""The plain-text table of evaluation results: one row per task and metric, one column per evaluation.
-
-``columns`` maps a label (``"before"``, ``"after es"``) to ``{task: summary}``; rows are each task's
-``pass@k``, ``maj@k`` and ``greedy`` in percent (``-`` where a column lacks one), with an optional
-``change`` column in points and, with ``details``, the mean reward, response length and truncated
-share, so a gain bought by longer or cut-off answers shows beside it::
+"""The plain-text table of evaluation results: one row per task and metric, one column per
+evaluation, an optional ``change`` column in points and, with ``details``, the mean reward,
+response length and truncated share::
 
     task             metric       before    after   change
     arithmetic       pass@1        47.7%    72.7%    +25.0
-    arithmetic       truncated_frac     0.0%    12.5%    +12.5
 """
 
 from __future__ import annotations
@@ -64,9 +60,7 @@ def _cell(key: str, value: float | None, sign: bool = False) -> str:
 def format_table(
     columns: Mapping[str, Summaries], difference: str | None = None, details: bool = False
 ) -> str:
-    """The table of ``columns`` (module docstring), ``""`` for none; ``difference``: the label of a
-    last column ``100·(second − first)`` (exactly two columns, else ValueError); ``details``: add
-    the rows of :data:`DETAILS`."""
+    """The table of ``columns`` (``""`` for none); ``difference`` labels a change column (two columns)."""
     if difference is not None and len(columns) != 2:
         raise ValueError(
             f"format_table: a difference column needs exactly two columns, got {len(columns)} ({list(columns)})"

@@ -27,8 +27,7 @@ from math import comb, lcm
 
 
 def majority_vote(answers: Sequence[str | None]) -> str | None:
-    """The most frequent non-``None`` answer (``None`` when there is none); a tie goes to the answer
-    seen first (:func:`maj_at_k` splits ties instead)."""
+    """The most frequent non-``None`` answer, ties to the first seen (``None`` when none)."""
     counts: dict[str, int] = {}  # dicts keep insertion order: first occurrence order
     for answer in answers:
         if answer is not None:
@@ -40,9 +39,7 @@ def majority_vote(answers: Sequence[str | None]) -> str | None:
 
 
 def maj_at_k(answers: Sequence[str | None], correct: Sequence[bool], k: int) -> float:
-    """``maj@k`` of one prompt, ``Σ_a (c_a / n_a) · W(n_a)`` (module docstring), for the ``M``
-    samples' ``answers`` and whether each was ``correct``; ValueError on mismatched lengths or
-    ``k`` outside ``[1, M]``."""
+    """``maj@k`` of one prompt's ``answers`` and ``correct`` flags (module docstring)."""
     if len(answers) != len(correct):
         raise ValueError(f"maj_at_k: {len(answers)} answers but {len(correct)} correct flags")
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= len(answers):
@@ -65,14 +62,12 @@ def maj_at_k(answers: Sequence[str | None], correct: Sequence[bool], k: int) -> 
 
 @lru_cache(maxsize=4096)
 def win_share(size: int, sizes: tuple[int, ...], abstain: int, k: int) -> Fraction:
-    """``W``: one answer's expected share of the majority vote among ``k`` samples drawn uniformly
-    without replacement, summed over its vote count ``t``::
+    """``W``: one answer's expected share of the majority vote among ``k`` samples, summed over its
+    vote count ``t``::
 
         W = (1 / C(M, k)) Σ_t C(size, t) Σ_m N(k - t, m) / (m + 1)
 
-    ``N(j, m)``: the ways to draw ``j`` samples from the others with none above ``t`` and exactly
-    ``m`` at ``t``. ``sizes``: every distinct answer's sample count (sorted, to share the cache);
-    ``abstain``: samples without an answer.
+    ``N(j, m)``: the ways to draw ``j`` others with none above ``t`` and ``m`` at ``t``.
     """
     others = list(sizes)
     others.remove(size)

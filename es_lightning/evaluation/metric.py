@@ -51,8 +51,7 @@ class PassAtK(Metric):
         self.add_state("n_samples", default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="max")
 
     def update(self, correct: Tensor) -> None:
-        """Add ``P`` prompts: ``correct`` is a ``(P, M)`` boolean tensor with the same ``M`` in every
-        update (TypeError when not boolean, ValueError on another shape)."""
+        """Add ``P`` prompts: a boolean ``(P, M)`` tensor, the same ``M`` every time."""
         if not isinstance(correct, Tensor) or correct.dtype != torch.bool:
             kind = correct.dtype if isinstance(correct, Tensor) else type(correct).__name__
             raise TypeError(

@@ -1,10 +1,6 @@
-"""Re-score saved completions: a JSONL file of dataset rows, each with its sampled completions.
+"""Re-score saved completions: a JSONL file of dataset rows, each with its sampled completions::
 
-    {"question": "...", "answer": "... #### 18", "completions": ["...", "..."], "greedy": "..."}
-
-:func:`write_completions_file` writes it during generation and :func:`score_completions_file`
-scores it later (after a verifier fix, say) into the numbers of
-:func:`~es_lightning.evaluation.summary.summarize`, in one batched ``score_many`` call.
+{"question": "...", "answer": "... #### 18", "completions": ["...", "..."], "greedy": "..."}
 """
 
 from __future__ import annotations
@@ -73,12 +69,7 @@ def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[int], list[list[s
 
 def score_completions_file(task: Task, path: str | Path, ks: Sequence[int] | None = None) -> dict[str, float]:
     """Score every completion of the file at ``path`` with ``task``'s verifier and summarise
-    (:func:`~es_lightning.evaluation.summary.summarize`).
-
-    Raises:
-        MissingPathError: when ``path`` does not exist.
-        ConfigError: naming the line of bad JSON, malformed ``"completions"``, or a bad row.
-    """
+    (MissingPathError, or ConfigError naming a bad line)."""
     path = Path(path)
     if not path.is_file():
         raise MissingPathError(f"score_completions_file: {str(path)!r} does not exist")
@@ -110,11 +101,7 @@ def write_completions_file(
     rewards: Sequence[Sequence[float]] | None = None,
     greedy_rewards: Sequence[float] | None = None,
 ) -> Path:
-    """Write ``rows`` with their ``M`` ``completions`` each (and optionally the greedy completion
-    and each completion's reward) as JSONL that :func:`score_completions_file` reads back; returns
-    the path. ValueError on mismatched lengths or a row already holding those columns, TypeError
-    naming a row that is not JSON-serialisable.
-    """
+    """Write ``rows`` with their completions (greedy and rewards optional) as JSONL; the path."""
     if len(rows) != len(completions):
         raise ValueError(f"write_completions_file: {len(rows)} rows but {len(completions)} completion lists")
     if greedy is not None and len(greedy) != len(rows):

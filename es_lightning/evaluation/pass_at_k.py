@@ -37,8 +37,7 @@ def _check(n: int, c: int, k: int) -> tuple[int, int, int]:
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased Pass@K of one prompt with ``c`` of ``n`` samples correct (exactly 1.0 when
-    ``n - c < k``); ValueError naming an argument out of range."""
+    """Unbiased Pass@K of one prompt with ``c`` of ``n`` samples correct."""
     n, c, k = _check(n, c, k)
     if n - c < k:
         return 1.0
@@ -48,12 +47,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 def pass_at_k_curve(
     correct_counts: Sequence[int], n: int, ks: Sequence[int] | None = None
 ) -> dict[int, float]:
-    """``{k: mean pass@k}`` over prompts with ``correct_counts`` of ``n`` samples each, for every
-    ``k`` in ``ks`` (default ``1..n``); ValueError on no prompts or a value out of range.
-
-    All ``k`` at once: the ratio for ``c`` correct samples is the cumulative product of the first
-    ``c`` terms ``1 - k/i``, ``i = n, n-1, ...``.
-    """
+    """``{k: mean pass@k}`` over prompts with ``correct_counts`` of ``n`` samples each, every ``k``
+    at once (the ratio for ``c`` correct is a cumulative product of the terms ``1 - k/i``)."""
     n = _check_int("n", n)
     if n < 1:
         raise ValueError(f"pass@k: n (samples per prompt) must be >= 1, got n={n}")

@@ -1,9 +1,5 @@
-"""Percentage axes that cannot mislead: kept inside [0, 100], never magnifying noise.
-
-:func:`percent_limits` gives an axis at least :data:`MIN_SPAN` points inside [0, 100], so a
-0.08-point difference is not drawn as a slope across the plot, and :func:`binomial_se` is the
-evaluation's own noise, drawn as a band to read a difference against.
-"""
+"""Percentage axes that cannot mislead: kept inside [0, 100] with at least :data:`MIN_SPAN` points,
+and the evaluation's own noise to draw as a band (:func:`binomial_se`)."""
 
 from __future__ import annotations
 

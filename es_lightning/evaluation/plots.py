@@ -1,10 +1,5 @@
-"""The Pass@K profile plot: pass@K in percent against K on a log2 axis, one line per model.
-
-It shows whether training sharpened Pass@1 at the cost of coverage at large K (the lines cross) or
-widened what the model can solve. The axis is a :mod:`~es_lightning.evaluation.percent_axis` one,
-the first curve with a known problem count gets its 95 % noise band, and the figure is drawn on
-the Agg canvas directly (pyplot's global state untouched).
-"""
+"""The Pass@K profile plot: pass@K in percent against K on a log2 axis, one line per model, showing
+whether training sharpened Pass@1 at the cost of coverage at large K."""
 
 from __future__ import annotations
 
@@ -37,9 +32,7 @@ def plot_pass_at_k(
     title: str | None = None,
     problems: Mapping[str, float] | None = None,
 ) -> Path:
-    """Draw the Pass@K profiles ``{label: {k: pass@k}}`` to the PNG ``path`` and return it;
-    ``problems``: ``{label: P}``, the first curve with one gets its noise band. ValueError naming
-    a bad curve."""
+    """Draw the Pass@K profiles ``{label: {k: pass@k}}`` to ``path``; ``problems`` gives a noise band."""
     return save_png(path, title, lambda ax: draw_pass_at_k(ax, curves, problems))
 
 
@@ -55,8 +48,7 @@ def k_axis(ax: Axes, ks: set[int]) -> None:
 
 
 def save_png(path: str | Path, title: str | None, draw: Callable[[Axes], None]) -> Path:
-    """One figure (6.4 × 4.4 in, 120 dpi) drawn by ``draw`` on its axes, titled, saved as a PNG at
-    ``path`` (folders created); returns the path."""
+    """One figure drawn by ``draw``, titled, saved as a PNG at ``path``; returns the path."""
     fig = Figure(figsize=(6.4, 4.4), dpi=120)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -109,8 +101,7 @@ def _noise_band(
 
 
 def _checked_ks(curves: Mapping[str, Mapping[int, float]]) -> set[int]:
-    """Every K of the curves; raises ``ValueError`` naming the curve on no curves, an empty curve,
-    a ``k < 1`` or a value outside [0, 1]."""
+    """Every K of the curves; ValueError naming a malformed curve."""
     if not curves:
         raise ValueError("plot_pass_at_k: no curves to plot")
     all_ks: set[int] = set()

@@ -1,11 +1,7 @@
 """Generation-mode evaluation: M samples per prompt at temperature T (+ greedy), scored by the task.
 
-Reports the unbiased Pass@K for K in 1..M, Maj@K, greedy accuracy, the mean response length and
-the share cut at ``max_tokens``. Prompts are generated in chunks, for a progress bar, with the
-samples of one call over all prompts: the built-in backends seed prompt i with ``seed + i``, so a
-chunk is generated with ``seed + its first index``. On several ranks (:func:`evaluate_rows_sharded`)
-each rank takes a contiguous share cut where that seeding holds
-(:mod:`es_lightning.evaluation.sharding`), and rank 0 gathers.
+Prompts are generated in chunks with one call's samples (prompt i seeded ``seed + i``), and on
+several ranks each takes a contiguous share (:mod:`es_lightning.evaluation.sharding`).
 """
 
 from __future__ import annotations
@@ -133,8 +129,7 @@ def evaluate_rows(
     progress: bool = False,
     desc: str | None = None,
 ) -> EvalResult:
-    """Sample, verify and summarise ``rows`` (the first ``config.limit``) with ``module``'s prompt
-    format and task; the bar (``progress``, labelled ``desc``) does not change the samples."""
+    """Sample, verify and summarise ``rows`` (the first ``config.limit``) with ``module``'s task."""
     result = evaluate_rows_sharded(module, rollout, rows, config, progress, desc)
     assert result is not None  # one rank: rank 0
     return result
@@ -150,9 +145,7 @@ def evaluate_rows_sharded(
     rank: int = 0,
     world_size: int = 1,
 ) -> EvalResult | None:
-    """:func:`evaluate_rows` split across ``world_size`` ranks (call it on every rank): rank 0
-    gathers the shares in prompt order and returns what a single rank would have, the others
-    ``None``."""
+    """:func:`evaluate_rows` split across the ranks (call on every rank); rank 0 gets the result."""
     if config.limit is not None:
         rows = rows[: config.limit]
     if not rows:
@@ -195,8 +188,7 @@ def evaluate_rows_sharded(
 def _gathered_result(
     module: Any, rows: list[dict[str, Any]], config: EvalConfig, gathered: list[list[_Scored]], n_passes: int
 ) -> EvalResult:
-    """Rank 0's result from every rank's scored shares (``gathered[rank][pass]``): the M samples'
-    Pass@k summary, response length and truncated fraction, and the greedy pass where there is one."""
+    """Rank 0's result from every rank's scored shares."""
     # every rank's shares in rank order, i.e. prompt order; greedy: [] or [the greedy pass]
     sampled, *greedy = (_Scored.concat([mine[i] for mine in gathered]) for i in range(n_passes))
     greedy_scores = [per[0] for per in greedy[0].scores] if greedy else None
@@ -215,8 +207,7 @@ def _gathered_result(
 
 @dataclass
 class _Scored:
-    """What one pass (M samples or greedy) gave a run of prompts, per prompt and sample: what a
-    rank sends rank 0 (texts, scores, token counts, whether ``max_tokens`` cut it)."""
+    """What one pass gave a run of prompts: what a rank sends rank 0."""
 
     texts: list[list[str]]
     scores: list[list[Score]]
@@ -252,9 +243,7 @@ def generate_in_chunks(
     on_chunk: Any = None,
     first_index: int = 0,
 ) -> list[RolloutOutput]:
-    """``rollout.generate(prompts, sampling)`` in calls of ``chunk`` prompts, each seeded with
-    ``sampling.seed`` + its first prompt's index counted from ``first_index``; ``on_chunk(sequences)``
-    after each."""
+    """``rollout.generate`` in chunks, each seeded with ``sampling.seed`` + its first index."""
     chunk = chunk or chunk_size(len(prompts), sampling.n, rollout)
     outputs: list[RolloutOutput] = []
     for start in range(0, len(prompts), chunk):

@@ -1,11 +1,6 @@
-"""How an evaluation's prompts are split: into ``generate`` calls, and across ranks.
-
-Every rank's engine serves the same weights, so the ranks can split an evaluation's prompts and
-rank 0 gather. The samples are those of a single-rank evaluation because a shard starts only where
-that evaluation's sampling already restarts, at a multiple of :func:`shard_alignment`: the
-transformers rollout's batches, anywhere for vLLM (prompt i seeded with ``seed + i``), else the
-single-rank chunks (:func:`chunk_size`). When one block holds every prompt rank 0 gets them all.
-"""
+"""How an evaluation's prompts are split: into ``generate`` calls, and across ranks, a shard
+starting only where one rank's sampling already restarts (:func:`shard_alignment`), so the samples
+are a single rank's."""
 
 from __future__ import annotations
 
@@ -73,8 +68,7 @@ def chunk_size(n_prompts: int, n: int, rollout: Rollout) -> int:
 
 
 def gather_on_rank_zero(obj: T, world_size: int) -> list[T] | None:
-    """Every rank's ``obj``, in rank order, on rank 0 (``None`` on the others); a collective over
-    the default process group (``torch.distributed.gather_object``) when ``world_size > 1``."""
+    """Every rank's ``obj`` in rank order on rank 0 (``None`` elsewhere)."""
     if world_size == 1:
         return [obj]
     import torch.distributed as dist

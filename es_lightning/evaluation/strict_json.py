@@ -1,6 +1,4 @@
-"""Evaluation files are strict JSON: a non-finite number is written as ``null``, never as the bare
-``NaN`` / ``Infinity`` other JSON readers refuse, and ``allow_nan=False`` keeps anything else out.
-"""
+"""Evaluation files are strict JSON: a non-finite number is written as ``null``."""
 
 from __future__ import annotations
 

@@ -27,14 +27,12 @@ AVERAGE_KEY = "average"
 
 
 def is_correct(score: Score) -> bool:
-    """Whether ``score`` counts as correct: ``reward >= 1 - 1e-9`` and finite (a NaN or an
-    infinite reward is a verifier's failure, never a solve)."""
+    """Whether ``score`` counts as correct: a finite ``reward >= 1 - 1e-9``."""
     return math.isfinite(score.reward) and score.reward >= CORRECT_THRESHOLD
 
 
 def is_accuracy_key(key: str) -> bool:
-    """Whether ``key`` names an accuracy: ``pass@k``, ``maj@k`` or ``greedy`` (what tables show and
-    :func:`average_over_tasks` averages)."""
+    """Whether ``key`` is ``pass@k``, ``maj@k`` or ``greedy``."""
     return key.startswith(("pass@", "maj@")) or key == "greedy"
 
 
@@ -55,9 +53,7 @@ def summarize(
     greedy: Sequence[Score] | None = None,
     majority: bool = True,
 ) -> dict[str, float]:
-    """Summarise one task's evaluation (module docstring): ``scores`` per prompt, the same ``M``
-    each; ``greedy``: one score per prompt; ``majority``: report ``maj@k`` (not for a task that
-    extracts no answer). ValueError naming a malformed prompt or ``k``."""
+    """Summarise one task's evaluation (module docstring); ValueError naming a malformed input."""
     if not scores:
         raise ValueError("summarize: no prompts to summarise (scores is empty)")
     m = len(scores[0])
@@ -101,8 +97,7 @@ def summarize(
 
 
 def _pass_at_k(correct: list[list[bool]], ks: list[int]) -> dict[str, float]:
-    """``{"pass@k": value}`` from the ``(P, M)`` correct matrix through :class:`PassAtK`, its sync
-    off (rank 0 may evaluate alone and must not wait on the others)."""
+    """``{"pass@k": value}`` through :class:`PassAtK`, its sync off (rank 0 may evaluate alone)."""
     import torch  # torch and torchmetrics load on first use, not with the package
 
     from es_lightning.evaluation.metric import PassAtK
@@ -129,9 +124,7 @@ def average_over_tasks(
     summaries: Mapping[str, Mapping[str, float]],
     groups: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """The summaries plus their unweighted mean over tasks under ``"average"`` (the keys all tasks
-    have), and each of ``groups`` (``{"heldout_average": ["gpqa", "mbpp"]}``) over its tasks.
-    ValueError on no summaries or a bad group."""
+    """The summaries plus their mean over tasks under ``"average"``, and each of ``groups``."""
     if not summaries:
         raise ValueError("average_over_tasks: no task summaries given")
     if AVERAGE_KEY in summaries:

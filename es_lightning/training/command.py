@@ -1,9 +1,5 @@
-"""The ``fit`` command: post-train a model with ES or GRPO and evaluate it before and after.
-
-:func:`run_fit` is the command (its signature the recipe's schema, its docstring the ``--help``),
-:func:`fit_parser` its parser (also how ``report`` and ``tune`` resolve recipes) and
-:func:`prepare_fit` the checks of its paths before anything is written or started.
-"""
+"""The ``fit`` command: :func:`run_fit` (its signature the recipe's schema, its docstring the
+``--help``), its parser :func:`fit_parser` and :func:`prepare_fit`, the checks of its paths."""
 
 from __future__ import annotations
 
@@ -104,8 +100,7 @@ def run_fit(
 
 
 def fit_parser() -> Any:
-    """``es-lightning fit``'s parser: ``--config`` (a recipe) and every argument of :func:`run_fit`
-    but ``hparams``."""
+    """``es-lightning fit``'s parser: ``--config`` and every argument of :func:`run_fit` but ``hparams``."""
     from jsonargparse import ActionConfigFile
 
     from es_lightning.cli_hints import accept_short_names, command_parser
@@ -126,10 +121,8 @@ def prepare_fit(
     strategy: ReasoningStrategy | None = None,
     task_name: str | None = None,
 ) -> Path:
-    """Checks of a fit's paths before anything is written or started: ``trainer.resume`` names an
-    intact checkpoint written with ``strategy``'s settings and task ``task_name``, the run
-    directory can be created and no other process runs in it. Returns the run directory, whose
-    lock this process then holds.
+    """Checks of a fit's paths before anything is written or started (the resumed checkpoint, the
+    run directory, its lock); returns the run directory, whose lock this process then holds.
 
     Raises:
         ConfigError: ``output_dir`` cannot be created, or holds a run without ``resume``/``overwrite``.
@@ -166,8 +159,7 @@ def prepare_fit(
 
 
 def finished_run(trainer: TrainerConfig, evaluates_after: bool) -> str | None:
-    """What to say instead of running when ``trainer.resume`` continues a run already finished at
-    ``trainer.max_steps``; ``None`` otherwise."""
+    """What to say instead of running when the resumed run is already finished, else ``None``."""
     from es_lightning.checkpoint import Checkpoint, resolve_resume
     from es_lightning.training.resume import finished_message
 

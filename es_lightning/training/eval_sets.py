@@ -1,8 +1,5 @@
-"""The trainer's evaluations: its evaluation sets, built once per run (:func:`load_eval_sets`), and
-their evaluation on every rank's engine (:func:`evaluate_sets`, the one path of the trainer's and
-the callbacks' evaluations): each rank generates a contiguous share of the prompts, rank 0
-gathers, writes ``{output_dir}/{prefix}/{tag}*`` and logs ``{prefix}/{task}/{metric}``.
-"""
+"""The trainer's evaluations: its evaluation sets (:func:`load_eval_sets`), and their evaluation on
+every rank's engine (:func:`evaluate_sets`, the trainer's and the callbacks' one path)."""
 
 from __future__ import annotations
 
@@ -27,8 +24,7 @@ GROUP_NAMES = (HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY)
 
 
 def load_eval_sets(evaluation: EvalConfig | None, eval_tasks: dict[str, Task]) -> list[EvalSet]:
-    """The rows of ``evaluation.split`` (at most ``evaluation.limit``) of every task of
-    ``eval_tasks``; none without an evaluation. Names that cannot key a metric are refused."""
+    """The rows of ``evaluation.split`` (at most ``limit``) of every task of ``eval_tasks``."""
     if evaluation is None:
         return []
     reserved = (AVERAGE_KEY, *GROUP_NAMES)
@@ -44,8 +40,7 @@ def load_eval_sets(evaluation: EvalConfig | None, eval_tasks: dict[str, Task]) -
 def evaluate_sets(
     trainer: TrainerView, sets: list[EvalSet], tag: str, prefix: str, config: EvalConfig
 ) -> dict[str, dict[str, float]]:
-    """Evaluate ``sets`` on the ranks' engines (call it on **every** rank); rank 0 writes, logs and
-    returns ``{name: summary}``, the others ``{}``."""
+    """Evaluate ``sets`` on every rank's engine; rank 0 writes, logs and returns the summaries."""
     fabric = trainer.fabric
     if fabric is None:
         raise RuntimeError("evaluate_sets: the run has not launched")

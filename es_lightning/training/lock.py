@@ -1,11 +1,5 @@
-"""One run per folder at a time: an advisory lock on ``{output_dir}/.es-lightning.lock``.
-
-Two ``fit`` processes writing one folder would interleave their checkpoints (and ``overwrite``
-would delete a live run's files), so a run holds an exclusive :func:`fcntl.flock` there until its
-process ends. The kernel releases a ``flock`` however its process dies, so a stale lock never
-blocks. The holder writes its pid; a second run is refused with a :class:`RunLockedError` naming
-it. Locks are per process and re-entrant; ranks other than the first leave the lock to rank 0.
-"""
+"""One run per folder at a time: an advisory ``flock`` on ``{output_dir}/.es-lightning.lock``,
+released by the kernel however its process dies; a second run is refused naming the holder's pid."""
 
 from __future__ import annotations
 
@@ -29,8 +23,7 @@ _held: dict[Path, tuple[int, int]] = {}
 
 
 def acquire_run_lock(output_dir: str | Path) -> Path:
-    """Take ``output_dir``'s lock (creating the folder), or raise :class:`RunLockedError` when
-    another process holds it. Re-entrant: each call needs one :func:`release_run_lock`."""
+    """Take ``output_dir``'s lock or raise :class:`RunLockedError`; re-entrant, one release each."""
     folder = Path(output_dir).expanduser().resolve()
     if folder in _held:
         fd, depth = _held[folder]
@@ -80,8 +73,7 @@ def holds_run_lock(output_dir: str | Path) -> bool:
 
 @contextmanager
 def hold_run_lock(output_dir: str | Path, enabled: bool = True) -> Iterator[None]:
-    """Hold ``output_dir``'s lock for the ``with`` block (``enabled=False``: do nothing, e.g. on
-    the ranks of a launch other than the first)."""
+    """Hold ``output_dir``'s lock for the ``with`` block (``enabled=False``: do nothing)."""
     if not enabled:
         yield
         return

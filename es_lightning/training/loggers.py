@@ -1,8 +1,5 @@
-"""The run's own loggers: ``metrics.jsonl`` (one JSON object per logged step, flushed as written)
-and the TensorBoard run; the hyperparameters given to every logger. A pipeline stage's loggers get
-steps on the pipeline's axis; its ``metrics.jsonl`` keeps the stage's own update as ``step`` and
-the pipeline's as ``global_step``.
-"""
+"""The run's own loggers: ``metrics.jsonl`` and the TensorBoard run; a pipeline stage's
+``metrics.jsonl`` keeps its own update as ``step`` and the pipeline's as ``global_step``."""
 
 from __future__ import annotations
 
@@ -114,18 +111,15 @@ class RunTensorBoardLogger(TensorBoardLogger):
 
 
 def tensorboard_logger(folder: str | Path, purge_step: int = 0) -> TensorBoardLogger:
-    """The run's TensorBoard files in ``{folder}/tensorboard/`` (one run, no version folders).
-
-    Each event file starts with a restart marker at ``purge_step``, so TensorBoard drops what
-    earlier files hold from there on (a resumed run logs the steps after its checkpoint again)."""
+    """The run's TensorBoard files in ``{folder}/tensorboard/``, each starting with a restart marker
+    at ``purge_step`` so a resumed run's repeated steps replace the old ones."""
     return RunTensorBoardLogger(
         folder, name="tensorboard", version="", default_hp_metric=False, purge_step=purge_step
     )
 
 
 def log_hyperparams(loggers: list[Logger], hparams: dict[str, Any]) -> None:
-    """Give every logger the run's resolved configuration once (Fabric's ``CSVLogger`` gets an
-    ``hparams.yaml`` beside its ``metrics.csv``; loggers that take none are skipped)."""
+    """Give every logger the run's resolved configuration once."""
     for logger in loggers:
         try:
             logger.log_hyperparams(hparams)
@@ -138,8 +132,7 @@ def log_hyperparams(loggers: list[Logger], hparams: dict[str, Any]) -> None:
 
 
 def truncate_metrics(path: str | Path, after_step: int) -> int:
-    """Drop, atomically, the records of ``path`` logged after ``after_step`` (the resumed run logs
-    them again); returns how many were dropped."""
+    """Drop the records of ``path`` logged after ``after_step``; how many were dropped."""
     from es_lightning.checkpoint import atomic_write_text
 
     path = Path(path)

@@ -1,7 +1,4 @@
-"""The model card (``README.md``) a finished run writes into its final checkpoint's HF folder: the
-base model, the method and its settings, the task, the evaluation before and after, and the command
-that reproduces the run, all read from files the run already wrote.
-"""
+"""The model card (``README.md``) a finished run writes into its final checkpoint's HF folder."""
 
 from __future__ import annotations
 
@@ -66,8 +63,7 @@ def _block(value: Any) -> str:
 
 
 def evaluation_section(run_dir: Path) -> list[str]:
-    """The card's evaluation lines: the before/after table (with its detail rows) and what it
-    measured, or a sentence saying there was no evaluation."""
+    """The card's before/after table, or a sentence saying there was no evaluation."""
     before, after = (_read_json(run_dir / "eval" / f"{tag}.json") for tag in ("before", "after"))
     columns = {tag: data for tag, data in (("before", before), ("after", after)) if isinstance(data, dict)}
     if not columns:
@@ -136,8 +132,7 @@ def card_text(checkpoint: Path, run_dir: Path) -> str:
 
 
 def reproduce_section(run_dir: Path, config_file: Path | None) -> list[str]:
-    """The command that reruns the run from its resolved configuration (into a new folder), and
-    the command it was launched with when that is known."""
+    """The command that reruns the run from its resolved configuration, and its launch command."""
     if config_file is None:
         return ["No `config.yaml` was recorded for this run."]
     fresh = config_file.parent.with_name(config_file.parent.name + "_reproduced")

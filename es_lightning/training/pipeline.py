@@ -1,13 +1,8 @@
 """Sequential pipelines: several optimizers in order on one model with one total update budget.
 
-``stages:`` lists the strategies with their share of the budget. Stage i starts from stage i−1's
-final checkpoint (its fp32 master), continues the same seeded data order and writes its own folder
-``{output_dir}/stage{i}_{name}``; ``pipeline.json`` names the stages, and ``trainer.resume: true``
-skips finished stages. The loggers see one step axis (stage i's update t at t + the updates before
-it), and ``{output_dir}/tensorboard/`` holds every stage as one run.
-
-Several devices: processes are launched once, by the first stage's ``fabric.launch()``; later
-stages' launchers see the processes and the process group already there and reuse them.
+Stage i starts from stage i−1's fp32 master, continues the same data order and writes its own
+folder ``{output_dir}/stage{i}_{name}``; the loggers see one step axis. Processes are launched
+once, by the first stage; later stages reuse them and the process group.
 """
 
 from __future__ import annotations
@@ -91,8 +86,7 @@ def run_pipeline(
     hparams: dict[str, Any] | None = None,
     loggers: list[Any] | None = None,
 ) -> dict[str, Any]:
-    """Run the stages one after another; returns ``{stage_name: trainer results}`` (``loggers``, the
-    user's further loggers, receive every stage's metrics on the pipeline's step axis)."""
+    """Run the stages one after another; returns ``{stage_name: trainer results}``."""
 
     names = stage_names(stages)
     if len(set(names)) != len(names):
@@ -195,8 +189,7 @@ def _run_stages(
 
 
 def _purge_step(index: int, earlier: int, resumed_at: int | None) -> int:
-    """Where the pipeline's TensorBoard run continues for a stage: after its checkpoint when
-    resumed, after the stage before it when it starts, at 0 for a first stage that starts."""
+    """Where the pipeline's TensorBoard run continues for a stage."""
     if resumed_at is not None:
         return earlier + resumed_at + 1
     return earlier + 1 if index > 0 else 0

@@ -1,10 +1,6 @@
-"""Does a resume continue the run that wrote the checkpoint? Its recorded settings are compared.
-
-Exact resume holds only when everything that decides an update is unchanged: the strategy and its
-settings and the trainer's ``seed``, ``batch_size``, ``train_limit`` and ``data_offset``.
-:func:`check_resume_compatible` compares them with the checkpoint's ``hparams.yaml`` and refuses a
-change, listing each, unless ``trainer.resume_allow_changes`` allows it.
-"""
+"""Does a resume continue the run that wrote the checkpoint? Every setting that decides an update
+(the strategy's, and the trainer's seed, batch size and data) is compared with the checkpoint's
+``hparams.yaml``; a change is refused unless ``trainer.resume_allow_changes`` allows it."""
 
 from __future__ import annotations
 
@@ -41,14 +37,9 @@ def check_resume_compatible(
     allow_changes: bool | Sequence[str] | None = None,
     task_name: str | None = None,
 ) -> list[str]:
-    """Refuse to resume from ``checkpoint`` with settings that change what an update computes.
-
-    Compares the strategy name, every strategy setting in both records except
-    :data:`FREE_STRATEGY_KEYS`, the trainer's :data:`GUARDED_TRAINER_KEYS` and ``task_name`` (when
-    given); settings a record lacks are not compared. ``allow_changes``: ``True`` (all), a list of
-    keys (``strategy.sigma`` or ``sigma``), or ``None`` for ``trainer_config.resume_allow_changes``.
-    Returns the allowed changes as ``key: old → new`` lines; ConfigError lists the others.
-    """
+    """Refuse to resume from ``checkpoint`` with settings that change what an update computes
+    (ConfigError listing each); returns the allowed changes as ``key: old → new`` lines.
+    ``allow_changes``: ``True``, a list of keys, or ``None`` for the trainer's setting."""
     if allow_changes is None:
         allow_changes = trainer_config.resume_allow_changes
     changes = recorded_changes(checkpoint, strategy_name, strategy_hparams, trainer_config, task_name)
@@ -113,8 +104,7 @@ def _allowed(key: str, allow: bool | Collection[str]) -> bool:
 def finished_message(
     checkpoint: Checkpoint | None, max_steps: int | None, output_dir: str | Path, evaluates_after: bool
 ) -> str | None:
-    """What to say instead of resuming a run that is done (``checkpoint`` at ``max_steps`` and the
-    final evaluation written); ``None`` when something is left."""
+    """What to say instead of resuming a run that is done; ``None`` when something is left."""
     if checkpoint is None or max_steps is None or checkpoint.step < max_steps:
         return None
     if evaluates_after and not (Path(output_dir) / "eval" / "after.json").is_file():

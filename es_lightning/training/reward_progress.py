@@ -1,7 +1,5 @@
-"""The trainer's side of TRL's reward call: the ``trainer_state`` reward functions see, kept at the
-run's progress, and the ``log_metric`` values of each update, averaged per name over the update's
-calls, then over the ranks (as in TRL), and logged as ``train/<name>``.
-"""
+"""The trainer's side of TRL's reward call: ``trainer_state`` kept at the run's progress, and the
+``log_metric`` values of each update averaged and logged as ``train/<name>``."""
 
 from __future__ import annotations
 
@@ -41,15 +39,13 @@ class RewardProgress:
 
     @contextmanager
     def update(self, step: int) -> Iterator[MetricLog]:
-        """The block of update ``step`` (0-based): reward functions see the state before it and
-        log their metrics into the yielded log."""
+        """The block of update ``step``: reward functions log their metrics into the yielded log."""
         log = MetricLog()
         with reward_context(self.at(step), log):
             yield log
 
     def logged(self, log: MetricLog, ours: dict[str, float]) -> dict[str, float]:
-        """``train/<name>``: each metric's mean over the update's calls, then over the ranks (call
-        it on every rank); ConfigError for a name that clashes with the update's own metrics."""
+        """``train/<name>``: each metric's mean over calls, then ranks (call it on every rank)."""
         means = log.drain()
         if self.fabric.world_size > 1:
             import torch.distributed as dist

@@ -1,10 +1,5 @@
-"""A run folder holds one run: a new run never mixes its logs and checkpoints into an old one's.
-
-:func:`prepare_run_dir` looks for what a run writes (:data:`RUN_ARTIFACTS`): none is a fresh run;
-``resume`` continues (``auto``: from the newest checkpoint, else starting over); ``overwrite``
-deletes the old artefacts (never other files); anything else is refused. :func:`prune_checkpoints`
-keeps the newest ``keep_last`` checkpoints and those at ``checkpoint_steps``.
-"""
+"""A run folder holds one run: a new run never mixes its logs and checkpoints into an old one's
+(:func:`prepare_run_dir`), and old checkpoints are pruned (:func:`prune_checkpoints`)."""
 
 from __future__ import annotations
 
@@ -40,9 +35,8 @@ def run_artifacts(output_dir: str | Path) -> list[Path]:
 def prepare_run_dir(
     output_dir: str | Path, resume: bool | str, overwrite: bool, python: bool = False
 ) -> None:
-    """Check (and for ``overwrite``, or ``resume: auto`` without a checkpoint, clear) the run folder;
-    ``python``: the refusal names the Python settings, not the flags. Ranks other than the first
-    leave the folder to rank 0. ConfigError when it holds a run and neither is set."""
+    """Check (and for ``overwrite``, or ``resume: auto`` without a checkpoint, clear) the run
+    folder; ConfigError when it holds a run and neither is set (``python``: naming Python settings)."""
     if launched_rank() > 0:
         return
     if resume == "auto":
@@ -85,8 +79,7 @@ def _pipeline_checkpoints(output_dir: str | Path) -> bool:
 def prune_checkpoints(
     output_dir: str | Path, keep_last: int | None, keep_steps: Collection[int] = ()
 ) -> list[Path]:
-    """Delete all but the newest ``keep_last`` complete checkpoints (``None``: keep all), keeping
-    those at ``keep_steps`` and the one ``latest`` names; returns the deleted folders."""
+    """Delete all but the newest ``keep_last`` checkpoints, keeping ``keep_steps`` and ``latest``."""
     if keep_last is None:
         return []
     newest = latest_checkpoint(output_dir)

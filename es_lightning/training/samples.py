@@ -1,14 +1,5 @@
-"""Text samples: every ``trainer.log_samples_every`` updates, a few prompts with a response and its reward.
-
-Rank 0 writes them to ``{output_dir}/samples.jsonl``::
-
-    {"step": 10, "member": 3, "reward": 1.0, "advantage": 0.8, "rewards": {"correct": 1.0},
-     "logged": {"extracted_answer": "14"}, "prompt": "...", "completion": "..."}
-
-and to every logger as it takes text: TensorBoard a markdown table, CSV rows of ``samples.csv``,
-MLflow an artifact, W&B and any ``log_text`` logger a table. A resumed run first drops what was
-written after its checkpoint (:func:`truncate_samples`).
-"""
+"""Text samples: every ``trainer.log_samples_every`` updates, a few prompts with a response and its
+reward, into ``samples.jsonl`` and every logger that takes text."""
 
 from __future__ import annotations
 
@@ -39,8 +30,7 @@ def log_samples(
     step: int,
     step_offset: int | None = None,
 ) -> None:
-    """Write ``samples`` of update ``step`` to ``samples.jsonl`` and to each logger (rank 0); the
-    loggers get ``step + step_offset`` (a pipeline stage's)."""
+    """Write ``samples`` of update ``step`` to ``samples.jsonl`` and to each logger (rank 0)."""
     if not samples:
         return
     global_step = None if step_offset is None else step + step_offset
@@ -74,8 +64,7 @@ def log_samples(
 def truncate_samples(
     output_dir: str | Path, loggers: Sequence[Logger], after_step: int, step_offset: int | None = None
 ) -> None:
-    """Drop the samples written after update ``after_step`` from ``samples.jsonl`` and every CSV
-    logger's ``samples.csv``."""
+    """Drop the samples written after update ``after_step`` (``samples.jsonl``, CSV loggers)."""
     truncate_metrics(Path(output_dir) / SAMPLES_FILE, after_step)
     logged_at = after_step + (step_offset or 0)
     for logger in loggers:

@@ -1,12 +1,8 @@
 """Stopping a run cleanly on SIGTERM and SIGINT.
 
-The first signal during an update (a :meth:`StopSignals.deferred` block) is only recorded: the
-update completes, the trainer saves a checkpoint, shuts its engines down and exits with
-``128 + signal``; elsewhere it raises :class:`RunInterrupted` at once, at an update boundary too.
-A second signal raises at once and saves nothing (checkpoints are renamed into place, never half
-written). On several ranks a signal is shared at the next update boundary. A callback asks for a
-clean stop with ``trainer.should_stop = True`` (:func:`stop_requested_by_callback`): the run ends
-as if ``max_steps`` were reached and exits 0.
+A first signal during an update is recorded: the update completes, a checkpoint is saved and the
+run exits with ``128 + signal``; elsewhere :class:`RunInterrupted` is raised at once. A second
+signal raises at once. A callback asks for a clean stop with ``trainer.should_stop = True``.
 """
 
 from __future__ import annotations
@@ -23,12 +19,7 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class RunInterrupted(BaseException):
-    """The run was stopped by a signal (a ``BaseException``, like ``KeyboardInterrupt``).
-
-    Attributes:
-        signum: the signal's number.
-        at_boundary: the weights were at an update boundary when it was raised.
-    """
+    """The run was stopped by signal ``signum`` (``at_boundary``: at an update boundary)."""
 
     def __init__(self, signum: int, at_boundary: bool) -> None:
         super().__init__(f"stopped by {signal.Signals(signum).name}")
@@ -40,8 +31,7 @@ class RunInterrupted(BaseException):
 
 
 class StopSignals:
-    """Installs the SIGTERM/SIGINT handlers of the module docstring while in a ``with`` block
-    (nothing outside the main thread, where Python cannot install them)."""
+    """Installs the SIGTERM/SIGINT handlers while in a ``with`` block (main thread only)."""
 
     def __init__(self) -> None:
         self.received: int | None = None
@@ -93,8 +83,7 @@ class StopSignals:
 
 
 def stop_requested_by_callback(trainer: Any, max_steps: int) -> bool:
-    """Whether a callback set ``trainer.should_stop`` on any rank (then it is set on every rank,
-    and rank 0 says where the run stops); ``False`` before a run launched."""
+    """Whether a callback set ``trainer.should_stop`` on any rank (then set on every rank)."""
     fabric = trainer.fabric
     wanted = bool(getattr(trainer, "should_stop", False))
     if fabric is not None and fabric.world_size > 1:

@@ -1,13 +1,8 @@
-"""A pipeline stage's settings on the command line: ``--stages.<name>.<key> VALUE``.
-
-jsonargparse addresses only the last item of a list, so::
+"""A pipeline stage's settings on the command line: ``--stages.<name>.<key> VALUE`` (jsonargparse
+addresses only a list's last item), given back as one type-checked ``--stages LIST``::
 
     es-lightning fit --config recipes/coverage_cpu_es_then_grpo.yaml \\
         --stages.es.strategy.init_args.learning_rate 3.0e-3
-
-names a stage by its folder's name (``es``, ``grpo``) or its position from 1. The arguments are
-parsed once without these, each stage gets its value, and the list is given back as ``--stages
-LIST``, so the value is type-checked and recorded as any other.
 """
 
 from __future__ import annotations
@@ -92,8 +87,7 @@ def set_key(stage: dict[str, Any], key: str, value: str) -> None:
 
 
 def expand_stage_args(parser: Any, args: list[str]) -> list[str]:
-    """``args`` with the ``--stages.<name>.<key>`` arguments turned into one ``--stages LIST`` at
-    the end (``parser``: ``es-lightning fit``'s); unchanged when there are none."""
+    """``args`` with the ``--stages.<name>.<key>`` arguments turned into one ``--stages LIST``."""
     rest, found = split_stage_args(args)
     if not found or any(a in ("-h", "--help") for a in rest):
         return args
@@ -111,8 +105,7 @@ def expand_stage_args(parser: Any, args: list[str]) -> list[str]:
 
 
 def expand_fit_command(args: list[str]) -> list[str]:
-    """The ``es-lightning`` arguments with a ``fit`` command's stage arguments expanded (others as
-    they are)."""
+    """The ``es-lightning`` arguments with a ``fit`` command's stage arguments expanded."""
     commands = {"fit", "evaluate", "analyze", "report", "compare", "tune"}
     command = next((i for i, a in enumerate(args) if a in commands), None)
     if command is None or args[command] != "fit" or not any(STAGE_ARG.match(a) for a in args):

@@ -1,11 +1,6 @@
 """Calls into your callbacks and loggers: a failure in their code is yours to fix and is said in
-one line that names the method and where it raised::
-
-    es-lightning: error: my_callbacks.Stopper.on_train_batch_end (my_callbacks.py:14) raised ValueError: boom
-
-(exit status 2). A failure inside es-lightning, its built-in callbacks or Lightning's loggers is a
-bug and keeps its traceback; a ConfigError raised on purpose passes through.
-"""
+one line naming the method and where it raised (exit status 2); es-lightning's own failures keep
+their tracebacks."""
 
 from __future__ import annotations
 
@@ -28,8 +23,7 @@ class UserHookError(ConfigError):
 
 
 def call_hook(fabric: Any, callbacks: Iterable[Any], hook: str, **kwargs: Any) -> None:
-    """``fabric.call(hook, **kwargs)``; a failure in your callback's code becomes a
-    :class:`UserHookError` of one line."""
+    """``fabric.call(hook, **kwargs)``; a failure in your code becomes a one-line UserHookError."""
     try:
         fabric.call(hook, **kwargs)
     except Exception as error:
@@ -57,8 +51,7 @@ def _said(error: Exception, objects: Iterable[Any]) -> Exception:
 
 
 def _culprit(error: BaseException, objects: Iterable[Any]) -> tuple[type, str, str, int] | None:
-    """The outermost frame of ``error``'s traceback that runs a method your classes define among
-    ``objects``' classes: (its class, the method's name, and the innermost line raised in its file)."""
+    """Your class, method and raising line in ``error``'s traceback, among ``objects``' classes."""
     codes: dict[Any, tuple[type, str]] = {}
     for obj in objects:
         for klass in type(obj).__mro__:

@@ -1,9 +1,5 @@
-"""The user's loggers (a fit recipe's ``loggers:``), checked and placed before they are built.
-
-A logger whose package is missing is refused with the ``pip install`` that adds it, before anything
-starts, and a ``save_dir`` left at its class's relative default goes inside the run folder
-(:func:`prepare_user_loggers`).
-"""
+"""The user's loggers (a fit recipe's ``loggers:``): a missing package is refused with its ``pip
+install`` before anything starts, and a relative default ``save_dir`` goes inside the run folder."""
 
 from __future__ import annotations
 
@@ -68,8 +64,7 @@ def default_save_dirs(loggers: Any, output_dir: str | Path) -> None:
 
 
 def prepare_user_loggers(parser: Any) -> Any:
-    """Make ``fit``'s ``parser`` check and place the ``loggers`` each time it instantiates a
-    configuration. Returns ``parser``."""
+    """Make ``fit``'s ``parser`` check and place the ``loggers`` on each instantiation."""
     instantiate = parser.instantiate
 
     def instantiate_with_loggers(cfg: Any, *args: Any, **kwargs: Any) -> Any:
