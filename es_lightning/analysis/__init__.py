@@ -1,13 +1,11 @@
 """What training did to the weights: drift, sparsity, the largest updates, thresholded export.
 
-``es-lightning analyze`` (:func:`~es_lightning.analysis.command.run_analyze`) compares a checkpoint
-with its starting model; its accumulators stream tensor by tensor, so callbacks reuse them on
-weights streamed out of a strategy::
+``es-lightning analyze`` compares a checkpoint with its starting model; its accumulators stream
+tensor by tensor, so callbacks reuse them on weights streamed out of a strategy::
 
     analyzer = PairAnalyzer(taus=[1e-3], top_k=100, view="stored")
     for name, theta in strategy_weights:
         analyzer.add(name, base.get(name), theta)       # base: a WeightIndex over θ_0's files
-    analyzer.result()["rel_l2"], analyzer.result()["sparsity"]["0.001"]
 """
 
 from es_lightning.analysis.delta import VIEWS, View, in_view, parse_taus, tau_key, weight_delta

@@ -1,9 +1,7 @@
 """Top-k updates that are bf16 rounding, not learning: |Δθ| at the bf16 spacing of the weight.
 
-bfloat16 keeps 8 significant bits, so its values near x are ``spacing(x) = 2^(⌊log2 |x|⌋ − 7)``
-apart, and a bf16 weight near 1.0 can only move by 0.0078125, more than most real updates: such
-coordinates fill a top-k list although the update beneath them was far smaller. A top-k entry is
-flagged ``bf16_rounding`` when |Δθ| is exactly one spacing of θ_0 or of θ (relative tolerance 1e-6).
+A bf16 weight near 1.0 can only move by 0.0078125, more than most real updates, so such coordinates
+fill a top-k list; an entry is flagged ``bf16_rounding`` when |Δθ| is exactly one spacing of θ_0 or θ.
 """
 
 from __future__ import annotations
@@ -42,8 +40,7 @@ def is_bf16_rounding(theta0: float, delta: float) -> bool:
 
 
 def flag_rounding(entries: list[dict[str, Any]]) -> int:
-    """Add ``bf16_spacing`` and ``bf16_rounding`` to each top-k entry (it must hold ``theta0`` and
-    ``delta``); returns how many are flagged."""
+    """Add ``bf16_spacing`` and ``bf16_rounding`` to each top-k entry; how many are flagged."""
     for entry in entries:
         theta0, delta = float(entry["theta0"]), float(entry["delta"])
         entry["bf16_spacing"] = bf16_spacing(theta0)

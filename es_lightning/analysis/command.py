@@ -1,13 +1,10 @@
 """``es-lightning analyze``: what training did to the weights, between a base model and a checkpoint.
 
     es-lightning analyze --base Qwen/Qwen2.5-1.5B-Instruct --checkpoint runs/es/checkpoints/step-000300 \\
-        [--compare runs/grpo/checkpoints/step-000300] [--taus 1e-4,5e-4,1e-3,1.5e-3,5e-3] [--top_k 100] \\
+        [--compare runs/grpo/checkpoints/step-000300] [--taus 1e-4,5e-4,1e-3] [--top_k 100] \\
         [--export_thresholded 1e-3,1.5e-3 [--evaluate arithmetic --evaluation.limit 200]] --output es.json
 
-Cheapest first, so bad input fails before any tensor is read: the settings, each model's weights
-and headers, the names and shapes, the null's ES settings; then one streamed pass per pair for both
-views, the null beside each statistic, the printout and OUT.json; then, if asked, the thresholded
-exports and their sparsity curve.
+Cheapest first, so bad input fails before any tensor is read.
 """
 
 from __future__ import annotations
@@ -146,8 +143,7 @@ def _check_settings(
     evaluate: str | Task | None,
     keep_exports: bool,
 ) -> tuple[list[float], list[float], Task | None]:
-    """The thresholds τ, the export thresholds and the evaluation task; bad settings raise here,
-    before any weight is read."""
+    """The thresholds τ, the export thresholds and the evaluation task, checked before any weight."""
     tau_list = parse_taus(taus, "taus")
     export_taus = parse_taus(export_thresholded, "export_thresholded")
     if top_k < 1:
@@ -166,8 +162,7 @@ def _check_settings(
 def _locate_models(
     base: str, checkpoint: str, compare: str | None
 ) -> tuple[ModelWeights, ModelWeights, ModelWeights | None]:
-    """Each model's weight files, with the checkpoint's (and ``compare``'s) tensor names and shapes
-    checked against the base's from the file headers only."""
+    """Each model's weight files, their names and shapes checked against the base's headers."""
     base_w = locate_model(base, "base")
     ckpt_w = locate_model(checkpoint, "checkpoint")
     check_pair(base_w.specs, ckpt_w.specs, f"--base {base}", f"--checkpoint {checkpoint}")
@@ -227,8 +222,7 @@ def _export_thresholded(
     png: Path,
     base_folder: Path,
 ) -> None:
-    """Export θ_τ for each τ under ``root``; with a task, also score the checkpoint, each export and
-    the base and add ``sparsity_curve`` and ``sparsity_curve_base`` to ``result``."""
+    """Export θ_τ for each τ under ``root``, and with a task add the sparsity curve to ``result``."""
     exports = export_all(
         export_taus,
         index,

@@ -1,9 +1,7 @@
 """The sparsity curve: Pass@1 of the thresholded checkpoints against s_τ (the paper's Figure 4).
 
-The points are the checkpoint (τ = 0), its exports θ_τ and last the base θ_0 (every update
-reverted), all scored by one engine (each export's weights loaded into it) on the same prompts and
-sampling seed, so "the pruned model keeps the gain" is read on one set of random numbers. A point
-is ``{"tau", "s_tau", ..., "pass@1", ..., "greedy"}``.
+The checkpoint (τ = 0), its exports θ_τ and the base θ_0 are scored by one engine on the same prompts
+and seed, so "the pruned model keeps the gain" is read on one set of random numbers.
 """
 
 from __future__ import annotations
@@ -33,8 +31,7 @@ def evaluate_points(
     completions_dir: Path,
 ) -> list[dict[str, Any]]:
     """Score every point's model on ``task``'s test split, in order, on one engine started on
-    ``checkpoint`` (a point's weights are loaded unless already held); returns the points with
-    their summaries, completions in ``completions_dir``."""
+    ``checkpoint``; returns the points with their summaries."""
     from es_lightning.module import ReasoningModule
 
     rows = task.load("test")  # fail on bad data before the engine starts
@@ -73,13 +70,8 @@ def sparsity_curve(
     png: Path,
     base: Path | None = None,
 ) -> dict[str, Any]:
-    """Evaluate the checkpoint (τ = 0), each export as it is produced, then ``base`` (when given),
-    and plot the curve to ``png``.
-
-    Returns ``{"thresholded", "sparsity_curve", "sparsity_curve_base", "sparsity_curve_png"}``; the
-    base's point has ``"base": true``, ``tau`` ``None`` and s_τ = 1, its weights cast to the exports'
-    ``served_dtype`` (θ_τ for τ ≥ max|Δθ| bit for bit).
-    """
+    """Evaluate the checkpoint (τ = 0), each export as it is produced, then ``base``, and plot the
+    curve to ``png``; the base's point (s_τ = 1) is θ_τ for τ ≥ max|Δθ| bit for bit."""
     records: list[dict[str, Any]] = []
     view = analysis.get("view", "stored")
     unthresholded = {
@@ -121,8 +113,7 @@ def sparsity_curve(
 def plot_sparsity_curve(
     curve: list[dict[str, Any]], path: Path, title: str | None = None, base: dict[str, Any] | None = None
 ) -> Path:
-    """Pass@1 (%) against s_τ (%) with each point labelled by its τ, and the base's Pass@1 as a
-    dashed line when ``base`` is given; returns ``path``."""
+    """Pass@1 (%) against s_τ (%), each point labelled by its τ, the base dashed; returns ``path``."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

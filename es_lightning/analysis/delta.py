@@ -1,9 +1,6 @@
-"""The update Δθ = θ − θ_0 of one tensor, in the view it is measured in, and the τ of the tables.
-
-``stored``: Δθ = fp32(θ) − fp32(θ_0), the weights as stored (an es-lightning checkpoint's fp32
-master). ``bf16``: both rounded to bfloat16 first, the weights as a bf16 engine serves them (the
-paper's tables were measured between bf16 checkpoints). Δθ is compared with τ in fp32; sums of
-squares accumulate in float64.
+"""The update Δθ = θ − θ_0 of one tensor in its view, ``stored`` (fp32, an es-lightning
+checkpoint's master) or ``bf16`` (both rounded first, as a bf16 engine serves them), and the τ
+of the tables; Δθ is compared with τ in fp32, sums of squares in float64.
 """
 
 from __future__ import annotations
@@ -51,8 +48,7 @@ def tau_key(tau: float) -> str:
 
 
 def parse_taus(value: str | float | Sequence[float] | None, option: str = "taus") -> list[float]:
-    """τ values from ``"1e-4,5e-4"``, a number or a list; sorted, repeats dropped; ValueError naming
-    ``option`` for a value that is no positive finite number."""
+    """τ values from ``"1e-4,5e-4"``, a number or a list; sorted; ValueError naming ``option`` otherwise."""
     if value is None:
         return []
     if isinstance(value, str):

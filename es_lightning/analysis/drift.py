@@ -1,10 +1,5 @@
-"""Relative L2 drift of the weights from the starting model, overall and per parameter kind.
-
-    D_rel = ‖θ − θ_0‖₂ / ‖θ_0‖₂
-
-over all parameters and per kind of :mod:`es_lightning.analysis.kinds`, the squared norms
-accumulated in float64 one tensor at a time.
-"""
+"""Relative L2 drift of the weights from the starting model, D_rel = ‖θ − θ_0‖₂ / ‖θ_0‖₂, overall
+and per parameter kind, accumulated in float64 one tensor at a time."""
 
 from __future__ import annotations
 
@@ -28,8 +23,7 @@ class DriftAccumulator:
     def add(
         self, name: str, theta0: torch.Tensor, theta: torch.Tensor, delta: torch.Tensor | None = None
     ) -> None:
-        """Count tensor ``name``: its start ``theta0`` and current ``theta`` (or a precomputed
-        ``delta`` = θ − θ_0, which then must match ``theta0``'s shape)."""
+        """Count tensor ``name`` from ``theta0`` and ``theta``, or a precomputed ``delta``."""
         delta = weight_delta(theta0, theta, name) if delta is None else delta
         kind = parameter_kind(name)
         self.delta_sq[kind] = self.delta_sq.get(kind, 0.0) + sum_squares(delta)
@@ -45,8 +39,7 @@ class DriftAccumulator:
         return self
 
     def result(self) -> dict[str, Any]:
-        """``{"rel_l2", "rel_l2_by_kind", "delta_l2", "base_l2", "delta_l2_by_kind", "base_l2_by_kind",
-        "numel_by_kind"}``; ``rel_l2`` is ``None`` where ‖θ_0‖ = 0 and Δθ ≠ 0, 0.0 where both are."""
+        """The overall and per-kind drift; ``rel_l2`` is ``None`` where ‖θ_0‖ = 0 and Δθ ≠ 0."""
         kinds = [k for k in KINDS if k in self.numel]
         total_delta, total_base = sum(self.delta_sq.values()), sum(self.base_sq.values())
         return {

@@ -1,11 +1,7 @@
 """Parameter kind and layer index from an HF parameter name (Qwen2/Llama style, GPT-2 names too).
 
-The first rule that matches a dot-separated component decides (a norm inside attention is a norm):
-``lm_head``; ``norm`` (contains ``norm`` or starts ``ln_``); ``embedding`` (contains ``embed``,
-``wte``/``wpe``); ``attention`` (``self_attn``, ``attn``, ``q_proj``, ``query_key_value``, …);
-``mlp`` (``mlp``, ``feed_forward``, ``gate_proj``, ``fc1``, …); else ``other``. The layer is the
-integer after ``layers``/``layer``/``h``/``blocks``, ``None`` outside the blocks. Tied embeddings
-count once, as ``embedding``.
+The first matching rule decides: ``lm_head``, ``norm``, ``embedding``, ``attention``, ``mlp``, else
+``other``; the layer is the integer after ``layers``/``layer``/``h``/``blocks``.
 
     >>> parameter_kind("model.layers.3.self_attn.q_proj.bias"), layer_index("model.layers.3.self_attn.q_proj.bias")
     ('attention', 3)

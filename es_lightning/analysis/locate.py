@@ -1,8 +1,5 @@
-"""Where a model's weights are: a folder, a built-in name or a hub id in the local cache.
-
-``analyze`` reads the stored weights (an es-lightning checkpoint's fp32 master where it has one)
-and their headers before any tensor, so a wrong folder or a mismatched pair is refused at once.
-"""
+"""Where a model's weights are: a folder, a built-in name or a hub id in the local cache; read from
+the headers first, so a wrong folder or mismatched pair is refused before any tensor."""
 
 from __future__ import annotations
 

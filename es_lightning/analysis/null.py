@@ -77,8 +77,7 @@ def coefficient_scale(normalization: str, estimator: str, population_size: int) 
 
 
 def walk_variance(walks: Sequence[RandomWalk], numel: int) -> tuple[float | None, str]:
-    """v after every walk in ``walks`` (stages add) and its source (module docstring); ``None``
-    with the reason when unknown."""
+    """v after every walk in ``walks`` (stages add) and its source; ``None`` with the reason."""
     if any(w.optimizer != "sgd" for w in walks):
         return None, "not modelled: the adam optimizer rescales every coordinate"
     total, sources = 0.0, []
@@ -124,8 +123,7 @@ def wilson_interval(successes: int, trials: int, z: float = WILSON_Z) -> tuple[f
 def top_k_enrichment(
     counts: Mapping[str, int], numel_by_kind: Mapping[str, int], k: int
 ) -> dict[str, dict[str, Any]]:
-    """Per kind: observed top-k count, expected k·P_k/P, their ratio and its Wilson 95 % interval
-    (``None`` for a kind with no coordinates)."""
+    """Per kind: observed and expected top-k counts, their ratio and its Wilson 95 % interval."""
     total = sum(numel_by_kind.values())
     out = {}
     for kind in [kd for kd in KINDS if kd in numel_by_kind]:
@@ -143,8 +141,7 @@ def top_k_enrichment(
 
 
 def null_statistics(view: Mapping[str, Any], variance: float, taus: Sequence[float]) -> dict[str, Any]:
-    """The null's ``rel_l2``, ``rel_l2_by_kind``, ``sparsity``, ``top_k_by_kind`` and
-    ``top_k_enrichment`` for an analysed ``view`` (:mod:`~es_lightning.analysis.pair`)."""
+    """The null's value of each statistic of an analysed ``view``."""
     numel_by_kind = view["numel_by_kind"]
     k = len(view["top_k"])
     enrichment = top_k_enrichment(view["top_k_by_kind"], numel_by_kind, k)
@@ -166,9 +163,8 @@ def null_block(
     taus: Sequence[float],
     inputs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``null`` block beside a view's statistics: ``{"modelled": true, "variance", ...,
-    "measured_over_null", ["rel_l2_from_update_norms"], "inputs"}``, or ``{"modelled": false,
-    "reason", "inputs"}``; ``rel_l2_from_update_norms`` = sqrt(Σ_t ‖Δ_t‖²) / ‖θ_0‖."""
+    """The ``null`` block beside a view's statistics (``modelled: false`` with the reason when v is
+    unknown)."""
     extra = {"inputs": dict(inputs)} if inputs is not None else {}
     variance, source = walk_variance(walks, view["numel"])
     if variance is None:

@@ -1,8 +1,5 @@
-"""Drift, sparsity and top-k of one checkpoint against its starting model, streamed tensor by tensor.
-
-θ arrives as ``(name, θ)`` pairs (from disk, or out of a strategy) and θ_0 is read back by name
-(:class:`~es_lightning.weight_files.WeightIndex`), so a pair of models needs about one model's
-memory. Each view has its own :class:`PairAnalyzer` composing the three accumulators::
+"""Drift, sparsity and top-k of one checkpoint against its starting model, streamed tensor by
+tensor, θ_0 read back by name, so a pair of models needs about one model's memory::
 
     results = analyze_pair(weight_files(base), iter_weights(weight_files(ckpt)), taus, top_k=100,
                            views=("stored", "bf16"))
@@ -71,9 +68,8 @@ def analyze_pair(
     views: Sequence[View] = ("stored",),
     progress: Any = None,
 ) -> dict[str, dict[str, Any]]:
-    """Compare the streamed ``weights`` (θ) with the ``base`` files or index (θ_0), in each of
-    ``views`` from one pass; ``{view: PairAnalyzer.result()}``. ValueError naming a tensor missing,
-    repeated, of another shape or with a non-finite update."""
+    """Compare the streamed ``weights`` (θ) with ``base`` (θ_0) in each of ``views`` from one pass;
+    ValueError naming a tensor missing, repeated, reshaped or with a non-finite update."""
     index = base if isinstance(base, WeightIndex) else WeightIndex(base)
     analyzers = {view: PairAnalyzer(taus, top_k, view) for view in views}
     seen: set[str] = set()

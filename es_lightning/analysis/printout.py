@@ -1,10 +1,5 @@
-"""The printout of ``es-lightning analyze``: one row per model and view, then rel-L2 by kind, a
-line for a top-k made of bf16 rounding, and the measured statistics beside the random-walk null's::
-
-    model       view                    rel_l2  nonzero  s(0.0001)  s(0.001)  top-5 by kind
-    checkpoint  stored (fp32 master)   0.03017  561,302       4.0%     38.2%  mlp 4, attention 1
-    checkpoint  bf16                   0.03022  541,605       1.1%     38.2%  mlp 3, attention 2
-"""
+"""The printout of ``es-lightning analyze``: one row per model and view, rel-L2 by kind, the bf16
+rounding in the top-k, and the measured statistics beside the random-walk null's."""
 
 from __future__ import annotations
 
@@ -15,8 +10,7 @@ from es_lightning.analysis.kinds import KINDS
 
 
 def pad_columns(rows: list[list[str]], left: int = 1, last_left: bool = False) -> str:
-    """Columns padded to their widest cell: the first ``left`` columns (and the last when
-    ``last_left``) left-aligned, the numbers between right-aligned."""
+    """Columns padded to their widest cell, text left-aligned and numbers right-aligned."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for row in rows:
@@ -139,8 +133,7 @@ def format_null(data: dict[str, Any], label: str = "checkpoint") -> str:
 
 
 def format_curve(curve: list[dict[str, Any]], base: dict[str, Any] | None = None) -> str:
-    """The sparsity curve as a table: τ, the updates reverted (s_τ, in its view), Pass@1, greedy;
-    the base model (every update reverted) last when given."""
+    """The sparsity curve as a table, the base model last when given."""
     view = curve[0].get("view", "stored") if curve else "stored"
     rows = [["τ", f"s_τ ({view})", "reverted", "pass@1", "greedy"]]
     rows += [

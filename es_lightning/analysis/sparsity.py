@@ -1,10 +1,5 @@
-"""How small the updates are: the share of changed parameters that moved by at most τ.
-
-    s_τ = |{i : 0 < |Δθ_i| ≤ τ}| / |{i : |Δθ_i| > 0}|
-
-Unchanged coordinates are left out of both counts, so s_τ is the fraction of the *updates* a
-threshold τ would revert (``nonzero`` is the denominator). Keys are ``f"{tau:g}"``.
-"""
+"""How small the updates are: s_τ = |{i : 0 < |Δθ_i| ≤ τ}| / |{i : |Δθ_i| > 0}|, the fraction of
+the *updates* a threshold τ would revert; keys are ``f"{tau:g}"``."""
 
 from __future__ import annotations
 
@@ -53,8 +48,7 @@ class SparsityAccumulator:
         return self
 
     def result(self) -> dict[str, Any]:
-        """``{"numel", "nonzero", "sparsity": {"<tau>": s_τ}, "small_updates": {"<tau>": count}}``;
-        s_τ is ``None`` when no coordinate changed (0/0)."""
+        """``numel``, ``nonzero`` and s_τ per τ (``None`` when nothing changed)."""
         return {
             "numel": self.numel,
             "nonzero": self.nonzero,

@@ -1,12 +1,5 @@
-"""Magnitude-thresholded checkpoints: every update with |Δθ| ≤ τ reverted to the starting value.
-
-    θ_τ,i = θ_i if |Δθ_i| > τ else θ_0,i
-
-so each coordinate equals bit for bit the checkpoint's or the base's value, cast to the
-checkpoint's served dtype; |Δθ| > τ is decided in the ``stored`` or the ``bf16`` view. The output is
-a plain HF folder with ``thresholded.json`` saying how it was made, written under a temporary name
-and renamed.
-"""
+"""Magnitude-thresholded checkpoints: θ_τ,i = θ_i if |Δθ_i| > τ else θ_0,i, each coordinate the
+checkpoint's or the base's bit for bit, as a plain HF folder with ``thresholded.json``."""
 
 from __future__ import annotations
 
@@ -67,10 +60,7 @@ def export_thresholded(
     provenance: dict[str, Any] | None = None,
     progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
 ) -> dict[str, Any]:
-    """Write θ_τ (decided in ``view``) to ``folder`` in ``serving_dtype``, with ``meta_folder``'s
-    config and tokenizer, and return ``{"tau", "folder", "view", "numel", "nonzero", "kept",
-    "reverted", "s_tau"}`` (``reverted``: the changed coordinates set back; s_τ = reverted/nonzero).
-    """
+    """Write θ_τ (decided in ``view``) to ``folder`` in ``serving_dtype`` and return its counts."""
     if not tau > 0:
         raise ValueError(f"--export_thresholded: τ must be > 0, got {tau}")
     counts = {"numel": 0, "nonzero": 0, "kept": 0}
@@ -119,8 +109,7 @@ def export_all(
     provenance: dict[str, Any] | None = None,
     bar: Callable[[str], Callable[[Iterable[Any]], Iterable[Any]]] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Export θ_τ for each τ into ``root/thresholded-<tau>/`` lazily, yielding each record; with
-    ``keep=False`` a folder is deleted when the next is asked for."""
+    """Export θ_τ for each τ lazily, yielding each record; ``keep=False`` deletes each after use."""
     serving = served_dtype(tensor_specs(served_files(checkpoint_folder)))
     for tau in taus:
         folder = Path(root) / export_folder_name(tau)

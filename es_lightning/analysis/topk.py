@@ -1,10 +1,5 @@
-"""The k largest updates |Δθ_i| over the whole model, and which kinds of parameter hold them.
-
-Each tensor contributes its own ``torch.topk``, merged into a running list of the changed
-coordinates. Ties go by name, then flat index, so the order of arrival does not matter. An entry
-is ``{"name", "kind", "layer", "index", "position", "delta", "abs_delta", "theta0",
-"bf16_spacing", "bf16_rounding"}``; ``top_k_by_kind`` counts them per kind.
-"""
+"""The k largest updates |Δθ_i| over the whole model, and which kinds of parameter hold them; merged
+tensor by tensor, ties by name then index, so arrival order does not matter."""
 
 from __future__ import annotations
 
@@ -56,8 +51,7 @@ class TopKAccumulator:
         return self
 
     def result(self) -> dict[str, Any]:
-        """``{"top_k": [entry, ...] (largest first), "top_k_by_kind": {kind: count},
-        "top_k_bf16_rounding": count}``."""
+        """``top_k`` (largest first), ``top_k_by_kind`` and ``top_k_bf16_rounding``."""
         top = [
             {
                 "name": name,

@@ -63,8 +63,7 @@ class RunWalks:
 
 
 def read_walks(folder: str | Path, base: str | None = None, options: WalkOptions | None = None) -> RunWalks:
-    """The random walks behind the weights in ``folder``; ConfigError when α, N or T_applied stay
-    unknown or impossible."""
+    """The random walks behind the weights in ``folder``; ConfigError when α, N or T stay unknown."""
     folder = Path(folder)
     given = (options or WalkOptions()).given()
     if not (folder / STATE_FILE).is_file():
@@ -132,8 +131,7 @@ def _add_stage(out: RunWalks, checkpoint: Checkpoint, given: dict[str, Any], pip
 
 
 def _skipped(checkpoint: Checkpoint) -> tuple[int | None, float | None]:
-    """(updates skipped up to T, Σ‖Δ_t‖² up to T) from the run's metrics.jsonl; ``None`` for what
-    it does not say (no file; a norm missing at some step)."""
+    """(skipped updates, Σ‖Δ_t‖²) up to T from the run's metrics.jsonl; ``None`` where unknown."""
     metrics = checkpoint.path.parent.parent / "metrics.jsonl"
     if not metrics.is_file():
         return None, None

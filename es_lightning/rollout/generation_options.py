@@ -1,10 +1,5 @@
-"""The generation options beyond temperature and top-p, checked once for every backend.
-
-``top_k`` (0: all tokens), ``min_p`` (drop tokens below ``min_p · p_max``), ``repetition_penalty``
-(CTRL: a seen token's logit ℓ becomes ℓ/r when positive, ℓ·r otherwise; greedy too) and
-``generation_kwargs`` (passed as they are to ``generate`` or ``vllm.SamplingParams``; a key set
-elsewhere is refused). Combined, each backend applies the filters in its own order.
-"""
+"""The generation options beyond temperature and top-p (``top_k``, ``min_p``, CTRL's
+``repetition_penalty``, ``generation_kwargs``), checked once for every backend."""
 
 from __future__ import annotations
 

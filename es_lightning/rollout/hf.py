@@ -88,8 +88,7 @@ class HFRollout(Rollout, PopulationEngine):
     def generate_rows(
         self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig, row_seeds: Sequence[int | None]
     ) -> list[Completion]:
-        """The ``sampling.n`` completions of every prompt (prompt-major) in one ``generate`` call,
-        row r sampled from its own stream ``row_seeds[r]`` (greedy at temperature 0)."""
+        """The ``sampling.n`` completions of every prompt in one call, row r from stream ``row_seeds[r]``."""
         from es_lightning.rollout.hf_population import RowSampler
 
         sampler = None if sampling.temperature == 0 else RowSampler(row_seeds, sampling)
@@ -103,8 +102,7 @@ class HFRollout(Rollout, PopulationEngine):
         torch_seed: int | None = None,
         row_sampler: object | None = None,
     ) -> list[Completion]:
-        """One ``generate`` call, prompt-major, sampled from the torch stream seeded ``torch_seed``
-        or by ``row_sampler`` (a logits processor that picks every token; decoding then greedy)."""
+        """One ``generate`` call, sampled from the torch stream ``torch_seed`` or by ``row_sampler``."""
         model, tok = self._model, self.tokenizer
         eos = {tok.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
         eos.discard(None)
@@ -247,8 +245,7 @@ class HFRollout(Rollout, PopulationEngine):
         sigma: float,
         sampling_seeds: Sequence[int],
     ) -> list[list[RolloutOutput]]:
-        """All members in one ``generate`` call (:func:`~es_lightning.rollout.hf_population.generate_population`;
-        ``batch_size`` does not split it: N·B·n rows at once)."""
+        """All members in one ``generate`` call of N·B·n rows."""
         from es_lightning.rollout.hf_population import generate_population
 
         return generate_population(self, prompts, sampling, members, sigma, sampling_seeds)

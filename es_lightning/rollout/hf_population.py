@@ -1,15 +1,8 @@
 """A low-rank ES population in one transformers ``generate`` call: N members × B prompts as rows.
 
-Rows are laid out member-major and a forward hook adds each row's own low-rank term to every layer
-whose weight moves, instead of writing the weights N times::
-
-* ``nn.Linear``:      y_row += (x_row·B_m)·(sign·σ/√r·A_m)ᵀ       # (L, d_in)→(L, r)→(L, d_out)
-* ``nn.Embedding``:   y_row += (sign·σ/√r·A_m)[t]·B_mᵀ             # (L, r)→(L, d)
-
-``generate``'s sampler draws every row from one shared stream, so :class:`RowSampler` samples
-instead: response k to prompt j of member m inverts one uniform per token from its own generator
-(:func:`~es_lightning.rollout.seeds.sample_seed`), so members with a common sampling seed share
-every stream, and a member generated alone samples the same tokens from the same logits.
+A forward hook adds each row's own low-rank term to every layer whose weight moves
+(``nn.Linear``: y_row += (x_row·B_m)·(sign·σ/√r·A_m)ᵀ), and :class:`RowSampler` samples each row
+from its own stream, so a member generated alone samples the same tokens.
 """
 
 from __future__ import annotations
@@ -38,9 +31,7 @@ def sample_rows(
     top_k: int = 0,
     min_p: float = 0.0,
 ) -> torch.Tensor:
-    """One token per row: the first whose cumulative probability exceeds the row's uniform, over
-    softmax(logits/T) restricted as transformers does (``top_k``, then ``top_p``, then ``min_p``;
-    ties by token id)."""
+    """One token per row from its uniform over softmax(logits/T), filtered as transformers does."""
     probs = torch.softmax(logits.float() / temperature, dim=-1)
     sorted_probs, order = torch.sort(probs, dim=-1, descending=True, stable=True)
     if top_k > 0:
@@ -61,8 +52,8 @@ def sample_rows(
 
 
 class RowSampler:
-    """A logits processor that samples every row from its own stream (see the module docstring) and
-    returns scores that are 0 at the sampled token and −inf elsewhere, so greedy decoding keeps it."""
+    """A logits processor that samples every row from its own stream (scores 0 at the sampled token,
+    −inf elsewhere, so greedy decoding keeps it)."""
 
     def __init__(self, row_seeds: Sequence[int | None], sampling: SamplingConfig) -> None:
         streams = []
@@ -116,8 +107,7 @@ def _embedding_hook(a: torch.Tensor, b: torch.Tensor):
 def hooked_layers(
     model: nn.Module, master: Mapping[str, torch.Tensor], noise: LowRankNoise
 ) -> list[tuple[nn.Module, str]]:
-    """(layer, master name) of every linear or embedding layer whose weight ``noise`` moves;
-    refuses a moving matrix no such layer holds."""
+    """(layer, master name) of every layer whose weight ``noise`` moves; refuses one it misses."""
     names = {id(p): n for n, p in model.named_parameters()}
     layers = []
     for module in model.modules():
@@ -181,8 +171,7 @@ def generate_population(
     sampling_seeds: Sequence[int | None],
     batched: bool = True,
 ) -> list[list[RolloutOutput]]:
-    """``[m][j]``: member m's output for prompt j. ``batched``: all members in one ``generate`` call
-    (hooks); otherwise member by member with its weights written (the reference)."""
+    """``[m][j]``: member m's output for prompt j, all in one call (``batched``) or one by one."""
     if len(sampling_seeds) != len(members):
         raise ValueError(f"{len(members)} members but {len(sampling_seeds)} sampling seeds")
     seeds = row_seeds(sampling_seeds, len(prompts), sampling.n)

@@ -1,13 +1,9 @@
 """Sampling seeds: one independent random stream per (call seed, prompt, sample).
 
-Both built-in rollouts sample prompt i of a call seeded ``seed`` as prompt 0 of a call seeded
-``seed + i``, so chunks and shards of an evaluation reproduce one call's samples. Within a prompt,
-response j uses ``sample_seed(seed, i, j) = BLAKE2b(seed + i, j) mod 2⁶³``: vLLM's own ``n > 1``
-fan-out seeds child j ``seed + j``, which gave neighbouring prompts' responses the same numbers.
-The transformers rollout seeds a chunk starting at prompt k with :func:`chunk_seed` (hashed: torch's
-CPU generator keeps only the low 32 bits). Streams that must differ (independent member seeds,
-GRPO's ranks) get call seeds :data:`STREAM_STRIDE` apart (:func:`spaced_seeds`); streams meant to be
-shared (common member seeds) get one call seed.
+Prompt i of a call seeded ``seed`` samples as prompt 0 of a call seeded ``seed + i``, so chunks and
+shards reproduce one call; response j uses ``sample_seed(seed, i, j) = BLAKE2b(seed + i, j)`` (vLLM's
+own fan-out would give neighbouring prompts the same numbers). Streams that must differ get call
+seeds :data:`STREAM_STRIDE` apart; streams meant to be shared get one call seed.
 """
 
 from __future__ import annotations
@@ -32,22 +28,19 @@ def _hash63(*parts: int, person: bytes) -> int:
 
 
 def sample_seed(seed: int, prompt: int, sample: int) -> int:
-    """The generator seed of response ``sample`` to prompt ``prompt`` of a call seeded ``seed``:
-    a 63-bit non-negative int of (``seed + prompt``, ``sample``), the same in every process."""
+    """The generator seed of response ``sample`` to ``prompt`` of a call seeded ``seed`` (63 bits)."""
     return _hash63(seed + prompt, sample, person=b"es-sample-seed")
 
 
 def sample_seeds(seed: int | None, n_prompts: int, n: int) -> list[list[int | None]]:
-    """``[prompt][sample]`` seeds of a call with ``n_prompts`` prompts and ``n`` responses each
-    (all ``None`` when ``seed`` is ``None``: unseeded sampling)."""
+    """``[prompt][sample]`` seeds of a call (all ``None`` when ``seed`` is ``None``)."""
     if n_prompts < 0 or n < 1:
         raise ValueError(f"sample_seeds: need n_prompts >= 0 and n >= 1, got {n_prompts} and {n}")
     return [[None if seed is None else sample_seed(seed, i, j) for j in range(n)] for i in range(n_prompts)]
 
 
 def chunk_seed(seed: int, first_prompt: int) -> int:
-    """The torch seed of the transformers rollout's chunk that starts at prompt ``first_prompt``
-    (a function of ``seed + first_prompt`` only, as the contract above asks)."""
+    """The torch seed of the transformers rollout's chunk starting at prompt ``first_prompt``."""
     return _hash63(seed + first_prompt, person=b"es-chunk-seed")
 
 

@@ -1,11 +1,8 @@
 """A timeout and a heartbeat for every call into an engine that runs in other processes.
 
-A stalled engine (a wedged worker, a deadlocked collective) would hang the trainer forever on a
-socket that never answers. :class:`EngineWatchdog`'s daemon thread logs every ``heartbeat_s`` that
-a call is still running and, past ``timeout_s``, kills the engine's processes, wakes the waiting
-call and makes it raise :class:`EngineTimeoutError` naming the engine, device, pids and call
-(nothing is written, so the last checkpoint stays). An engine that dies mid-call raises
-:class:`EngineDiedError`.
+A stalled engine would hang the trainer forever, so :class:`EngineWatchdog` logs a heartbeat while a
+call runs and, past ``timeout_s``, kills the engine and makes the call raise
+:class:`EngineTimeoutError` (the last checkpoint stays); a dead engine raises :class:`EngineDiedError`.
 """
 
 from __future__ import annotations
@@ -32,8 +29,7 @@ class EngineDiedError(EngineError):
 
 
 class EngineWatchdog:
-    """Watches the calls into one engine, named ``name`` in messages; ``pids`` looks up its
-    processes, ``unblock`` wakes a call still waiting after they were killed (every 2 s)."""
+    """Watches the calls into one engine (``unblock`` wakes a call left waiting after a kill)."""
 
     def __init__(
         self,
@@ -53,8 +49,7 @@ class EngineWatchdog:
 
     @contextmanager
     def call(self, what: str, timeout_s: float | None | str = "default") -> Iterator[None]:
-        """Run the body as the call ``what`` under the heartbeat and a timeout (``timeout_s``,
-        by default the watchdog's own)."""
+        """Run the body as the call ``what`` under the heartbeat and a timeout."""
         self._ensure_thread()
         if isinstance(timeout_s, str) and timeout_s != "default":
             raise ValueError(f"{self.name}: timeout_s must be seconds, None or 'default', got {timeout_s!r}")

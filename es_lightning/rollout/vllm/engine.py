@@ -1,11 +1,5 @@
-"""A vLLM engine pinned to one device: its settings, its start, every call into it, its end.
-
-The engine starts lazily (on GPUs each rank's engine sees only its GPU); every call runs under a
-watchdog (:mod:`es_lightning.rollout.watchdog`) and its processes end with the trainer
-(:mod:`~es_lightning.rollout.vllm.lifeline`). vLLM logs at ``WARNING`` unless
-``VLLM_LOGGING_LEVEL`` is set. On CPU an engine created after torch compute in the same process can
-run far slower, so the trainer starts it first.
-"""
+"""A vLLM engine pinned to one device: its settings, its start, every call into it (under a
+watchdog), its end (with the trainer's, :mod:`~es_lightning.rollout.vllm.lifeline`)."""
 
 from __future__ import annotations
 
@@ -144,9 +138,8 @@ class VLLMEngine:
         return kwargs
 
     def threads_bind(self) -> str:
-        """``VLLM_CPU_OMP_THREADS_BIND`` for this engine: ``cpu_threads_bind``, else the variable
-        as set, else vLLM's ``auto`` for one rank (a core left to its front end) and this rank's
-        share of the cores for several (two ranks under ``auto`` would bind the same core)."""
+        """``VLLM_CPU_OMP_THREADS_BIND`` for this engine: the setting, the variable, vLLM's ``auto``
+        for one rank, or this rank's share of the cores."""
         given = self.cpu_threads_bind or os.environ.get("VLLM_CPU_OMP_THREADS_BIND")
         if given:
             return given
@@ -185,8 +178,7 @@ class VLLMEngine:
         self._pids = sorted(set(engine_processes()) - before)
 
     def _wake_waiting_call(self) -> None:
-        """After the engine was killed: fail what vLLM's client still waits on (its output queue,
-        its pending utility calls), which it does not do itself when its engine dies."""
+        """After the engine was killed: fail what vLLM's client still waits on."""
         from vllm.v1.engine.exceptions import EngineDeadError
 
         client = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
@@ -208,8 +200,7 @@ class VLLMEngine:
             yield llm
 
     def _weights_changed(self) -> None:
-        """Drop the prefix cache: vLLM keys cached KV by token ids only, so after a weight change a
-        prompt would reuse KV computed under the old weights."""
+        """Drop the prefix cache, keyed by token ids only, after a weight change."""
         with self._call("reset_prefix_cache") as llm:
             reset = llm.reset_prefix_cache()
         if reset is False:

@@ -1,7 +1,5 @@
 """Float32 tensors between the trainer and a vLLM worker through a shared-memory file in
-``/dev/shm``: one side writes the numbers once and the other maps them, instead of the copies of
-``collective_rpc``. The trainer makes the file and removes it when the call returns.
-"""
+``/dev/shm``, instead of ``collective_rpc``'s copies."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Engine processes that end with the trainer, however the trainer ends.
-
-vLLM's engine processes do not watch their parent: after ``kill -9`` of the trainer they ran on for
-minutes holding its memory. :func:`mark_trainer` records the trainer's pid and start time in
-``ES_LIGHTNING_TRAINER`` before an engine starts; :func:`start_lifeline` (run when vLLM imports the
-worker extension) polls that trainer, and when it is gone SIGKILLs the engine processes between
-them. vLLM's shared memory is then unlinked by the trainer's resource tracker.
-"""
+"""Engine processes that end with the trainer, however the trainer ends: a thread in each engine
+process polls the trainer (pid and start time, from ``ES_LIGHTNING_TRAINER``) and SIGKILLs the
+engine when it is gone."""
 
 from __future__ import annotations
 
@@ -20,9 +15,8 @@ ENV = "ES_LIGHTNING_TRAINER"
 
 
 def _start_time(pid: int) -> float | None:
-    """When process ``pid`` started (``None`` if gone): on Linux ``/proc/<pid>/stat``'s starttime
-    in ticks since boot, which a stepped wall clock does not move (psutil's does, which would make
-    a living trainer look dead); elsewhere psutil's."""
+    """When process ``pid`` started (``None`` if gone), in clock ticks since boot on Linux (a stepped
+    wall clock does not move it)."""
     if os.path.exists("/proc/self/stat"):
         try:
             with open(f"/proc/{pid}/stat", "rb") as stat:
@@ -54,8 +48,7 @@ def owner() -> tuple[int, float] | None:
 
 
 def owner_alive(pid: int, started: float) -> bool:
-    """Whether the process ``pid`` that started at ``started`` (:func:`_start_time`) still runs
-    (zombies do not count)."""
+    """Whether the process ``pid`` that started at ``started`` still runs (not a zombie)."""
     import psutil
 
     try:

@@ -41,8 +41,7 @@ def end_processes(pids: Sequence[int], grace_s: float) -> None:
 
 
 def rank_cores(local_rank: int, local_world_size: int, cores: Sequence[int] | None = None) -> str:
-    """The cores of rank ``local_rank`` of ``local_world_size`` as a ``VLLM_CPU_OMP_THREADS_BIND``
-    list: ``cores`` (default: this process's) split into contiguous near-equal shares."""
+    """The cores of rank ``local_rank``: ``cores`` split into contiguous near-equal shares."""
     cores = sorted(os.sched_getaffinity(0) if cores is None else cores)
     if not 0 <= local_rank < local_world_size:
         raise ValueError(f"local rank {local_rank} outside 0..{local_world_size - 1}")
@@ -78,8 +77,7 @@ def physical_gpu(index: int) -> str:
 
 @contextmanager
 def environment(values: Mapping[str, str]) -> Iterator[None]:
-    """Set environment variables for the block (the engine's processes read them at start), then
-    put back what was there."""
+    """Set environment variables for the block, then put back what was there."""
     saved = {key: os.environ.get(key) for key in values}
     os.environ.update(values)
     try:

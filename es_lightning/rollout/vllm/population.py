@@ -1,15 +1,6 @@
-"""A low-rank ES population in one vLLM ``generate`` call: each member is a LoRA adapter.
-
-Member m's W + sign·σ·A_s B_sᵀ/√r is a rank-r LoRA adapter in PEFT's layout (scale 1)::
-
-    lora_A = B_sᵀ                 (r × d_in)
-    lora_B = sign·σ/√r · A_s      (d_out × r)
-
-The workers build the N adapters from the seeds in memory with vLLM's ``LoRAModel.from_lora_tensors``
-and register them as ids 1..N; one ``generate`` call carries every member's requests, seeded as
-:meth:`VLLMRollout.generate` seeds a single member's. vLLM serves LoRA on linear layers only, so
-this needs ``lowrank_targets: linear`` (:meth:`VLLMPopulation.es_use_lowrank` refuses other
-noise); a LoRA rank vLLM does not offer is rounded up for the slots.
+"""A low-rank ES population in one vLLM ``generate`` call: each member is a LoRA adapter
+(``lora_A = B_sᵀ``, ``lora_B = sign·σ/√r · A_s``) built in the workers from the seeds. vLLM serves
+LoRA on linear layers only, so this needs ``lowrank_targets: linear``.
 """
 
 from __future__ import annotations
@@ -137,8 +128,7 @@ class VLLMPopulation(PopulationEngine):
 
 
 def use_lowrank_in_worker(worker: Any, rank: int | None, fixed: Sequence[str]) -> list[str]:
-    """In a worker: the centre's noise becomes low rank (or full rank again); returns the names
-    of the matrices it would move that the engine cannot serve as LoRA (empty when all can)."""
+    """In a worker: low-rank noise (or full rank again); the matrices vLLM cannot serve as LoRA."""
     from es_lightning.es.lowrank import LowRankNoise
 
     es = worker._es
@@ -159,8 +149,7 @@ def _module_of(name: str) -> str:
 
 
 def lora_modules(worker: Any) -> set[str]:
-    """The layer names the engine adapts (``q_proj``, …: packed layers by their parts); empty
-    when the engine was started without LoRA."""
+    """The layer names the engine adapts (empty without LoRA)."""
     manager = getattr(getattr(worker.model_runner, "lora_manager", None), "_adapter_manager", None)
     if manager is None:
         return set()
@@ -171,8 +160,7 @@ def lora_modules(worker: Any) -> set[str]:
 
 
 def load_population_in_worker(worker: Any, members: Sequence[tuple[int, float]], sigma: float) -> list[int]:
-    """In a worker: member m's adapter (module docstring) under id m + 1, replacing the one held
-    there; returns the ids."""
+    """In a worker: member m's adapter under id m + 1; returns the ids."""
     from vllm.lora.lora_model import LoRAModel
     from vllm.lora.peft_helper import PEFTHelper
 
