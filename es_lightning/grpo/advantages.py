@@ -27,9 +27,7 @@ def compute_advantages(
     eps: float = 1e-6,
     scale: bool = True,
 ) -> torch.Tensor:
-    """Advantages of (P, G) ``rewards`` in ``mode`` (module docstring), computed in float64 and
-    returned as float32 on the rewards' device; ValueError on a malformed tensor, an unknown mode
-    or a negative ``eps``."""
+    """Advantages of (P, G) ``rewards`` in ``mode``, in float64, returned as float32."""
     if mode not in ADVANTAGE_MODES:
         raise ValueError(f"compute_advantages: unknown mode {mode!r}; expected one of {ADVANTAGE_MODES}")
     if eps < 0:

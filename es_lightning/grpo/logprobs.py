@@ -24,9 +24,8 @@ def pack_sequences(
     responses: Sequence[Sequence[int]],
     pad_id: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Right-pad B (prompt, response) pairs (prompts non-empty) into one batch with ``pad_id``:
-    ``(input_ids, attention_mask, response_mask, L)``, each (B, L) int64; ValueError on no pairs,
-    mismatched lists or an empty prompt."""
+    """Right-pad B (prompt, response) pairs into one batch: ``(input_ids, attention_mask,
+    response_mask, L)``, each (B, L)."""
     if len(prompts) != len(responses):
         raise ValueError(
             f"pack_sequences: prompts and responses must have the same length, got {len(prompts)} and {len(responses)}"
@@ -58,9 +57,8 @@ def token_logprobs_and_entropy(
     response_mask: torch.Tensor,
     temperature: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token log-probabilities (with graph) and predictive entropies (detached) in one forward:
-    ``(logp, entropy)``, both (B, L) float32, position j scoring x_j (0 at position 0, on padding,
-    and for entropy off the response). ValueError on bad shapes or temperature."""
+    """Per-token log-probabilities (with graph) and entropies (detached) in one forward, (B, L)
+    float32, position j scoring x_j."""
     if input_ids.ndim != 2:
         raise ValueError(
             f"token_logprobs_and_entropy: input_ids must have shape (B, L), got {tuple(input_ids.shape)}"

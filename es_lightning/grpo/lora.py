@@ -1,9 +1,6 @@
-"""LoRA for GRPO: low-rank adapters are trained, the engine and checkpoints get merged weights.
-
-Each targeted linear layer keeps W frozen and trains A (random) and B (zero), serving
-W' = W + (α/r)·B·A (Hu et al. 2021). Weights leave the strategy merged, under plain HF names,
-computed in fp32, so a checkpoint is a normal HF model; its state folder also holds the adapter in
-PEFT's format.
+"""LoRA for GRPO: each targeted layer trains A and B beside its frozen W and serves
+W' = W + (α/r)·B·A (Hu et al. 2021); weights leave the strategy merged, so a checkpoint is a normal
+HF model, and its state folder holds the adapter in PEFT's format.
 """
 
 from __future__ import annotations
@@ -77,8 +74,7 @@ def require_peft() -> None:
 
 
 def wrap_with_lora(model: torch.nn.Module, settings: LoRASettings) -> Any:
-    """``model`` (an HF causal LM) wrapped in a ``PeftModel`` with fresh adapters; only the
-    adapters' parameters require gradients. Raises ConfigError when a target matches no linear layer."""
+    """``model`` wrapped in a ``PeftModel`` with fresh, trainable adapters."""
     require_peft()
     from peft import LoraConfig, TaskType, get_peft_model
 
@@ -103,15 +99,14 @@ def wrap_with_lora(model: torch.nn.Module, settings: LoRASettings) -> Any:
 
 
 def hf_name(peft_name: str) -> str:
-    """The plain HF name of a PeftModel parameter (``base_model.model.x.q_proj.base_layer.weight``
-    → ``x.q_proj.weight``)."""
+    """The plain HF name of a PeftModel parameter."""
     return peft_name.removeprefix("base_model.model.").replace(".base_layer.", ".")
 
 
 @torch.no_grad()
 def merged_weights(model: torch.nn.Module, adapted_only: bool = False) -> Iterator[tuple[str, torch.Tensor]]:
-    """Every parameter of the PeftModel ``model`` under its HF name, fp32, adapters merged (the
-    model is not changed); ``adapted_only``: only the targeted layers, all that differs from the base."""
+    """Every parameter of ``model`` under its HF name, fp32, adapters merged (``adapted_only``: only
+    the targeted layers)."""
     from peft.tuners.lora import LoraLayer
 
     layers = {f"{name}.base_layer.weight": m for name, m in model.named_modules() if isinstance(m, LoraLayer)}
@@ -130,8 +125,7 @@ def merged_weights(model: torch.nn.Module, adapted_only: bool = False) -> Iterat
 
 def engine_holds_frozen_weights(engine_model: str | Path, serving_dtype: torch.dtype) -> bool:
     """Whether an engine started from ``engine_model`` in ``serving_dtype`` already serves the
-    frozen weights exactly as the trainer's sync would write them (a plain model, or a checkpoint
-    served in fp32 or ``serving_dtype``), so syncing the adapted layers alone is complete."""
+    frozen weights exactly, so syncing the adapted layers alone is complete."""
     from es_lightning.weight_files import STATE_FILE, master_files
 
     folder = Path(engine_model)
@@ -154,8 +148,7 @@ def seed_dropout(settings: LoRASettings, step: int, rank: int) -> None:
 
 
 class AdaptersOff(torch.nn.Module):
-    """The base model inside a PeftModel, adapters disabled: GRPO's frozen reference (β > 0)
-    without a second copy of the weights."""
+    """The base model inside a PeftModel, adapters disabled: the reference without a second copy."""
 
     peft_model: PeftModel
 

@@ -66,13 +66,9 @@ def grpo_loss(
     num_tokens: float | None = None,
     num_sequences: float | None = None,
 ) -> tuple[torch.Tensor, LossStats]:
-    """Clipped GRPO/PPO surrogate loss (to minimise) of B sequences × T tokens, and its
-    :class:`LossStats`.
-
-    ``logp``, ``old_logp``, ``mask`` and ``ref_logp`` are (B, T), ``advantages`` (B,); ``old_logp``
-    and ``advantages`` are detached. ``clip_eps_high`` ``None`` means ``clip_eps``; ``ref_logp`` is
-    needed when ``beta > 0``; ``num_tokens`` / ``num_sequences`` replace the divisor of
-    ``token_mean`` / ``sequence_mean``. ValueError on bad shapes or settings.
+    """Clipped GRPO/PPO surrogate loss (to minimise) of B sequences × T tokens and its
+    :class:`LossStats`; ``ref_logp`` is needed when ``beta > 0``, ``num_tokens``/``num_sequences``
+    replace the divisor. ValueError on bad shapes or settings.
     """
     _check_arguments(logp, old_logp, advantages, mask, ref_logp, num_tokens, num_sequences)
     _check_settings(clip_eps, clip_eps_high, beta, aggregation, has_reference=ref_logp is not None)
@@ -136,8 +132,7 @@ def _check_arguments(
 def _check_settings(
     clip_eps: float, clip_eps_high: float | None, beta: float, aggregation: str, has_reference: bool
 ) -> None:
-    """ε, ε_high, β and the aggregation of one :func:`grpo_loss` call, by :class:`GRPOLoss`'s rules
-    (the same ones that check the GRPO strategy's settings)."""
+    """ε, ε_high, β and the aggregation of one call, by :class:`GRPOLoss`'s rules."""
     values = {
         "clip_eps": clip_eps,
         "clip_eps_high": clip_eps_high,
@@ -177,8 +172,7 @@ def _statistics(
 
 @dataclass(frozen=True)
 class GRPOLoss:
-    """The clipped GRPO objective with its settings, checked once (a ConfigError names every bad
-    value); calling it is :func:`grpo_loss` with them."""
+    """The clipped GRPO objective with its settings, checked once; calling it is :func:`grpo_loss`."""
 
     clip_eps: float = checked(0.2, lambda eps: 0 < eps < 1, "in (0, 1)")
     clip_eps_high: float | None = checked(None, lambda eps: eps is None or eps > 0, "null or > 0")
@@ -198,8 +192,7 @@ class GRPOLoss:
         num_tokens: float | None = None,
         num_sequences: float | None = None,
     ) -> tuple[torch.Tensor, LossStats]:
-        """The loss of B sequences × T tokens and its :class:`LossStats` (:func:`grpo_loss`'s
-        arguments)."""
+        """The loss and its :class:`LossStats` (:func:`grpo_loss`'s arguments)."""
         return grpo_loss(
             logp,
             old_logp,

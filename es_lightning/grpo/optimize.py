@@ -1,9 +1,5 @@
-"""The optimisation half of one GRPO update: μ AdamW steps of the clipped objective on one batch.
-
-Micro-batches accumulate gradients of :class:`~es_lightning.grpo.loss.GRPOLoss`, with π_old
-recomputed once when μ > 1 (at μ = 1 the ratio is exactly 1) and π_ref when β > 0; gradients are
-clipped and the learning rate follows the schedule. The first iteration's statistics are returned.
-"""
+"""The optimisation half of one GRPO update: μ AdamW steps of the clipped objective on one batch,
+micro-batches accumulating, π_old recomputed when μ > 1, gradients clipped, the schedule followed."""
 
 from __future__ import annotations
 
@@ -57,9 +53,7 @@ def optimize_policy(
     max_grad_norm: float | None,
     reference: torch.nn.Module | None = None,
 ) -> dict[str, float]:
-    """One optimizer step per entry of ``learning_rates`` on one batch, for the ``model`` and AdamW
-    ``optimizer`` ``fabric.setup`` returned, micro-batches of ``micro_batch_size`` accumulating,
-    gradients clipped to ``max_grad_norm``; the first iteration's statistics."""
+    """One optimizer step per entry of ``learning_rates`` on one batch; the first step's statistics."""
     inner_iterations = len(learning_rates)
     total_tokens = float(batch.response_mask.sum())
     chunks = batch.micro_batches(micro_batch_size)
@@ -106,8 +100,7 @@ def _fixed_logps(
     recompute_old: bool,
     temperature: float,
 ) -> tuple[list[torch.Tensor | None], list[torch.Tensor | None]]:
-    """Per micro-batch, log π_old (when ``recompute_old``: μ > 1) and log π_ref (with a
-    ``reference``) of the sampled tokens, each (s, L), before the first step; ``None`` otherwise."""
+    """Per micro-batch, log π_old (μ > 1) and log π_ref (with a reference) before the first step."""
     old_logps: list[torch.Tensor | None] = [None] * len(chunks)
     ref_logps: list[torch.Tensor | None] = [None] * len(chunks)
     if recompute_old or reference is not None:
@@ -124,8 +117,7 @@ def _fixed_logps(
 def _step(
     fabric: Fabric, model: _FabricModule, optimizer: _FabricOptimizer, lr: float, max_grad_norm: float | None
 ) -> float:
-    """Clip the accumulated gradients (or only measure their norm), step with η = ``lr``, zero the
-    gradients; returns the norm before clipping."""
+    """Clip the gradients, step with η = ``lr``, zero them; the norm before clipping."""
     if max_grad_norm is not None:
         norm = fabric.clip_gradients(model, optimizer, max_norm=max_grad_norm)
         assert norm is not None  # with max_norm, Fabric returns the total norm

@@ -1,10 +1,5 @@
-"""How a model is loaded: its hub revision, its remote code, and transformers' loading options.
-
-One :class:`ModelLoading` reaches every place that reads the model (tokenizer, the trainer's model,
-the HF rollout, the vLLM engine, each checkpoint's config files). A revision is never applied to a
-local folder; ``model_kwargs`` are ``AutoModelForCausalLM.from_pretrained`` options (vLLM has
-``rollout.engine_kwargs`` for such things).
-"""
+"""How a model is loaded: its hub revision, its remote code, and transformers' loading options,
+one :class:`ModelLoading` for every place that reads the model (never a revision for a folder)."""
 
 from __future__ import annotations
 
@@ -73,8 +68,7 @@ class ModelLoading:
 
 
 def model_folder(model: str, revision: str | None = None) -> Path | None:
-    """The folder holding ``model``'s files: the folder itself, or the hub snapshot at ``revision``
-    (its Python files fetched when the hub can be reached); ``None`` when neither is at hand."""
+    """The folder holding ``model``'s files (a hub snapshot at ``revision``), or ``None``."""
     if looks_local(model):
         folder = Path(model).expanduser()
         return folder if folder.is_dir() else None
@@ -92,8 +86,7 @@ def model_folder(model: str, revision: str | None = None) -> Path | None:
 
 
 def copy_model_code(model: str, directory: str | Path, revision: str | None = None) -> list[Path]:
-    """Copy the code files of a model with an ``auto_map`` into ``directory`` and point the
-    auto_map at the copies, so the folder loads on its own; returns the copies."""
+    """Copy a model's own code into ``directory`` so the folder loads alone; returns the copies."""
     directory = Path(directory)
     config_file = directory / "config.json"
     config = json.loads(config_file.read_text())

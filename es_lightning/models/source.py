@@ -1,9 +1,5 @@
-"""Is a model name usable? A local folder, a built-in name, or a hub id in the cache (or on the hub).
-
-:func:`check_model_source` runs before anything expensive and refuses, naming where it looked, a
-local folder without ``config.json``, an unknown built-in name, a hub id neither cached nor on the
-hub (not asked with ``HF_HUB_OFFLINE=1``), and custom model code without ``trust_remote_code``.
-"""
+"""Is a model name usable? A local folder, a built-in name, or a hub id in the cache (or on the
+hub), checked before anything expensive (:func:`check_model_source`)."""
 
 from __future__ import annotations
 
@@ -24,8 +20,7 @@ HUB_TIMEOUT_S = 10.0
 
 
 def needs_remote_code(config: dict[str, Any]) -> bool:
-    """Whether transformers needs the model's own code to load a model with this config.json
-    (an ``auto_map`` for a ``model_type`` transformers does not know), as its Auto classes decide."""
+    """Whether transformers needs the model's own code to load this config.json."""
     if "auto_map" not in config:
         return False
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
@@ -34,8 +29,7 @@ def needs_remote_code(config: dict[str, Any]) -> bool:
 
 
 def check_model_source(name: str, setting: str = "module.model", loading: ModelLoading | None = None) -> None:
-    """Refuse ``name`` (the value of ``setting``) unless usable as the module docstring says
-    (MissingPathError for a local path without ``config.json``, ConfigError otherwise)."""
+    """Refuse ``name`` (the value of ``setting``) unless usable, saying where it looked."""
     revision = loading.revision if loading is not None else None
     trusted = loading is not None and loading.trust_remote_code
     if looks_local(name):

@@ -38,8 +38,7 @@ class TinyConfig:
 
 
 def build_tokenizer():
-    """A character-level ``PreTrainedTokenizerFast`` with GPT-2's byte-level alphabet and no merges,
-    so it loads the same as the ``Qwen2Tokenizer`` ``AutoTokenizer`` picks."""
+    """A character-level tokenizer with GPT-2's byte-level alphabet, loading as Qwen2's does."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from tokenizers.pre_tokenizers import ByteLevel
     from transformers import PreTrainedTokenizerFast
@@ -87,9 +86,7 @@ def build_tiny_model(
     dtype: str = "float32",
     init_device: str | torch.device = "cpu",
 ) -> Path:
-    """Write a random-initialised Qwen2 model of ``config``'s shape and its tokenizer to ``path``;
-    ``vocab_size`` may exceed the tokenizer's (as real checkpoints ship), ``init_device`` runs the
-    initialisation (numbers differ between devices, not runs). Returns the path."""
+    """Write a random Qwen2 model of ``config``'s shape and its tokenizer to ``path``; the path."""
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     config = config or TinyConfig()

@@ -1,11 +1,7 @@
-"""The child side of the code sandbox: a script, run as ``python -I -S -B child.py``.
-
-Standard library only, and no secret: the job on stdin holds the code, the setup code and the
-probe expressions, never an expected value. It closes inherited descriptors, drops to the job's
-uid/gid (checking no capability is left), sets the rlimits, runs its phase (1: the code, setup and
-probes, each value in the tagged encoding of :func:`encode`; 2: imports, setup and the rewritten
-tests; 0: the availability probe) and writes one JSON report, then ``os._exit(0)``. Model code can
-rewrite all of this, so the parent trusts a phase-1 report only as plain data.
+"""The child side of the code sandbox: a standard-library script, ``python -I -S -B child.py``,
+holding no secret (never an expected value). It drops privileges, sets the rlimits, runs its phase
+and writes one JSON report; model code can rewrite all of it, so the parent trusts the report only
+as plain data.
 """
 
 import collections
@@ -37,8 +33,7 @@ class NotPlain(Exception):
 
 
 def encode(value, caps):
-    """``value`` in the tagged encoding: ``None``/``True``/``False``/``str`` as themselves, every other
-    type as a list whose first item is its tag. Raises :class:`NotPlain` for anything else."""
+    """``value`` in the tagged encoding (:class:`NotPlain` for anything else)."""
     budget = [caps["nodes"]]
     return _encode(value, caps, 0, budget)
 
@@ -141,8 +136,7 @@ def _phase2(job):
 
 
 def _drop_privileges(uid, gid):
-    """Become ``uid``/``gid`` (when not already) and check that no capability is left; returns the
-    effective capability mask."""
+    """Become ``uid``/``gid`` and check no capability is left; the effective capability mask."""
     if os.getuid() != uid:
         os.setgroups([])
         os.setresgid(gid, gid, gid)

@@ -1,15 +1,9 @@
 """Starting, containing and ending one sandboxed child (:mod:`es_lightning.sandbox.child`).
 
-``bwrap`` (the default) runs the child in a bubblewrap 0.8+ sandbox (:func:`bwrap_argv`): no
-network, its own pid, ipc, uts, cgroup and mount namespaces, read-only the system libraries and the
-base interpreter's prefix only, a private ``/tmp`` of ``scratch_mb`` as its one writable place,
-uid/gid 65534 without capabilities and ``no_new_privs``. A root parent maps namespace 65534 to host
-65534 (so ``RLIMIT_NPROC`` counts); otherwise bwrap's ``--uid 65534 --disable-userns`` is used. The
-run ends by killing the sandbox's pid 1 through a pidfd, which kills every process in it.
-
-``process`` runs the child as a plain process in its own session with a clean environment: **not
-a security boundary**. Both set ``RLIMIT_AS``, ``RLIMIT_CPU``, ``RLIMIT_FSIZE``, ``RLIMIT_CORE`` = 0
-and ``RLIMIT_NPROC``.
+``bwrap`` (the default, :func:`bwrap_argv`): no network, own namespaces, read-only system libraries
+and base interpreter only, a private ``/tmp``, uid/gid 65534 without capabilities, every process
+killed at the end through a pidfd. ``process`` is a plain child: **not a security boundary**.
+Both set the rlimits.
 """
 
 from __future__ import annotations

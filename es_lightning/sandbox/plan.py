@@ -1,11 +1,8 @@
 """Which probes a sandboxed child evaluates for a list of test statements, and each test's verdict.
 
-``assert <expr> == <literal>`` (every MBPP test): the probe is ``<expr>``, compared here with
-``ast.literal_eval(<literal>)``, which no child sees. Any other statement takes the two-phase path:
-its probes are the outermost expressions rooted at a name the model's code binds (not imports,
-setup names or builtins), and phase 2, a child with **no model code**, runs the model's imports,
-the setup and the test with each probe replaced by its value's literal; its verdicts are trusted.
-A probe that raised, was not plain data or cannot be evaluated alone fails its test.
+``assert <expr> == <literal>``: the probe is ``<expr>``, compared here with the literal no child
+sees. Other statements take two phases: probes rooted at names the model's code binds, then a
+child with **no model code** running the test with each probe replaced by its value's literal.
 """
 
 from __future__ import annotations
@@ -74,8 +71,7 @@ def _chain_root(node: ast.AST) -> str | None:
 
 
 def find_probes(tree: ast.AST, roots: set[str]) -> list[ast.expr]:
-    """The outermost ``Load`` expressions in ``tree`` whose call/attribute/subscript chain starts at a
-    name in ``roots``, in source order."""
+    """The outermost expressions in ``tree`` rooted at a name in ``roots``, in source order."""
     found: list[ast.expr] = []
     stack: list[ast.AST] = [tree]
     while stack:
@@ -101,8 +97,7 @@ class Plan:
     imports: list[str] = field(default_factory=list)
 
     def verdicts(self, n_tests: int, values: list[Any] | None) -> tuple[list[bool], dict[int, str]]:
-        """Fast verdicts (``False`` where phase 2 decides or the test cannot pass) and the rewritten
-        source of each test phase 2 must run, by test index."""
+        """Fast verdicts and the rewritten source of each test phase 2 must run."""
         passed = [False] * n_tests
         rewritten: dict[int, str] = {}
         if values is None:

@@ -1,10 +1,6 @@
-"""The wire format between a sandboxed child and the parent, and its strict decoder.
-
-Values cross as one ASCII JSON document without JSON numbers: ``null``/``true``/``false`` and
-strings as themselves, everything else ``[tag, ...]`` (``i`` int, ``f`` float, ``c`` complex, ``b``
-bytes, ``l``/``t``/``S``/``F``/``d`` containers, ``r`` range, ``it`` a materialised iterator).
-:func:`decode_phase1` rebuilds genuine builtins under caps (:data:`CAPS`); anything else raises
-:class:`Malformed`. Nothing a child writes is ``eval``-ed or unpickled.
+"""The wire format between a sandboxed child and the parent (one ASCII JSON document of tagged
+plain data), and its strict decoder (:func:`decode_phase1`, caps in :data:`CAPS`); nothing a child
+writes is ``eval``-ed or unpickled.
 """
 
 from __future__ import annotations
@@ -56,8 +52,7 @@ def parse_report(data: bytes, max_bytes: int) -> list[Any]:
 
 
 def decode_phase1(data: bytes, n_probes: int, max_bytes: int) -> list[Any]:
-    """Each probe's decoded value or :class:`Failure`; raises :class:`Malformed` (also when the code or
-    setup raised, which the child reports as not ``ok``)."""
+    """Each probe's decoded value or :class:`Failure`; :class:`Malformed` otherwise."""
     doc = parse_report(data, max_bytes)
     if len(doc) != 4 or doc[1] != "1" or doc[2] is not True or not isinstance(doc[3], list):
         raise Malformed("not a completed phase-1 report")

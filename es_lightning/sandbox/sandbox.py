@@ -1,15 +1,7 @@
 """Verify untrusted Python (model-written code) against test statements, with a reward the code
-cannot forge. Model code never runs in the calling process.
-
-Values produced by model code cross into this process only as strictly typed plain data, and the
-verdict is computed by code the model cannot reach: phase 1 (:mod:`~es_lightning.sandbox.child`)
-runs the code and evaluates probe expressions only (an object of a model-defined class is not
-plain, and fails); this process compares the decoded values with the tests' literals, or a phase-2
-child without model code judges other test forms (:mod:`~es_lightning.sandbox.plan`,
-:mod:`~es_lightning.sandbox.protocol`). Isolation is bubblewrap by default
-(:mod:`~es_lightning.sandbox.isolation`; :class:`SandboxUnavailableError` when it cannot run, fail
-closed) or an explicit, unsafe ``process`` opt-out. A run past the time limit, or code that fails
-to parse, raises or exits early, passes no test.
+cannot forge: model code never runs in this process, its values cross only as strictly decoded
+plain data, and the verdict is computed where the code cannot reach (:mod:`~es_lightning.sandbox.plan`).
+Isolation is bubblewrap (fail closed) or an explicit, unsafe ``process`` opt-out.
 """
 
 from __future__ import annotations
@@ -110,8 +102,7 @@ class Sandbox:
             bwrap_backend(self._limits())
 
     def run(self, code: str, tests: list[str], setup: str = "") -> SandboxResult:
-        """Verify ``code`` against each test statement (after ``setup``);
-        :class:`SandboxUnavailableError` when bubblewrap cannot run here."""
+        """Verify ``code`` against each test statement (after ``setup``)."""
         limits = self._limits()
         if self.isolation == "bwrap":
             backend: isolation_.Backend | None = bwrap_backend(limits)
@@ -199,8 +190,7 @@ def warn_process_isolation() -> None:
 
 
 def bwrap_backend(limits: isolation_.Limits) -> isolation_.Backend:
-    """The bubblewrap set-up that works here, probed once per process by a phase-0 child that must
-    report uid/gid 65534 and no capabilities; :class:`SandboxUnavailableError` when none does."""
+    """The bubblewrap set-up that works here, probed once per process."""
     key = (BWRAP, os.environ.get("PATH", ""))
     with _LOCK:
         if key not in _BACKENDS:

@@ -106,15 +106,13 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
 
     @property
     def signal_directions(self) -> int:
-        """N of the run-level signal: the members, or the antithetic pairs (whose differences the
-        update weighs)."""
+        """N of the run-level signal: the members, or the antithetic pairs."""
         members = Population.member_count(self.population_size, self.antithetic, self.antithetic_budget)
         return members // 2 if self.antithetic else members
 
     @override
     def hparams(self) -> dict[str, Any]:
-        """Every setting (:class:`~es_lightning.strategies.es_settings.ESSettings`'s fields), the
-        process group backend as Fabric resolved it."""
+        """Every setting, the process group backend as Fabric resolved it."""
         return {**plain_values(self), "process_group_backend": self._process_group_backend}
 
     @classmethod
@@ -129,8 +127,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
     # -- the trainer's interface (es_lightning.strategies.base.ReasoningStrategy) -----------------
     @override
     def check_rollout(self, rollout: Rollout) -> None:
-        """ES needs an engine that perturbs and updates weights; low-rank directions need one that
-        serves low-rank members (checked again in :meth:`prepare`)."""
+        """ES needs an engine that perturbs weights; low-rank directions one that serves members."""
         if type(rollout).es_init is Rollout.es_init:
             raise TypeError(
                 f"ESStrategy: rollout {type(rollout).__name__} cannot run ES; it generates only. Use a "
@@ -158,8 +155,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
 
     @override
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
-        """The fp32 centre, streamed out of this rank's engine (rank 0 only: every rank holds the
-        same centre, checked by checksum after each update)."""
+        """The fp32 centre streamed out of this rank's engine (rank 0; all ranks hold the same)."""
         if self.is_global_zero:
             yield from rollout.es.named_weights()
 
@@ -214,8 +210,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         accumulated: bool,
         local: MemberResults,
     ) -> float:
-        """Take the update on every rank; ``time/update`` includes the folds of an accumulated
-        update, which ran inside the perturbations."""
+        """Take the update on every rank (``time/update`` includes the accumulated folds)."""
         fold_s = es.fold_seconds() if accumulated else 0.0
         local.timings["perturb_restore"] -= fold_s
         local.timings["update"] = fold_s
@@ -233,8 +228,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         step: int,
         accumulated: bool,
     ) -> MemberResults:
-        """This rank's members (i ≡ rank mod world size): low-rank ones in one generation call,
-        others one after another."""
+        """This rank's members: low-rank ones in one generation call, others one by one."""
         members = range(self.global_rank, population.size, self.world_size)
         sampling = replace(module.train_sampling, n=self.responses_per_prompt)
         seeds = member_sampling_seeds(run_seed, step, population.size, self.member_sampling_seeds)
@@ -265,8 +259,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         update_norm: float,
         skipped: bool,
     ) -> dict[str, float]:
-        """The update's scalars: ``train/`` over every response, ``es/`` over the members and the
-        update, ``time/`` this rank's seconds per phase."""
+        """The update's ``train/``, ``es/`` and ``time/`` scalars."""
         per_response, per_prompt = gathered.per_response, gathered.per_prompt
         split_half = split_half_correlation(per_prompt[0])
         metrics = {
@@ -289,8 +282,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         return metrics
 
     def _watch_signal(self, metrics: dict[str, float]) -> None:
-        """Feed the no-signal monitor (the pairs' differences for antithetic pairs); its one
-        warning goes to the console."""
+        """Feed the no-signal monitor; its one warning goes to the console."""
         if self._signal is not None:
             key = "es/antithetic_diff_split_half_corr" if self.antithetic else "es/reward_split_half_corr"
             low, high = metrics["train/reward_min"], metrics["train/reward_max"]
@@ -300,8 +292,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
                 warn(warning, once=False)  # the monitor warns once per run
 
     def _gather(self, local: MemberResults, width: int) -> Gathered:
-        """Every rank's results, summed or gathered over the ranks (``width``: the values per
-        response, :func:`~es_lightning.strategies.metrics.response_stats`)."""
+        """Every rank's results, summed or gathered over the ranks."""
         rewards = self.all_reduce(local.rewards.to(self.root_device), reduce_op="sum").cpu().numpy()
         per_prompt = self.all_reduce(local.per_prompt.to(self.root_device), reduce_op="sum").cpu().numpy()
         tokens = torch.tensor(float(local.tokens), device=self.root_device)
@@ -347,7 +338,7 @@ class Gathered:
 def member_sampling_seeds(
     run_seed: int, step: int, population_size: int, mode: MemberSamplingSeeds
 ) -> list[int]:
-    """The sampling seed of every member of update ``step``: one for all (``common``) or one each
-    (``independent``, streams that never meet), from a seed schedule of (run seed, step)."""
+    """The sampling seed of every member of update ``step``: one for all, or one each (streams
+    that never meet)."""
     base = seed_schedule(run_seed ^ 0x5A5A, step, 1)[0] % (2**31)
     return [base] * population_size if mode == "common" else spaced_seeds(base, population_size)

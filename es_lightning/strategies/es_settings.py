@@ -1,7 +1,5 @@
-"""ES's settings: :class:`ESSettings`, each field written once with its default, its check and its
-docstring (the ``--help``). Building it checks them all, naming every bad one at once. The
-annotations are evaluated (no ``from __future__ import annotations``): jsonargparse reads the
-dataclass's ``__init__`` types from them.
+"""ES's settings, each field written once with its default, its check and its docstring (the
+``--help``). The annotations are evaluated: jsonargparse reads the ``__init__`` types from them.
 """
 
 import math
@@ -33,8 +31,7 @@ def _whole_rank(r: int) -> bool:
 
 @dataclass(eq=False)
 class ESSettings:
-    """How ES perturbs, scores and steps (symbols as in :mod:`es_lightning.strategies.es`), and the
-    process group's backend."""
+    """How ES perturbs, scores and steps, and the process group's backend."""
 
     population_size: int = checked(32, lambda n: n >= 2, ">= 2: z-scores of one reward are undefined")
     """N, perturbations per update (split over the ranks; >= 2, even for ``antithetic``)."""

@@ -1,11 +1,6 @@
-"""The ES update of one population, on one rank or several: accumulated, or every ε drawn again.
-
-Accumulated (where :func:`accumulates`): each rank holds its members' sums and the directions are
-summed over the ranks. Redrawn: the tensors are split between the ranks
-(:func:`~es_lightning.es.split.assign_tensors`), each draws the ε of its own tensors only, and the
-directions are exchanged, so the centre is bit-identical to one rank's. Directions, not centres,
-are exchanged, in chunks of :data:`EXCHANGE_NUMBERS`, so every rank takes the step itself (an Adam
-keeps its moments on every rank).
+"""The ES update of one population, on one rank or several: accumulated (the ranks' sums added), or
+redrawn (each rank draws its share of the tensors); the ranks exchange directions, not centres, so
+each takes the step itself and the centre is bit-identical to one rank's.
 """
 
 from __future__ import annotations
@@ -34,8 +29,7 @@ EXCHANGE_NUMBERS = 16 * 2**20
 
 
 def accumulates(update: str, normalization: str, reward_control: str, perturbation: str = "full") -> bool:
-    """Whether ``update: accumulate`` applies: z-score or no normalisation of the members' own
-    rewards (not permuted), full-rank directions."""
+    """Whether ``update: accumulate`` applies: z-score or none, true rewards, full-rank directions."""
     return (
         update == "accumulate"
         and normalization in LINEAR_NORMALIZATIONS
@@ -45,8 +39,7 @@ def accumulates(update: str, normalization: str, reward_control: str, perturbati
 
 
 def reward_moments(rewards: np.ndarray, normalization: str) -> tuple[float, float]:
-    """(μ, s) with z = (R − μ)/s as :func:`~es_lightning.es.normalize.normalize_rewards` computes
-    it: mean and ddof-0 standard deviation for ``zscore``, (0, 1) for ``none``."""
+    """(μ, s) with z = (R − μ)/s: mean and ddof-0 sd for ``zscore``, (0, 1) for ``none``."""
     if normalization == "none":
         return 0.0, 1.0
     return float(rewards.mean()), float(rewards.std())
@@ -78,8 +71,7 @@ class RankUpdate:
         shapes: Mapping[str, tuple[int, ...]],
         local: Callable[[list[str]], Mapping[str, torch.Tensor]],
     ) -> Iterator[dict[str, torch.Tensor]]:
-        """Per chunk of tensors: this rank's directions (``local(names)``; zeros for tensors it has
-        none of), summed over the ranks."""
+        """Per chunk of tensors, this rank's directions summed over the ranks."""
         numels = {n: int(np.prod(s, dtype=np.int64)) for n, s in shapes.items()}
         device = self.strategy.root_device  # where the collective runs (gloo: CPU, NCCL: the GPU)
         for names in chunk_names(numels, EXCHANGE_NUMBERS):
@@ -123,8 +115,7 @@ def take_update(
     learning_rate: float,
     normalization: str,
 ) -> float:
-    """Apply one population's update with α = ``learning_rate`` on every rank (nothing when
-    ``coeffs`` is ``None``: skipped); returns ‖Δ‖₂."""
+    """Apply one population's update on every rank (nothing when ``coeffs`` is ``None``); ‖Δ‖₂."""
     lr, size = learning_rate, len(rewards)
     if coeffs is None:
         if accumulated:

@@ -168,8 +168,7 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
 
     @override
     def hparams(self) -> dict[str, Any]:
-        """Every setting once (:func:`~es_lightning.grpo.settings.settings_hparams`) and the
-        process group backend."""
+        """Every setting once, and the process group backend."""
         return {
             **settings_hparams(self.settings, self.loss),
             "process_group_backend": self._process_group_backend,
@@ -180,8 +179,8 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
     def prepare(
         self, fabric: Fabric, module: ReasoningModule, rollout: Rollout, resume: Checkpoint | None
     ) -> None:
-        """Load the trainer model (fp32) and AdamW; when resuming, both come back exactly from the
-        checkpoint's Fabric state; a pipeline stage starts from the previous stage's fp32 master."""
+        """Load the trainer model (fp32) and AdamW, from the checkpoint's Fabric state when
+        resuming or the previous stage's fp32 master in a pipeline."""
         from transformers import AutoModelForCausalLM
 
         model = AutoModelForCausalLM.from_pretrained(
@@ -248,8 +247,7 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
 
     @override
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
-        """Every weight under its HF name, fp32, on the model's device (every rank); with LoRA the
-        merged W + (α/r)·B·A, never the adapters themselves."""
+        """Every weight under its HF name, fp32 (with LoRA the merged weights, never the adapters)."""
         if self.settings.lora is not None:
             yield from merged_weights(self._unwrapped())
             return
@@ -257,10 +255,8 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
             yield name, p.detach()
 
     def sync_weights(self, rollout: Rollout, everything: bool = False) -> None:
-        """Give the engine what changed of the trainer's weights (fp32): every weight, or with LoRA
-        the adapted layers' merged weights (the engine already serves the frozen rest).
-        ``everything``: send all weights (when the engine's start files may not hold the frozen
-        weights exactly)."""
+        """Give the engine what changed of the trainer's weights: all of them, or with LoRA the
+        adapted layers' merged weights (``everything``: all regardless)."""
         if self.settings.lora is not None and not everything:
             rollout.load_weights(merged_weights(self._unwrapped(), adapted_only=True))
         else:
@@ -268,8 +264,7 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
 
     @override
     def save_state(self, fabric: Fabric, rollout: Rollout, folder: Path) -> None:
-        """The trainer model and AdamW state as ``fabric.save`` writes them (every rank takes part); with
-        LoRA also the adapter in PEFT's format (``PeftModel.from_pretrained(base, folder)``)."""
+        """The trainer model and AdamW as ``fabric.save`` writes them; with LoRA the adapter too."""
         state = _unwrap_objects({"model": self.model, "optimizer": self.optimizer})
         self.save_checkpoint(folder / FABRIC_STATE, state)  # fabric.save without its barrier: the
         # checkpoint's fail_together is the barrier, and it also carries a failed write to every rank
@@ -315,8 +310,7 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
         return StepResult(metrics=metrics, samples=samples)
 
     def _metrics(self, groups: GroupRollouts, stats: dict[str, float], names: list[str]) -> dict[str, float]:
-        """The update's ``train/`` scalars over every response of every rank, ``grpo/`` of the
-        groups and the optimisation, and ``time/`` per phase."""
+        """The update's ``train/``, ``grpo/`` and ``time/`` scalars."""
         stats_rows = response_stats(groups.outputs, groups.scores, names)
         per_response = torch.tensor(stats_rows, dtype=torch.float64)
         per_response = gather_values(self, per_response).reshape(-1, 3 + len(names))  # (P_all*G, 3 + F)
@@ -384,9 +378,7 @@ class GRPOStrategy(_GRPO, DDPStrategy):
 
 class GRPOFSDPStrategy(_GRPO, FSDPStrategy):
     """GRPO over FSDP (``strategy: grpo_fsdp``): parameters, gradients and AdamW state are sharded
-    across ranks (Fabric's FSDPStrategy with ``use_orig_params``); for weight sync and checkpoints
-    the full weights are gathered on every rank. FSDP arguments (``sharding_strategy``,
-    ``cpu_offload``, ``auto_wrap_policy``, ...) pass through ``kwargs``."""
+    across ranks; FSDP arguments pass through ``kwargs``."""
 
     strategy_name = "grpo"
 
@@ -397,8 +389,7 @@ class GRPOFSDPStrategy(_GRPO, FSDPStrategy):
 
     @override
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
-        """The full weights gathered from the shards, on every rank (each feeds its own engine);
-        a collective, so every rank must call it."""
+        """The full weights gathered from the shards on every rank (a collective)."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
         if self.model is None:

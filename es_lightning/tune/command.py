@@ -1,12 +1,8 @@
-"""``es-lightning tune``: each method's grid on the validation split, one budget, a fixed rule.
+"""``es-lightning tune``: each method's grid on the validation split, one budget, a fixed rule::
 
     es-lightning tune --config recipes/tune_cpu.yaml --output_dir runs/tune_cpu
 
-Every trial is planned and checked before anything runs (:mod:`~es_lightning.tune.trials`), the
-plan recorded (a later run in the folder must keep its rule), the trials run or reused
-(:mod:`~es_lightning.tune.launch`), each method's configuration chosen
-(:mod:`~es_lightning.tune.selection`), and ``tune.json``, ``TUNE.md`` and ``chosen/<method>.yaml``
-(recipes ``es-lightning report`` runs as they are) written. Running again reuses finished trials.
+Running again reuses finished trials; the rule recorded in the folder may not change.
 """
 
 from __future__ import annotations
@@ -176,8 +172,7 @@ def _method_summary(
     output_dir: Path,
     selection: Selection,
 ) -> dict[str, Any]:
-    """A method's configurations, their scores (with the Δ interval and whether it learned on
-    validation when the metric is a ``pass@k``) and the chosen one (whose recipe it writes)."""
+    """A method's configurations, their scores and intervals, and the chosen one (its recipe written)."""
     from es_lightning.tune.grid import expand
     from es_lightning.tune.selection import candidates_of, choose, control_pairs, delta_interval, over_control
 

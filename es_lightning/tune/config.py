@@ -32,16 +32,14 @@ _METRIC = re.compile(r"eval/(?P<task>[^/]+)/(?P<key>pass@[1-9][0-9]*|maj@[1-9][0
 
 
 def option_name(token: str) -> str | None:
-    """The dotted option a CLI token sets (``--trainer.max_steps=4`` → ``trainer.max_steps``;
-    ``--callbacks+`` → ``callbacks``), or ``None`` for a value."""
+    """The dotted option a CLI token sets (``--trainer.max_steps=4`` → ``trainer.max_steps``)."""
     if not token.startswith("--"):
         return None
     return token[2:].split("=", 1)[0].rstrip("+")
 
 
 def check_overrides(tokens: list[str], where: str) -> None:
-    """Refuse (ConfigError) overrides of the options a tune sets itself (:data:`FORCED`) or nested
-    under one, naming ``where``; ``--evaluation.limit`` and the other evaluation settings pass."""
+    """Refuse (ConfigError) overrides of the options a tune sets itself (:data:`FORCED`)."""
     for token in tokens:
         name = option_name(token)
         if name is None:

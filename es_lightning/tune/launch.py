@@ -1,9 +1,4 @@
-"""Running the trials one after another, reusing the finished ones, and reading what each cost.
-
-Each trial runs through the report's launcher, measured (:mod:`~es_lightning.report.measure`); a
-trial with its final evaluation and the same resolved settings is reused, any other run again.
-Its compute is read as the report reads a run's (:mod:`~es_lightning.report.compute`).
-"""
+"""Running the trials one after another, measured, reusing the finished ones with the same settings."""
 
 from __future__ import annotations
 
@@ -57,8 +52,7 @@ class TrialResult:
 
 
 def trial_compute(run_dir: Path) -> dict[str, float | None]:
-    """Updates, rollouts, generated tokens, seconds, wall-clock and peak memory of a finished trial
-    (:func:`~es_lightning.report.compute.run_compute`, measured in :data:`MEASURE_NAME`)."""
+    """What a finished trial spent, as the report reads a run's."""
     return run_compute(run_dir, MEASURE_NAME)
 
 
@@ -72,9 +66,8 @@ def _set_aside(run_dir: Path) -> Path:
 
 
 def run_trial(trial: Trial, launch: bool = True, timeout_s: float | None = None) -> TrialResult:
-    """Reuse ``trial`` when finished with the same settings (:mod:`~es_lightning.report.same_run`),
-    else run it (``launch``); a finished trial with other settings is first set aside as
-    ``<folder>.other-settings-<n>``."""
+    """Reuse ``trial`` when finished with the same settings, else run it (``launch``), setting a
+    finished one with other settings aside."""
     run_dir = trial.spec.run_dir
     recorded = run_dir / SETTINGS_NAME
     stale = (

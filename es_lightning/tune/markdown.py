@@ -1,7 +1,5 @@
 """``TUNE.md``: the rule, then per method a table of its configurations and the one chosen,
-rendered from ``tune.json`` alone (:func:`render`). For a ``pass@k`` metric each row also shows
-Δ's one-sided 95 % bounds and whether it learned.
-"""
+rendered from ``tune.json`` alone."""
 
 from __future__ import annotations
 

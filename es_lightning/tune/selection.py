@@ -90,8 +90,7 @@ def trial_point(run_dir: Path, selection: Selection) -> Point | None:
 
 
 def choose(candidates: list[Candidate]) -> Candidate | None:
-    """The eligible candidate with the largest score (the first of scores within :data:`TIE`);
-    ``None`` if none is eligible."""
+    """The eligible candidate with the largest score (the first within :data:`TIE`), or ``None``."""
     best: Candidate | None = None
     for candidate in candidates:
         score = candidate.score
@@ -101,8 +100,7 @@ def choose(candidates: list[Candidate]) -> Candidate | None:
 
 
 def candidates_of(records: list[dict[str, Any]]) -> list[Candidate]:
-    """One method's configurations, in the order of its trial records (``tune.json``'s
-    ``trials``; ``before`` is ``None`` for a trial without the metric)."""
+    """One method's configurations, in the order of its trial records."""
     by_label: dict[str, dict[int, Point | None]] = {}
     for record in records:
         point = None if record["before"] is None else Point(record["before"], record["after"])
@@ -111,8 +109,7 @@ def candidates_of(records: list[dict[str, Any]]) -> list[Candidate]:
 
 
 def control_pairs(points: dict[str, Any], control: dict[str, Any]) -> dict[str, str]:
-    """``{label: its control's label}`` for every grid point that is not a control (``points``:
-    label → :class:`~es_lightning.tune.grid.GridPoint`; ``control``: ``{parameter: value}``)."""
+    """``{label: its control's label}`` for every grid point that is not a control."""
     ((parameter, value),) = control.items()
     by_settings = {point.settings: label for label, point in points.items()}
     pairs = {}
@@ -132,8 +129,7 @@ def control_pairs(points: dict[str, Any], control: dict[str, Any]) -> dict[str, 
 
 
 def over_control(records: list[dict[str, Any]], pairs: dict[str, str]) -> list[dict[str, Any]]:
-    """Records of configuration − control: ``before`` is the control's ``after``, so Δ is S(c, s);
-    ``outcomes`` likewise."""
+    """Records of configuration − control, so Δ is S(c, s)."""
     found = {(r["label"], r["seed"]): r for r in records}
     out = []
     for label, twin in pairs.items():
@@ -163,8 +159,7 @@ def over_control(records: list[dict[str, Any]], pairs: dict[str, str]) -> list[d
 
 
 def trial_outcomes(run_dir: Path, task: str) -> dict[str, Any] | None:
-    """A trial's per-problem correct counts before and after on the validation problems, or
-    ``None`` when they cannot be paired."""
+    """A trial's per-problem correct counts before and after, or ``None``."""
     before, after = run_outcomes(run_dir, "before", task), run_outcomes(run_dir, "after", task)
     if before is None or after is None or before.m != after.m or before.problems != after.problems:
         return None
@@ -172,8 +167,7 @@ def trial_outcomes(run_dir: Path, task: str) -> dict[str, Any] | None:
 
 
 def delta_interval(records: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
-    """The paired bootstrap interval of one configuration's Δ ``pass@k`` over its seeds' trials
-    (``None`` for another metric, or when a trial lacks its outcomes or saw other problems)."""
+    """The paired bootstrap interval of a configuration's Δ ``pass@k`` over its seeds, or ``None``."""
     match = re.fullmatch(r"pass@(\d+)", key)
     found = [r.get("outcomes") for r in records]
     if match is None or not found or any(o is None for o in found):

@@ -1,10 +1,6 @@
-"""The tune's trials, planned and checked before any of them runs.
-
-Each method's recipe is resolved through ``fit``'s parser and written set up for the validation
-split (:func:`validation_recipe`): before and after evaluations of ``split: validation``,
-``HeldOutPassAtK`` on validation, every callback that might read a test split removed. A trial is
-that recipe plus the budget, the validation overrides and its grid values, parsed by the parser the
-run uses and checked (:func:`check_trial`), so a bad setting stops the tune here, named.
+"""The tune's trials, planned and checked before any of them runs: each method's recipe set up for
+the validation split (no callback that might read a test split), plus budget, overrides and grid
+values, parsed by the parser the run uses (:func:`check_trial`).
 """
 
 from __future__ import annotations
@@ -95,8 +91,7 @@ def _full_name(class_path: str) -> str:
 def validation_recipe(
     parser: FitParser, method: str, recipe: str, path: Path, keep_callbacks: bool = True
 ) -> list[str]:
-    """Write ``recipe`` resolved and set up for the validation split as ``path``; returns the class
-    paths of the callbacks removed. ConfigError when it does not parse or evaluates nothing."""
+    """Write ``recipe`` set up for the validation split as ``path``; the callbacks removed."""
     if not Path(recipe).is_file():
         raise ConfigError(f"tune: method {method}: recipe {recipe} not found (cwd {Path.cwd()})")
     cfg = parser.parse(["--config", recipe], f"method {method}'s recipe {recipe}")
@@ -137,8 +132,7 @@ def evaluated_tasks(cfg: Any) -> list[str]:
 
 
 def check_trial(cfg: Any, selection: Selection, where: str) -> None:
-    """Refuse (ConfigError naming ``where``) a trial that would read a test split or not evaluate
-    the selection metric."""
+    """Refuse a trial that would read a test split or not evaluate the selection metric."""
     evaluation = cfg.evaluation
     if evaluation is None or evaluation.split != "validation":
         raise ConfigError(f"tune: {where} would not evaluate the validation split")
@@ -183,8 +177,7 @@ def plan_trials(
     output_dir: Path,
     keep_callbacks: bool = True,
 ) -> tuple[list[Trial], dict[str, list[str]]]:
-    """Every trial (method, grid point, seed), each checked, and the callbacks removed from each
-    recipe; ConfigError as :func:`check_trial`, or for a setting a recipe does not accept."""
+    """Every trial, each checked, and the callbacks removed from each recipe."""
     parser = FitParser()
     trials, removed = [], {}
     for method, spec in methods.items():
