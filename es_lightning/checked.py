@@ -4,13 +4,9 @@ rule and docstring on one dataclass field.
     group_size: int = checked(8, lambda g: g >= 2, ">= 2")
     \"\"\"G, responses per prompt (>= 2).\"\"\"
 
-:func:`invalid_settings` judges given values against the fields of one or more such dataclasses and
-names every bad one at once (``group_size=1 (must be >= 2); clip_eps=2.0 (must be in (0, 1))``);
-:func:`refuse_invalid` raises it as a :class:`~es_lightning.errors.ConfigError`, as a dataclass's
-``__post_init__`` does; :func:`plain_values` gives the values back as ``hparams.yaml`` records
-them. ES's settings (:mod:`es_lightning.strategies.es_settings`), GRPO's
-(:mod:`es_lightning.grpo.settings`) and GRPO's loss (:class:`~es_lightning.grpo.loss.GRPOLoss`) are
-built on these.
+:func:`refuse_invalid` names every bad value at once in a :class:`~es_lightning.errors.ConfigError`
+(``group_size=1 (must be >= 2); clip_eps=2.0 (must be in (0, 1))``); :func:`plain_values` gives the
+values back as ``hparams.yaml`` records them.
 """
 
 from __future__ import annotations

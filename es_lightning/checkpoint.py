@@ -1,10 +1,5 @@
 """Checkpoints: their layout, writing one atomically, finding one to resume from, reading it back.
 
-The trainer writes and resumes through here, and the pipeline starts a stage from the previous
-stage's checkpoint. The weights in a checkpoint are read and written by name through
-:mod:`es_lightning.weight_files` (the strategies' fp32 start, the ES master in the rollouts, the
-analysis of drift between two checkpoints).
-
 Layout of ``{output_dir}/checkpoints/step-000004/``::
 
     config.json  generation_config.json  tokenizer files   # the source model's; dtype = serving dtype
@@ -17,19 +12,11 @@ Layout of ``{output_dir}/checkpoints/step-000004/``::
     hparams.yaml                                           # the run's resolved settings
     manifest.json                                          # every file's size and CRC-32, written last
 
-Weights larger than ``shard_bytes`` are split as transformers does (``model-00001-of-00003.safetensors``
-+ ``model.safetensors.index.json``; ``master-…`` likewise), so no more than one shard is ever held
-in memory: weights arrive as an iterator of ``(name, tensor)`` pairs and leave the same way
-(:func:`~es_lightning.weight_files.iter_weights`, :meth:`Checkpoint.named_weights`).
-
-A checkpoint is written into a temporary folder, its files fsynced, then renamed into place, and
-``latest`` is replaced atomically, so a crash never leaves a half-written ``step-*`` folder. Damage
-done later (a truncated copy, a deleted file) is found by the manifest
-(:mod:`es_lightning.checkpoint_manifest`): a resume of the newest checkpoint falls back to the newest
-intact one and says so (:func:`resolve_resume`); a checkpoint named explicitly is refused.
-Every rank calls :func:`save_checkpoint` (sharded strategies gather weights and optimizer state
-collectively); only the writer rank touches the disk, and a write that fails there (a full disk)
-ends every rank with it (:func:`~es_lightning.ranks.fail_together`), none is left waiting.
+Large weights are sharded as transformers does, streamed so no more than one shard is held. A
+checkpoint is written into a temporary folder, fsynced and renamed into place, ``latest`` replaced
+atomically; later damage is found by the manifest, and a resume of the newest falls back to the
+newest intact one. Every rank calls :func:`save_checkpoint`; a write that fails on the writer rank
+ends every rank (:func:`~es_lightning.ranks.fail_together`).
 """
 
 from __future__ import annotations
@@ -82,11 +69,8 @@ def checkpoints_root(output_dir: str | Path) -> Path:
 
 
 class Checkpoint:
-    """A complete checkpoint folder (``trainer_state.json`` present), read back.
-
-    ``named_weights("stored")`` streams the fp32 master where the checkpoint has one (else the
-    served file); ``named_weights("served")`` the weights as generation served them.
-    """
+    """A complete checkpoint folder, read back: ``named_weights("stored")`` streams the fp32 master
+    where there is one, ``named_weights("served")`` the weights as generation served them."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -138,19 +122,15 @@ def latest_checkpoint(output_dir: str | Path) -> Path | None:
 
 
 def resolve_resume(resume: bool | str, output_dir: str | Path) -> Path | None:
-    """The checkpoint a run continues from, or ``None`` for a fresh run; its files are checked
-    against its manifest first.
+    """The checkpoint a run continues from (``None``: a fresh run), checked against its manifest.
 
-    ``true``/``auto`` take the newest *intact* checkpoint: a damaged newer one is skipped with a
-    warning line naming its first damaged file and the checkpoint resumed from instead. A path
-    names that exact checkpoint: a damaged one is refused. A checkpoint without a manifest
-    (written before they existed) is accepted with a warning that it is unverified.
+    ``true``/``auto`` take the newest *intact* checkpoint, saying which damaged one was skipped; a
+    path names that exact checkpoint, refused when damaged; one without a manifest is accepted as
+    unverified.
 
     Raises:
-        MissingPathError: ``resume`` asks for the newest checkpoint and ``output_dir`` has none, or
-            names a folder that is not a checkpoint (a ``FileNotFoundError`` and a ``ConfigError``).
-        DamagedCheckpointError: ``resume`` names a damaged checkpoint, or every checkpoint of
-            ``output_dir`` is damaged (a ``ConfigError``).
+        MissingPathError: no checkpoint to resume, or ``resume`` names a folder that is none.
+        DamagedCheckpointError: the named checkpoint, or every checkpoint, is damaged.
     """
     if resume is False or resume in ("", "false", "False"):
         return None
@@ -179,13 +159,8 @@ def resolve_resume(resume: bool | str, output_dir: str | Path) -> Path | None:
 
 
 def check_if_checkpoint(path: str | Path | None, what: str) -> None:
-    """When ``path`` is an es-lightning checkpoint folder, check its files against its manifest
-    (the commands that read one: ``analyze``, ``evaluate --model``, ``compare``); any other model
-    (a hub id, an HF folder) passes.
-
-    Raises:
-        DamagedCheckpointError: the checkpoint is damaged; the message names ``what`` and the file.
-    """
+    """When ``path`` is an es-lightning checkpoint, check it against its manifest (any other model
+    passes); DamagedCheckpointError naming ``what`` and the file."""
     folder = Path(str(path)).expanduser() if path is not None else None
     if folder is None or not ((folder / STATE_FILE).is_file() or (folder / MANIFEST_FILE).is_file()):
         return
@@ -199,14 +174,8 @@ def check_if_checkpoint(path: str | Path | None, what: str) -> None:
 
 
 def newest_intact_checkpoint(output_dir: str | Path) -> Path | None:
-    """The newest checkpoint of ``output_dir`` whose files match its manifest (``None``: there
-    are no checkpoints), saying which damaged ones it skipped and what it takes instead. The one
-    ``latest`` names comes first, then the older ones, newest first (a folder newer than
-    ``latest`` was left by an attempt that a resume from an older checkpoint replaced).
-
-    Raises:
-        DamagedCheckpointError: there are checkpoints and every one is damaged.
-    """
+    """The newest checkpoint of ``output_dir`` whose files match its manifest (``None``: none),
+    ``latest``'s first, then the older ones; DamagedCheckpointError when every one is damaged."""
     root = checkpoints_root(output_dir)
     candidates = sorted(
         (p for p in root.glob("step-*") if (p / STATE_FILE).is_file() or (p / MANIFEST_FILE).is_file()),
@@ -250,9 +219,8 @@ def _say_once(message: str) -> None:
 def write_model_meta(
     model: str, tokenizer: Any, dtype: torch.dtype, directory: str | Path, loading: ModelLoading | None = None
 ) -> Path:
-    """Config, generation config and tokenizer of ``model`` (dtype set to ``dtype``) into
-    ``directory``, read with ``loading``'s revision and trust_remote_code; a model with its own
-    code gets its Python files copied too (the folder then loads with ``trust_remote_code``)."""
+    """Config, generation config and tokenizer of ``model`` (dtype set to ``dtype``), and its own
+    code if it ships some, into ``directory``."""
     from transformers import AutoConfig, GenerationConfig
 
     from es_lightning.models.loading import ModelLoading, copy_model_code
@@ -344,16 +312,11 @@ def save_checkpoint(
     shard_bytes: int = SHARD_BYTES,
     keep_last: int | None = None,
 ) -> Path:
-    """Write checkpoint ``step``; every rank calls it, the writer rank writes.
-
-    ``weights`` is consumed on every rank (a sharded strategy's iterator gathers collectively);
-    then ``write_state(folder)`` writes the strategy's own state, called on every rank with the same
-    folder (the strategy decides which ranks write, e.g. through ``fabric.save``). Returns the
-    final folder.
+    """Write checkpoint ``step``; every rank calls it (``weights`` consumed on every rank,
+    ``write_state(folder)`` called on every rank), the writer rank writes. Returns the folder.
 
     Raises:
-        DiskSpaceError: the disk filled while it was written; the partial folder is removed, the
-            message names the newest intact checkpoint and suggests ``keep_last`` (now ``keep_last``).
+        DiskSpaceError: the disk filled; the partial folder is removed.
     """
 
     root = checkpoints_root(output_dir)

@@ -1,19 +1,12 @@
 """A checkpoint's manifest: every file's size and CRC-32, so damage is found before it is used.
 
-A checkpoint folder is renamed into place only once complete (:mod:`es_lightning.checkpoint`), but a
-file can still be damaged later: a disk that fills while another process copies it, a truncated
-transfer, a file deleted by hand. :func:`write_manifest` records, as the last file written into the
-folder before it is renamed into place, ``manifest.json``::
+:func:`write_manifest` writes ``manifest.json`` last, before the folder is renamed into place::
 
     {"format": 1, "checksum": "crc32",
      "files": {"model.safetensors": {"size": 1234, "crc32": "9a0b1c2d"}, ...}}
 
-:func:`verify_checkpoint` reads every listed file back and returns the first problem (a missing
-file, a size or a checksum that differs), checking all sizes before any checksum so a truncated
-file is named without reading the others. CRC-32 (``zlib.crc32``, cheap next to the read) finds
-truncation and corruption, not tampering. A checkpoint written before manifests existed has none: it
-is accepted as *unverified*. A folder's verdict is kept for as long as neither the manifest nor any
-listed file changes size or modification time, so a run that checks it twice reads it once.
+:func:`verify_checkpoint` returns the first problem (all sizes before any checksum). CRC-32 finds
+truncation and corruption, not tampering. A verdict is cached while no listed file changes.
 """
 
 from __future__ import annotations
@@ -115,20 +108,4 @@ def verify_checkpoint(folder: str | Path) -> Verdict:
             )
             break
     _verdicts[folder.resolve()] = (key, verdict)
-    return verdict
-
-
-def check_checkpoint(folder: str | Path, what: str) -> Verdict:
-    """:func:`verify_checkpoint`, raising when ``folder`` is damaged.
-
-    Args:
-        folder: the checkpoint folder.
-        what: the setting or argument that named it, for the message (``trainer.resume``).
-
-    Raises:
-        DamagedCheckpointError: the first damaged file, named.
-    """
-    verdict = verify_checkpoint(folder)
-    if not verdict.intact:
-        raise DamagedCheckpointError(f"{what}: checkpoint {folder} is damaged: {verdict.problem}")
     return verdict

@@ -1,20 +1,10 @@
 """Disk space for checkpoints: checked before each one is written, and a write the disk refuses
 ends the run in one line that names the newest intact checkpoint, the space needed and where.
 
-Before checkpoint ``step-N`` rank 0 compares the free space of the checkpoints folder with the
-space the newest checkpoint takes on disk (the next one holds the same weights and state)::
-
-    needed = Σ_files st_blocks · 512 over the newest checkpoint     free = shutil.disk_usage(root).free
-    refuse when free < needed                                       (every rank gets the verdict)
-
-The first checkpoint has nothing to compare with. A write that fails anyway (another process filled
-the disk, a quota) is a full disk when the error is ``ENOSPC``/``EDQUOT`` (an ``OSError``, or a
-library's own error whose message says so: safetensors reports ``No space left on device (os error
-28)``), or when the disk has under ``NEARLY_FULL`` bytes free right after the failure (``torch.save``
-reports only ``unexpected pos``; an ``OSError`` or ``RuntimeError``). The half-written temporary folder is then removed and the run ends
-with :class:`DiskSpaceError` (exit status 2, no traceback): earlier checkpoints and ``latest`` are
-untouched, since a checkpoint is renamed into place only once complete
-(:func:`es_lightning.checkpoint.save_checkpoint`).
+Rank 0 refuses a checkpoint when the free space is below what the newest one takes on disk. A write
+that fails anyway for lack of space (``ENOSPC``/``EDQUOT``, or a library error on a nearly full
+disk) removes its temporary folder and ends the run with :class:`DiskSpaceError`; earlier
+checkpoints are untouched.
 """
 
 from __future__ import annotations
@@ -62,12 +52,8 @@ def human_bytes(size: float) -> str:
 
 def check_checkpoint_space(fabric: Fabric, root: Path, name: str, keep_last: int | None) -> None:
     """Before checkpoint ``name`` is written into ``root``: rank 0 compares the free space with the
-    newest checkpoint's size and every rank receives its verdict, so all ranks stop together.
-
-    Raises:
-        DiskSpaceError: there is less space free than the newest checkpoint takes (rank 0; the
-            other ranks raise :class:`~es_lightning.ranks.PeerRankError`).
-    """
+    newest checkpoint's size and every rank gets the verdict (DiskSpaceError on rank 0,
+    :class:`~es_lightning.ranks.PeerRankError` on the others)."""
     problem = _space_problem(root, name, keep_last) if fabric.is_global_zero else None
     if fabric.world_size > 1:
         problem = fabric.broadcast(problem, src=0)
@@ -92,9 +78,8 @@ def _space_problem(root: Path, name: str, keep_last: int | None) -> str | None:
 
 @contextmanager
 def refuse_full_disk(root: Path, name: str, partial: Sequence[Path], keep_last: int | None) -> Iterator[None]:
-    """Writing checkpoint ``name`` into ``root``: a failure for lack of space removes the
-    ``partial`` paths (the temporary folder and files) and becomes one :class:`DiskSpaceError`;
-    any other failure passes through unchanged."""
+    """Writing checkpoint ``name`` into ``root``: a failure for lack of space removes ``partial``
+    and becomes a :class:`DiskSpaceError`; any other failure passes through."""
     try:
         yield
     except Exception as error:

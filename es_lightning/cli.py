@@ -1,24 +1,10 @@
 """The ``es-lightning`` command: ``fit``, ``evaluate``, ``analyze``, ``report``, ``compare`` and ``tune``, built on jsonargparse.
 
-Every option comes from a command's typed signature (or the dataclasses/classes it names), and the
-docstrings become ``--help``; each command sits beside its subsystem (``fit``:
-:mod:`es_lightning.training.command`, ``evaluate``: :mod:`es_lightning.evaluation.command`,
-``analyze``: :mod:`es_lightning.analysis.command`, ``report`` and ``compare``:
-:mod:`es_lightning.report`, ``tune``: :mod:`es_lightning.tune`), and this module only puts them
-together, building the parser of the subcommand a command line names and no other (so ``--version``
-and ``--help`` import no model library). Recipes are YAML files of the same keys::
-
-    es-lightning fit --config recipes/easy_qwen1p5b.yaml --trainer.max_steps 10
-    es-lightning fit --config recipes/smoke_cpu.yaml --print_config
-    es-lightning evaluate --task gsm8k --completions samples.jsonl --output scores.json
-    es-lightning analyze --base BASE --checkpoint runs/es/checkpoints/step-000030 --output es.json
-    es-lightning report --config recipes/report_cpu.yaml --quick --output_dir runs/report
-    es-lightning compare runs/demo_cpu runs/demo_cpu_grpo --output runs/compare
-    es-lightning tune --config recipes/tune_cpu.yaml --output_dir runs/tune_cpu
-
-A wrong setting, path or data file (:class:`~es_lightning.errors.ConfigError`) ends the command
-with one line, ``es-lightning: error: <message>``, and exit status 2, before anything expensive
-starts; ``es-lightning --debug ...`` (or ``ES_LIGHTNING_DEBUG=1``) shows its traceback instead.
+Every option comes from a command's typed signature and the docstrings become ``--help``; each
+command sits beside its subsystem and this module only puts them together, building only the
+parser of the subcommand named (so ``--version`` and ``--help`` import no model library). A
+:class:`~es_lightning.errors.ConfigError` ends the command with ``es-lightning: error: <message>``
+and exit status 2; ``--debug`` (or ``ES_LIGHTNING_DEBUG=1``) shows its traceback.
 """
 
 from __future__ import annotations

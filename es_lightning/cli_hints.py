@@ -1,17 +1,12 @@
 """Short names, and parse errors that say which values would parse.
 
 ``strategy: es`` (``grpo``, ``grpo_fsdp``) and ``rollout: hf`` (``vllm``) stand for the class paths
-in :data:`ALIASES`, as Fabric's own strategy names do, in a recipe and on the command line alike
-(``--strategy es``): :func:`accept_short_names` expands them inside the parser's own type check of
-the argument, so ``strategy.init_args`` may follow and ``--print_config`` shows the class path.
-When a value does not parse, jsonargparse's message lists the types it tried; :func:`hint` adds
-one line naming the values that do::
+in :data:`ALIASES`, expanded inside the parser's own type check (:func:`accept_short_names`). A value
+that does not parse gets one line naming the values that do (:func:`hint`)::
 
     es-lightning: error: Parser key "strategy": ... Expected a dot import path string: foo use:
     --strategy es | grpo | grpo_fsdp, or class_path: es_lightning.strategies.ESStrategy | ...; see
     es-lightning fit --help
-
-A parse error is that one line (:func:`one_line`) and exit status 2; the usage is under ``--help``.
 """
 
 from __future__ import annotations
@@ -110,9 +105,8 @@ def hint(message: str) -> str | None:
 
 
 def hinting_parser_class() -> type:
-    """A jsonargparse ``ArgumentParser`` whose parse errors end with :func:`hint`'s line and are
-    printed as one line, ``es-lightning: error: <message>; see <command> --help`` (exit status 2;
-    the usage is under ``--help``, not before every error)."""
+    """A jsonargparse ``ArgumentParser`` whose parse errors are one line ending with :func:`hint`'s
+    (exit status 2)."""
     from jsonargparse import ArgumentParser
     from jsonargparse._common import debug_mode_active
 
@@ -142,12 +136,8 @@ def one_line(message: str) -> str:
 
 def prepare_parsing() -> None:
     """What every command's parser relies on: dataclass field docstrings as ``--help``, and the
-    built-in rollouts and callbacks imported, so that their short class names parse (``--rollout
-    HFRollout``, ``--callbacks+=ParameterDrift``; vLLM itself is imported when an engine starts).
-
-    The callbacks are loaded by name, as a recipe's ``class_path`` is: they sit above every command
-    (the repository's ``callbacks/`` folder, installed as ``es_lightning.callbacks``), and a source
-    tree that was not installed has none."""
+    built-in rollouts and callbacks imported (by name, as a ``class_path`` is) so their short class
+    names parse."""
     import importlib
 
     from jsonargparse import set_parsing_settings

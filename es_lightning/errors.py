@@ -1,17 +1,13 @@
 """Errors that are the user's to fix: a setting, a path or a data file is wrong.
 
 The ``es-lightning`` command prints such an error as one line, ``es-lightning: error: <message>``,
-and exits with status 2, without a traceback (``es-lightning --debug ...`` or
-``ES_LIGHTNING_DEBUG=1`` shows it). Every other exception is a bug and keeps its traceback.
-
-Raise them where settings and inputs are checked (constructors, ``__post_init__``, loaders), with a
-message that names the setting or file and says what would be accepted::
+and exits with status 2, without a traceback (``--debug`` shows it); every other exception is a
+bug. Raise them with a message that names the setting or file and says what would be accepted::
 
     raise ConfigError(f"ESStrategy: sigma must be > 0, got {sigma}")
-    raise MissingPathError(f"DataSource: local dataset file {path!r} does not exist")
 
 They subclass the built-in exceptions the same checks raised before (``ValueError``, and
-``FileNotFoundError`` / ``KeyError`` for the variants), so ``except ValueError`` keeps working.
+``FileNotFoundError`` / ``KeyError`` for the variants).
 """
 
 from __future__ import annotations
@@ -45,6 +41,5 @@ def _chain(error: BaseException) -> Iterator[BaseException]:
 
 def find_config_error(error: BaseException) -> ConfigError | None:
     """``error`` itself when it is a :class:`ConfigError`, else the first one it was raised from or
-    while handling (jsonargparse wraps errors raised while it instantiates classes); ``None`` when
-    there is none (``raise ... from None`` hides what came before)."""
+    while handling (jsonargparse wraps them); ``None`` when there is none."""
     return next((e for e in _chain(error) if isinstance(e, ConfigError)), None)

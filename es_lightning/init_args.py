@@ -1,11 +1,6 @@
 """The arguments an object was built with, so that a run started from Python can write the same
-``config.yaml`` as the command line (:mod:`es_lightning.training.run_config`).
-
-The classes a recipe builds (the module, tasks, strategies, rollouts, callbacks) derive from
-:class:`RecordsInit`, which keeps the arguments of the constructor call as given;
-:func:`to_config` turns an object back into what a recipe says (``class_path``/``init_args`` for
-such objects, every constructor argument, defaults included; fields for dataclasses; import paths
-for functions)::
+``config.yaml`` as the command line: :class:`RecordsInit` keeps a constructor call's arguments and
+:func:`to_config` turns an object back into what a recipe says::
 
     to_config(Echo(n_train=64))   # {"class_path": "es_lightning.tasks.Echo",
                                   #  "init_args": {"length": 4, "n_train": 64, "n_test": 64, ...}}
@@ -98,9 +93,8 @@ def to_config(value: Any) -> Any:
 
 
 def signature_defaults(kind: type) -> dict[str, Any]:
-    """Every constructor parameter of ``kind`` with a default, by name: its own ``__init__``'s and,
-    where that takes ``**kwargs``, those of the classes it forwards them to (the next ``__init__``
-    up the MRO), as ``es-lightning fit`` resolves a recipe's ``init_args``."""
+    """Every constructor parameter of ``kind`` with a default, by name, following ``**kwargs`` up
+    the MRO as ``es-lightning fit`` resolves ``init_args``."""
     out: dict[str, Any] = {}
     for klass in kind.__mro__:
         init = klass.__dict__.get("__init__")

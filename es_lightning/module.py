@@ -105,12 +105,8 @@ class ReasoningModule(RecordsInit):
         self.max_prompt_tokens = max_prompt_tokens
 
     def check_model_source(self) -> None:
-        """Fail early, naming the model, when it is no model folder, built-in name or hub id in the
-        local HF cache (or on the hub); see :func:`es_lightning.models.source.check_model_source`.
-
-        Raises:
-            ConfigError: the model (or the tokenizer) cannot be found; the message says where it looked.
-        """
+        """Fail early (ConfigError saying where it looked) when the model or tokenizer is no model
+        folder, built-in name or hub id in the cache or on the hub."""
         from es_lightning.models.source import check_model_source
 
         check_model_source(self.model, "module.model", self.loading)

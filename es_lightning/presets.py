@@ -4,22 +4,13 @@ A recipe names a preset instead of pasting it::
 
     eval_tasks: easy                                  # a suite: GSM8K + the easy held-out suite
     eval_tasks: [hard_math, hard_heldout]             # several suites, merged in order
-    evaluation: paper                                 # a protocol: the paper's, easy setting
-    evaluation: {protocol: paper, max_tokens: 64}     # the same, with some fields changed
-    callbacks: paper_instruments                      # an instrument set
-    callbacks: [weight_change, {class_path: my_pkg.MyCallback}]   # names and entries, in order
-    es-lightning fit --config X --evaluation paper_hard --evaluation.limit 100
+    evaluation: {protocol: paper, max_tokens: 64}     # a protocol, with some fields changed
+    callbacks: [weight_change, {class_path: my_pkg.MyCallback}]   # instrument sets and entries
 
-A protocol or instrument set name stands for its settings: :func:`accept_names` makes the ``fit``
-parser expand it before it checks the types (wherever the value comes from: the recipe, the command
-line, the recipes ``report`` and ``tune`` resolve), so the resolved configuration
-(``--print_config``, ``config.yaml``, checkpoints) holds the values, never the name, and every
-field stays typed and overridable. A suite name is resolved by ``fit`` itself
-(:func:`resolve_eval_tasks`); the paper reports the mean of its held-out tasks apart from the
-training domain (:func:`average_groups`). An unknown name is refused with the known ones.
-
-The built-in presets are registered at the end of each section below; ``es-lightning fit --help``
-lists them, docs/paper.md and docs/running.md say what each stands for.
+A protocol or instrument set name is expanded inside the ``fit`` parser's type check
+(:func:`accept_names`), so the resolved configuration holds the values, never the name; a suite
+name is resolved by ``fit`` (:func:`resolve_eval_tasks`). docs/paper.md and docs/running.md say
+what each stands for.
 """
 
 from __future__ import annotations
@@ -66,8 +57,7 @@ T = TypeVar("T", bound=Named)
 
 class Registry(dict[str, T], Generic[T]):
     """Registered things by name: the same thing again is fine, another under a taken name is
-    refused, an unknown name lists the known ones (sorted when ``sort``, else in registration
-    order) followed by ``hint``; ``kind`` and ``plural`` name one thing and several in messages."""
+    refused, an unknown name lists the known ones (then ``hint``)."""
 
     def __init__(self, kind: str, plural: str, hint: str = "", sort: bool = False) -> None:
         super().__init__()
@@ -133,15 +123,9 @@ def register_suite(suite: Suite) -> Suite:
 
 
 def resolve_eval_tasks(eval_tasks: Mapping[str, Task] | str | Sequence[str] | None) -> dict[str, Task] | None:
-    """Tasks by metric name from a suite name, a list of suite names, or the mapping itself.
-
-    ``None`` stays ``None`` (the trainer then evaluates the training task). Suites in a list are
-    merged in order; a metric name two suites share must come from the same factory (e.g. ``gpqa``
-    in ``easy`` and ``hard_heldout``) and is built once.
-
-    Raises:
-        ConfigError: an unknown suite name, an empty list, or two suites defining one name differently.
-    """
+    """Tasks by metric name from a suite name, a list of suite names (merged in order; a name two
+    suites share must come from one factory), or the mapping itself; ``None`` stays ``None``.
+    ConfigError for an unknown or empty suite list or a conflicting name."""
     if eval_tasks is None or isinstance(eval_tasks, Mapping):
         return None if eval_tasks is None else dict(eval_tasks)
     names = [eval_tasks] if isinstance(eval_tasks, str) else list(eval_tasks)
@@ -159,11 +143,9 @@ def resolve_eval_tasks(eval_tasks: Mapping[str, Task] | str | Sequence[str] | No
 
 
 def average_groups(task_names: Iterable[str], training_task: str | None = None) -> dict[str, list[str]]:
-    """Named groups of the evaluated tasks (``task_names``, e.g. a summaries dict) for
-    ``average_over_tasks(summaries, groups=...)``: ``heldout_average``, the tasks some suite holds
-    out (never ``training_task``, e.g. ``module.task.name``); ``in_domain_average``, those some
-    suite counts as training domain, plus ``training_task``. A group is returned only when two or
-    more of its tasks were evaluated; tasks in neither (custom names) count in the overall average."""
+    """The ``heldout_average`` and ``in_domain_average`` groups of the evaluated ``task_names``
+    for ``average_over_tasks`` (``training_task`` counts as in-domain), each only when two or more
+    of its tasks were evaluated."""
     names = [n for n in task_names if n != AVERAGE_KEY]
     heldout_names = {t for suite in SUITES.values() for t in suite.heldout}
     in_domain_names = {t for suite in SUITES.values() for t in suite.training_domain}
@@ -267,14 +249,8 @@ def _is_word(value: str, pattern: re.Pattern[str] = re.compile(r"\w+")) -> bool:
 
 
 def expand_protocol(value: Any) -> Any:
-    """``value`` with a protocol name replaced by the protocol's settings: ``"paper"``, or
-    ``{"protocol": "paper", "max_tokens": 64}`` (the settings with the other keys applied; also as
-    inline YAML from the command line); anything else (settings, ``None``, a path) unchanged.
-
-    Raises:
-        UnknownNameError: an unknown protocol name (the message lists the known ones).
-        ConfigError: a ``protocol`` key whose value is not a name.
-    """
+    """``value`` with a protocol name (``"paper"`` or ``{"protocol": "paper", ...}``) replaced by its
+    settings; anything else unchanged. UnknownNameError for an unknown name."""
     if isinstance(value, str) and (value in PROTOCOLS or _is_word(value)):
         return PROTOCOLS.find(value).settings()
     if isinstance(value, str) and value.lstrip().startswith("{") and PROTOCOL_KEY in value:
@@ -342,13 +318,8 @@ def register_instrument_set(instruments: InstrumentSet) -> InstrumentSet:
 
 
 def expand_instruments(value: Any) -> Any:
-    """``value`` with instrument set names replaced by their entries: a name, a list (each name
-    replaced in place, ``class_path`` mappings and class names such as ``ParameterDrift`` kept) or
-    a list as inline YAML from the command line; anything else (``None``, a class name) unchanged.
-
-    Raises:
-        UnknownNameError: a lower-case bare word that names no set (the message lists the known ones).
-    """
+    """``value`` with instrument set names replaced by their entries, in place in a list; anything
+    else unchanged. UnknownNameError for a bare lower-case word that names no set."""
     if isinstance(value, str) and _is_word(value, _NAME):
         return INSTRUMENT_SETS.find(value).entries()
     if isinstance(value, str) and value.lstrip().startswith("["):
@@ -419,12 +390,8 @@ EXPANSIONS: dict[str, tuple[Callable[[Any], Any], Registry[Any]]] = {
 
 
 def accept_names(parser: Any) -> Any:
-    """Let ``parser``'s ``evaluation`` and ``callbacks`` arguments take names, expanded inside the
-    parser's own check of each argument; their ``--help`` lists the names. Returns ``parser``.
-
-    Raises:
-        ValueError: ``parser`` has no such argument (it is not the ``fit`` parser).
-    """
+    """Let ``parser``'s ``evaluation`` and ``callbacks`` take names, expanded inside its own check
+    of each argument, their ``--help`` listing them. Returns ``parser``."""
     for dest, (expand, registry) in EXPANSIONS.items():
         action = next((a for a in parser._actions if a.dest == dest), None)
         if action is None or not hasattr(action, "_check_type"):

@@ -1,27 +1,17 @@
 """Ranks that fail together: a failure on one rank of a multi-rank run ends every rank, at once and
 in one line.
 
-Without it, a reward function that raises on rank 1 (or a checkpoint write that fills rank 0's disk)
-leaves the other ranks inside their next collective, waiting for a rank that will never come: a
-hang until the process group's timeout, or a ``Connection closed by peer`` traceback from the
-transport. Work that can fail on one rank alone is therefore run inside :func:`fail_together`,
-called on **every** rank right before the ranks' next collective::
+Otherwise a reward function raising on rank 1 leaves the other ranks waiting in their next
+collective until the process group times out. Work that can fail on one rank alone runs inside
+:func:`fail_together` on **every** rank, right before the next collective::
 
     with fail_together():               # every rank
         local = evaluate_members(...)   # generation and your reward functions: may raise on one rank
     rewards = all_reduce(local.rewards)  # reached by every rank, or by none
 
-After the block the ranks exchange one small tensor (their exit status and rank). A rank whose
-block raised re-raises its own error (and prints it, as a single-rank run would); every other rank
-raises :class:`PeerRankError`, which the command ends with the same status and no message of its
-own. So the run prints one ``es-lightning: error: ...`` line and exits 2 for your error (a
-:class:`~es_lightning.errors.ConfigError`), or one traceback and exits 1 for anything else.
-
-Under Fabric's own launcher (``trainer.devices: 2`` on one machine) the command's exit status is
-rank 0's, and Fabric kills rank 0 as soon as one of the processes it started exits with a non-zero
-status: those processes therefore exit 0 after a failure the ranks shared
-(:func:`exit_status`), leaving rank 0 the time to shut its engines down. Under ``torchrun`` and
-SLURM every rank exits with the shared status.
+The failed rank re-raises its error, the others raise :class:`PeerRankError`, so the run prints one
+error. Under Fabric's launcher the child processes then exit 0 (:func:`exit_status`), so Fabric
+does not kill rank 0 before it shuts its engines down.
 """
 
 from __future__ import annotations
@@ -68,13 +58,8 @@ def _device() -> torch.device:
 
 @contextmanager
 def fail_together() -> Iterator[None]:
-    """Run the block on this rank, then agree with every rank of the default process group on
-    whether any block raised (one ``all_reduce`` of two numbers; nothing when there is one rank).
-
-    Raises:
-        the block's own error, on each rank whose block raised (marked as shared, :func:`shared`);
-        PeerRankError: on the other ranks, naming the lowest failed rank and the worst status.
-    """
+    """Run the block, then agree with every rank on whether any block raised (one ``all_reduce``):
+    the block's own error on a rank that raised, :class:`PeerRankError` on the others."""
     world = _group_size()
     if world == 1:
         yield
@@ -114,7 +99,6 @@ def started_by_fabric() -> bool:
 
 
 def exit_status(error: BaseException, status: int) -> int:
-    """The status this process exits with for ``error`` (``status`` as the command would give
-    it): 0 in a process Fabric's launcher started when the ranks shared the failure (rank 0
-    carries the status, and a non-zero child would get rank 0 killed before it shut down)."""
+    """The status this process exits with for ``error``: 0 in a process Fabric's launcher started
+    when the ranks shared the failure (rank 0 carries the status)."""
     return 0 if shared(error) and started_by_fabric() else status

@@ -1,15 +1,6 @@
 """Recipe files checked before the parser reads them, so that a file that is no recipe is named
-with its cause in one line (the parser would give a traceback or ``Unexpected config``).
-
-Every ``--config PATH`` (or ``--config=PATH``) of the command line must be a readable file of
-UTF-8 text holding one YAML mapping of settings (a value with ``:``, braces or a newline is YAML
-given inline, left to the parser)::
-
-    not UTF-8        recipe r.yaml is not UTF-8 text (byte 0xe9 at offset 12); save it as UTF-8
-    a list           recipe r.yaml is a YAML list, not a mapping of settings (module:, trainer:, ...)
-    empty            recipe r.yaml is empty (no settings)
-    a tab indent     recipe r.yaml line 2: a tab indents it; YAML indents with spaces
-    other YAML       recipe r.yaml line 3, column 5: <the YAML parser's problem>
+with its cause in one line: every ``--config`` file must be UTF-8 text holding one YAML mapping
+(``recipe r.yaml line 2: a tab indents it; YAML indents with spaces``).
 """
 
 from __future__ import annotations
@@ -31,12 +22,7 @@ def config_paths(args: Sequence[str]) -> list[str]:
 
 
 def check_recipe_files(args: Sequence[str]) -> None:
-    """Check each ``--config`` file of ``args`` as the module docstring says.
-
-    Raises:
-        ConfigError: a file is not UTF-8, not YAML, empty, or not a mapping (the message says which).
-        MissingPathError: a file does not exist.
-    """
+    """Check each ``--config`` file of ``args`` (ConfigError or MissingPathError saying why)."""
     for path in config_paths(args):
         check_recipe_file(Path(path))
 

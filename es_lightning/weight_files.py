@@ -1,14 +1,10 @@
 """Weights on disk, by name: which files hold a model's weights, read one tensor at a time, written
 in shards.
 
-A model's *stored* weights are the most precise it has: an es-lightning checkpoint's fp32 master
-(``{strategy}_state/master.safetensors``, see :mod:`es_lightning.checkpoint`), else its
-``*.safetensors`` files, from a local folder or a hub id in the local cache (:func:`weight_files`).
-They are read as an iterator of ``(name, tensor)`` pairs (:func:`iter_weights`) or by name
-(:class:`WeightIndex`), and written the same way (:func:`write_weights`): in ``model.safetensors``
-when it fits in ``shard_bytes``, else as transformers-style shards with an index
-(``model-00001-of-00003.safetensors`` + ``model.safetensors.index.json``), with at most one shard
-in memory.
+A model's *stored* weights are its most precise: an es-lightning checkpoint's fp32 master, else its
+``*.safetensors`` (:func:`weight_files`). They are read as ``(name, tensor)`` pairs
+(:func:`iter_weights`) or by name (:class:`WeightIndex`), and written in transformers-style shards
+with at most one in memory (:func:`write_weights`).
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """What training did to the weights: drift, sparsity, the largest updates, thresholded export.
 
-``es-lightning analyze`` (:func:`~es_lightning.analysis.command.run_analyze`) compares a checkpoint
-with its starting model; the accumulators it is built from stream tensor by tensor, so training
-callbacks reuse them on weights streamed out of a strategy::
+``es-lightning analyze`` compares a checkpoint with its starting model; its accumulators stream
+tensor by tensor, so callbacks reuse them on weights streamed out of a strategy::
 
     analyzer = PairAnalyzer(taus=[1e-3], top_k=100, view="stored")
     for name, theta in strategy_weights:
         analyzer.add(name, base.get(name), theta)       # base: a WeightIndex over θ_0's files
-    analyzer.result()["rel_l2"], analyzer.result()["sparsity"]["0.001"]
-
-Modules: ``kinds`` (parameter kind and layer from a name), ``delta`` (Δθ, the stored and bf16
-views, τ parsing), ``drift`` / ``sparsity`` / ``topk`` (the accumulators), ``pair`` (the three
-composed, one pass over a checkpoint), ``null`` (the random-walk null of ES drift: D_rel, s_τ and
-the top-k by kind had the rewards told nothing), ``walk_inputs`` (its α, N, T_applied from the run
-folder), ``threshold`` (θ_0 + Δθ·1[|Δθ| > τ] as an HF folder),
-``curve`` (Pass@1 of the exports against s_τ), ``summary`` (the printed tables), ``command``.
 """
 
 from es_lightning.analysis.delta import VIEWS, View, in_view, parse_taus, tau_key, weight_delta

@@ -1,18 +1,7 @@
 """Top-k updates that are bf16 rounding, not learning: |Δθ| at the bf16 spacing of the weight.
 
-bfloat16 keeps 8 significant bits, so between 2^e and 2^(e+1) its representable values are
-``2^(e−7)`` apart (the *spacing*, one unit in the last place)::
-
-    spacing(x) = 2^(⌊log2 |x|⌋ − 7)        1.0 → 2^-7 = 0.0078125,  0.02 → 2^-13 ≈ 1.2e-4
-
-A weight served or stored in bf16 can only move by whole spacings, so the smallest change a
-norm weight near 1.0 can show is 0.0078125, larger than most real updates of the other tensors:
-such coordinates fill a top-k list by |Δθ| although the update beneath them (an fp32 master's,
-or the optimizer's) was far smaller. A top-k entry is flagged ``bf16_rounding`` when
-``|Δθ| = spacing(θ_0)`` or ``|Δθ| = spacing(θ)`` (the weight moved by exactly one step of the
-grid, from either side of a power of two; relative tolerance 1e-6): the least a bf16 weight can
-move at all. An fp32 update that happens to be smaller or larger is never flagged; an fp32
-update of exactly one bf16 spacing is, in practice, a bf16 weight stored as fp32.
+A bf16 weight near 1.0 can only move by 0.0078125, more than most real updates, so such coordinates
+fill a top-k list; an entry is flagged ``bf16_rounding`` when |Δθ| is exactly one spacing of θ_0 or θ.
 """
 
 from __future__ import annotations
@@ -51,8 +40,7 @@ def is_bf16_rounding(theta0: float, delta: float) -> bool:
 
 
 def flag_rounding(entries: list[dict[str, Any]]) -> int:
-    """Add ``bf16_spacing`` and ``bf16_rounding`` to each top-k entry (it must hold ``theta0`` and
-    ``delta``); returns how many are flagged."""
+    """Add ``bf16_spacing`` and ``bf16_rounding`` to each top-k entry; how many are flagged."""
     for entry in entries:
         theta0, delta = float(entry["theta0"]), float(entry["delta"])
         entry["bf16_spacing"] = bf16_spacing(theta0)

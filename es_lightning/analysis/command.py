@@ -1,19 +1,10 @@
 """``es-lightning analyze``: what training did to the weights, between a base model and a checkpoint.
 
     es-lightning analyze --base Qwen/Qwen2.5-1.5B-Instruct --checkpoint runs/es/checkpoints/step-000300 \\
-        [--compare runs/grpo/checkpoints/step-000300] [--taus 1e-4,5e-4,1e-3,1.5e-3,5e-3] [--top_k 100] \\
+        [--compare runs/grpo/checkpoints/step-000300] [--taus 1e-4,5e-4,1e-3] [--top_k 100] \\
         [--export_thresholded 1e-3,1.5e-3 [--evaluate arithmetic --evaluation.limit 200]] --output es.json
-    es-lightning analyze --base es-lightning/tiny-countdown --checkpoint some/hf_folder --output x.json \
-        --random_walk.learning_rate 2e-3 --random_walk.population_size 32 --random_walk.applied_updates 27
 
-Steps, cheapest first so bad input fails before any tensor is read: check the settings, find each
-model's weights (an es-lightning checkpoint's fp32 master where it has one), compare the tensor
-names and shapes from the file headers, read the ES settings of the random-walk null from the run
-folders (:mod:`~es_lightning.analysis.walk_inputs`); then stream each pair once for both views (``stored`` and
-``bf16``, :mod:`es_lightning.analysis.delta`), add the null beside each statistic (:mod:`~es_lightning.analysis.null`), print the summary
-and write OUT.json; then, if asked,
-export and evaluate the thresholded checkpoints (:mod:`~es_lightning.analysis.threshold`,
-:mod:`~es_lightning.analysis.curve`) and write OUT.json again with the curve.
+Cheapest first, so bad input fails before any tensor is read.
 """
 
 from __future__ import annotations
@@ -152,8 +143,7 @@ def _check_settings(
     evaluate: str | Task | None,
     keep_exports: bool,
 ) -> tuple[list[float], list[float], Task | None]:
-    """The thresholds τ, the export thresholds and the evaluation task; bad settings raise here,
-    before any weight is read."""
+    """The thresholds τ, the export thresholds and the evaluation task, checked before any weight."""
     tau_list = parse_taus(taus, "taus")
     export_taus = parse_taus(export_thresholded, "export_thresholded")
     if top_k < 1:
@@ -172,8 +162,7 @@ def _check_settings(
 def _locate_models(
     base: str, checkpoint: str, compare: str | None
 ) -> tuple[ModelWeights, ModelWeights, ModelWeights | None]:
-    """Each model's weight files, with the checkpoint's (and ``compare``'s) tensor names and shapes
-    checked against the base's from the file headers only."""
+    """Each model's weight files, their names and shapes checked against the base's headers."""
     base_w = locate_model(base, "base")
     ckpt_w = locate_model(checkpoint, "checkpoint")
     check_pair(base_w.specs, ckpt_w.specs, f"--base {base}", f"--checkpoint {checkpoint}")
@@ -233,10 +222,7 @@ def _export_thresholded(
     png: Path,
     base_folder: Path,
 ) -> None:
-    """Export θ_τ for each τ under ``root``; without a task, list the exports under ``thresholded``;
-    with one, score the checkpoint (τ = 0), each export as it is written and the base model
-    (``base_folder``), add ``sparsity_curve`` and ``sparsity_curve_base`` to ``result``, draw
-    ``png`` and print the curve."""
+    """Export θ_τ for each τ under ``root``, and with a task add the sparsity curve to ``result``."""
     exports = export_all(
         export_taus,
         index,

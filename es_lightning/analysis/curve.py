@@ -1,13 +1,7 @@
 """The sparsity curve: Pass@1 of the thresholded checkpoints against s_τ (the paper's Figure 4).
 
-Each point is one model: the checkpoint itself (τ = 0, s_τ = 0) and its thresholded exports θ_τ
-(:mod:`es_lightning.analysis.threshold`), and last the base model θ_0 (every update reverted: what
-θ_τ is for τ ≥ max|Δθ|), scored the same way so that "the pruned model keeps the gain" is read on
-one engine and one set of random numbers (``sparsity_curve_base``). One engine serves them all: it starts on the checkpoint,
-and each export's weights are then loaded into it (:meth:`~es_lightning.rollout.base.Rollout.load_weights`),
-so a vLLM engine starts once. Every point is scored by the project's evaluation
-(:func:`~es_lightning.evaluation.runner.evaluate_rows`) on the same prompts with the same sampling
-seed; a point is ``{"tau", "s_tau", ..., "pass@1", "pass@2", ..., "greedy"}``.
+The checkpoint (τ = 0), its exports θ_τ and the base θ_0 are scored by one engine on the same prompts
+and seed, so "the pruned model keeps the gain" is read on one set of random numbers.
 """
 
 from __future__ import annotations
@@ -36,19 +30,8 @@ def evaluate_points(
     dtype: str,
     completions_dir: Path,
 ) -> list[dict[str, Any]]:
-    """Score every point's model on ``task``'s test split; returns the points with the summary added.
-
-    Args:
-        checkpoint: the folder the engine starts on (the unthresholded checkpoint).
-        points: ``{"tau", "folder", ...}`` each, evaluated in order; the engine loads a point's
-            served weights unless they are the ones it holds (it starts with ``checkpoint``'s).
-        task: the task, its test split evaluated.
-        evaluation: samples per prompt, temperature, prompt limit, seed.
-        rollout: the generation backend (closed at the end).
-        device: where the engine runs.
-        dtype: the engine's weights dtype name (``auto``: bf16 on CUDA, fp32 on CPU).
-        completions_dir: where ``completions-tau-<tau>.jsonl`` of each point go.
-    """
+    """Score every point's model on ``task``'s test split, in order, on one engine started on
+    ``checkpoint``; returns the points with their summaries."""
     from es_lightning.module import ReasoningModule
 
     rows = task.load("test")  # fail on bad data before the engine starts
@@ -87,30 +70,8 @@ def sparsity_curve(
     png: Path,
     base: Path | None = None,
 ) -> dict[str, Any]:
-    """Evaluate the checkpoint (τ = 0), each export as it is produced, then the base, and plot
-    the curve.
-
-    Args:
-        analysis: the checkpoint's analysis in the view the exports were thresholded in (its
-            ``numel`` and ``nonzero`` give the τ = 0 point).
-        checkpoint: the checkpoint's folder.
-        exports: records of :func:`~es_lightning.analysis.threshold.export_thresholded`, possibly
-            produced lazily (:func:`~es_lightning.analysis.threshold.export_all`).
-        task: the task evaluated.
-        evaluation: how it is evaluated.
-        rollout: the generation backend.
-        device: its device.
-        dtype: its weights dtype name.
-        completions_dir: where each point's completions go.
-        png: the plot to write.
-        base: the base model's folder, scored last (``completions-base.jsonl``); ``None``: not scored.
-
-    Returns:
-        ``{"thresholded": [export record, ...], "sparsity_curve": [point, ...],
-        "sparsity_curve_base": point | None, "sparsity_curve_png": str}``; the base's point has
-        ``"base": true``, ``tau`` ``None``, s_τ = 1 and the exports' ``served_dtype`` (the base's
-        weights are cast to it, so the point is θ_τ for τ ≥ max|Δθ| bit for bit).
-    """
+    """Evaluate the checkpoint (τ = 0), each export as it is produced, then ``base``, and plot the
+    curve to ``png``; the base's point (s_τ = 1) is θ_τ for τ ≥ max|Δθ| bit for bit."""
     records: list[dict[str, Any]] = []
     view = analysis.get("view", "stored")
     unthresholded = {
@@ -152,8 +113,7 @@ def sparsity_curve(
 def plot_sparsity_curve(
     curve: list[dict[str, Any]], path: Path, title: str | None = None, base: dict[str, Any] | None = None
 ) -> Path:
-    """Pass@1 (%) against s_τ (%) with each point labelled by its τ, and the base's Pass@1 as a
-    dashed line when ``base`` is given; returns ``path``."""
+    """Pass@1 (%) against s_τ (%), each point labelled by its τ, the base dashed; returns ``path``."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

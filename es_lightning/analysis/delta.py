@@ -1,16 +1,6 @@
-"""The update Δθ = θ − θ_0 of one tensor, in the view it is measured in, and the τ of the tables.
-
-Two views of the same pair of checkpoints:
-
-- ``stored``: the weights as stored, cast to fp32 (an es-lightning checkpoint's fp32 master where it
-  has one, else its served file; a base model's files). Δθ = fp32(θ) − fp32(θ_0).
-- ``bf16``: BOTH θ and θ_0 rounded to bfloat16 (round to nearest, ties to even) before
-  differencing, Δθ = bf16(θ) − bf16(θ_0) computed in fp32. These are the weights as a bf16 engine
-  serves them; the paper's tables were measured between bf16 checkpoints (its largest updates,
-  0.01171875 and 0.015625, lie on the bf16 grid).
-
-Δθ is computed in fp32 and compared with τ in fp32 (a Δθ stored as τ counts as ``|Δθ| ≤ τ``); sums
-of squares are accumulated in float64 (:func:`sum_squares`).
+"""The update Δθ = θ − θ_0 of one tensor in its view, ``stored`` (fp32, an es-lightning
+checkpoint's master) or ``bf16`` (both rounded first, as a bf16 engine serves them), and the τ
+of the tables; Δθ is compared with τ in fp32, sums of squares in float64.
 """
 
 from __future__ import annotations
@@ -58,11 +48,7 @@ def tau_key(tau: float) -> str:
 
 
 def parse_taus(value: str | float | Sequence[float] | None, option: str = "taus") -> list[float]:
-    """τ values from ``"1e-4,5e-4"``, a number or a list; sorted, repeats dropped.
-
-    Raises:
-        ValueError: a value that is not a number, or τ ≤ 0 / not finite (``option`` is named).
-    """
+    """τ values from ``"1e-4,5e-4"``, a number or a list; sorted; ValueError naming ``option`` otherwise."""
     if value is None:
         return []
     if isinstance(value, str):

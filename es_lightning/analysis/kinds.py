@@ -1,27 +1,7 @@
 """Parameter kind and layer index from an HF parameter name (Qwen2/Llama style, GPT-2 names too).
 
-The drift and top-k tables group parameters by *kind*. The name is split at dots into components
-and the first rule that matches decides (so a norm inside an attention block is a norm):
-
-=============  ===================================================================================
-kind           rule (a component is one dot-separated part of the name)
-=============  ===================================================================================
-``lm_head``    a component ``lm_head`` (``lm_head.weight``)
-``norm``       a component containing ``norm`` or starting with ``ln_`` (``input_layernorm``,
-               ``post_attention_layernorm``, ``model.norm``, ``self_attn.q_norm``, GPT-2 ``ln_f``)
-``embedding``  a component containing ``embed`` or named ``wte``/``wpe`` (``model.embed_tokens``)
-``attention``  a component ``self_attn``/``attn``/``attention``/``self_attention``/``cross_attn``
-               or a projection ``q_proj``/``k_proj``/``v_proj``/``o_proj``/``qkv_proj``/
-               ``query_key_value`` (weights and biases alike)
-``mlp``        a component ``mlp``/``feed_forward``/``ffn`` or a projection ``gate_proj``/``up_proj``/
-               ``down_proj``/``gate_up_proj``/``fc1``/``fc2``
-``other``      anything else
-=============  ===================================================================================
-
-The layer index is the integer after ``layers``/``layer``/``h``/``blocks``
-(``model.layers.3.mlp.up_proj.weight`` → 3), ``None`` outside the blocks (embeddings, final norm,
-head). With tied embeddings (``tie_word_embeddings``) a checkpoint has no ``lm_head.weight`` and
-nothing is counted for ``lm_head``: the shared matrix counts once, as ``embedding``.
+The first matching rule decides: ``lm_head``, ``norm``, ``embedding``, ``attention``, ``mlp``, else
+``other``; the layer is the integer after ``layers``/``layer``/``h``/``blocks``.
 
     >>> parameter_kind("model.layers.3.self_attn.q_proj.bias"), layer_index("model.layers.3.self_attn.q_proj.bias")
     ('attention', 3)

@@ -1,10 +1,5 @@
-"""Where a model's weights are: a folder, a built-in name or a hub id in the local cache.
-
-``analyze`` reads the *stored* weights (:func:`~es_lightning.weight_files.weight_files`: an
-es-lightning checkpoint's fp32 ``<strategy>_state/master.safetensors`` where it has one, else the
-``*.safetensors`` the folder serves) and their headers (names, shapes, dtypes) before any tensor,
-so a wrong folder or a mismatched pair is refused at once, naming the option.
-"""
+"""Where a model's weights are: a folder, a built-in name or a hub id in the local cache; read from
+the headers first, so a wrong folder or mismatched pair is refused before any tensor."""
 
 from __future__ import annotations
 
@@ -34,12 +29,7 @@ class ModelWeights:
 
 
 def locate_model(model: str, option: str) -> ModelWeights:
-    """``model``'s stored weights and headers.
-
-    Raises:
-        ValueError: naming ``--option`` and ``model`` when it is not a model folder (no config.json,
-            no weights, no such folder, a file) and not a model in the local hub cache.
-    """
+    """``model``'s stored weights and headers; ValueError naming ``--option`` when it is no model."""
     from es_lightning.models.registry import resolve_model
 
     resolved = resolve_model(str(model))

@@ -1,44 +1,21 @@
 """The random-walk null of ES drift: D_rel, s_τ and the top-k by kind had the rewards told nothing.
 
-One applied ES update (:mod:`es_lightning.es.update`, plain SGD) moves coordinate j by
+One applied ES update moves coordinate j by Δ_j = (α/N) · Σ_s c_s ε_s,j with fresh ε ~ N(0, 1),
+so whatever the rewards, Δ_j ~ N(0, (α/N)² Σ_s c_s²). After T_applied updates every coordinate is
+independently
 
-    Δ_j = (α/N) · Σ_s c_s ε_s,j        ε_s,j ~ N(0, 1) i.i.d. (fresh directions every update)
+    Δθ_j ~ N(0, v),   v = T_applied · α²/N · c,     c = Σ_s c_s² / N per update
 
-with c_s the per-seed coefficients (one-point: c_i = z_i). Whatever the rewards were, given the
-coefficients Δ_j ~ N(0, (α/N)² Σ_s c_s²). With z-scores (population std, ddof 0,
-:func:`~es_lightning.es.normalize.normalize_rewards`) Σ_i z_i² = N exactly on every applied update,
-so each adds variance α²/N per coordinate, and after T_applied updates (the run's T minus the
-updates skipped because every reward tied, ``es/skipped``) every coordinate is
-
-    Δθ_j ~ N(0, v),   v = T_applied · α²/N · c
-
-independently of every other coordinate, with c = Σ_s c_s² / N per update:
-
-==============  ===========  ==========================================================================
-normalization   estimator    c
-==============  ===========  ==========================================================================
-``zscore``      one_point    1 (exact: Σ z_i² = N)
-``zscore``      antithetic   data-dependent: c_j = z_2j − z_2j+1, Σ_j c_j² = N − 2 Σ_j z_2j z_2j+1. Its
-                             mean is N²/(N−1) when the N rewards are exchangeable (E z_a z_b = −1/(N−1)),
-                             but the two members of a pair share prompts and (common seeds) samples,
-                             so their rewards correlate and the steps are shorter: c = N/(N−1) is used
-                             only when the run logged no step norms
-``rank``        either       not in closed form: tied rewards (the rule with 0/1 rewards) shrink Σ z²
-``none``        either       not in closed form: z = R, Σ R² is the rewards' scale
-==============  ===========  ==========================================================================
-
-Except for z-scored one-point runs, v is taken from the run's logged step norms where it has them:
-v = Σ_t ‖Δ_t‖² / P (``es/update_norm``; the walk's prediction given how long each step was). The
-``adam`` optimizer rescales each coordinate and is not modelled. Under the null, with P coordinates (of kind k: P_k)
-and the starting weights' norm ‖θ_0‖ (per kind ‖θ_0,k‖):
+c = 1 exactly for z-scored one-point ES (Σ z_i² = N). Otherwise v is taken from the logged step
+norms, v = Σ_t ‖Δ_t‖² / P (``es/update_norm``), or, for z-scored antithetic ES without them,
+c = N/(N−1) (the mean under exchangeable rewards); rank and ``none`` normalisation and ``adam`` have
+no closed form. With P coordinates (P_k of kind k):
 
     D_rel = sqrt(P·v) / ‖θ_0‖,   D_rel,k = sqrt(P_k·v) / ‖θ_0,k‖
-    s_τ   = P(|Δθ_j| ≤ τ) = erf(τ / sqrt(2v))        (every coordinate moves: P(Δθ_j = 0) = 0)
-    E[top-k count of kind k] = k · P_k / P         (i.i.d. coordinates: the top k are a uniform draw)
+    s_τ   = erf(τ / sqrt(2v))
+    E[top-k count of kind k] = k · P_k / P
 
-and the enrichment of kind k in the top k is observed/expected, with a Wilson 95% interval on the
-observed share. This is the stored (fp32) view; the bf16 view (both sides rounded to bfloat16
-first) depends on where θ_0 lies on the bf16 grid and is not modelled.
+with a Wilson 95 % interval on the observed share. The bf16 view is not modelled.
 """
 
 from __future__ import annotations
@@ -100,12 +77,7 @@ def coefficient_scale(normalization: str, estimator: str, population_size: int) 
 
 
 def walk_variance(walks: Sequence[RandomWalk], numel: int) -> tuple[float | None, str]:
-    """v, the per-coordinate variance after every walk in ``walks`` (stages add), and its source.
-
-    Per walk: the closed form T_applied·α²/N for z-scored one-point ES (exact); else Σ ‖Δ_t‖² / P
-    from the logged step norms; else c = N/(N−1) for z-scored antithetic ES (the mean under
-    exchangeable rewards); else unknown, and v is ``None`` with the reason.
-    """
+    """v after every walk in ``walks`` (stages add) and its source; ``None`` with the reason."""
     if any(w.optimizer != "sgd" for w in walks):
         return None, "not modelled: the adam optimizer rescales every coordinate"
     total, sources = 0.0, []
@@ -151,10 +123,7 @@ def wilson_interval(successes: int, trials: int, z: float = WILSON_Z) -> tuple[f
 def top_k_enrichment(
     counts: Mapping[str, int], numel_by_kind: Mapping[str, int], k: int
 ) -> dict[str, dict[str, Any]]:
-    """Per kind: observed top-k count, expected k·P_k/P, their ratio and its Wilson 95% interval.
-
-    ``ratio`` and ``ratio_ci`` are ``None`` for a kind with no coordinates (expected 0).
-    """
+    """Per kind: observed and expected top-k counts, their ratio and its Wilson 95 % interval."""
     total = sum(numel_by_kind.values())
     out = {}
     for kind in [kd for kd in KINDS if kd in numel_by_kind]:
@@ -172,12 +141,7 @@ def top_k_enrichment(
 
 
 def null_statistics(view: Mapping[str, Any], variance: float, taus: Sequence[float]) -> dict[str, Any]:
-    """The null's value of every statistic of an analysed view (:mod:`~es_lightning.analysis.pair`).
-
-    ``view`` needs ``numel``, ``base_l2``, ``numel_by_kind``, ``base_l2_by_kind``, ``top_k`` and
-    ``top_k_by_kind``; the result has ``rel_l2``, ``rel_l2_by_kind``, ``sparsity`` (keyed like the
-    view's), ``top_k_by_kind`` (expected counts) and ``top_k_enrichment``.
-    """
+    """The null's value of each statistic of an analysed ``view``."""
     numel_by_kind = view["numel_by_kind"]
     k = len(view["top_k"])
     enrichment = top_k_enrichment(view["top_k_by_kind"], numel_by_kind, k)
@@ -199,14 +163,8 @@ def null_block(
     taus: Sequence[float],
     inputs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``null`` block written beside an analysed view's statistics.
-
-    ``{"modelled": true, "variance", "variance_source", "rel_l2", "rel_l2_by_kind", "sparsity",
-    "top_k_by_kind", "top_k_enrichment", "measured_over_null", ["rel_l2_from_update_norms"],
-    "inputs"}``, or ``{"modelled": false, "reason", "inputs"}`` when v is unknown.
-    ``rel_l2_from_update_norms`` = sqrt(Σ_t ‖Δ_t‖²) / ‖θ_0‖ is the walk's D_rel given the logged
-    step lengths (no α, N or c involved).
-    """
+    """The ``null`` block beside a view's statistics (``modelled: false`` with the reason when v is
+    unknown)."""
     extra = {"inputs": dict(inputs)} if inputs is not None else {}
     variance, source = walk_variance(walks, view["numel"])
     if variance is None:

@@ -1,16 +1,8 @@
-"""Drift, sparsity and top-k of one checkpoint against its starting model, streamed tensor by tensor.
-
-The checkpoint's weights arrive as an iterator of ``(name, θ)`` (read from disk, or streamed out of a
-strategy during training); θ_0 is read back by name from the base model's files
-(:class:`~es_lightning.weight_files.WeightIndex`), one tensor at a time, so a pair of 7B models needs
-about one model's worth of memory at most::
+"""Drift, sparsity and top-k of one checkpoint against its starting model, streamed tensor by
+tensor, θ_0 read back by name, so a pair of models needs about one model's memory::
 
     results = analyze_pair(weight_files(base), iter_weights(weight_files(ckpt)), taus, top_k=100,
                            views=("stored", "bf16"))
-    results["stored"]["rel_l2"], results["bf16"]["sparsity"]["0.0015"]
-
-Each view (:mod:`es_lightning.analysis.delta`) has its own :class:`PairAnalyzer`, which composes the
-three accumulators; its result is one flat dict of their fields.
 """
 
 from __future__ import annotations
@@ -76,23 +68,8 @@ def analyze_pair(
     views: Sequence[View] = ("stored",),
     progress: Any = None,
 ) -> dict[str, dict[str, Any]]:
-    """Compare the streamed ``weights`` (θ) with the ``base`` files or index (θ_0), in each view.
-
-    Args:
-        base: the starting model's safetensors files, or a :class:`WeightIndex` over them.
-        weights: ``(name, θ)`` pairs, each name once (any order, any float dtype).
-        taus: thresholds τ of s_τ.
-        top_k: how many of the largest updates to keep.
-        views: the views to compute, all from one pass over ``weights``.
-        progress: an optional callable wrapping the iterator (e.g. ``functools.partial(tqdm, ...)``).
-
-    Returns:
-        ``{view: PairAnalyzer.result()}``.
-
-    Raises:
-        ValueError: a name missing on either side, given twice, a shape mismatch, or a non-finite
-            update; the tensor is named.
-    """
+    """Compare the streamed ``weights`` (θ) with ``base`` (θ_0) in each of ``views`` from one pass;
+    ValueError naming a tensor missing, repeated, reshaped or with a non-finite update."""
     index = base if isinstance(base, WeightIndex) else WeightIndex(base)
     analyzers = {view: PairAnalyzer(taus, top_k, view) for view in views}
     seen: set[str] = set()
@@ -127,11 +104,7 @@ def tensor_specs(files: Sequence[str]) -> dict[str, TensorSpec]:
 def check_pair(
     base: dict[str, TensorSpec], other: dict[str, TensorSpec], base_label: str, label: str
 ) -> None:
-    """Refuse, before any tensor is read, a pair whose names or shapes differ.
-
-    Raises:
-        ValueError: naming the first tensors present on one side only, or the first shape mismatch.
-    """
+    """Refuse (ValueError), before any tensor is read, a pair whose names or shapes differ."""
     only_base, only_other = sorted(set(base) - set(other)), sorted(set(other) - set(base))
     if only_other:
         raise ConfigError(

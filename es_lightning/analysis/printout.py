@@ -1,31 +1,5 @@
-"""The printout of ``es-lightning analyze``: one row per model and view, then rel-L2 by kind.
-
-Every number is labelled with its view: ``stored`` (the weights as stored, e.g. the fp32 master)
-or ``bf16`` (both sides rounded to bfloat16, the weights as a bf16 engine serves them)::
-
-    model       view                    rel_l2  nonzero  s(0.0001)  s(0.001)  top-5 by kind
-    checkpoint  stored (fp32 master)   0.03017  561,302       4.0%     38.2%  mlp 4, attention 1
-    checkpoint  bf16                   0.03022  541,605       1.1%     38.2%  mlp 3, attention 2
-    compare     stored (fp32 master)  0.000754  560,647      95.5%    100.0%  attention 3, mlp 2
-    compare     bf16                  0.001317  215,452      57.5%    100.0%  norm 5
-
-    rel_l2 ratio checkpoint/compare: 40.0x (stored), 23.0x (bf16)
-
-A view whose top-k holds updates of one bf16 spacing of their weight gets a line saying so
-(:mod:`es_lightning.analysis.bf16_grid`): there, "norm 5" is rounding, not learning::
-
-    bf16 rounding (compare bf16): 5 of the top-5 updates are one bf16 spacing of their weight (norm 5; ...)
-
-Then, per model, the measured statistics beside the random-walk null's
-(:mod:`es_lightning.analysis.null`; the stored view)::
-
-    checkpoint against the random-walk null: v = 3.375e-06 (closed form: T_applied·α²/N·c)
-      es: α = 0.002, N = 32, T_applied = 27, zscore, one_point
-    statistic         measured     null  measured/null
-    rel_l2             0.02855  0.02857          0.999
-    s(0.0001)             4.3%     4.3%          0.994
-    top-100 mlp             78     73.6  1.06 [0.97, 1.13]
-"""
+"""The printout of ``es-lightning analyze``: one row per model and view, rel-L2 by kind, the bf16
+rounding in the top-k, and the measured statistics beside the random-walk null's."""
 
 from __future__ import annotations
 
@@ -36,8 +10,7 @@ from es_lightning.analysis.kinds import KINDS
 
 
 def pad_columns(rows: list[list[str]], left: int = 1, last_left: bool = False) -> str:
-    """Columns padded to their widest cell: the first ``left`` columns (and the last when
-    ``last_left``) left-aligned, the numbers between right-aligned."""
+    """Columns padded to their widest cell, text left-aligned and numbers right-aligned."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for row in rows:
@@ -160,8 +133,7 @@ def format_null(data: dict[str, Any], label: str = "checkpoint") -> str:
 
 
 def format_curve(curve: list[dict[str, Any]], base: dict[str, Any] | None = None) -> str:
-    """The sparsity curve as a table: τ, the updates reverted (s_τ, in its view), Pass@1, greedy;
-    the base model (every update reverted) last when given."""
+    """The sparsity curve as a table, the base model last when given."""
     view = curve[0].get("view", "stored") if curve else "stored"
     rows = [["τ", f"s_τ ({view})", "reverted", "pass@1", "greedy"]]
     rows += [

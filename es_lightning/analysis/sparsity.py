@@ -1,15 +1,5 @@
-"""How small the updates are: the share of changed parameters that moved by at most τ.
-
-    s_τ = |{i : 0 < |Δθ_i| ≤ τ}| / |{i : |Δθ_i| > 0}|
-
-over all parameters i, with Δθ = θ − θ_0. Unchanged coordinates (Δθ_i = 0) are left out of both
-counts, so s_τ is the fraction of the *updates* a threshold τ would revert; ``nonzero`` is the
-denominator. The paper finds most ES updates tiny (s_τ(1.5e-3) of 78-93%), and reverting them
-costs little accuracy (its Figure 4; :mod:`es_lightning.analysis.threshold`).
-
-τ is compared with |Δθ| in fp32 (a Δθ stored as τ counts as ``≤ τ``). Keys of ``sparsity`` are
-``f"{tau:g}"`` (``"0.0015"``).
-"""
+"""How small the updates are: s_τ = |{i : 0 < |Δθ_i| ≤ τ}| / |{i : |Δθ_i| > 0}|, the fraction of
+the *updates* a threshold τ would revert; keys are ``f"{tau:g}"``."""
 
 from __future__ import annotations
 
@@ -58,8 +48,7 @@ class SparsityAccumulator:
         return self
 
     def result(self) -> dict[str, Any]:
-        """``{"numel", "nonzero", "sparsity": {"<tau>": s_τ}, "small_updates": {"<tau>": count}}``;
-        s_τ is ``None`` when no coordinate changed (0/0)."""
+        """``numel``, ``nonzero`` and s_τ per τ (``None`` when nothing changed)."""
         return {
             "numel": self.numel,
             "nonzero": self.nonzero,

@@ -1,18 +1,5 @@
-"""Magnitude-thresholded checkpoints: every update with |Δθ| ≤ τ reverted to the starting value.
-
-    θ_τ = θ_0 + Δθ · 1[|Δθ| > τ],   written as  θ_τ,i = θ_i if |Δθ_i| > τ else θ_0,i
-
-The second form is what is computed (``torch.where``), so each exported coordinate equals bit for
-bit either the checkpoint's value or the base's, cast to the checkpoint's served dtype (for an
-es-lightning checkpoint that is exactly its ``model.safetensors``: fp32 master cast once). The
-decision |Δθ| > τ is taken in the ``stored`` view (fp32 master against the base) by default, or in
-the ``bf16`` view (both rounded to bfloat16 first). Evaluating θ_τ for several τ gives the paper's
-Figure 4: accuracy stays while most updates are reverted.
-
-``folder`` is a plain HF model folder: the checkpoint's config and tokenizer files, the weights in
-its served dtype (``model.safetensors``, sharded past 4 GiB) and ``thresholded.json`` saying how it
-was made. Tensors stream one at a time; the folder is written under a temporary name and renamed.
-"""
+"""Magnitude-thresholded checkpoints: θ_τ,i = θ_i if |Δθ_i| > τ else θ_0,i, each coordinate the
+checkpoint's or the base's bit for bit, as a plain HF folder with ``thresholded.json``."""
 
 from __future__ import annotations
 
@@ -73,24 +60,7 @@ def export_thresholded(
     provenance: dict[str, Any] | None = None,
     progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
 ) -> dict[str, Any]:
-    """Write θ_τ to ``folder`` and return its counts.
-
-    Args:
-        base: θ_0 by name.
-        checkpoint_files: the checkpoint's stored weights (θ), e.g. its fp32 master.
-        meta_folder: the folder whose config and tokenizer files are copied.
-        tau: the threshold τ > 0.
-        folder: the HF folder to write (replaced if it exists).
-        serving_dtype: dtype of the written ``model.safetensors``.
-        view: where |Δθ| > τ is decided: ``stored`` or ``bf16``.
-        provenance: extra fields for ``thresholded.json`` (e.g. the base and checkpoint paths).
-        progress: an optional callable wrapping the tensor iterator (a progress bar).
-
-    Returns:
-        ``{"tau", "folder", "view", "numel", "nonzero", "kept", "reverted", "s_tau"}`` where
-        ``reverted`` counts the changed coordinates set back (0 < |Δθ| ≤ τ) and s_τ = reverted /
-        nonzero (``None`` when nothing changed).
-    """
+    """Write θ_τ (decided in ``view``) to ``folder`` in ``serving_dtype`` and return its counts."""
     if not tau > 0:
         raise ValueError(f"--export_thresholded: τ must be > 0, got {tau}")
     counts = {"numel": 0, "nonzero": 0, "kept": 0}
@@ -139,9 +109,7 @@ def export_all(
     provenance: dict[str, Any] | None = None,
     bar: Callable[[str], Callable[[Iterable[Any]], Iterable[Any]]] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Export θ_τ for each τ into ``root/thresholded-<tau>/`` lazily, one after another, in the
-    checkpoint's served dtype; yields each record (:func:`export_thresholded`). With ``keep=False``
-    each folder is deleted when the consumer asks for the next one (after evaluating it)."""
+    """Export θ_τ for each τ lazily, yielding each record; ``keep=False`` deletes each after use."""
     serving = served_dtype(tensor_specs(served_files(checkpoint_folder)))
     for tau in taus:
         folder = Path(root) / export_folder_name(tau)

@@ -1,19 +1,5 @@
-"""The k largest updates |Δθ_i| over the whole model, and which kinds of parameter hold them.
-
-Streaming: each tensor contributes its own top k (``torch.topk``), merged into a running list of
-at most k coordinates, so the model is never concatenated. Only changed coordinates (|Δθ_i| > 0)
-are candidates; the list is shorter than k when fewer changed.
-
-Ties are broken deterministically, independent of the order tensors arrive in: by |Δθ| descending,
-then parameter name ascending, then flat index (row-major) ascending. That is the order of a stable
-``np.argsort(-|Δθ|)`` over the tensors' flattened updates concatenated in name order.
-
-Each entry is ``{"name", "kind", "layer", "index", "position", "delta", "abs_delta", "theta0",
-"bf16_spacing", "bf16_rounding"}`` (``index`` is the flat index into the tensor, ``position`` the
-same as a multi-index, ``theta0`` the starting value; the last two flag an update of one bf16
-spacing, :mod:`~es_lightning.analysis.bf16_grid`); ``top_k_by_kind`` counts the entries per kind
-(every kind seen in the model, zeros included) and ``top_k_bf16_rounding`` the flagged entries.
-"""
+"""The k largest updates |Δθ_i| over the whole model, and which kinds of parameter hold them; merged
+tensor by tensor, ties by name then index, so arrival order does not matter."""
 
 from __future__ import annotations
 
@@ -65,8 +51,7 @@ class TopKAccumulator:
         return self
 
     def result(self) -> dict[str, Any]:
-        """``{"top_k": [entry, ...] (largest first), "top_k_by_kind": {kind: count},
-        "top_k_bf16_rounding": count}``."""
+        """``top_k`` (largest first), ``top_k_by_kind`` and ``top_k_bf16_rounding``."""
         top = [
             {
                 "name": name,

@@ -1,23 +1,12 @@
 """What the random-walk null (:mod:`es_lightning.analysis.null`) needs, read from the run folder.
 
-An es-lightning checkpoint ``{run}/checkpoints/step-T`` carries its run's resolved settings
-(``hparams.yaml``: ``strategy: {name: es, learning_rate: α, population_size: N, normalization,
-estimator, optimizer, ...}``) and the run's ``{run}/metrics.jsonl`` has, for every update t ≤ T,
-``es/skipped`` (1 when every reward tied and nothing moved) and ``es/update_norm`` (‖Δ_t‖₂), so
+A checkpoint's ``hparams.yaml`` holds α, N and the normalisation; the run's ``metrics.jsonl`` gives
 
     T_applied = T − Σ_{t ≤ T} es/skipped_t,      Σ_t ‖Δ_t‖² = Σ_{t ≤ T} es/update_norm_t²
 
-Sequential pipelines (:mod:`es_lightning.training.pipeline`) write ``{output}/pipeline.json`` and
-one run folder per stage (``stage1_es``, ``stage2_grpo``, ...); a stage's checkpoint holds every
-earlier stage's change too, so the walks of the ES stages up to it are read (each from its final
-checkpoint and its own ``metrics.jsonl``) and their variances add; a GRPO stage's change is not
-modelled and is named in ``notes``. A checkpoint of a non-ES run gets no null
-(``n/a: not an ES run``). The null assumes ``--base`` is the model the run (its first stage)
-started from; when it is not, a note says so.
-
-A bare model folder has none of this: give the settings as :class:`WalkOptions`
-(``--random_walk.learning_rate 2e-3 --random_walk.population_size 32 --random_walk.applied_updates 27``).
-Options given for a run's checkpoint replace what its folder says, field by field.
+A pipeline's ES stages up to the checkpoint add their walks (a GRPO stage's change is noted, not
+modelled); a non-ES run gets no null. For a bare model folder give :class:`WalkOptions`
+(``--random_walk.learning_rate 2e-3 ...``), which also replace a run's values field by field.
 """
 
 from __future__ import annotations
@@ -74,12 +63,7 @@ class RunWalks:
 
 
 def read_walks(folder: str | Path, base: str | None = None, options: WalkOptions | None = None) -> RunWalks:
-    """The random walks behind the weights in ``folder`` (a checkpoint or a bare model folder).
-
-    Raises:
-        ConfigError: ``options`` leave α, N or T_applied unknown for a folder that is not an
-            es-lightning checkpoint, or name impossible values.
-    """
+    """The random walks behind the weights in ``folder``; ConfigError when α, N or T stay unknown."""
     folder = Path(folder)
     given = (options or WalkOptions()).given()
     if not (folder / STATE_FILE).is_file():
@@ -147,8 +131,7 @@ def _add_stage(out: RunWalks, checkpoint: Checkpoint, given: dict[str, Any], pip
 
 
 def _skipped(checkpoint: Checkpoint) -> tuple[int | None, float | None]:
-    """(updates skipped up to T, Σ‖Δ_t‖² up to T) from the run's metrics.jsonl; ``None`` for what
-    it does not say (no file; a norm missing at some step)."""
+    """(skipped updates, Σ‖Δ_t‖²) up to T from the run's metrics.jsonl; ``None`` where unknown."""
     metrics = checkpoint.path.parent.parent / "metrics.jsonl"
     if not metrics.is_file():
         return None, None

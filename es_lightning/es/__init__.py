@@ -1,8 +1,4 @@
-"""Evolution Strategies core: seeded noise, reward normalisation and the update.
-
-See :mod:`es_lightning.es.update` for the algorithm, :mod:`es_lightning.es.noise` for the
-determinism contract and :mod:`es_lightning.es.weights` for perturb/restore of the serving model.
-"""
+"""Evolution Strategies core: seeded noise, reward normalisation, the update and the ES centre."""
 
 from es_lightning.es.noise import noise_like, param_seed, seed_schedule
 from es_lightning.es.normalize import NORMALIZATIONS, Normalization, is_degenerate, normalize_rewards

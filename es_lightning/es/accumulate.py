@@ -1,37 +1,13 @@
 """The ES direction accumulated while the population is evaluated: no ε drawn twice.
 
-With z-scores z_i = (R_i − μ)/s (μ the mean, s the ddof-0 standard deviation of the N member
-rewards) the update's direction is linear in the rewards::
+With z-scores z_i = (R_i − μ)/s the direction is linear in the rewards::
 
     Σ_i sign_i·z_i·ε_i = (A − (μ − c)·B) / s,   A = Σ_i sign_i·(R_i − c)·ε_i,   B = Σ_i sign_i·ε_i,
 
-for any constant c fixed before the first term (``none`` normalisation: μ = 0, s = 1, z = R).
-:class:`RewardAccumulator` keeps A and B (float32, the master's shapes) and the ε of the member
-being evaluated: each member's ε_i is drawn once, for its perturbation, into that held buffer; when
-the member's reward R_i is recorded, the held ε is folded into A and B before the next member's ε
-replaces it (an antithetic pair shares one ε, folded once with both coefficients, as the redraw
-path folds per seed). The update reads A and B instead of drawing all N ε again
-(:func:`~es_lightning.es.update.redrawn_direction` does that, and stays the path for rank
-normalisation and permuted rewards, which are not linear in R).
-
-c is the first reward this process records in the population, so A sums reward *differences* and
-(μ − c)·B is small when the rewards are close to each other: with c = 0 a population whose rewards
-all sit near 0.97 would subtract two large, nearly equal numbers.
-
-With a noise table (``noise: table``, :mod:`es_lightning.es.noise_table`) ε_i is a slice of the
-table, read again when it is folded: no held buffer (:meth:`RewardAccumulator.start` with the
-table), so A and B take 8 bytes per parameter.
-
-Memory: three float32 buffers the size of the master (A, B, the held ε), 12 bytes per parameter,
-allocated at the first accumulated population and kept, beside the master's own 4 bytes per
-parameter. Two buffers would not do: until R_i is known the held ε_i cannot be folded, so without
-it the update would have to draw ε_i again.
-
-Precision (u = 2⁻²⁴; n folds per tensor element; a_j, b_j the folded coefficients): the redraw
-direction Σ_s c_s ε_s is off the exact one by at most γ·Σ_s |c_s||ε_s| with γ = (n + 1)u/(1 − (n+1)u)
-(recursive float32 summation with rounded coefficients); the accumulated one by at most
-(γ·(Σ_j |a_j||ε_j| + |μ − c|·Σ_j |b_j||ε_j|) + 2u·(|A| + |μ − c||B|))/s. The two differ only in the
-order of their float32 sums; ``tests/es/test_accumulate.py`` checks both bounds on a real model.
+for any c fixed beforehand (``none``: μ = 0, s = 1). :class:`RewardAccumulator` keeps A, B and the
+ε of the member being evaluated, folded when its reward is recorded. c is the first reward
+recorded, so A sums reward *differences* (rewards near 0.97 would otherwise cancel catastrophically).
+Memory: 12 bytes per parameter (8 with a noise table, whose slices are read again instead of held).
 """
 
 from __future__ import annotations
@@ -51,12 +27,9 @@ LINEAR_NORMALIZATIONS: tuple[str, ...] = ("zscore", "none")
 
 
 class RewardAccumulator:
-    """A = Σ sign_i·(R_i − c)·ε_i and B = Σ sign_i·ε_i over the members this process evaluates.
-
-    Per member: :meth:`begin_member` (before its perturbation; folds the previous seed's ε when the
-    seed changes; the perturbation then draws the new ε into :attr:`held`), :meth:`record` (its
-    reward). At the end :meth:`direction` gives A − (μ − c)·B per tensor (the caller scales by 1/s).
-    """
+    """A = Σ sign_i·(R_i − c)·ε_i and B = Σ sign_i·ε_i over the members this process evaluates:
+    :meth:`begin_member` before each perturbation, :meth:`record` its reward, :meth:`direction`
+    A − (μ − c)·B at the end (the caller scales by 1/s)."""
 
     def __init__(self) -> None:
         self.active = False
@@ -75,8 +48,7 @@ class RewardAccumulator:
         self._folded = True
 
     def start(self, master: Mapping[str, torch.Tensor], table: NoiseTable | None = None) -> None:
-        """Begin a population: A = B = 0 (buffers allocated on first use, then reused); with
-        ``table`` each ε is read from it again when folded, and no ε is held."""
+        """Begin a population (A = B = 0, buffers reused); with ``table`` nothing is held."""
         self.table = table
         if table is not None:
             self.held = {}
@@ -98,11 +70,6 @@ class RewardAccumulator:
         self.active = False
         self._reset()
 
-    def release(self) -> None:
-        """Free the buffers."""
-        self.stop()
-        self.held, self._sums = {}, {}
-
     @property
     def nbytes(self) -> int:
         """Bytes held by the buffers (A, B and the held ε)."""
@@ -110,11 +77,8 @@ class RewardAccumulator:
         return sum(t.numel() * t.element_size() for t in buffers)
 
     def begin_member(self, seed: int, sign: float, master: Mapping[str, torch.Tensor]) -> bool:
-        """A member θ + sign·σ·ε_seed is about to be served: fold the previous seed's ε when the seed
-        changes. Returns whether :attr:`held` must now be filled with ε_seed (the caller draws it
-        tensor by tensor as it perturbs, :meth:`~es_lightning.es.weights.ESWeights.perturbed`, and
-        must fill every tensor); ``False`` for the second member of an antithetic pair, and with a
-        :attr:`table` (nothing is held)."""
+        """Before serving θ + sign·σ·ε_seed: fold the previous seed's ε when the seed changes; returns
+        whether :attr:`held` must now be filled with ε_seed (not for an antithetic pair's second)."""
         if not self.active:
             raise RuntimeError("RewardAccumulator: start() a population first")
         if self._sign is not None:

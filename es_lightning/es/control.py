@@ -1,18 +1,8 @@
 """An empirical null for ES: the update computed from rewards shuffled among the members.
 
-With ``reward_control: permuted`` every update normalises and applies π(R) instead of R: the N
-member rewards R_1..R_N reassigned to the members by a permutation π drawn afresh each update::
-
-    z = normalise(R_π(1), …, R_π(N))        θ ← θ + α·(1/N)·Σ_i z_i ε_i
-
-Everything else is the real run's — the same population seeds, prompts, sampling seeds, compute
-and step size, and the same set of z values (so the same update norm in distribution and the same
-random-walk drift) — but z_i no longer belongs to ε_i, so E_π[z_π(i)] = 0 and the step carries no
-signal. A metric that improves as much under this control as under the real run is not evidence
-that ES climbed anything.
-
-π is a pure function of (run seed, update t): the members sorted by a 63-bit BLAKE2b key of
-(run_seed, t, i), so a resumed run redraws the same permutations with no saved state.
+With ``reward_control: permuted`` each update applies z = normalise(R_π(1), …, R_π(N)): the same
+seeds, prompts, compute and z values, but z_i no longer belongs to ε_i, so the step carries no
+signal. π is a pure function of (run seed, update), so a resumed run redraws it.
 """
 
 from __future__ import annotations
@@ -46,8 +36,7 @@ def control_permutation(run_seed: int, step: int, n: int) -> np.ndarray:
 
 
 def controlled_rewards(rewards: np.ndarray, control: RewardControl, run_seed: int, step: int) -> np.ndarray:
-    """The rewards the update normalises: ``rewards`` itself for ``none``, ``rewards[π]`` for
-    ``permuted`` (member i gets R_π(i))."""
+    """The rewards the update normalises: ``rewards`` (``none``) or ``rewards[π]`` (``permuted``)."""
     r = np.asarray(rewards, dtype=np.float64)
     if control == "none":
         return r

@@ -1,74 +1,19 @@
 """Is there an ES signal? Per-update diagnostics of the member rewards, and the no-signal verdict.
 
-The ES step (1/N)·Σ_i z_i ε_i only points uphill when the ranking of the members by their rewards
-R_i reflects their weights θ + σε_i rather than the luck of the sampled responses. Each update
-has r[i, p], member i's mean reward on prompt p (shape (N, P),
-:attr:`~es_lightning.strategies.base.PopulationResult.member_prompt_rewards`), and R_i = mean_p r[i, p].
+With r[i, p] member i's mean reward on prompt p and the prompts split by even and odd position::
 
-Split-half reliability (``es/reward_reliability``, :func:`split_half_reliability`). The prompts
-at even positions p = 0, 2, 4, … form half a, those at odd positions half b (a fixed split; the
-batch's order is already random)::
+    r_ab  = Pearson corr over members i of (mean_{p even} r[i, p], mean_{p odd} r[i, p])
+    ρ     = 2·r_ab / (1 + r_ab)        (Spearman–Brown, es/reward_reliability)
 
-    R_i^a = mean_{p even} r[i, p]      R_i^b = mean_{p odd} r[i, p]
-    r_ab  = Pearson corr over members i of (R^a, R^b)          (es/reward_split_half_corr)
-    ρ     = 2·r_ab / (1 + r_ab)        (Spearman–Brown: the reliability of the whole batch's R_i)
+ρ ≈ 1: the rewards rank the members; ρ ≈ 0: the update is a random walk. ρ is clipped to [−1, 1],
+NaN when a half does not vary over the members. Over many updates ρ̄ is the Spearman–Brown value of
+the *mean* r_ab (:func:`pooled_reliability`). Antithetic pairs are measured on their differences
+d[j, p] = r[2j, p] − r[2j+1, p]. ``es/flip_rate`` is the share of rewards that differ from their
+prompt's modal reward.
 
-ρ ≈ 1: both halves rank the members alike, so R_i measures something about member i; ρ ≈ 0: the
-ranking is noise and the update a random walk. Conventions: ρ is clipped to [−1, 1] (it runs to
-−∞ as r_ab → −1, e.g. when all R_i tie and the halves mirror each other); NaN when either half
-has the same value for every member (that half cannot rank them, so the update measures nothing:
-counting it as 0 would pull a window's mean towards "no signal" on runs whose members rarely
-differ, such as the arithmetic demo, where ES learns) and when there are fewer than 2 members or 2
-prompts (no split exists).
-
-Over many updates (:func:`pooled_reliability`) the reliability is the Spearman–Brown value of the
-*mean* split-half correlation, ρ̄ = 2·mean(r_ab) / (1 + mean(r_ab)), NaN updates skipped. The mean
-of the per-update ρ is not used: 2r/(1 + r) is concave and clipped, so with no signal at all
-(E[r_ab] = 0) the per-update ρ average below 0, and with signal they understate it
-(docs/instruments.md has both on measured runs). Logs that kept only ρ give r_ab back as ρ/(2 − ρ) (:func:`correlation_from_reliability`;
-a clipped ρ = −1 only says r_ab ≤ −1/3).
-
-Antithetic pairs (``estimator: antithetic``). The members are pairs θ ± σε_j (member 2j is +, 2j+1
-is −, :class:`~es_lightning.es.update.Population`), and the update weighs ε_j by z_{2j} − z_{2j+1}:
-its signal is in the pair's difference d_j = R(θ + σε_j) − R(θ − σε_j), not in R_i. So the same
-split-half reliability is measured on the per-prompt differences (:func:`pair_differences`)::
-
-    d[j, p] = r[2j, p] − r[2j+1, p]                                   shape (N/2, P), or (N, P)
-    r_ab^d  = Pearson corr over pairs j of (mean_{p even} d[j, p], mean_{p odd} d[j, p])
-    ρ_d     = 2·r_ab^d / (1 + r_ab^d)
-
-(``es/antithetic_diff_split_half_corr``, ``es/antithetic_diff_reliability``; same conventions as ρ).
-With common sampling seeds the two members of a pair share their evaluation noise, which the
-difference cancels, so ρ_d can be high where ρ is low; the run-level signal of an antithetic run
-reads ρ_d and the number of pairs (:mod:`es_lightning.es.run_signal`).
-
-Flip rate (``es/flip_rate``, :func:`flip_rate`): the share of (member, prompt) rewards that differ
-from the prompt's modal reward across the members::
-
-    flip = (1 / (N·P)) · Σ_p (N − max_v #{i : r[i, p] = v})
-
-(ties between modes do not matter: they have the same count). 0: every member scores every
-prompt alike, so the perturbations change nothing the verifier sees. It counts changes from the
-weights and, with independent member sampling seeds, from sampling as well; with fixed
-(re-scored) rollouts r[i, p] is continuous and nearly every value differs, so read it with
-``member_rollouts: regenerate``.
-
-No signal (:func:`no_signal_reason`): more than half of the last ``window`` updates were skipped
-(all R_i tied), or the run's updates so far cannot add up to learning: the upper end of the 95 %
-interval of the run-level signal √(ρ̄·N·T) (:mod:`es_lightning.es.run_signal`: ρ̄ over the applied
-updates, N members or antithetic pairs, T applied updates) is below a threshold (2 by default: a
-summed gain within two standard deviations of the random walk's). A run that is only noisy per
-update but adds up is not flagged: ρ̄ = 0.025 over 120 updates of 32 members is a signal of 9.8.
-The run-level rule is judged every ``window`` updates and fires when the bound stayed below the
-threshold at two looks in a row (each look is one more chance of a false alarm; two in a row
-keep the chance for a run with a weak real signal below 5 %, ``tests/es/test_diagnostics.py``).
-One update's r_ab is noisy (its standard error is about 1/√N), so the run-level bound stays above
-2 unless ρ̄'s upper bound is near 0 (:mod:`es_lightning.es.run_signal` shows why): the warning
-says "no signal" only where the logged rewards exclude the signal a run needs. Skipped updates
-are left out of ρ̄ (they moved nothing; their halves mirror, r_ab = −1).
-:class:`SignalMonitor` turns that into one warning per run (:func:`no_signal_message` names the
-likely causes and knobs; :func:`constant_reward_message`, when every response got the same reward
-in most of the last window: then the reward function, not σ, is the cause).
+No signal (:func:`no_signal_reason`): most of the last ``window`` updates skipped, or the upper 95 %
+bound of the run-level signal √(ρ̄·N·T) (:mod:`es_lightning.es.run_signal`) below a threshold at
+two looks in a row, one every ``window`` updates. :class:`SignalMonitor` warns once per run.
 """
 
 from __future__ import annotations
@@ -106,9 +51,7 @@ def _member_prompt(member_prompt_rewards: np.ndarray) -> np.ndarray:
 
 
 def split_half_correlation(member_prompt_rewards: np.ndarray) -> float:
-    """r_ab, the correlation over members of their mean rewards on the even-position and the
-    odd-position prompts (module docstring); NaN when a half does not vary over the members or with
-    fewer than 2 members or prompts."""
+    """r_ab of the members' mean rewards on the even- and odd-position prompts (module docstring)."""
     r = _member_prompt(member_prompt_rewards)
     n_members, n_prompts = r.shape
     if n_members < 2 or n_prompts < 2:
@@ -120,31 +63,26 @@ def split_half_correlation(member_prompt_rewards: np.ndarray) -> float:
 
 
 def split_half_reliability(member_prompt_rewards: np.ndarray) -> float:
-    """ρ, the Spearman–Brown split-half reliability of one update's member rewards (module
-    docstring): in [−1, 1], NaN when a half does not vary over the members or with fewer than 2
-    members or prompts."""
+    """ρ, the Spearman–Brown split-half reliability of one update's member rewards (module docstring)."""
     return spearman_brown(split_half_correlation(member_prompt_rewards))
 
 
 def pooled_reliability(correlations: Sequence[float]) -> float:
-    """ρ̄ over updates: the Spearman–Brown value of the mean of their finite split-half
-    correlations r_ab (module docstring); NaN when none is finite."""
+    """ρ̄: the Spearman–Brown value of the mean finite r_ab (NaN when none is finite)."""
     values = np.asarray(correlations, dtype=np.float64)
     finite = values[np.isfinite(values)]
     return spearman_brown(float(finite.mean())) if finite.size else float("nan")
 
 
 def correlation_from_reliability(reliability: float) -> float:
-    """r_ab from a logged ρ: ρ / (2 − ρ) (the inverse of Spearman–Brown); ρ = −1 (clipped) gives
-    −1/3, the largest r_ab it can stand for; NaN stays NaN."""
+    """r_ab from a logged ρ, ρ / (2 − ρ) (a clipped ρ = −1 gives −1/3); NaN stays NaN."""
     if not np.isfinite(reliability):
         return float("nan")
     return float(reliability / (2.0 - reliability))
 
 
 def pair_differences(member_prompt_rewards: np.ndarray) -> np.ndarray:
-    """d[j, p] = r[2j, p] − r[2j+1, p] of an antithetic population's (N, P) table (members listed
-    as (+ε_j, −ε_j) pairs), shape (N/2, P)."""
+    """d[j, p] = r[2j, p] − r[2j+1, p] of an antithetic population's (N, P) table: shape (N/2, P)."""
     r = _member_prompt(member_prompt_rewards)
     if r.shape[0] % 2:
         raise ValueError(f"antithetic members come in (+, −) pairs; got {r.shape[0]} members")
@@ -152,14 +90,12 @@ def pair_differences(member_prompt_rewards: np.ndarray) -> np.ndarray:
 
 
 def antithetic_split_half_correlation(member_prompt_rewards: np.ndarray) -> float:
-    """r_ab^d, the split-half correlation of the antithetic pairs' differences d_j (module
-    docstring); NaN with fewer than 2 pairs or 2 prompts, or when a half of d does not vary."""
+    """r_ab^d, the split-half correlation of the antithetic pairs' differences (NaN as r_ab)."""
     return split_half_correlation(pair_differences(member_prompt_rewards))
 
 
 def flip_rate(member_prompt_rewards: np.ndarray) -> float:
-    """The share of (member, prompt) rewards that differ from the prompt's modal reward over the
-    members (module docstring); NaN for an empty array."""
+    """The share of rewards that differ from their prompt's modal reward (NaN when empty)."""
     r = _member_prompt(member_prompt_rewards)
     if r.size == 0:
         return float("nan")
@@ -174,17 +110,8 @@ def no_signal_reason(
     threshold: float,
     directions: int,
 ) -> str | None:
-    """Why the updates so far carry no ES signal, or ``None`` (signal, or not judged yet).
-
-    ``correlations`` are the updates' split-half correlations (r_ab of the members, or of the
-    antithetic pairs' differences) and ``skipped`` their skip flags, aligned; ``directions`` is N
-    (members, or pairs). With fewer than ``window`` updates: ``None``. More than half of the last
-    ``window`` skipped (all R_i tied) → that. Otherwise, when the number of updates is a multiple
-    of ``window`` (at least two): the upper end of the 95 % interval of the run-level signal
-    √(ρ̄·N·T) (:func:`~es_lightning.es.run_signal.measure_run_signal`) stayed below ``threshold``
-    over all of them and over all but the last ``window`` → that (fewer than 2 finite
-    correlations, e.g. one prompt per update: not judged).
-    """
+    """Why the updates so far carry no ES signal (module docstring), or ``None``: ``correlations``
+    and ``skipped`` per update, ``directions`` N (members or pairs)."""
     if len(correlations) != len(skipped):
         raise ValueError(f"{len(correlations)} correlations but {len(skipped)} skip flags")
     if window < 1:
@@ -224,8 +151,7 @@ def no_signal_message(reason: str) -> str:
 
 
 def constant_reward_message(count: int, window: int, rewards: Sequence[float]) -> str:
-    """The warning line when every response got one and the same reward in ``count`` of the last
-    ``window`` updates (``rewards``: those constants): the reward, not σ, is what gives no signal."""
+    """The warning when every response got one reward in ``count`` of the last ``window`` updates."""
     values = ", ".join(f"{v:g}" for v in sorted(set(rewards))[:3])
     return (
         f"ES sees no signal: in {count} of the last {window} updates every response got the same "
@@ -257,10 +183,7 @@ class SignalMonitor:
         self.warned = False
 
     def observe(self, correlation: float, skipped: bool, constant_reward: float | None = None) -> str | None:
-        """Record one update (its split-half correlation r_ab, whether it was skipped, and the
-        reward every response got when all got the same, else ``None``); the warning message the
-        first time the run has no signal, else None. When every response got one reward in more
-        than half of the last ``window`` updates, the message names the reward as the cause."""
+        """Record one update; the warning the first time the run has no signal, else ``None``."""
         self.correlations.append(float(correlation))
         self.skipped.append(bool(skipped))
         self.constant.append(None if constant_reward is None else float(constant_reward))

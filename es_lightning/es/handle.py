@@ -1,22 +1,12 @@
 """What a rollout's ``es`` offers: the ES centre θ where generation runs, driven by seeds and scalars.
 
-:class:`~es_lightning.es.weights.ESWeights` is the implementation (its methods document each
-operation); the transformers rollout holds one in the trainer's process, the vLLM rollout a proxy
-to the one in each of its workers (:mod:`es_lightning.rollout.vllm.es_centre`). Per update, for
-each member ``i`` a rank evaluates (the strategy drives this)::
+:class:`~es_lightning.es.weights.ESWeights` implements it in the trainer's process (transformers);
+the vLLM rollout proxies one in each worker. Per member and update::
 
     es.perturb(seed_i, sign_i, σ)          # serve θ + sign_i·σ·ε_i
-    outputs = rollout.generate(prompts, sampling)
-    es.record_reward(R_i)                  # only while accumulating (es.accumulate(True) first)
-    es.restore()                           # serve θ again, bit-exactly (written when next read)
-    ...
-    es.update({seed: c}, α, N)             # θ ← θ + (α/N)·Σ_s c_s ε_s, every ε_s drawn again
-    es.update_accumulated(μ, s, α, N)      # or from the sums folded while the members ran
-
-``es.use_noise_table(size)`` (once, after ``es_init``) reads every full-rank ε from a shared table
-instead of drawing it (``noise: table``). With several ranks each rank hands out its part of the
-direction (``directions``) and applies the summed one (``apply_directions``); checkpoints stream
-``named_weights`` and ``save_state``.
+    es.record_reward(R_i)                  # only while accumulating
+    es.restore()                           # serve θ again, bit-exactly
+    es.update({seed: c}, α, N)             # θ ← θ + (α/N)·Σ_s c_s ε_s
 """
 
 from __future__ import annotations

@@ -1,32 +1,14 @@
 """Low-rank ES directions (EGGROLL, "Evolution Strategies at the Hyperscale"): ε = A·Bᵀ/√r per matrix.
 
-``perturbation: lowrank`` replaces the full-rank ε_s of every weight *matrix* W (d_out × d_in) by
+``perturbation: lowrank`` replaces ε_s of every weight matrix W (d_out × d_in) by
 
     E_s = A_s·B_sᵀ/√r,   A_s ∈ R^{d_out×r},  B_s ∈ R^{d_in×r}  standard normal,
 
-drawn from the generator of (member seed s, W's name) that full-rank noise draws ε from
-(:func:`~es_lightning.es.noise.param_seed`): A first, then B. Only seeds cross processes, as before.
-The 1/√r keeps every entry of E_s at unit variance, as the entries of a full-rank ε (an entry is a
-sum of r products of independent unit normals), so σ means the same per entry in both modes.
+drawn from full-rank noise's generator for (s, W's name); 1/√r keeps unit variance per entry, so σ
+means the same. ``lowrank_targets: linear`` leaves the embedding and output head still (what vLLM
+serves as LoRA); 1-D tensors never move. The update is exact from seeds, one product per matrix::
 
-Which tensors move (``lowrank_targets``). ``matrices`` (the default): every 2-D tensor (the
-linear layers, the embedding, an untied output head) is perturbed with E_s. ``linear``: the same
-less the input embedding and the output head (:func:`embedding_weight_names`), which is what vLLM
-can serve as LoRA adapters. Every other tensor (1-D: norm weights, biases) is neither perturbed nor
-updated in either mode. Tied embeddings are one tensor under one name: perturbed once, and the
-embedding lookup and the output projection both see the same E_s.
-
-The update from seeds alone, exactly, on the fp32 master (:meth:`LowRankNoise.direction`)::
-
-    θ_W ← θ_W + (α/N)·Σ_s c_s·A_s B_sᵀ/√r = θ_W + (α/(N√r))·[c_1 A_1 | … | c_S A_S]·[B_1 | … | B_S]ᵀ,
-
-one (d_out × S·r)·(S·r × d_in) float32 product per matrix, c_s the per-seed coefficients of
-:func:`~es_lightning.es.update.member_coefficients` (z-score, rank or no normalisation; antithetic
-pairs fold into one c_s). Drawing the factors again is cheap ((d_out + d_in)·r numbers per seed and
-matrix), so the low-rank update never accumulates (``update: accumulate`` does not apply).
-
-How the rollout serves a member without writing W + σE_s (:mod:`es_lightning.rollout.hf_population`):
-a linear layer's output gains σ·(x·B_s)·A_sᵀ/√r, an embedding lookup of token t gains σ·A_s[t]·B_sᵀ/√r.
+    θ_W ← θ_W + (α/(N√r))·[c_1 A_1 | … | c_S A_S]·[B_1 | … | B_S]ᵀ
 """
 
 from __future__ import annotations
@@ -73,10 +55,7 @@ def lowrank_factors(
     rank: int,
     device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(A, B), float32 standard normal of shapes (d_out, r) and (d_in, r), for the matrix ``name``
-    of ``shape`` = (d_out, d_in) under member seed ``seed``: A then B from one generator seeded
-    with :func:`~es_lightning.es.noise.param_seed` on ``device`` (CPU and CUDA draw different
-    numbers, as for full-rank noise)."""
+    """(A, B), float32 standard normal (d_out, r) and (d_in, r), for matrix ``name`` under ``seed``."""
     if not is_perturbed(shape):
         raise ValueError(f"lowrank_factors: {name!r} has shape {tuple(shape)}, not a matrix")
     device = torch.device("cpu") if device is None else torch.device(device)
@@ -90,8 +69,7 @@ def lowrank_factors(
 
 @dataclass(frozen=True)
 class LowRankNoise:
-    """The low-rank directions E_s = A_s B_sᵀ/√r of rank ``rank`` (see the module docstring);
-    the matrices named in ``fixed`` neither move nor are perturbed (``lowrank_targets: linear``)."""
+    """The low-rank directions E_s of rank ``rank``; the matrices in ``fixed`` never move."""
 
     rank: int
     fixed: frozenset[str] = frozenset()
@@ -123,8 +101,7 @@ class LowRankNoise:
         return (a @ b.T).mul_(self.scale)
 
     def direction(self, coeffs: Mapping[int, float]) -> Direction:
-        """D = Σ_s c_s·A_s B_sᵀ/√r per tensor (zeros for tensors that do not move), drawn from the
-        seeds on the master tensor's device."""
+        """D = Σ_s c_s·A_s B_sᵀ/√r per tensor (zeros where nothing moves), on the master's device."""
 
         def direction(name: str, master: torch.Tensor) -> torch.Tensor:
             used = [(s, float(c)) for s, c in coeffs.items() if c != 0.0]
@@ -146,8 +123,8 @@ class LowRankNoise:
         device: torch.device | str | None = None,
         dtype: torch.dtype = torch.float32,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Stacked factors of ``members`` ((seed, sign) each) for a batched forward: A (M, d_out, r)
-        scaled by sign·σ/√r and B (M, d_in, r), so member m's perturbation is A[m]·B[m]ᵀ."""
+        """Stacked factors of ``members`` for a batched forward: A (M, d_out, r) scaled by
+        sign·σ/√r and B (M, d_in, r)."""
         pairs = [lowrank_factors(seed, name, shape, self.rank, device) for seed, _ in members]
         scales = torch.tensor([sign * sigma * self.scale for _, sign in members], dtype=torch.float32)
         a = torch.stack([p[0] for p in pairs]) * scales.to(pairs[0][0].device)[:, None, None]
@@ -156,8 +133,7 @@ class LowRankNoise:
 
 
 def embedding_weight_names(model: PreTrainedModel) -> frozenset[str]:
-    """Every name (tied ones included) of the input embedding's and the output head's weights in
-    a transformers model: the matrices ``lowrank_targets: linear`` keeps fixed."""
+    """The names (tied ones too) of a transformers model's input embedding and output head weights."""
     heads: list[torch.nn.Module] = [model.get_input_embeddings()]
     output = model.get_output_embeddings()
     if output is not None:

@@ -1,29 +1,10 @@
 """Seeded, regenerable Gaussian noise: the directions ε of Evolution Strategies.
 
-ES never stores a perturbation. A population member is named by one integer *member seed* ``s``;
-its direction ε_s is a standard-normal tensor per parameter, regenerated on demand from
-``(s, parameter name)``::
-
-    eps = noise_like(s, "model.layers.0.mlp.up_proj.weight", shape, device)
-
-so the perturbation θ + σ·ε_s in a rollout worker and the update θ ← θ + α/N·Σ c_s·ε_s in the
-trainer see the same ε_s without ever sending it, in any process, on any rank.
-
-Determinism contract
---------------------
-* :func:`param_seed` mixes the member seed with a *stable* hash of the parameter name
-  (BLAKE2b of the UTF-8 bytes). Python's ``hash()`` is never used: it is salted per process
-  (``PYTHONHASHSEED``), so two processes would disagree.
-* :func:`noise_like` draws float32 ``N(0, 1)`` with a fresh ``torch.Generator`` on the requested
-  device seeded with :func:`param_seed`. The result is bit-identical for the same
-  ``(seed, name, shape, device type)`` in any process. **CPU and CUDA generators produce different
-  numbers for the same seed** (different algorithms: mt19937 vs Philox), so a perturbation and the
-  update that consumes it must generate the noise on the same device type. The helpers in
-  :mod:`es_lightning.es.update` always generate on the device of the fp32 *master* tensor.
-* Tensors with different names get independent noise; the same tensor under different member seeds
-  gets independent noise.
-* :func:`seed_schedule` derives the N member seeds of update ``t`` as a pure function of
-  ``(run_seed, t)``: resuming at step t reproduces the seeds of step t without any saved RNG state.
+A member is one integer *member seed* ``s``; its ε_s is regenerated per parameter from
+``(s, name)``, so a rollout worker and the trainer see the same ε_s without sending it. The name is
+hashed with BLAKE2b (never the salted ``hash()``); **CPU and CUDA generators draw different
+numbers**, so the update draws on the fp32 master's device. :func:`seed_schedule` makes update
+``t``'s seeds a pure function of ``(run_seed, t)``, so resuming needs no RNG state.
 """
 
 from __future__ import annotations
@@ -53,11 +34,7 @@ def _int_bytes(x: int) -> bytes:
 
 
 def param_seed(seed: int, name: str) -> int:
-    """Generator seed of parameter ``name`` under member seed ``seed``.
-
-    A 63-bit non-negative int derived from BLAKE2b over (seed, UTF-8 name); identical across
-    processes, machines and Python versions.
-    """
+    """Generator seed of parameter ``name`` under ``seed``: 63 bits of BLAKE2b over (seed, name)."""
     if not isinstance(name, str):
         raise TypeError(f"parameter name must be a str, got {type(name).__name__}")
     return _blake2b_u63(_int_bytes(seed), name.encode("utf-8"), person=b"es-param-seed")
@@ -70,13 +47,7 @@ def noise_like(
     device: torch.device | str | None = None,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Standard-normal float32 noise ε for parameter ``name`` under member seed ``seed``.
-
-    Deterministic per (seed, name, shape, device *type*); CPU and CUDA give different (each
-    reproducible) numbers. ``device=None`` means CPU. ``out``: a float32 tensor of that shape on
-    that device to fill instead of allocating one (the same numbers; loops that draw many ε of one
-    shape reuse one buffer rather than fault in fresh memory for each).
-    """
+    """Standard-normal float32 ε of parameter ``name`` under ``seed``, into ``out`` when given."""
     device = torch.device("cpu") if device is None else torch.device(device)
     gen = torch.Generator(device=device)
     gen.manual_seed(param_seed(seed, name))
@@ -91,12 +62,8 @@ def noise_like(
 
 
 def seed_schedule(run_seed: int, step: int, n: int) -> list[int]:
-    """The ``n`` member seeds of update ``step`` of the run seeded ``run_seed``.
-
-    A pure function: 63-bit non-negative ints from BLAKE2b of (run_seed, step, i). Different steps
-    and different members get different seeds (collisions have probability ~n²/2⁶³). Changing this
-    function breaks resuming old runs; the test suite pins a known value.
-    """
+    """The ``n`` member seeds of update ``step`` (BLAKE2b of (run_seed, step, i)); pinned by a test,
+    since changing it breaks resuming old runs."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     rs, st = _int_bytes(run_seed), _int_bytes(step)

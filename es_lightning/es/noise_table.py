@@ -1,30 +1,10 @@
 """A shared noise table: each member's ε a slice of one seeded table of Gaussian numbers.
 
-``noise: table`` takes full-rank ε from a table instead of a generator, as Salimans et al. (2017,
-"Evolution Strategies as a Scalable Alternative to Reinforcement Learning") do: one table T of
-``size`` float32 N(0, 1) numbers is built once per process (and device), and ε of tensor ``name``
-under member seed ``s`` is the ``numel`` consecutive numbers of T from the offset
-``param_seed(s, name) mod size`` (the stable hash of :mod:`es_lightning.es.noise`), wrapping at
-the end of T, reshaped::
-
-    table = noise_table(2**26, device)              # built once; later calls return the same one
-    eps = table.slice(seed, "model.layers.0.mlp.up_proj.weight", shape)   # read-only
-
-Reading a slice costs what copying it costs; drawing the same numbers costs a generator's time per
-number, the bulk of an ES perturbation on a CPU. Only seeds cross processes, as with a generator.
-
-Determinism contract. T is drawn by one ``torch.Generator`` on the table's device seeded with
-:data:`TABLE_SEED`, so it is bit-identical in every process, rank and vLLM worker for the same
-``(size, device type)``; CPU and CUDA tables differ, as CPU and CUDA generators do. The seed is
-fixed, not the run's: ε_s is then a function of (s, name, size), as a generator's ε_s is of
-(s, name), so whatever regenerates a member from its seed needs no run seed, and the run seed
-already moves every member's offsets. Salimans et al.'s code fixes it too.
-
-The price: slices of one table overlap. Two members' ε of a tensor of n numbers share about n/size
-of their numbers on average (slices of different tensors too), at positions shifted by the
-offsets' difference, so ε_a·ε_b keeps mean 0 and variance n, as for independent directions, but
-the members are not independent; two equal offsets (probability 1/size per pair) give the same ε.
-A tensor larger than the table would overlap itself, so :func:`check_table_size` refuses that.
+``noise: table`` (Salimans et al. 2017): ``size`` float32 N(0, 1) numbers drawn once per process
+from :data:`TABLE_SEED`; ε of ``name`` under ``s`` is the ``numel`` numbers from offset
+``param_seed(s, name) mod size``, wrapping. Reading a slice is far cheaper than drawing on a CPU.
+Slices overlap, so members are not independent; :func:`check_table_size` refuses a tensor larger
+than the table.
 """
 
 from __future__ import annotations
@@ -76,8 +56,7 @@ class NoiseTable:
         return param_seed(seed, name) % self.size
 
     def slice(self, seed: int, name: str, shape: Sequence[int] | torch.Size) -> torch.Tensor:
-        """ε of ``name`` under ``seed``, of ``shape``, on the table's device: a view of the table
-        (never write into it), or a fresh tensor where the slice wraps past the table's end."""
+        """ε of ``name`` under ``seed``: a read-only view of the table, or a copy where it wraps."""
         numel = _numel(shape)
         if numel > self.size:
             raise ValueError(f"NoiseTable: {name!r} has {numel} numbers, more than the table's {self.size}")
@@ -102,8 +81,7 @@ def check_table_size(size: int, shapes: Mapping[str, Sequence[int]]) -> None:
 
 
 def noise_table(size: int, device: torch.device | str | None = None) -> NoiseTable:
-    """The table of ``size`` numbers on ``device`` (default CPU), built at the first call in this
-    process and kept: every ES centre of the process reads the same one."""
+    """The process's table of ``size`` numbers on ``device``, built at the first call and kept."""
     device = torch.device("cpu") if device is None else torch.device(device)
     key = (int(size), str(device))
     if key not in _tables:

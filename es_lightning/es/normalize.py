@@ -1,13 +1,8 @@
 """Population reward normalisation: rewards R_1..R_N → coefficients z_1..z_N.
 
-* ``"zscore"`` (default): z_i = (R_i − mean R) / std R, population std (ddof=0).
-* ``"rank"``: centred ranks as in OpenAI-ES. The ranks of R (0 … N−1, ties get the average of the
-  ranks they span) are mapped linearly onto [−0.5, 0.5]: z_i = rank_i / (N − 1) − 0.5.
-* ``"none"``: z_i = R_i.
-
-When all R_i are equal the population carries no signal (:func:`is_degenerate`); the ES update is
-then skipped (see :func:`es_lightning.es.update.member_coefficients`). ``"zscore"`` and ``"rank"``
-return zeros in that case rather than dividing by zero.
+``zscore`` (default): (R_i − mean R) / std R (ddof 0); ``rank``: centred ranks as in OpenAI-ES,
+rank_i / (N − 1) − 0.5 (ties averaged); ``none``: R_i. Equal rewards give zeros (the update is then
+skipped, :func:`is_degenerate`).
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """Per-tensor ES work (noise, perturbation, update) spread over CPU threads, results in order.
 
-Drawing ε on CPU is the cost of an ES perturbation and of its update: one ``torch.Generator`` fills
-a tensor on one core, however many cores torch may use. Every tensor has
-its own generator (:func:`~es_lightning.es.noise.noise_like` seeds it from the tensor's name), and
-torch releases the GIL while it fills, so different tensors can be drawn on different threads with
-the same numbers as one after the other. :func:`map_tensors` does that: it applies a function to
-each ``(name, tensor)`` on up to ``torch.get_num_threads()`` threads, keeps at most twice that many
-results in flight (memory stays a few tensors, not a model) and yields the results in input
-order, so whatever folds them (a sum, a write into the served model) does so in the same order as
-a serial loop: results are bit-identical to the serial ones. The threads may run on every core any
-thread of the process may use (in a vLLM CPU worker, the cores its compute threads are bound to),
-and each thread sets that again before every tensor: in a vLLM CPU worker (whose OpenMP runtime
-runs with ``GOMP_CPU_AFFINITY``) both pool threads were found pinned to the main thread's core
-after their first tensor, and then drew ε no faster than one thread (BENCHMARKS.md has the
-measurements).
-
-CUDA tensors are mapped serially: the device draws ε far faster than a thread could hand it work.
+Every tensor has its own generator and torch releases the GIL while filling, so
+:func:`map_tensors` draws tensors on several threads and yields them in input order: bit-identical
+to a serial loop. Each thread re-asserts the process's cores before every tensor (a pinned OpenMP
+runtime would keep it on one core). CUDA tensors run serially.
 """
 
 from __future__ import annotations
@@ -41,10 +29,7 @@ def tensor_threads() -> int:
 
 
 def _process_cores() -> set[int]:
-    """Every core some thread of this process may run on. A thread starts with its creator's
-    affinity, and a pinned OpenMP runtime (a vLLM CPU worker binds its compute threads one core
-    each, the main thread included) would otherwise put every new thread on the main thread's
-    single core."""
+    """Every core some thread of this process may run on."""
     cores: set[int] = set()
     try:
         for tid in os.listdir("/proc/self/task"):
@@ -58,8 +43,7 @@ def _process_cores() -> set[int]:
 
 
 def _spread(cores: frozenset[int]) -> None:
-    """Set up a pool thread: its torch ops run on itself alone (the pool is the parallelism; an
-    OpenMP team per pool thread would put twice as many threads as cores), on any of ``cores``."""
+    """Set up a pool thread: one torch thread of its own (the pool is the parallelism), any of ``cores``."""
     torch.set_num_threads(1)  # per thread: OpenMP's thread count is the calling thread's setting
     if cores:
         try:
@@ -71,8 +55,7 @@ def _spread(cores: frozenset[int]) -> None:
 def _on_cores(
     cores: frozenset[int], fn: Callable[[str, torch.Tensor], R], name: str, tensor: torch.Tensor
 ) -> R:
-    """``fn(name, tensor)`` on a pool thread that may run on any of ``cores`` (set again when
-    something, such as an OpenMP runtime, pinned the thread since)."""
+    """``fn(name, tensor)`` on a pool thread allowed on ``cores`` again."""
     if cores and os.sched_getaffinity(0) != cores:
         try:
             os.sched_setaffinity(0, cores)
@@ -98,12 +81,8 @@ def map_tensors(
     items: Iterable[tuple[str, torch.Tensor]],
     threads: int | None = None,
 ) -> Iterator[R]:
-    """``fn(name, tensor)`` for every item, yielded in input order.
-
-    CPU tensors run on ``threads`` threads (default :func:`tensor_threads`) with at most
-    ``2 × threads`` results pending; CUDA tensors, and ``threads=1``, run in the calling thread.
-    An exception in ``fn`` is raised here, at its item's turn.
-    """
+    """``fn(name, tensor)`` for every item, yielded in input order, CPU tensors on ``threads``
+    threads with at most ``2 × threads`` pending; an exception is raised at its item's turn."""
     threads = tensor_threads() if threads is None else max(1, int(threads))
     pending: deque = deque()
     for name, tensor in items:

@@ -1,16 +1,9 @@
 """Member rewards on fixed rollouts: one set of responses, re-scored under every member's weights.
 
-By default each ES member generates its own responses ("regenerated" rollouts), so its reward R_i
-carries the sampling noise of its own responses. With ``member_rollouts: fixed`` the centre θ
-samples the responses y once per update (reward r(y) from the verifier, log-likelihood
-ℓ_θ(y) = Σ_t log π_θ(y_t | ·) at temperature 1), and member i's reward is the self-normalised
-importance-weighted reward of those same responses under θ + σε_i:
+With ``member_rollouts: fixed`` the centre samples K responses once per update and member i's
+reward is their self-normalised importance-weighted reward under θ + σε_i (ℓ at temperature 1)::
 
-    w_i(y) = exp(ℓ_{θ+σε_i}(y) − ℓ_θ(y)),   w̃_i(y) = w_i(y) · K / Σ_y' w_i(y')   (K responses)
-    R_i    = (1/K) Σ_y w̃_i(y) r(y)
-
-a smooth function of the member's weights with no sampling noise of its own: the setting in which
-antithetic pairs can cancel noise (the κ_pair diagnostic's "fixed rollouts" case).
+    w_i(y) = exp(ℓ_{θ+σε_i}(y) − ℓ_θ(y)),   R_i = (1/K) Σ_y w_i(y) · K / Σ_y' w_i(y') · r(y)
 """
 
 from __future__ import annotations

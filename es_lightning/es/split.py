@@ -1,12 +1,6 @@
-"""The update's tensors split between ranks, and streamed in bounded chunks.
-
-With several ranks the redrawn update is divided by *tensor*: rank r draws the N ε (and forms
-Σ_s c_s ε_s) for the tensors :func:`assign_tensors` gives it, and the ranks then exchange those
-directions, so each ε is drawn once per update in all rather than once per rank. The assignment is
-a pure function of the tensors' names, sizes and the world size (every rank computes the same one
-without talking): largest tensor first, each to the rank with the fewest numbers so far (ties: the
-lowest rank). :func:`chunk_names` groups tensors into exchanges of bounded size, in the master's
-order, so every rank walks the same chunks in the same order.
+"""The update's tensors split between ranks (:func:`assign_tensors`, largest first to the least
+loaded rank, a pure function every rank computes alike) and streamed in bounded chunks in the
+master's order (:func:`chunk_names`).
 """
 
 from __future__ import annotations

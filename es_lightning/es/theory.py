@@ -1,45 +1,23 @@
 """The population-theory instruments of one ES update: alignment and the transfer to the centre.
 
-Symbols: the centre θ, members θ_i = θ + s_i·σ·ε_i (s_i = ±1, antithetic pairs; +1 otherwise),
-normalised rewards z_i (the ones the update applied), the update θ⁺ = θ + (α/N)·Σ_i s_i z_i ε_i,
-and success rates on a probe set: p_i(x) of member i, p_θ(x) of the centre before the update,
-p_θ⁺(x) after it. Every p is measured on probe responses that did not produce the rewards R_i.
+Symbols: centre θ, members θ_i = θ + s_i·σ·ε_i, applied normalised rewards z_i, the update
+θ⁺ = θ + (α/N)·Σ_i s_i z_i ε_i, and success rates measured on probe responses that did not produce
+the rewards: p_i(x) of member i, p_θ(x) and p_θ⁺(x) of the centre before and after.
 
-Alignment. The covariance over members of the weights the update gives them and their success:
+Alignment: cov(x) = (1/N) Σ_i (z_i − z̄)(p_i(x) − p̄(x)), reported as its mean over x; 0 in
+expectation when the rewards carry no information about the members.
 
-    cov(x) = (1/N) Σ_i (z_i − z̄)(p_i(x) − p̄(x))        reported as its mean over x
-
-With rewards and success measured on the same responses this is positive by construction (for 0/1
-rewards it equals the spread of the rewards); on independent probe samples its mean is 0 when the
-rewards carry no information about the members (``tests/es/test_theory.py`` checks both).
-
-Transfer (Proposition 1 as this project states and measures it; the paper's own wording is not
-restated in docs/paper.md). Linearise success in the weights,
-p_{θ+δ}(x) ≈ p_θ(x) + g(x)·δ. Then s_i σ g·ε_i ≈ p_i − p_θ, and the update moves the centre's
-success by g·Δ = (α/N) Σ_i z_i s_i g·ε_i ≈ (α/(σN)) Σ_i z_i (p_i − p_θ). So, to first order in σ
-and α, the updated centre succeeds like the reward-weighted mixture of the members and the centre
+Transfer (Proposition 1 as this project states it). Linearising success in the weights, to first
+order the updated centre succeeds like the reward-weighted mixture
 
     B_w(x) = w_0 p_θ(x) + Σ_i w_i p_i(x),   w_i = α z_i / (σ N),   w_0 = 1 − Σ_i w_i
            = p_θ(x) + (α/σ)·cov(x)        (z-scores and ranks: Σ_i z_i = 0)
 
-(the ES weights; a signed mixture: w_i < 0 for the members rewarded below the mean, and B_w is
-clipped to [0, 1]). The member mean p̄ is not part of it: p̄ − p_θ ≈ σ g·ε̄ is first-order noise
-that the update does not apply. The transfer error is how far the real updated centre is from that
-prediction, per prompt as Bernoulli laws:
-
-    KL(B_w ‖ B_θ⁺)(x) = B_w log₂(B_w/p_θ⁺) + (1 − B_w) log₂((1 − B_w)/(1 − p_θ⁺))   (bits)
-
-with both rates clipped to [δ, 1 − δ] (δ = 1/(2(M+1)), the Krichevsky–Trofimov estimate of a rate
-seen 0 times in M samples: an unseen success is not infinitely surprising). It is 0 when the centre
-succeeds exactly as the mixture. Its margin: by Pinsker, |B_w − p_θ⁺| ≤ sqrt(KL·ln 2 / 2) (on the
-clipped rates), so the centre keeps at least
-
-    margin(x) = (B_w(x) − p_θ(x)) − sqrt(KL(x)·ln 2 / 2)
-
-of the mixture's gain over the old centre; a positive mean margin says the population's improvement
-reached the centre despite the transfer error. Logged: ``diversity/alignment_cov``,
-``diversity/transfer_kl``, ``diversity/mixture_gain`` (mean B_w − p_θ), ``diversity/centre_gain``
-(mean p_θ⁺ − p_θ) and ``diversity/transfer_margin``.
+(a signed mixture, clipped to [0, 1]). The transfer error is KL(B_w ‖ B_θ⁺)(x) in bits, both rates
+clipped to [δ, 1 − δ] (δ = 1/(2(M+1)), Krichevsky–Trofimov), and by Pinsker the centre keeps at
+least margin(x) = (B_w(x) − p_θ(x)) − sqrt(KL(x)·ln 2 / 2) of the mixture's gain. Logged:
+``diversity/alignment_cov``, ``transfer_kl``, ``mixture_gain`` (mean B_w − p_θ), ``centre_gain``
+(mean p_θ⁺ − p_θ) and ``transfer_margin``.
 """
 
 from __future__ import annotations
@@ -66,8 +44,7 @@ def alignment_covariance(z: np.ndarray, success: np.ndarray) -> float:
 
 
 def mixture_weights(z: np.ndarray, learning_rate: float, sigma: float) -> np.ndarray:
-    """w_i = α z_i / (σ N): the members' weights in the updated centre's success (the centre's own
-    weight is 1 − Σ_i w_i)."""
+    """w_i = α z_i / (σ N), the members' weights in the updated centre's success."""
     if not (learning_rate > 0 and sigma > 0):
         raise ValueError(f"mixture_weights: α and σ must be > 0, got {learning_rate}, {sigma}")
     z = np.asarray(z, dtype=np.float64)
@@ -94,15 +71,9 @@ def transfer_error(
     centre_after: np.ndarray,
     clip: float,
 ) -> dict[str, float]:
-    """KL(B_w ‖ B_θ⁺), the gains and the margin of the module docstring, averaged over prompts.
-
-    Args:
-        weights: w_i of the members, shape (N,) (:func:`mixture_weights`); the centre's is 1 − Σ w_i.
-        members: p_i(x), shape (N, P).
-        centre_before: p_θ(x), shape (P,).
-        centre_after: p_θ⁺(x), shape (P,).
-        clip: δ of the KL (e.g. 1/(2(M+1)) for M samples per prompt).
-    """
+    """KL(B_w ‖ B_θ⁺), the gains and the margin (module docstring) averaged over prompts, for the
+    members' ``weights`` (N,), success ``members`` (N, P), the centre's before and after (P,) and
+    the KL's ``clip`` δ."""
     p = check_rates(members, "members")
     w = np.asarray(weights, dtype=np.float64)
     if w.shape != (p.shape[0],):

@@ -5,46 +5,28 @@ Per update t (symbols as in the paper):
 1. Draw the population: member seeds from :func:`~es_lightning.es.noise.seed_schedule`, a pure
    function of ``(run_seed, t)`` (:meth:`Population.sample`).
 2. For each member i: perturb θ ← θ + σ·ε_i, evaluate its reward R_i, restore θ
-   (:meth:`~es_lightning.es.weights.ESWeights.perturb` / :meth:`~es_lightning.es.weights.ESWeights.restore`).
-3. Normalise the rewards within the population, R → z (:func:`~es_lightning.es.normalize.normalize_rewards`:
-   ``zscore`` by default, ``rank`` or ``none``). If every R_i is equal the update is skipped
-   (:func:`member_coefficients` returns ``None``).
-4. Update θ ← θ + α·(1/N)·Σ_i z_i ε_i (:func:`apply_es_update`). The learning rate α absorbs the
-   1/σ of the textbook gradient estimator.
+   (:class:`~es_lightning.es.weights.ESWeights`).
+3. Normalise the rewards, R → z (:func:`~es_lightning.es.normalize.normalize_rewards`). If every
+   R_i is equal the update is skipped (:func:`member_coefficients` returns ``None``).
+4. Update θ ← θ + α·(1/N)·Σ_i z_i ε_i (:func:`apply_es_update`); α absorbs the textbook 1/σ.
 
-Antithetic (two-point) sampling pairs the members: member 2j is θ + σε_j and member 2j+1 is
-θ − σε_j, so the direction is (1/M)·Σ_j (z_{2j} − z_{2j+1})·ε_j over the M members. Two budgets
-(:data:`ANTITHETIC_BUDGETS`): ``rollouts`` (the default) holds the number of rollouts equal to a
-one-point population of N: N members = N/2 directions × ±; ``directions`` holds the number of
-directions equal: N directions × ± = 2N members (twice the generations). In every case the work is
-organised per *seed*: :func:`member_coefficients` folds the members into one coefficient
-c_s = Σ sign·z per seed, so each ε_s is regenerated once per tensor.
+How we depart from the public ES code:
 
-Where ε comes from. ``noise: generator`` (the default) draws each ε_s per tensor with a generator
-seeded from (s, name) (:mod:`es_lightning.es.noise`); ``noise: table`` reads it as a slice of one
-shared table at an offset from (s, name) (:mod:`es_lightning.es.noise_table`). Every path that
-regenerates ε (perturbation, update, accumulation) takes it from the same source.
+- ε is drawn per tensor from (seed, name) (:mod:`es_lightning.es.noise`) or read from a shared
+  table (``noise: table``); every path that needs ε draws it from the same source.
+- The work is per *seed*: :func:`member_coefficients` folds the members into c_s = Σ sign·z, so
+  antithetic pairs (member 2j: θ + σε_j, 2j+1: θ − σε_j) regenerate each ε_s once per tensor. The
+  ``rollouts`` budget keeps N members (N/2 directions), ``directions`` N directions (2N members).
+- With z-scores the direction can be accumulated while the population runs instead of redrawn
+  (:mod:`es_lightning.es.accumulate`); :func:`apply_direction` applies either kind.
+- Precision: the step is taken on the fp32 *master* (a lower-precision master is refused); the
+  served copy may be bf16, written as master + sign·σ·ε cast once, so restoring is bit-exact
+  (the naive ``p.add_(σε); …; p.sub_(σε)`` in bf16 drifts).
+- A torch optimizer: :func:`assign_es_grad_` sets ``p.grad = −(1/N)·Σ_s c_s ε_s``, so
+  ``SGD(lr=α)`` is exactly plain ES and ``Adam(lr=α)`` an option that rescales per coordinate.
 
-Without a redraw. With z-scores (or no normalisation) the direction is linear in the rewards, so it
-can instead be accumulated while the population is evaluated, from the ε each perturbation already
-drew (:mod:`es_lightning.es.accumulate`); :func:`apply_direction` applies either kind.
-
-Precision. The update is accumulated in the fp32 *master* weights (a lower-precision master is
-refused: the step would be lost to rounding), one tensor at a time, with the noise regenerated on
-each master tensor's device. The serving copy (the model that generates) may be bf16/fp16:
-:class:`~es_lightning.es.weights.ESWeights` writes master + sign·σ·ε computed in fp32 and cast
-once, and restores by casting the master again, so restoring is bit-exact whatever the serving
-dtype, however many members are evaluated; the naive ``p.add_(σε); …; p.sub_(σε)`` in bf16 drifts.
-
-Using a torch optimizer. :func:`assign_es_grad_` sets ``p.grad = −(1/N)·Σ_s c_s ε_s`` (= −Δ/α
-with Δ = (α/N)·Σ_s c_s ε_s, a descent-convention gradient). Then ``torch.optim.SGD(params,
-lr=α).step()`` gives exactly plain ES (θ ← θ − α·grad = θ + Δ); ``torch.optim.Adam(params, lr=α)``
-is an option that rescales the step per coordinate with moment estimates (it is no longer the plain
-ES estimator; its first step moves each coordinate by about α·sign(Δ)).
-
-Pairing diagnostic. :func:`kappa_pair` = Var_j(R(θ+σε_j) − R(θ−σε_j)) / Var_i(R_i). About 2 means
-the two members of a pair are uncoupled (the pairing does not cancel evaluation noise), below 1
-means the pairs cancel noise; NaN when Var(R) = 0.
+:func:`kappa_pair` = Var_j(R(θ+σε_j) − R(θ−σε_j)) / Var_i(R_i): about 2 when a pair's members are
+uncoupled, below 1 when pairing cancels evaluation noise.
 """
 
 from __future__ import annotations
@@ -85,12 +67,8 @@ unscaled direction of that tensor (e.g. Σ_s c_s·ε_s); the update scales it in
 
 @dataclass(frozen=True)
 class Population:
-    """The members of one ES update: member i evaluates θ + signs[i]·σ·ε_{seeds[i]}.
-
-    One-point: N distinct seeds, all signs +1. Antithetic: each seed twice in a row with signs
-    (+1, −1), i.e. members (2j, 2j+1) form a pair; N/2 seeds (``rollouts`` budget) or N seeds
-    (``directions``, 2N members).
-    """
+    """The members of one ES update: member i evaluates θ + signs[i]·σ·ε_{seeds[i]}; antithetic
+    members (2j, 2j+1) share a seed with signs (+1, −1)."""
 
     seeds: list[int]
     signs: list[float]
@@ -118,11 +96,7 @@ class Population:
         antithetic: bool,
         budget: AntitheticBudget = "rollouts",
     ) -> Population:
-        """The population of update ``step``: a pure function of its arguments.
-
-        ``budget`` (antithetic only): ``rollouts`` gives ``population_size`` members (N/2
-        directions, N even); ``directions`` gives ``population_size`` directions (2N members).
-        """
+        """The population of update ``step``, a pure function of its arguments."""
         if population_size < 1:
             raise ValueError(f"population_size must be >= 1, got {population_size}")
         if budget not in ANTITHETIC_BUDGETS:
@@ -139,8 +113,7 @@ class Population:
 
     @staticmethod
     def member_count(population_size: int, antithetic: bool, budget: AntitheticBudget = "rollouts") -> int:
-        """Members (evaluations) of :meth:`sample`'s population: 2N for antithetic ``directions``,
-        else N."""
+        """Members of :meth:`sample`'s population: 2N for antithetic ``directions``, else N."""
         return 2 * population_size if antithetic and budget == "directions" else population_size
 
     @property
@@ -162,11 +135,7 @@ def member_coefficients(
     rewards: Sequence[float] | np.ndarray,
     normalization: Normalization = "zscore",
 ) -> dict[int, float] | None:
-    """Per-seed coefficients c_s = Σ_{members i with seed s} sign_i·z_i, or ``None`` if degenerate.
-
-    ``None`` (all rewards equal) means: skip this update and report it. The dict keeps the order in
-    which seeds first appear in the population.
-    """
+    """c_s = Σ_{i with seed s} sign_i·z_i in population order; ``None`` when all rewards are equal."""
     r = np.asarray(rewards, dtype=np.float64)
     if r.shape != (population.size,):
         raise ValueError(f"expected {population.size} rewards, got shape {r.shape}")
@@ -190,8 +159,7 @@ def _check_master(name: str, t: torch.Tensor) -> None:
 def _direction_sum(
     name: str, ref: torch.Tensor, coeffs: Mapping[int, float], table: NoiseTable | None = None
 ) -> torch.Tensor:
-    """Σ_s c_s·ε_s for one tensor, in float32 on ``ref``'s device (ε regenerated one at a time,
-    or read from ``table``: :mod:`es_lightning.es.noise_table`)."""
+    """Σ_s c_s·ε_s for one tensor in float32 on ``ref``'s device."""
     acc = torch.zeros(ref.shape, dtype=torch.float32, device=ref.device)
     buffer = torch.empty_like(acc) if table is None else None  # one buffer for every drawn ε_s
     for seed, c in coeffs.items():
@@ -212,12 +180,8 @@ def apply_direction(
     scale: float,
     sq_norms: dict[torch.device, torch.Tensor] | None = None,
 ) -> float:
-    """θ ← θ + scale·D per master tensor, D = ``direction(name, θ)``; returns ‖Δ‖₂ (global).
-
-    Tensor by tensor, several CPU tensors at once on threads (:mod:`es_lightning.es.parallel`),
-    bit-identical to one at a time. ``sq_norms``: per-device running Σ‖Δ‖² to continue (an update
-    applied in several calls sums in the same order as one call), updated in place.
-    """
+    """θ ← θ + scale·D per master tensor, D = ``direction(name, θ)``; returns ‖Δ‖₂; ``sq_norms``
+    carries Σ‖Δ‖² across calls, so an update applied in parts sums as one."""
     for name, p in params.items():
         _check_master(name, p)
 
@@ -258,12 +222,7 @@ def apply_es_update(
     population_size: int,
     table: NoiseTable | None = None,
 ) -> float:
-    """θ ← θ + (α/N)·Σ_s c_s·ε_s in place on the fp32 master tensors; returns ‖Δ‖₂ (global).
-
-    Works tensor by tensor, several CPU tensors at once on threads (:mod:`es_lightning.es.parallel`;
-    peak extra memory: a few fp32 tensors), bit-identical to one at a time. The noise is
-    regenerated on each tensor's own device, or read from ``table`` (``noise: table``).
-    """
+    """θ ← θ + (α/N)·Σ_s c_s·ε_s in place on the fp32 master tensors; returns ‖Δ‖₂."""
     if population_size < 1:
         raise ValueError(f"population_size must be >= 1, got {population_size}")
     return apply_direction(params, redrawn_direction(coeffs, table), float(lr) / population_size)
@@ -276,21 +235,14 @@ def assign_es_grad_(
     population_size: int,
     table: NoiseTable | None = None,
 ) -> None:
-    """Set ``p.grad = −(1/N)·Σ_s c_s·ε_s`` (= −Δ/α) on every master tensor, for a torch optimizer
-    (ε from ``table`` when given).
-
-    ``torch.optim.SGD(params, lr=α).step()`` afterwards equals ``apply_es_update(..., lr=α)``.
-    """
+    """Set ``p.grad = −(1/N)·Σ_s c_s·ε_s``, so ``SGD(lr=α).step()`` is :func:`apply_es_update`."""
     if population_size < 1:
         raise ValueError(f"population_size must be >= 1, got {population_size}")
     assign_direction_grad_(params, redrawn_direction(coeffs, table), -1.0 / population_size)
 
 
 def kappa_pair(rewards: Sequence[float] | np.ndarray, population: Population) -> float:
-    """κ_pair = Var_j(R_{2j} − R_{2j+1}) / Var_i(R_i) (population variances); NaN if Var(R) = 0.
-
-    ≈2: the members of a pair are uncoupled; <1: pairing cancels evaluation noise.
-    """
+    """κ_pair = Var_j(R_{2j} − R_{2j+1}) / Var_i(R_i) (population variances); NaN if Var(R) = 0."""
     if not population.antithetic:
         raise ValueError("kappa_pair needs an antithetic population")
     r = np.asarray(rewards, dtype=np.float64)

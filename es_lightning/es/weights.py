@@ -1,33 +1,9 @@
 """The ES centre θ as fp32 master weights, written into whatever model serves generation.
 
-The serving model may be an HF module (write = ``copy_`` into its parameters) or a vLLM engine's
-model (write = its own ``load_weights``, which fuses and shards). Either way every write is
-computed from the fp32 master and cast once, so ``restore`` is bit-exact whatever the serving dtype
-and the update is accumulated in fp32 (see :mod:`es_lightning.es.update`).
-
-Two ways to take the update: :meth:`ESWeights.update` draws every member's ε again from its seed;
-after :meth:`ESWeights.accumulate` each perturbation keeps its ε until the member's reward is
-recorded and folds it into running sums (:mod:`es_lightning.es.accumulate`), and
-:meth:`ESWeights.update_accumulated` reads those. With several ranks each rank hands out its part of
-the direction (:meth:`ESWeights.directions`) and applies the summed one
-(:meth:`ESWeights.apply_directions`).
-
-With a noise table (:meth:`ESWeights.use_noise_table`, ``noise: table``) every full-rank ε — of the
-perturbations, the folds and the redrawn update — is a slice of one shared table
-(:mod:`es_lightning.es.noise_table`) instead of a generator's draw, and nothing is held while
-accumulating (the fold reads the slice again).
-
-With :attr:`ESWeights.noise` set to a :class:`~es_lightning.es.lowrank.LowRankNoise` every member
-and update uses the low-rank directions A·Bᵀ/√r of the matrices instead (1-D tensors stay put);
-the update then always draws them again (they are cheap), never accumulates.
-
-:meth:`ESWeights.restore` is deferred: it writes nothing, and the centre is written back when the
-served weights are next read (:meth:`ESWeights.serve_centre`, which every reader calls first). The
-next member's perturbation and the update overwrite every served tensor anyway, so a population
-never writes θ between its members.
-
-A rollout's ``es`` (:class:`~es_lightning.es.handle.ESHandle`) is an :class:`ESWeights` in the
-trainer's process (transformers), or a proxy to the one in each vLLM worker.
+Every write is computed from the fp32 master and cast once, so ``restore`` is bit-exact whatever
+the serving dtype, and is deferred: the centre is written back only when the served weights are
+next read (:meth:`ESWeights.serve_centre`). The update redraws ε (:meth:`ESWeights.update`) or
+reads the sums folded while the members ran (:meth:`ESWeights.update_accumulated`).
 """
 
 from __future__ import annotations
@@ -89,9 +65,7 @@ class ESWeights:
         """:meth:`restore` was called and nothing has written the served weights since."""
 
     def use_noise_table(self, size: int | None) -> None:
-        """From the next perturbation on, read full-rank ε from the shared table of ``size`` numbers
-        on the master's device (built once per process, :func:`~es_lightning.es.noise_table.noise_table`),
-        or draw it per tensor again (``None``). Not with low-rank directions, nor within a population."""
+        """Read full-rank ε from a shared table of ``size`` numbers (``None``: draw it again)."""
         if self.accumulator.active:
             raise RuntimeError("ESWeights.use_noise_table: not while a population is accumulated")
         if size is None:
@@ -110,15 +84,11 @@ class ESWeights:
         self.table = noise_table(size, devices.pop())
 
     def _redrawn(self, coeffs: Mapping[int, float]) -> Direction:
-        """Σ_s c_s ε_s drawn again from the seeds (or read from the table), full-rank or low-rank as
-        :attr:`noise` says."""
+        """Σ_s c_s ε_s drawn again from the seeds, as :attr:`noise` says."""
         return redrawn_direction(coeffs, self.table) if self.noise is None else self.noise.direction(coeffs)
 
     def perturbed(self, seed: int, sign: float, sigma: float) -> Iterator[tuple[str, torch.Tensor]]:
-        """θ + sign·σ·ε_seed per tensor, computed in fp32 and cast once to the serving dtype
-        (tensors drawn on several CPU threads, yielded in order: :mod:`es_lightning.es.parallel`).
-        While accumulating, ε_seed is drawn into the accumulator's held buffer (and kept), unless it
-        comes from the table."""
+        """θ + sign·σ·ε_seed per tensor in fp32, cast once; while accumulating ε is kept."""
         scale, dtype = float(sign) * float(sigma), self.serving_dtype
         noise = self.noise
         if noise is not None:  # low-rank: W + sign·σ·A Bᵀ/√r for matrices, other tensors as they are
@@ -163,8 +133,7 @@ class ESWeights:
         self._serve(self.perturbed(seed, sign, sigma))
 
     def restore(self) -> None:
-        """Serve the centre θ again, bit-exactly, from the next read of the served weights on
-        (module docstring); writes nothing now."""
+        """Serve the centre again, bit-exactly, from the next read of the served weights on."""
         self.restore_pending = True
 
     def serve_centre(self) -> None:
@@ -178,8 +147,7 @@ class ESWeights:
         self._serve((n, m.to(self.serving_dtype)) for n, m in self.master.items())
 
     def accumulate(self, active: bool) -> None:
-        """From the next :meth:`perturb` on, keep each member's ε and fold its recorded reward
-        (``True``; starts a population), or stop and drop the sums (``False``)."""
+        """Keep each member's ε and fold its reward (``True``), or stop and drop the sums."""
         if active and self.noise is not None:
             raise ValueError(
                 "ESWeights: a low-rank update draws its directions again; it does not accumulate"
@@ -195,14 +163,12 @@ class ESWeights:
 
     @torch.no_grad()
     def update(self, coeffs: Mapping[int, float], lr: float, population_size: int) -> float:
-        """θ ← θ + (α/N)·Σ_s c_s ε_s, every ε_s drawn again (or the Adam step on it); writes the new
-        centre; returns ‖Δ‖₂."""
+        """θ ← θ + (α/N)·Σ_s c_s ε_s, every ε_s drawn again; writes the centre; returns ‖Δ‖₂."""
         return self._step(self._redrawn(coeffs), lr, population_size)
 
     @torch.no_grad()
     def update_accumulated(self, mean: float, std: float, lr: float, population_size: int) -> float:
-        """θ ← θ + (α/N)·(A − (μ − c)·B)/s from the accumulated sums (μ, s: the rewards' mean and
-        standard deviation; 0 and 1 for unnormalised rewards); writes the new centre; returns ‖Δ‖₂."""
+        """θ ← θ + (α/N)·(A − (μ − c)·B)/s from the folded sums; writes the centre; returns ‖Δ‖₂."""
         self.accumulator.finish(self.master)
         return self._step(lambda name, _: self.accumulator.direction(name, mean), lr, population_size, std)
 
@@ -210,8 +176,7 @@ class ESWeights:
     def directions(
         self, names: Sequence[str], coeffs: Mapping[int, float] | None = None, mean: float | None = None
     ) -> dict[str, torch.Tensor]:
-        """Unscaled float32 directions of the tensors ``names``: Σ_s c_s ε_s drawn again (``coeffs``)
-        or this process's accumulated A − (μ − c)·B (``mean`` = μ)."""
+        """Unscaled float32 directions of ``names``: redrawn (``coeffs``) or accumulated (``mean``)."""
         if (coeffs is None) == (mean is None):
             raise ValueError("ESWeights.directions: give coeffs (redraw) or mean (accumulated), not both")
         if coeffs is not None:
@@ -231,9 +196,7 @@ class ESWeights:
         population_size: int,
         std: float = 1.0,
     ) -> float:
-        """θ ← θ + (α/N)·D/s with D given per tensor, in chunks that together cover every tensor
-        exactly once, in the master's order (as one :meth:`update` would apply them); ends an
-        accumulated population, writes the new centre, returns ‖Δ‖₂."""
+        """θ ← θ + (α/N)·D/s from chunks covering every tensor once; writes the centre; ‖Δ‖₂."""
         seen: list[str] = []
         if self.optimizer_name == "adam":  # one optimizer step needs every gradient
             staged: dict[str, torch.Tensor] = {}
@@ -334,10 +297,8 @@ def es_weights_from_files(
     names: set[str] | None = None,
     noise: LowRankNoise | None = None,
 ) -> ESWeights:
-    """The centre read from safetensors ``files`` in fp32 on ``device`` (keeping only ``names``
-    when given), with the optimizer state of a checkpoint when ``optimizer_state`` names its file;
-    ``noise``: the low-rank directions, or ``None`` for full-rank ε.
-    Nothing is written into the serving model yet (call :meth:`ESWeights.write_centre`)."""
+    """The centre read in fp32 on ``device`` from ``files`` (with a checkpoint's optimizer state),
+    not yet written into the serving model."""
     from es_lightning.weight_files import load_weights
 
     master = load_weights(files, names=names, device=device)

@@ -1,10 +1,4 @@
-"""Evaluation: Pass@K, majority vote, per-task summaries, offline re-scoring, the results table and
-the Pass@K plot.
-
-:class:`PassAtK` (torchmetrics) and :func:`plot_pass_at_k` (matplotlib) are imported on first use,
-so the package loads without torch or matplotlib; :func:`summarize` counts correct samples through
-:class:`PassAtK` and so loads torch on its first call.
-"""
+"""Evaluation: Pass@K, majority vote, summaries, offline re-scoring, the results table and plots."""
 
 from __future__ import annotations
 

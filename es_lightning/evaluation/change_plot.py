@@ -1,15 +1,5 @@
-"""Change from the start: each model's Pass@K minus the starting model's, in points, against K.
-
-Where :func:`~es_lightning.evaluation.plots.plot_pass_at_k` shows levels, this figure shows what
-training changed, read against what two evaluations of the same problems would differ by with no
-change at all: the band about zero is ± 1.96·√2·√(p(1 − p)/P) in points at each K (p the
-start's Pass@K, P its problems; √2 because a difference carries the noise of both evaluations).
-The y axis is symmetric about zero and spans at least ± 5 points, so a 0.08-point change is drawn
-as the sliver it is::
-
-    plot_change_from_start({"start": base, "es": es, "grpo": grpo}, "start", "runs/cmp/change.png",
-                           problems={"start": 200})
-"""
+"""Change from the start: each model's Pass@K minus the starting model's, in points, against the
+noise of a difference, ± 1.96·√2·√(p(1 − p)/P), on an axis of at least ± 5 points."""
 
 from __future__ import annotations
 
@@ -40,12 +30,7 @@ def draw_change_from_start(
     start: str,
     problems: Mapping[str, float] | None = None,
 ) -> None:
-    """Each curve but ``start``'s as ``100·(pass@k − start's pass@k)`` at the Ks both have, the
-    zero line, and the noise band of a difference when the start's problem count is known.
-
-    Raises:
-        ValueError: when ``start`` is not among ``curves`` or no other curve shares a K with it.
-    """
+    """Each curve minus ``start``'s, in points, with the zero line and the noise band."""
     if start not in curves:
         raise ValueError(f"draw_change_from_start: no curve {start!r} among {list(curves)}")
     base = curves[start]

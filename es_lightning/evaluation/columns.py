@@ -1,26 +1,9 @@
-"""The plain-text table of evaluation results: one row per task and metric, one column per evaluation.
-
-``columns`` maps a column's label (``"before"``, ``"after es"``, a model's name) to what one
-evaluation wrote, ``{task: summary}`` (the JSON of :func:`~es_lightning.evaluation.command.write_summary`
-and of the trainer's ``eval/{tag}.json``). The rows are every task that any column holds, in the
-order first seen, and within a task its ``pass@k``, ``maj@k`` and ``greedy`` keys (k ascending;
-counts and task extras are left out). A cell is the value in percent, ``-`` where a column lacks
-the row. With two columns, ``difference="change"`` adds a column ``change = 100·(second − first)``
-in percentage points::
+"""The plain-text table of evaluation results: one row per task and metric, one column per
+evaluation, an optional ``change`` column in points and, with ``details``, the mean reward,
+response length and truncated share::
 
     task             metric       before    after   change
     arithmetic       pass@1        47.7%    72.7%    +25.0
-    arithmetic       pass@16      100.0%   100.0%     +0.0
-    arithmetic       greedy        79.5%    97.0%    +17.5
-
-With ``details=True`` each task's accuracies are followed by the rows of :data:`DETAILS` where a
-column has them: the mean reward (a number), the mean response length (tokens) and the share of
-samples cut off at ``max_tokens`` (percent), so that a gain bought by longer or truncated answers
-shows beside the gain::
-
-    arithmetic       mean_reward       0.477    0.727   +0.250
-    arithmetic       response_len       12.4      9.8     -2.6
-    arithmetic       truncated_frac     0.0%    12.5%    +12.5
 """
 
 from __future__ import annotations
@@ -77,20 +60,7 @@ def _cell(key: str, value: float | None, sign: bool = False) -> str:
 def format_table(
     columns: Mapping[str, Summaries], difference: str | None = None, details: bool = False
 ) -> str:
-    """The table of ``columns`` (see the module docstring); ``""`` when there are no columns.
-
-    Args:
-        columns: ``{label: {task: summary}}``, one entry per column, in column order.
-        difference: when given, the label of an added last column holding
-            ``100·(second − first)`` in percentage points (``-`` where either value is missing).
-        details: add the rows of :data:`DETAILS` (mean reward, response length, truncation).
-
-    Returns:
-        The lines of the table joined by newlines (no trailing newline).
-
-    Raises:
-        ValueError: when ``difference`` is given but there are not exactly two columns.
-    """
+    """The table of ``columns`` (``""`` for none); ``difference`` labels a change column (two columns)."""
     if difference is not None and len(columns) != 2:
         raise ValueError(
             f"format_table: a difference column needs exactly two columns, got {len(columns)} ({list(columns)})"

@@ -1,13 +1,6 @@
-"""The ``evaluate`` command: Pass@K / Maj@K of a model (generated here) or of saved completions.
+"""The ``evaluate`` command: Pass@K / Maj@K of a model (generated here) or of saved completions::
 
-:func:`run_evaluate` is the command (its typed signature is the schema, its docstring the
-``--help``), :func:`evaluate_parser` its parser. :func:`evaluate_model` evaluates one model on one or
-several tasks in one engine; ``{output}`` holds ``{task: summary}`` (plus ``"average"`` over tasks
-when there are several); ``{stem}_completions.jsonl`` (one task) or ``{stem}_{task}_completions.jsonl``
-can be re-scored offline; ``{stem}_pass_at_k.png`` / ``{stem}_{task}_pass_at_k.png`` plot the
-Pass@K profile::
-
-    es-lightning evaluate --task gsm8k --completions samples.jsonl --output scores.json
+es-lightning evaluate --task gsm8k --completions samples.jsonl --output scores.json
 """
 
 from __future__ import annotations
@@ -120,9 +113,7 @@ def evaluate_model(
     dtype: str = "auto",
     loading: ModelLoading | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Sample, score and summarise ``model`` on every task; returns what ``output`` holds.
-
-    ``loading`` (revision, trust_remote_code, model_kwargs) says how the model is loaded."""
+    """Sample, score and summarise ``model`` on every task; returns what ``output`` holds."""
     from es_lightning.evaluation.plots import plot_pass_at_k
     from es_lightning.module import ReasoningModule
 
@@ -163,8 +154,7 @@ def evaluate_model(
 
 
 def write_summary(path: Path, summaries: dict[str, Any], label: str | None = None) -> None:
-    """The JSON file, and its pass@k / maj@k / greedy per task on stdout as one column of
-    :func:`~es_lightning.evaluation.columns.format_table` headed ``label`` (default: the file's stem)."""
+    """The JSON file, and its accuracies on stdout as one column headed ``label``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(strict_dumps(summaries, indent=2))  # non-finite numbers as null

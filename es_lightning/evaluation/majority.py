@@ -1,38 +1,19 @@
 """Majority vote (self-consistency) over the final answers of a prompt's samples.
 
 ``maj@k`` is the expected correctness of a majority vote among ``k`` of a prompt's ``M`` samples,
-averaged over all ``C(M, k)`` subsets of size ``k`` (Wang et al., 2023, "Self-Consistency Improves
-Chain of Thought Reasoning"; the subset average is verl's, computed here exactly instead of by
-bootstrap)::
+averaged over all ``C(M, k)`` subsets (Wang et al. 2023; verl's subset average, computed exactly
+here instead of by bootstrap)::
 
     maj@k = (1 / C(M, k)) Σ_{S ⊆ {1..M}, |S| = k} vote(S)
     vote(S) = Σ_{a ∈ T(S)} (1 / |T(S)|) · c_a(S) / x_a(S)
 
-where ``x_a(S)`` is how many samples of ``S`` answered ``a``, ``c_a(S)`` how many of those were
-scored correct, and ``T(S) = argmax_a x_a(S)`` the answers tied for the most votes. So:
-
-* a tie is broken uniformly at random, i.e. each tied answer gets a ``1 / |T|`` share (fractional
-  credit, never an order-dependent rule);
-* the winning answer earns the correctness of one of its voters drawn uniformly (``c_a / x_a``;
-  simply ``1[a is correct]`` when the verifier gives every sample with the same answer the same
-  verdict, the usual case);
-* ``None`` (no answer found) never votes; a subset with no answer at all scores 0.
-
-Because the voters of an answer within ``S`` are a uniform draw from its ``n_a`` samples,
-``E[c_a / x_a] = c_a / n_a`` and the average factorises into answer counts only::
+``x_a(S)`` samples of S answered ``a``, ``c_a(S)`` of them correct, ``T(S)`` the answers tied for
+most votes (a tie splits the credit; ``None`` never votes). Since the voters of an answer are a
+uniform draw from its ``n_a`` samples, this factorises into answer counts::
 
     maj@k = Σ_a (c_a / n_a) · W(n_a),   W(n_a) = E_S[ 1[a ∈ T(S)] / |T(S)| ]
 
-``W`` (an answer's expected share of the win) is computed exactly (rational arithmetic) by a
-dynamic program over how many votes ``t`` the answer gets and, for the other answers, how many
-samples were drawn and how many tie at ``t`` (:func:`win_share`). Hence ``maj@1 = pass@1`` on the
-same samples (unless a sample without an answer is scored correct), and ``maj@M`` is the vote of
-all ``M`` samples. Answers are the normalised strings of
-:attr:`es_lightning.tasks.base.Score.answer`.
-
-:func:`majority_vote` is the single vote over a list (ties to the first seen)::
-
-    majority_vote(["4", "5", None, "5", "4"])   # "4": tied with "5" at two votes, and seen first
+with ``W`` computed exactly by a dynamic program (:func:`win_share`). Hence ``maj@1 = pass@1``.
 """
 
 from __future__ import annotations
@@ -46,18 +27,7 @@ from math import comb, lcm
 
 
 def majority_vote(answers: Sequence[str | None]) -> str | None:
-    """The most frequent non-``None`` answer, ``argmax_a #{j : answers[j] = a}``.
-
-    Ties are broken deterministically: among the answers with the highest count, the one whose
-    first occurrence comes earliest in ``answers`` wins (so the result never depends on hashing
-    or set order). :func:`maj_at_k` does not use this rule: it splits ties evenly.
-
-    Args:
-        answers: final answers of the samples, ``None`` where a sample gave none.
-
-    Returns:
-        The winning answer, or ``None`` when ``answers`` is empty or holds only ``None``.
-    """
+    """The most frequent non-``None`` answer, ties to the first seen (``None`` when none)."""
     counts: dict[str, int] = {}  # dicts keep insertion order: first occurrence order
     for answer in answers:
         if answer is not None:
@@ -69,22 +39,7 @@ def majority_vote(answers: Sequence[str | None]) -> str | None:
 
 
 def maj_at_k(answers: Sequence[str | None], correct: Sequence[bool], k: int) -> float:
-    """``maj@k`` of one prompt: the majority vote's correctness averaged over every ``k``-subset.
-
-    ``Σ_a (c_a / n_a) · W(n_a)`` with ``n_a`` samples answering ``a``, ``c_a`` of them correct and
-    ``W`` from :func:`win_share` (see the module docstring for the definition it equals).
-
-    Args:
-        answers: final answers of the prompt's ``M`` samples (``None`` where none was found).
-        correct: whether each sample was scored correct, aligned with ``answers``.
-        k: how many samples vote, ``1 <= k <= M``.
-
-    Returns:
-        A value in ``[0, 1]`` (exact up to the final conversion to float).
-
-    Raises:
-        ValueError: when ``answers`` and ``correct`` differ in length or ``k`` is out of range.
-    """
+    """``maj@k`` of one prompt's ``answers`` and ``correct`` flags (module docstring)."""
     if len(answers) != len(correct):
         raise ValueError(f"maj_at_k: {len(answers)} answers but {len(correct)} correct flags")
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= len(answers):
@@ -107,23 +62,12 @@ def maj_at_k(answers: Sequence[str | None], correct: Sequence[bool], k: int) -> 
 
 @lru_cache(maxsize=4096)
 def win_share(size: int, sizes: tuple[int, ...], abstain: int, k: int) -> Fraction:
-    """``W``: one answer's expected share of the majority vote among ``k`` of the samples drawn
-    uniformly without replacement, ``E_S[1[a ∈ T(S)] / |T(S)|]``.
-
-    Summed over the answer's vote count ``t`` (it must hold the maximum ``t``)::
+    """``W``: one answer's expected share of the majority vote among ``k`` samples, summed over its
+    vote count ``t``::
 
         W = (1 / C(M, k)) Σ_t C(size, t) Σ_m N(k - t, m) / (m + 1)
 
-    where ``N(j, m)`` counts the ways to draw ``j`` samples from the other answers and the
-    abstainers with no other answer above ``t`` and exactly ``m`` of them at ``t``. Other answers
-    with fewer than ``t`` samples can never reach ``t`` and pool with the abstainers.
-
-    Args:
-        size: ``n_a``, the answer's number of samples (one of ``sizes``).
-        sizes: the sample count of every distinct answer of the prompt, this one included (sorted,
-            so that equal prompts share the cache).
-        abstain: samples without an answer.
-        k: samples drawn, ``1 <= k <= M = Σ sizes + abstain``.
+    ``N(j, m)``: the ways to draw ``j`` others with none above ``t`` and ``m`` at ``t``.
     """
     others = list(sizes)
     others.remove(size)

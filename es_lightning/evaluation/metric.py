@@ -1,18 +1,12 @@
 """Pass@K as a ``torchmetrics.Metric``: accumulate per-prompt correct counts, estimate at the end.
 
-Each update takes a ``(P, M)`` boolean tensor (``P`` prompts, ``M`` samples each); the metric keeps
-the ``P`` correct counts ``c_p = Σ_j correct[p, j]`` (concatenated across updates and, under DDP,
-across ranks) and :meth:`PassAtK.compute` returns the unbiased estimate averaged over prompts::
-
-    pass@k = (1/P) Σ_p [1 - C(M - c_p, k) / C(M, k)]
+Each update takes a ``(P, M)`` boolean tensor; the metric keeps the ``P`` correct counts
+(concatenated across updates and, synced, across ranks) and :meth:`PassAtK.compute` returns
+``pass@k = (1/P) Σ_p [1 - C(M - c_p, k) / C(M, k)]``::
 
     metric = PassAtK(ks=[1, 4, 16])
     metric.update(rewards >= 1.0)          # (P, 16) booleans
     metric.compute()                       # {"pass@1": tensor(...), "pass@4": ..., "pass@16": ...}
-
-It is where evaluation accumulates correct counts: :func:`~es_lightning.evaluation.summary.summarize`
-updates one with its ``(P, M)`` matrix (sync off, since it holds all of its prompts); an evaluation
-sharded over ranks updates one per rank and lets ``compute`` gather the counts.
 """
 
 from __future__ import annotations
@@ -57,17 +51,7 @@ class PassAtK(Metric):
         self.add_state("n_samples", default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="max")
 
     def update(self, correct: Tensor) -> None:
-        """Add ``P`` prompts.
-
-        Args:
-            correct: ``(P, M)`` boolean tensor, ``correct[p, j]`` whether sample ``j`` of prompt
-                ``p`` is correct; ``M`` must be the same in every update.
-
-        Raises:
-            TypeError: when ``correct`` is not boolean (threshold rewards first, e.g. ``r >= 1``).
-            ValueError: on a shape other than ``(P, M)``, ``M`` differing from earlier updates, or a
-                configured ``k`` larger than ``M``.
-        """
+        """Add ``P`` prompts: a boolean ``(P, M)`` tensor, the same ``M`` every time."""
         if not isinstance(correct, Tensor) or correct.dtype != torch.bool:
             kind = correct.dtype if isinstance(correct, Tensor) else type(correct).__name__
             raise TypeError(
@@ -92,11 +76,7 @@ class PassAtK(Metric):
         self.correct_counts.append(correct.sum(dim=1).to(torch.long))
 
     def compute(self) -> dict[str, Tensor]:
-        """``{"pass@k": mean estimate}`` for each configured ``k`` (float64 scalars).
-
-        Raises:
-            RuntimeError: when no prompts were added.
-        """
+        """``{"pass@k": mean estimate}`` per configured ``k`` (RuntimeError with no prompts)."""
         state = self.correct_counts  # a list, or one tensor once synced across ranks
         counts = dim_zero_cat(state) if not (isinstance(state, list) and not state) else None
         m = int(self.n_samples)

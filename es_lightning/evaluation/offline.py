@@ -1,14 +1,6 @@
-"""Re-score saved completions: a JSONL file of dataset rows, each with its sampled completions.
+"""Re-score saved completions: a JSONL file of dataset rows, each with its sampled completions::
 
-Each line is one dataset row in the task's own column format plus the completions sampled for it
-(every line the same number ``M >= 1``), and optionally the greedy completion::
-
-    {"question": "...", "answer": "... #### 18", "completions": ["...", "..."], "greedy": "..."}
-
-:func:`write_completions_file` writes that file during generation and :func:`score_completions_file`
-scores it later (after a verifier fix, say) into the same numbers as
-:func:`~es_lightning.evaluation.summary.summarize`. All completions of the file are verified in one
-:meth:`~es_lightning.tasks.base.Task.score_many` call, so tasks that execute code can batch them.
+{"question": "...", "answer": "... #### 18", "completions": ["...", "..."], "greedy": "..."}
 """
 
 from __future__ import annotations
@@ -76,22 +68,8 @@ def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[int], list[list[s
 
 
 def score_completions_file(task: Task, path: str | Path, ks: Sequence[int] | None = None) -> dict[str, float]:
-    """Score every completion of a completions file with ``task``'s verifier and summarise.
-
-    Args:
-        task: the task whose verifier scores the completions; rows are in its column format.
-        path: the JSONL file (see the module docstring).
-        ks: the ``k`` of ``pass@k``/``maj@k``; default ``1, ..., M``.
-
-    Returns:
-        :func:`~es_lightning.evaluation.summary.summarize` of the scores (with ``"greedy"`` when the
-        file has greedy completions).
-
-    Raises:
-        MissingPathError: when ``path`` does not exist (a ``FileNotFoundError``).
-        ConfigError: naming the line of bad JSON, a missing or malformed ``"completions"``, a
-            different number of completions, or a row lacking a column the task requires.
-    """
+    """Score every completion of the file at ``path`` with ``task``'s verifier and summarise
+    (MissingPathError, or ConfigError naming a bad line)."""
     path = Path(path)
     if not path.is_file():
         raise MissingPathError(f"score_completions_file: {str(path)!r} does not exist")
@@ -123,24 +101,7 @@ def write_completions_file(
     rewards: Sequence[Sequence[float]] | None = None,
     greedy_rewards: Sequence[float] | None = None,
 ) -> Path:
-    """Write rows with their completions as JSONL that :func:`score_completions_file` reads back.
-
-    Args:
-        path: the file to write (parent folders are created).
-        rows: dataset rows in the task's column format (JSON-serialisable values).
-        completions: per row, its ``M`` sampled completions (the same ``M`` for every row).
-        greedy: optional greedy completion per row.
-        rewards: optional verifier reward of each completion (``"rewards"``, aligned with them).
-        greedy_rewards: optional reward of each greedy completion (``"greedy_reward"``).
-
-    Returns:
-        The path written.
-
-    Raises:
-        ValueError: on mismatched lengths, a different ``M``, or a row already holding a
-            ``"completions"``/``"greedy"`` column (the row index is named).
-        TypeError: naming the row whose values are not JSON-serialisable.
-    """
+    """Write ``rows`` with their completions (greedy and rewards optional) as JSONL; the path."""
     if len(rows) != len(completions):
         raise ValueError(f"write_completions_file: {len(rows)} rows but {len(completions)} completion lists")
     if greedy is not None and len(greedy) != len(rows):

@@ -1,16 +1,10 @@
 """The unbiased Pass@K estimator: how often at least one of K samples is correct.
 
-With ``n`` samples drawn for a prompt of which ``c`` are correct, the probability that a random
-subset of ``k`` of them holds at least one correct sample is (Chen et al., 2021, "Evaluating Large
-Language Models Trained on Code")::
+With ``c`` of ``n`` samples correct (Chen et al. 2021)::
 
-    pass@k = 1 - C(n - c, k) / C(n, k)
+    pass@k = 1 - C(n - c, k) / C(n, k) = 1 - Π_{i=n-c+1}^{n} (1 - k/i)
 
-The binomial ratio overflows for large ``n``; it equals the product ``Π_{i=n-c+1}^{n} (1 - k/i)``,
-which stays in [0, 1] and is what is computed here::
-
-    pass_at_k(n=16, c=2, k=4)                      # 1 - C(14, 4) / C(16, 4) = 0.45
-    pass_at_k_curve([2, 0, 16], n=16, ks=[1, 4])   # {1: mean over prompts, 4: ...}
+the product form, which stays in [0, 1] where the binomials overflow, is what is computed.
 """
 
 from __future__ import annotations
@@ -43,20 +37,7 @@ def _check(n: int, c: int, k: int) -> tuple[int, int, int]:
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased Pass@K of one prompt: ``1 - C(n-c, k) / C(n, k) = 1 - Π_{i=n-c+1}^{n} (1 - k/i)``.
-
-    Args:
-        n: samples drawn for the prompt (``n >= 1``).
-        c: how many of them are correct (``0 <= c <= n``).
-        k: subset size (``1 <= k <= n``).
-
-    Returns:
-        The probability in [0, 1] that ``k`` samples drawn without replacement from the ``n``
-        contain a correct one; exactly 1.0 when ``n - c < k`` (every subset holds a correct one).
-
-    Raises:
-        ValueError: naming the argument out of range.
-    """
+    """Unbiased Pass@K of one prompt with ``c`` of ``n`` samples correct."""
     n, c, k = _check(n, c, k)
     if n - c < k:
         return 1.0
@@ -66,24 +47,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 def pass_at_k_curve(
     correct_counts: Sequence[int], n: int, ks: Sequence[int] | None = None
 ) -> dict[int, float]:
-    """Pass@K averaged over prompts, for every ``k`` in ``ks``.
-
-    ``pass@k = (1/P) Σ_p [1 - Π_{i=n-c_p+1}^{n} (1 - k/i)]`` over the ``P`` prompts, computed for all
-    ``k`` at once: with the terms ``t_i = 1 - k/i`` taken for ``i = n, n-1, ..., 1``, the ratio for
-    ``c`` correct samples is the cumulative product of the first ``c`` terms (it reaches 0 at
-    ``i = k``, so ``n - c < k`` gives pass@k = 1 without a special case).
-
-    Args:
-        correct_counts: correct samples of each prompt, each in ``[0, n]``.
-        n: samples drawn per prompt (the same for every prompt).
-        ks: subset sizes, each in ``[1, n]``; default ``1, 2, ..., n``.
-
-    Returns:
-        ``{k: mean pass@k}`` in the order of ``ks``.
-
-    Raises:
-        ValueError: on no prompts, no ``ks``, or a count or ``k`` out of range (named).
-    """
+    """``{k: mean pass@k}`` over prompts with ``correct_counts`` of ``n`` samples each, every ``k``
+    at once (the ratio for ``c`` correct is a cumulative product of the terms ``1 - k/i``)."""
     n = _check_int("n", n)
     if n < 1:
         raise ValueError(f"pass@k: n (samples per prompt) must be >= 1, got n={n}")

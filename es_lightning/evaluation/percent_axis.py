@@ -1,14 +1,5 @@
-"""Percentage axes that cannot mislead: kept inside [0, 100], never magnifying noise.
-
-Pass@K and accuracies are drawn in percent. An axis fitted tightly to the data turns a
-0.08-point difference into a slope across the whole plot; :func:`percent_limits` gives the
-axis at least :data:`MIN_SPAN` points and never goes below 0 or above 100, and
-:func:`binomial_se` is the evaluation's own noise, drawn as a band so that a difference can be
-read against it::
-
-    ax.set_ylim(*percent_limits(all_values_and_band_edges))
-    half = 100 * Z_95 * binomial_se(p, n_problems)          # the 95 % band about p
-"""
+"""Percentage axes that cannot mislead: kept inside [0, 100] with at least :data:`MIN_SPAN` points,
+and the evaluation's own noise to draw as a band (:func:`binomial_se`)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""The Pass@K profile plot: pass@K in percent against K on a log2 axis, one line per model.
-
-Comparing a base model with a post-trained one shows whether training sharpened Pass@1 at the cost
-of coverage at large K (the lines cross) or widened what the model can solve at all::
-
-    plot_pass_at_k({"base": base_curve, "after ES": es_curve}, "runs/x/pass_at_k.png")
-
-Curves are ``{k: pass@k}`` with values in [0, 1], as :func:`~es_lightning.evaluation.pass_at_k.
-pass_at_k_curve` returns them. The y axis stays inside [0, 100] and spans at least 10 points
-(:mod:`~es_lightning.evaluation.percent_axis`), so curves a fraction of a point apart are not
-magnified into a trend; given the number of problems behind a curve, the first such curve gets
-its 95 % noise band, ± 1.96·√(p(1 − p)/P) at each K, to read the others against. The figure is drawn with matplotlib's Agg canvas directly, so the
-global pyplot backend and state are never touched (safe on headless machines and in threads).
-"""
+"""The Pass@K profile plot: pass@K in percent against K on a log2 axis, one line per model, showing
+whether training sharpened Pass@1 at the cost of coverage at large K."""
 
 from __future__ import annotations
 
@@ -44,22 +32,7 @@ def plot_pass_at_k(
     title: str | None = None,
     problems: Mapping[str, float] | None = None,
 ) -> Path:
-    """Draw Pass@K profiles to a PNG.
-
-    Args:
-        curves: ``{label: {k: pass@k}}``, e.g. ``{"base": ..., "after ES": ...}``; values in [0, 1].
-        path: the PNG to write (parent folders are created).
-        title: optional figure title.
-        problems: ``{label: P}``, the problems each curve was measured on (an evaluation's
-            ``n_prompts``): the first curve with a ``P`` gets its binomial noise band.
-
-    Returns:
-        The path written.
-
-    Raises:
-        ValueError: on no curves, an empty curve, a ``k < 1`` or a value outside [0, 1] (the
-            label is named).
-    """
+    """Draw the Pass@K profiles ``{label: {k: pass@k}}`` to ``path``; ``problems`` gives a noise band."""
     return save_png(path, title, lambda ax: draw_pass_at_k(ax, curves, problems))
 
 
@@ -75,8 +48,7 @@ def k_axis(ax: Axes, ks: set[int]) -> None:
 
 
 def save_png(path: str | Path, title: str | None, draw: Callable[[Axes], None]) -> Path:
-    """One figure (6.4 × 4.4 in, 120 dpi) drawn by ``draw`` on its axes, titled, saved as a PNG at
-    ``path`` (folders created); returns the path."""
+    """One figure drawn by ``draw``, titled, saved as a PNG at ``path``; returns the path."""
     fig = Figure(figsize=(6.4, 4.4), dpi=120)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -129,8 +101,7 @@ def _noise_band(
 
 
 def _checked_ks(curves: Mapping[str, Mapping[int, float]]) -> set[int]:
-    """Every K of the curves; raises ``ValueError`` naming the curve on no curves, an empty curve,
-    a ``k < 1`` or a value outside [0, 1]."""
+    """Every K of the curves; ValueError naming a malformed curve."""
     if not curves:
         raise ValueError("plot_pass_at_k: no curves to plot")
     all_ks: set[int] = set()

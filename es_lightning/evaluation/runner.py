@@ -1,19 +1,7 @@
 """Generation-mode evaluation: M samples per prompt at temperature T (+ greedy), scored by the task.
 
-The paper's protocol is M = 32 samples at T = 0.6, reporting the unbiased Pass@K for K in 1..M
-(see :mod:`es_lightning.evaluation.pass_at_k`), Maj@K and greedy accuracy, plus the samples' mean
-length in tokens (``response_len``) and the fraction that hit ``max_tokens`` (``truncated_frac``).
-
-The prompts are generated in chunks (about ``PROGRESS_CHUNKS`` of them,
-:func:`~es_lightning.evaluation.sharding.chunk_size`) so that a progress bar can advance, with
-the same samples as one ``generate`` call over all prompts: the built-in
-backends seed by prompt index (vLLM seeds prompt i with ``seed + i``, transformers a batch that
-starts at prompt i with ``seed + i``), so chunk c is generated with ``seed + its first index``,
-and its boundaries fall on the transformers backend's own batches.
-
-On several ranks (:func:`evaluate_rows_sharded`, the trainer's evaluations) each rank generates
-and scores a contiguous share of the prompts, cut where that seeding keeps the samples those of
-one rank (:mod:`es_lightning.evaluation.sharding`), and rank 0 gathers and summarises them.
+Prompts are generated in chunks with one call's samples (prompt i seeded ``seed + i``), and on
+several ranks each takes a contiguous share (:mod:`es_lightning.evaluation.sharding`).
 """
 
 from __future__ import annotations
@@ -141,17 +129,7 @@ def evaluate_rows(
     progress: bool = False,
     desc: str | None = None,
 ) -> EvalResult:
-    """Sample, verify and summarise ``rows`` with ``module``'s prompt format and task.
-
-    Args:
-        module: the prompt format and task (a :class:`~es_lightning.module.ReasoningModule`).
-        rollout: the engine that generates.
-        rows: the task's rows of the evaluated split (the first ``config.limit`` are evaluated).
-        config: M, temperature, K values, greedy pass.
-        progress: show a progress bar over the sequences generated (the samples are the same
-            either way).
-        desc: the bar's label (default: the task's name).
-    """
+    """Sample, verify and summarise ``rows`` (the first ``config.limit``) with ``module``'s task."""
     result = evaluate_rows_sharded(module, rollout, rows, config, progress, desc)
     assert result is not None  # one rank: rank 0
     return result
@@ -167,14 +145,7 @@ def evaluate_rows_sharded(
     rank: int = 0,
     world_size: int = 1,
 ) -> EvalResult | None:
-    """:func:`evaluate_rows` split across ``world_size`` ranks; call it on every rank.
-
-    Each rank generates and scores its contiguous share of the prompts (separate shares for the M
-    samples and the greedy pass, see :func:`~es_lightning.evaluation.sharding.shard_range`), rank 0
-    gathers them in prompt order and returns the result a single rank would have (the same samples:
-    :mod:`es_lightning.evaluation.sharding`); the other ranks return ``None``. The bar shows this
-    rank's share.
-    """
+    """:func:`evaluate_rows` split across the ranks (call on every rank); rank 0 gets the result."""
     if config.limit is not None:
         rows = rows[: config.limit]
     if not rows:
@@ -217,8 +188,7 @@ def evaluate_rows_sharded(
 def _gathered_result(
     module: Any, rows: list[dict[str, Any]], config: EvalConfig, gathered: list[list[_Scored]], n_passes: int
 ) -> EvalResult:
-    """Rank 0's result from every rank's scored shares (``gathered[rank][pass]``): the M samples'
-    Pass@k summary, response length and truncated fraction, and the greedy pass where there is one."""
+    """Rank 0's result from every rank's scored shares."""
     # every rank's shares in rank order, i.e. prompt order; greedy: [] or [the greedy pass]
     sampled, *greedy = (_Scored.concat([mine[i] for mine in gathered]) for i in range(n_passes))
     greedy_scores = [per[0] for per in greedy[0].scores] if greedy else None
@@ -237,8 +207,7 @@ def _gathered_result(
 
 @dataclass
 class _Scored:
-    """What one pass (M samples or greedy) gave a run of prompts, per prompt and sample: what a
-    rank sends rank 0 (texts, scores, token counts, whether ``max_tokens`` cut it)."""
+    """What one pass gave a run of prompts: what a rank sends rank 0."""
 
     texts: list[list[str]]
     scores: list[list[Score]]
@@ -274,10 +243,7 @@ def generate_in_chunks(
     on_chunk: Any = None,
     first_index: int = 0,
 ) -> list[RolloutOutput]:
-    """``rollout.generate(prompts, sampling)`` in calls of ``chunk`` prompts (default
-    :func:`~es_lightning.evaluation.sharding.chunk_size`), each seeded with ``sampling.seed`` + its first prompt's index (see the
-    module docstring), counted from ``first_index`` (the index of ``prompts[0]`` in the whole
-    evaluation, for a rank's shard); ``on_chunk(sequences)`` is called after each."""
+    """``rollout.generate`` in chunks, each seeded with ``sampling.seed`` + its first index."""
     chunk = chunk or chunk_size(len(prompts), sampling.n, rollout)
     outputs: list[RolloutOutput] = []
     for start in range(0, len(prompts), chunk):

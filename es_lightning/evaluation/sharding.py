@@ -1,29 +1,6 @@
-"""How an evaluation's prompts are split: into ``generate`` calls, and across ranks.
-
-One rank generates its prompts in chunks of :func:`chunk_size` prompts (about
-:data:`PROGRESS_CHUNKS` calls, so that a progress bar can advance; see
-:mod:`es_lightning.evaluation.runner` for why the samples are those of one call).
-
-Across ranks, each rank generates a contiguous share of the prompts.
-
-Every rank's engine serves the same weights (ES: the centre, whose checksum is compared across
-ranks after each update; GRPO: the policy each rank syncs into its own engine), so the ranks can
-split an evaluation's prompts and rank 0 gather what each generated and scored. The samples are
-those of a single-rank evaluation because a shard starts only where that evaluation's sampling
-already restarts (see :mod:`es_lightning.evaluation.runner`), at a multiple of
-:func:`shard_alignment`:
-
-* a rollout that batches by ``batch_size`` sequences (transformers): on its own batches,
-  ``batch_size // n`` prompts, each seeded with ``seed +`` its first prompt's index;
-* :class:`~es_lightning.rollout.vllm.VLLMRollout`: anywhere (prompt i is seeded with ``seed + i``;
-  as for the runner's chunks, this takes a request's samples not to depend on which other requests
-  share the engine's batch);
-* any other rollout: on the single-rank evaluation's chunks (:func:`chunk_size`), so each rank
-  makes exactly the ``generate`` calls one rank would make.
-
-No setting needs a rank-0-only fallback: when one aligned block holds every prompt (a single batch
-or chunk), rank 0 simply gets them all and the other ranks nothing.
-"""
+"""How an evaluation's prompts are split: into ``generate`` calls, and across ranks, a shard
+starting only where one rank's sampling already restarts (:func:`shard_alignment`), so the samples
+are a single rank's."""
 
 from __future__ import annotations
 
@@ -72,10 +49,9 @@ def shard_alignment(rollout: Rollout, n_prompts: int, n: int) -> int:
 
 
 def chunk_size(n_prompts: int, n: int, rollout: Rollout) -> int:
-    """Prompts per ``generate`` call: about ``n_prompts / PROGRESS_CHUNKS``. A rollout that
-    batches by ``batch_size`` sequences (transformers: ``batch_size // n`` prompts per batch) gets a
-    multiple of its batch, so its batches are those of one call over all prompts; any other (vLLM)
-    at least :data:`MIN_CHUNK_SEQUENCES` sequences.
+    """Prompts per ``generate`` call: about ``n_prompts / PROGRESS_CHUNKS``, a multiple of a
+    batching rollout's batch (so its batches are one call's), else at least
+    :data:`MIN_CHUNK_SEQUENCES` sequences.
 
     >>> from es_lightning.rollout.hf import HFRollout
     >>> chunk_size(500, 32, HFRollout(batch_size=64))  # 50 prompts: 25 batches of 64 // 32 = 2
@@ -92,8 +68,7 @@ def chunk_size(n_prompts: int, n: int, rollout: Rollout) -> int:
 
 
 def gather_on_rank_zero(obj: T, world_size: int) -> list[T] | None:
-    """Every rank's ``obj``, in rank order, on rank 0 (``None`` on the others); a collective over
-    the default process group (``torch.distributed.gather_object``) when ``world_size > 1``."""
+    """Every rank's ``obj`` in rank order on rank 0 (``None`` elsewhere)."""
     if world_size == 1:
         return [obj]
     import torch.distributed as dist

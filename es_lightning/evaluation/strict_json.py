@@ -1,11 +1,4 @@
-"""Evaluation files are strict JSON: a non-finite number is written as ``null``, never as the bare
-``NaN`` / ``Infinity`` that Python's ``json`` writes by default and other JSON readers refuse.
-
-A mean over nothing, or a user task's non-finite reward, is not a number: ``null`` says so to every
-reader, and :func:`json.dumps` then runs with ``allow_nan=False`` so nothing non-finite slips through::
-
-    strict_dumps({"mean_reward": float("nan"), "pass@1": 0.5})   # '{"mean_reward": null, "pass@1": 0.5}'
-"""
+"""Evaluation files are strict JSON: a non-finite number is written as ``null``."""
 
 from __future__ import annotations
 

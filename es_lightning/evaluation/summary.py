@@ -1,21 +1,15 @@
 """One task's evaluation in numbers: Pass@K, maj@K, greedy accuracy and task extras.
 
-Given the ``M`` scored samples of each of ``P`` prompts (and optionally one greedy sample each),
-:func:`summarize` returns::
+For ``M`` scored samples of each of ``P`` prompts, :func:`summarize` returns::
 
     n_prompts, n_samples (= M), mean_reward
     pass@k = (1/P) Σ_p [1 - C(M - c_p, k) / C(M, k)]         c_p: correct samples of prompt p
-    maj@k  = (1/P) Σ_p maj_at_k(answers_p, correct_p, k)       vote of k samples, mean over all
-                                                               C(M, k) subsets (ties split evenly)
+    maj@k  = (1/P) Σ_p maj_at_k(answers_p, correct_p, k)
     greedy = (1/P) Σ_p 1[greedy sample of p is correct]
     <extra> = mean over samples of Score.extra[<extra>]        e.g. "f1"; greedy_<extra> likewise
 
-A sample is correct when ``reward >= 1 - 1e-9`` (verifiers give binary rewards in [0, 1]; partial
-credit below 1 does not count). The correct counts ``c_p`` are accumulated in one place, the
-torchmetrics :class:`~es_lightning.evaluation.metric.PassAtK` (updated with the ``(P, M)`` boolean
-matrix, then computed), so a sharded evaluation can sync the same state across ranks.
-:func:`metric_names` turns a summary into logger keys (``eval/{task}/pass@{k}``) and
-:func:`average_over_tasks` adds the cross-task mean.
+A sample is correct when ``reward >= 1 - 1e-9`` (partial credit does not count). The counts go
+through :class:`~es_lightning.evaluation.metric.PassAtK`, so a sharded evaluation syncs one state.
 """
 
 from __future__ import annotations
@@ -33,14 +27,12 @@ AVERAGE_KEY = "average"
 
 
 def is_correct(score: Score) -> bool:
-    """Whether ``score`` counts as correct: ``reward >= 1 - 1e-9`` and finite (a NaN or an
-    infinite reward is a verifier's failure, never a solve)."""
+    """Whether ``score`` counts as correct: a finite ``reward >= 1 - 1e-9``."""
     return math.isfinite(score.reward) and score.reward >= CORRECT_THRESHOLD
 
 
 def is_accuracy_key(key: str) -> bool:
-    """Whether ``key`` names an accuracy: ``pass@k``, ``maj@k`` or ``greedy`` (what tables show and
-    :func:`average_over_tasks` averages)."""
+    """Whether ``key`` is ``pass@k``, ``maj@k`` or ``greedy``."""
     return key.startswith(("pass@", "maj@")) or key == "greedy"
 
 
@@ -61,24 +53,7 @@ def summarize(
     greedy: Sequence[Score] | None = None,
     majority: bool = True,
 ) -> dict[str, float]:
-    """Summarise one task's evaluation (see the module docstring for every formula).
-
-    Args:
-        scores: per prompt, the :class:`~es_lightning.tasks.base.Score` of each of its ``M``
-            samples (the same ``M`` for every prompt).
-        ks: the ``k`` of ``pass@k`` and ``maj@k``, each in ``[1, M]``; default ``1, ..., M``.
-        greedy: one score per prompt from greedy decoding, aligned with ``scores``.
-        majority: whether to report ``maj@k``; ``False`` for a task whose verifier extracts no
-            answer to vote on (:attr:`~es_lightning.tasks.base.Task.extracts_answers`), where a
-            vote would only ever read 0.
-
-    Returns:
-        ``{"n_prompts", "n_samples", "mean_reward", "pass@k"..., ["maj@k"...], ["greedy"], extras}``.
-
-    Raises:
-        ValueError: on no prompts, a prompt with no samples or a different ``M`` (the prompt index
-            is named), ``greedy`` of the wrong length, or no ``k`` or a ``k`` out of range.
-    """
+    """Summarise one task's evaluation (module docstring); ValueError naming a malformed input."""
     if not scores:
         raise ValueError("summarize: no prompts to summarise (scores is empty)")
     m = len(scores[0])
@@ -122,11 +97,7 @@ def summarize(
 
 
 def _pass_at_k(correct: list[list[bool]], ks: list[int]) -> dict[str, float]:
-    """``{"pass@k": value}`` from the ``(P, M)`` correct matrix, through :class:`PassAtK`.
-
-    The metric's cross-rank sync is off: the summary covers the prompts passed in, and a rank that
-    evaluates alone (rank 0 under Fabric) must not wait on ranks that never call it.
-    """
+    """``{"pass@k": value}`` through :class:`PassAtK`, its sync off (rank 0 may evaluate alone)."""
     import torch  # torch and torchmetrics load on first use, not with the package
 
     from es_lightning.evaluation.metric import PassAtK
@@ -137,11 +108,7 @@ def _pass_at_k(correct: list[list[bool]], ks: list[int]) -> dict[str, float]:
 
 
 def metric_names(task: str, summary: Mapping[str, float], prefix: str = "eval") -> dict[str, float]:
-    """Logger keys for one task's summary: ``{key: v}`` becomes ``{"{prefix}/{task}/{key}": v}``.
-
-    e.g. ``eval/gsm8k/pass@8``, ``eval/gsm8k/maj@8``, ``eval/gsm8k/greedy``, ``eval/hotpotqa/f1``;
-    a held-out suite evaluated during training logs under ``heldout/…``.
-    """
+    """Logger keys of one task's summary: ``{"{prefix}/{task}/{key}": v}`` (``eval/gsm8k/pass@8``)."""
     if not task or "/" in task:
         raise ValueError(f"metric_names: task name must be non-empty and contain no '/', got {task!r}")
     return {f"{prefix}/{task}/{key}": float(value) for key, value in summary.items()}
@@ -157,17 +124,7 @@ def average_over_tasks(
     summaries: Mapping[str, Mapping[str, float]],
     groups: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """The summaries plus their unweighted mean across tasks under the key ``"average"``.
-
-    ``average[key] = (1/T) Σ_t summaries[t][key]`` for the ``pass@k``, ``maj@k`` and ``greedy``
-    keys present in all ``T`` tasks (a ``k`` missing from any task is left out). Each named group
-    adds the same mean over its tasks only, under its name, e.g. ``groups={"heldout_average":
-    ["gpqa", "mbpp"]}`` (:func:`es_lightning.presets.average_groups` gives the paper's).
-
-    Raises:
-        ValueError: when ``summaries`` is empty, a task is itself named ``"average"``, or a group is
-            empty, names a task that is not in ``summaries`` or takes a task's name or ``"average"``.
-    """
+    """The summaries plus their mean over tasks under ``"average"``, and each of ``groups``."""
     if not summaries:
         raise ValueError("average_over_tasks: no task summaries given")
     if AVERAGE_KEY in summaries:

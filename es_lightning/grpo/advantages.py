@@ -1,29 +1,12 @@
-"""Group-relative advantages: rewards (P, G) → advantages (P, G).
+"""Group-relative advantages: rewards (P, G) → advantages (P, G), one number per sequence.
 
-GRPO (Shao et al., 2024, "DeepSeekMath") samples G responses o_1..o_G for each of P prompts q and
-scores them with rewards r_1..r_G. The advantage of every token of response i is one number per
-sequence, the reward relative to the other responses to the same prompt:
+* ``"group"`` (GRPO, Shao et al. 2024): Â_i = (r_i − mean(r)) / (std(r) + ε) over the prompt's G.
+* ``"batch"``: the same baseline, scaled by the std of all P·G rewards (TRL's
+  ``scale_rewards="batch"``), so groups with little spread are not blown up.
+* ``"none"``: Â_i = r_i − mean(r).
 
-* ``"group"`` (GRPO): Â_i = (r_i − mean(r)) / (std(r) + ε), mean and std over the G responses
-  of the same prompt.
-* ``"batch"``: Â_i = (r_i − mean(r)) / (std_batch + ε): the baseline is still the group mean,
-  but the scale is the std of all P·G rewards of the batch ("group mean, batch std", TRL's
-  ``scale_rewards="batch"``; Liu et al., 2025, "Tricks or Traps? A Deep Dive into RL for LLM
-  Reasoning"; REINFORCE++ normalises globally too). Groups with little spread are not blown up
-  to unit scale.
-* ``"none"``: Â_i = r_i − mean(r), no scaling.
-
-``scale=False`` drops the division in ``"group"`` and ``"batch"`` (Dr. GRPO, Liu et al., 2025,
-"Understanding R1-Zero-Like Training", argue the per-group std biases the update towards prompts
-that are too easy or too hard); it then equals ``"none"``.
-
-Std convention: population std (ddof=0), std = sqrt((1/G)·Σ_i (r_i − mean r)²), the same as the
-ES reward z-score (:mod:`es_lightning.es.normalize`). TRL's ``GRPOTrainer`` uses the unbiased
-std (ddof=1, ``torch.std``); for G responses the two differ by the factor sqrt((G−1)/G), so
-"group" advantages here are sqrt(G/(G−1)) times smaller than TRL's (0.87× for G=4, 0.97× for G=16).
-
-Zero-variance groups (every response got the same reward, e.g. all correct) carry no signal:
-their advantages are exactly 0, never NaN and never rounding noise divided by ε.
+``scale=False`` drops the division (Dr. GRPO). Stds are population stds (ddof 0, as ES's
+z-scores; TRL uses ddof 1, a factor sqrt(G/(G−1)) apart). Zero-variance groups get Â = 0 exactly.
 """
 
 from __future__ import annotations
@@ -44,30 +27,7 @@ def compute_advantages(
     eps: float = 1e-6,
     scale: bool = True,
 ) -> torch.Tensor:
-    """Group-relative advantages of P prompts × G responses.
-
-    With r the (P, G) rewards and mean_g, std_g taken over the G responses of one prompt (dim 1):
-
-    * group: Â = (r − mean_g(r)) / (std_g(r) + ε)
-    * batch: Â = (r − mean_g(r)) / (std(r) + ε), std over all P·G rewards
-    * none:  Â = r − mean_g(r)
-
-    All stds are population stds (ddof=0; TRL uses ddof=1, see the module docstring).
-    Computed in float64, returned as float32. Groups whose rewards are all equal get Â = 0.
-
-    Args:
-        rewards: (P, G) rewards, P prompts with G responses each (any real dtype).
-        mode: ``"group"``, ``"batch"`` or ``"none"``.
-        eps: ε added to the std before dividing (>= 0).
-        scale: If False, skip the division for ``"group"`` and ``"batch"`` (Dr. GRPO).
-
-    Returns:
-        (P, G) float32 advantages on the device of ``rewards``.
-
-    Raises:
-        ValueError: if ``rewards`` is not a non-empty finite 2-D tensor, ``mode`` is unknown or
-            ``eps`` is negative.
-    """
+    """Advantages of (P, G) ``rewards`` in ``mode``, in float64, returned as float32."""
     if mode not in ADVANTAGE_MODES:
         raise ValueError(f"compute_advantages: unknown mode {mode!r}; expected one of {ADVANTAGE_MODES}")
     if eps < 0:

@@ -1,21 +1,12 @@
 """Pack (prompt, response) pairs into a right-padded batch and score them with a causal LM.
 
-For a sequence x_0..x_{n−1} whose last tokens are the response o = x_s..x_{n−1} (s = prompt
-length), the policy log-probabilities GRPO needs are
+For a response starting at position s::
 
-    log π_θ(x_j | x_<j) = log_softmax(z_{j−1} / τ)[x_j],   j = s .. n−1,
+    log π_θ(x_j | x_<j) = log_softmax(z_{j−1} / τ)[x_j],   j = s .. n−1
 
-where z_{j−1} are the logits at position j−1 and τ the sampling temperature (the rollout engine
-sampled from softmax(z/τ), so the importance ratio must use the same τ). The entropy of the
-predictive distribution p = softmax(z_{j−1}/τ) at the same positions, H_j = −Σ_v p_v log p_v, is a
-diagnostic (detached).
-
-Right padding leaves the real tokens' log-probs unchanged: positions are counted from 0 and a
-causal model never attends to the padding that follows a token.
-
-Memory. The logits (B, L, V) come in the model's dtype; the float32 work is done one row at a
-time as log p = z[x] − logsumexp(z), so the graph keeps at most one float32 copy of the logits
-(none for a float32 model at τ = 1) and the entropy's temporaries live for one row only.
+τ the sampling temperature (the engine sampled from softmax(z/τ), so the ratio must use it); the
+entropy at the same positions is a detached diagnostic. The float32 work runs one row at a time,
+so the graph keeps at most one float32 copy of the logits.
 """
 
 from __future__ import annotations
@@ -33,23 +24,8 @@ def pack_sequences(
     responses: Sequence[Sequence[int]],
     pad_id: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Right-pad B (prompt, response) token-id pairs into one batch.
-
-    Row i is ``prompts[i] + responses[i]`` followed by ``pad_id`` up to L = max_i of the row lengths.
-
-    Args:
-        prompts: B prompt token-id lists, each non-empty (the first response token needs a prefix).
-        responses: B response token-id lists (may be empty); ``responses[i]`` goes with ``prompts[i]``.
-        pad_id: Token id written into the padding.
-
-    Returns:
-        ``(input_ids, attention_mask, response_mask, L)``: (B, L) int64 ids; (B, L) int64 mask, 1 on
-        prompt and response tokens; (B, L) int64 mask, 1 where position j holds a response token;
-        and the padded length L.
-
-    Raises:
-        ValueError: if there are no pairs, the two lists differ in length, or a prompt is empty.
-    """
+    """Right-pad B (prompt, response) pairs into one batch: ``(input_ids, attention_mask,
+    response_mask, L)``, each (B, L)."""
     if len(prompts) != len(responses):
         raise ValueError(
             f"pack_sequences: prompts and responses must have the same length, got {len(prompts)} and {len(responses)}"
@@ -81,25 +57,8 @@ def token_logprobs_and_entropy(
     response_mask: torch.Tensor,
     temperature: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token log-probabilities (with graph) and predictive entropies (detached) in one forward.
-
-    Position j of the outputs refers to token x_j: logp[b, j] = log softmax(z[b, j−1]/τ)[x_j] and
-    entropy[b, j] = −Σ_v p_v log p_v of that distribution. Position 0 has no prefix and holds 0;
-    logp is also 0 on padding (attention_mask 0) and entropy is 0 wherever response_mask is 0.
-
-    Args:
-        model: HF causal LM; ``model(input_ids=..., attention_mask=...).logits`` is (B, L, V).
-        input_ids: (B, L) right-padded token ids (see :func:`pack_sequences`).
-        attention_mask: (B, L) 1 on real tokens, 0 on padding.
-        response_mask: (B, L) 1 on response tokens.
-        temperature: τ > 0, the sampling temperature the logits are divided by.
-
-    Returns:
-        ``(logp, entropy)``, both (B, L) float32.
-
-    Raises:
-        ValueError: if the inputs are not 2-D with equal shapes or ``temperature`` is not positive.
-    """
+    """Per-token log-probabilities (with graph) and entropies (detached) in one forward, (B, L)
+    float32, position j scoring x_j."""
     if input_ids.ndim != 2:
         raise ValueError(
             f"token_logprobs_and_entropy: input_ids must have shape (B, L), got {tuple(input_ids.shape)}"

@@ -1,17 +1,6 @@
-"""LoRA for GRPO: low-rank adapters are trained, the engine and checkpoints get merged weights.
-
-Each targeted linear layer ``W`` (d_out × d_in) keeps its weight frozen and gains two trainable
-factors A (r × d_in, random) and B (d_out × r, zero at the start, so the first policy is the base
-model); the layer computes ``y = W x + (α/r) · B A x`` (LoRA, Hu et al. 2021), i.e. it serves
-
-    W' = W + (α/r) · B · A
-
-Only A and B get gradients and AdamW moments. Weights leave the strategy *merged*: every consumer
-of :meth:`~es_lightning.strategies.base.ReasoningStrategy.named_weights` (the rollout engine's
-sync, checkpoints, the drift/attribution callbacks) sees plain HF names (``base_model.model.``
-and ``.base_layer`` stripped, A and B dropped) with W' computed in fp32, without merging into the
-trainer model. A checkpoint is therefore a normal HF model for transformers and vLLM; its state
-folder also holds the adapter in PEFT's format (``PeftModel.from_pretrained(base, folder)``).
+"""LoRA for GRPO: each targeted layer trains A and B beside its frozen W and serves
+W' = W + (α/r)·B·A (Hu et al. 2021); weights leave the strategy merged, so a checkpoint is a normal
+HF model, and its state folder holds the adapter in PEFT's format.
 """
 
 from __future__ import annotations
@@ -85,8 +74,7 @@ def require_peft() -> None:
 
 
 def wrap_with_lora(model: torch.nn.Module, settings: LoRASettings) -> Any:
-    """``model`` (an HF causal LM) wrapped in a ``PeftModel`` with fresh adapters; only the
-    adapters' parameters require gradients. Raises ConfigError when a target matches no linear layer."""
+    """``model`` wrapped in a ``PeftModel`` with fresh, trainable adapters."""
     require_peft()
     from peft import LoraConfig, TaskType, get_peft_model
 
@@ -111,17 +99,14 @@ def wrap_with_lora(model: torch.nn.Module, settings: LoRASettings) -> Any:
 
 
 def hf_name(peft_name: str) -> str:
-    """The plain HF name of a PeftModel parameter (``base_model.model.x.q_proj.base_layer.weight``
-    → ``x.q_proj.weight``)."""
+    """The plain HF name of a PeftModel parameter."""
     return peft_name.removeprefix("base_model.model.").replace(".base_layer.", ".")
 
 
 @torch.no_grad()
 def merged_weights(model: torch.nn.Module, adapted_only: bool = False) -> Iterator[tuple[str, torch.Tensor]]:
-    """Every parameter of the PeftModel ``model`` under its HF name, fp32, adapters merged
-    (W + (α/r)·B·A for each targeted layer; the model itself is not changed). ``adapted_only``:
-    only the targeted layers' merged weights, all that differs from the base model (the frozen
-    rest, biases of targeted layers included, is the base's bit for bit)."""
+    """Every parameter of ``model`` under its HF name, fp32, adapters merged (``adapted_only``: only
+    the targeted layers)."""
     from peft.tuners.lora import LoraLayer
 
     layers = {f"{name}.base_layer.weight": m for name, m in model.named_modules() if isinstance(m, LoraLayer)}
@@ -140,13 +125,7 @@ def merged_weights(model: torch.nn.Module, adapted_only: bool = False) -> Iterat
 
 def engine_holds_frozen_weights(engine_model: str | Path, serving_dtype: torch.dtype) -> bool:
     """Whether an engine started from ``engine_model`` in ``serving_dtype`` already serves the
-    frozen (non-adapted) weights exactly as a sync of the trainer's would write them, so that a
-    sync of the adapted layers alone (``merged_weights(model, adapted_only=True)``) is complete.
-
-    True for a plain model (the trainer loaded the same files) and for an es-lightning checkpoint
-    (a resume, a pipeline stage's start) whose served file is fp32 or ``serving_dtype``; False when
-    that file was written in another dtype (e.g. a bf16 run resumed in fp32: the engine would hold
-    bf16-rounded copies of the fp32 weights the trainer holds) or records none."""
+    frozen weights exactly, so syncing the adapted layers alone is complete."""
     from es_lightning.weight_files import STATE_FILE, master_files
 
     folder = Path(engine_model)
@@ -169,8 +148,7 @@ def seed_dropout(settings: LoRASettings, step: int, rank: int) -> None:
 
 
 class AdaptersOff(torch.nn.Module):
-    """The base model inside a PeftModel, adapters disabled: GRPO's frozen reference (β > 0)
-    without a second copy of the weights."""
+    """The base model inside a PeftModel, adapters disabled: the reference without a second copy."""
 
     peft_model: PeftModel
 

@@ -1,30 +1,15 @@
 """The clipped GRPO surrogate with an optional k3 KL penalty, aggregated over response tokens.
 
-For response o_i (one of B sequences) with sequence advantage Â_i and token t (symbols as in
-DeepSeekMath's GRPO objective, ε_high from DAPO):
+For response i with advantage Â_i and token t (DeepSeekMath's objective, ε_high from DAPO)::
 
-    ρ_{i,t} = π_θ(o_{i,t} | q, o_{i,<t}) / π_old(o_{i,t} | q, o_{i,<t}) = exp(logp − old_logp)
+    ρ_{i,t} = exp(logp − old_logp)
     l_{i,t} = −min(ρ_{i,t}·Â_i, clip(ρ_{i,t}, 1 − ε_low, 1 + ε_high)·Â_i) + β·KL_{i,t}
+    KL_{i,t} = exp(ref − logp) − (ref − logp) − 1                  (k3, Schulman; ≥ 0)
 
-with the k3 estimator of KL(π_θ ‖ π_ref) (Schulman, "Approximating KL Divergence",
-http://joschu.net/blog/kl-approx.html; the same estimator as tiny-grpo's ``approx_kl_divergence``):
-
-    KL_{i,t} = π_ref/π_θ − log(π_ref/π_θ) − 1 = exp(ref − logp) − (ref − logp) − 1  (≥ 0)
-
-Aggregation over the mask M_{i,t} (1 on response tokens):
-
-* ``"token_mean"`` (DAPO / Dr. GRPO): L = Σ_{i,t} M·l / N_tok, N_tok = ``num_tokens`` or Σ M.
-  Passing the whole batch's token count as ``num_tokens`` to every micro-batch makes the
-  micro-batch losses (and gradients) add up to the full batch's token mean.
-* ``"sequence_mean"`` (original GRPO): L = (1/N_seq)·Σ_i (Σ_t M·l / Σ_t M), N_seq =
-  ``num_sequences`` or B. A sequence with no response tokens contributes 0.
-
-Tokens where the clipped branch is active get zero gradient: (ρ > 1 + ε_high and Â > 0) or
-(ρ < 1 − ε_low and Â < 0). ``clip_frac`` is the fraction of response tokens where that happens.
-Padding positions are masked before ``exp``, so garbage there can never produce inf/NaN.
-
-:class:`GRPOLoss` holds the objective's settings (ε, ε_high, β, the aggregation), checked once when
-it is built, as torchtune's loss modules hold theirs; calling it is :func:`grpo_loss` with them.
+``token_mean`` (DAPO, Dr. GRPO) divides Σ M·l by the token count (``num_tokens``: the whole batch's,
+so micro-batches add up); ``sequence_mean`` (original GRPO) averages per sequence first.
+``clip_frac`` is the share of response tokens on the clipped branch. Padding is masked before
+``exp``. :class:`GRPOLoss` holds the settings, checked once.
 """
 
 from __future__ import annotations
@@ -55,10 +40,8 @@ class LossStats:
 
 
 def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
-    """Per-token k3 estimate of KL(π_θ ‖ π_ref): exp(ref − logp) − (ref − logp) − 1, elementwise.
-
-    See http://joschu.net/blog/kl-approx.html. Unbiased for tokens sampled from π_θ, and ≥ 0.
-    """
+    """Per-token k3 estimate of KL(π_θ ‖ π_ref), unbiased for tokens sampled from π_θ and ≥ 0
+    (http://joschu.net/blog/kl-approx.html)."""
     log_ratio = ref_logp - logp  # log(π_ref / π_θ)
     return log_ratio.exp() - log_ratio - 1.0
 
@@ -83,30 +66,9 @@ def grpo_loss(
     num_tokens: float | None = None,
     num_sequences: float | None = None,
 ) -> tuple[torch.Tensor, LossStats]:
-    """Clipped GRPO/PPO surrogate loss (to minimise) of B sequences × T tokens.
-
-    Args:
-        logp: (B, T) log π_θ of the sampled tokens; carries the graph.
-        old_logp: (B, T) log π_old of the same tokens (the rollout policy); detached here.
-        advantages: (B,) one advantage Â_i per sequence; detached here.
-        mask: (B, T) 1 on response tokens, 0 on padding (any dtype).
-        clip_eps: ε_low, the lower clip 1 − ε_low (and the upper one when ``clip_eps_high`` is None).
-        clip_eps_high: DAPO's ε_high for the upper clip 1 + ε_high; None means ``clip_eps``.
-        ref_logp: (B, T) log π_ref of a frozen reference; needed when ``beta > 0``. Without
-            ``beta`` it is only used for the ``kl`` statistic.
-        beta: β, weight of the k3 KL penalty.
-        aggregation: ``"token_mean"`` or ``"sequence_mean"`` (see the module docstring).
-        num_tokens: token_mean only: divide by this instead of Σ mask (e.g. the token count of
-            the whole batch when this call sees one micro-batch).
-        num_sequences: sequence_mean only: divide by this instead of B.
-
-    Returns:
-        The scalar loss (differentiable w.r.t. ``logp``) and :class:`LossStats`.
-
-    Raises:
-        ValueError: on mismatched shapes, ε outside (0, 1), ε_high <= 0, β < 0, ``beta > 0``
-            without ``ref_logp``, an unknown ``aggregation`` or a non-positive
-            ``num_tokens``/``num_sequences``.
+    """Clipped GRPO/PPO surrogate loss (to minimise) of B sequences × T tokens and its
+    :class:`LossStats`; ``ref_logp`` is needed when ``beta > 0``, ``num_tokens``/``num_sequences``
+    replace the divisor. ValueError on bad shapes or settings.
     """
     _check_arguments(logp, old_logp, advantages, mask, ref_logp, num_tokens, num_sequences)
     _check_settings(clip_eps, clip_eps_high, beta, aggregation, has_reference=ref_logp is not None)
@@ -170,8 +132,7 @@ def _check_arguments(
 def _check_settings(
     clip_eps: float, clip_eps_high: float | None, beta: float, aggregation: str, has_reference: bool
 ) -> None:
-    """ε, ε_high, β and the aggregation of one :func:`grpo_loss` call, by :class:`GRPOLoss`'s rules
-    (the same ones that check the GRPO strategy's settings)."""
+    """ε, ε_high, β and the aggregation of one call, by :class:`GRPOLoss`'s rules."""
     values = {
         "clip_eps": clip_eps,
         "clip_eps_high": clip_eps_high,
@@ -211,12 +172,7 @@ def _statistics(
 
 @dataclass(frozen=True)
 class GRPOLoss:
-    """The clipped GRPO objective with its settings (ε in (0, 1), ε_high > 0 or ``None``, β >= 0,
-    the aggregation; as :func:`grpo_loss` documents them), checked once here (a
-    :class:`~es_lightning.errors.ConfigError` names every bad value) by the rules every
-    :func:`grpo_loss` call is checked by; ``loss(logp, old_logp, advantages, mask, ...)`` is
-    :func:`grpo_loss` with them. The GRPO strategy's ``clip_eps``, ``clip_eps_high``, ``beta`` and
-    ``loss_aggregation`` are these fields."""
+    """The clipped GRPO objective with its settings, checked once; calling it is :func:`grpo_loss`."""
 
     clip_eps: float = checked(0.2, lambda eps: 0 < eps < 1, "in (0, 1)")
     clip_eps_high: float | None = checked(None, lambda eps: eps is None or eps > 0, "null or > 0")
@@ -236,9 +192,7 @@ class GRPOLoss:
         num_tokens: float | None = None,
         num_sequences: float | None = None,
     ) -> tuple[torch.Tensor, LossStats]:
-        """The loss (to minimise) of B sequences × T tokens and its :class:`LossStats`; the
-        arguments are :func:`grpo_loss`'s: logp, old_logp, mask (and ref_logp, needed when β > 0)
-        (B, T), advantages (B,)."""
+        """The loss and its :class:`LossStats` (:func:`grpo_loss`'s arguments)."""
         return grpo_loss(
             logp,
             old_logp,

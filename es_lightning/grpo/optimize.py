@@ -1,15 +1,5 @@
-"""The optimisation half of one GRPO update: μ AdamW steps of the clipped objective on one batch.
-
-For each inner iteration, micro-batches of sequences accumulate gradients of
-
-    L = −min(ρ_t A, clip(ρ_t, 1 − ε_low, 1 + ε_high) A) + β · KL_k3(π_θ ‖ π_ref),
-
-(:class:`~es_lightning.grpo.loss.GRPOLoss`), with π_old recomputed once before the first step when
-μ > 1 (with μ = 1 the ratio is exactly 1) and π_ref's log-probabilities when there is a reference
-(β > 0); gradients are clipped, the learning rate follows the schedule, and the optimizer steps.
-Returns the first iteration's loss, clip fraction, KL, token entropy (per response token),
-gradient norm and learning rate.
-"""
+"""The optimisation half of one GRPO update: μ AdamW steps of the clipped objective on one batch,
+micro-batches accumulating, π_old recomputed when μ > 1, gradients clipped, the schedule followed."""
 
 from __future__ import annotations
 
@@ -63,11 +53,7 @@ def optimize_policy(
     max_grad_norm: float | None,
     reference: torch.nn.Module | None = None,
 ) -> dict[str, float]:
-    """μ optimizer steps of the clipped GRPO objective on one batch of sampled responses, one per
-    entry of ``learning_rates`` (η of each step), for the policy ``model`` and its AdamW
-    ``optimizer`` as ``fabric.setup`` returned them (DDP or FSDP); micro-batches of ``micro_batch_size`` sequences
-    accumulate into each step, gradients are clipped to ``max_grad_norm`` (``None``: not), and
-    ``reference`` gives π_ref for the KL. The first iteration's statistics are returned."""
+    """One optimizer step per entry of ``learning_rates`` on one batch; the first step's statistics."""
     inner_iterations = len(learning_rates)
     total_tokens = float(batch.response_mask.sum())
     chunks = batch.micro_batches(micro_batch_size)
@@ -114,8 +100,7 @@ def _fixed_logps(
     recompute_old: bool,
     temperature: float,
 ) -> tuple[list[torch.Tensor | None], list[torch.Tensor | None]]:
-    """Per micro-batch, log π_old (when ``recompute_old``: μ > 1) and log π_ref (with a
-    ``reference``) of the sampled tokens, each (s, L), before the first step; ``None`` otherwise."""
+    """Per micro-batch, log π_old (μ > 1) and log π_ref (with a reference) before the first step."""
     old_logps: list[torch.Tensor | None] = [None] * len(chunks)
     ref_logps: list[torch.Tensor | None] = [None] * len(chunks)
     if recompute_old or reference is not None:
@@ -132,8 +117,7 @@ def _fixed_logps(
 def _step(
     fabric: Fabric, model: _FabricModule, optimizer: _FabricOptimizer, lr: float, max_grad_norm: float | None
 ) -> float:
-    """Clip the accumulated gradients (or only measure their norm), step with η = ``lr``, zero the
-    gradients; returns the norm before clipping."""
+    """Clip the gradients, step with η = ``lr``, zero them; the norm before clipping."""
     if max_grad_norm is not None:
         norm = fabric.clip_gradients(model, optimizer, max_norm=max_grad_norm)
         assert norm is not None  # with max_norm, Fabric returns the total norm

@@ -1,15 +1,12 @@
 """GRPO's learning-rate schedule: warmup, then constant, linear or cosine decay.
 
-The same schedules as ``transformers.get_scheduler`` (what TRL and verl users set with
-``lr_scheduler_type``, ``warmup_steps`` / ``warmup_ratio``), as a pure function of the optimizer
-step s = update · μ + inner iteration, with W warmup steps out of T = updates · μ:
+The schedules of ``transformers.get_scheduler``, as a pure function of the optimizer step
+s = update · μ + inner iteration (W warmup steps of T = updates · μ), so a resumed run needs no
+scheduler state:
 
     s < W:     η(s) = η · s / W
-    constant:  η(s) = η
     linear:    η(s) = η · max(0, (T − s) / (T − W))
     cosine:    η(s) = η · ½ (1 + cos(π · (s − W) / (T − W)))
-
-A pure function of the step needs no scheduler state: a resumed run continues the schedule exactly.
 """
 
 from __future__ import annotations

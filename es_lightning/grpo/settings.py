@@ -1,12 +1,4 @@
-"""GRPO's settings: :class:`GRPOSettings` (sampling, optimizer, schedule, batching) and the loss's
-own :class:`~es_lightning.grpo.loss.GRPOLoss` (ε, ε_high, β, aggregation), each field written once
-with its default and its check.
-
-The GRPO strategy takes the settings as keyword arguments (the recipes' ``strategy.init_args``,
-documented there, defaulting to these fields); :func:`build_settings` checks them all, naming every
-bad one at once, before anything starts, and :func:`settings_hparams` gives them back for
-``hparams.yaml``.
-"""
+"""GRPO's settings and the loss's, each field written once with its default and its check."""
 
 from __future__ import annotations
 
@@ -27,8 +19,7 @@ def _betas_ok(betas: Any) -> bool:
 
 @dataclass(frozen=True)
 class GRPOSettings:
-    """How GRPO samples, steps and batches (the strategy's settings besides its loss's; each one is
-    documented on :class:`~es_lightning.strategies.grpo.GRPOStrategy`)."""
+    """How GRPO samples, steps and batches (documented on the strategy)."""
 
     group_size: int = checked(8, lambda g: g >= 2, ">= 2")
     learning_rate: float = checked(1e-6, lambda lr: math.isfinite(lr) and lr > 0, "> 0")
@@ -54,9 +45,7 @@ SETTING_NAMES: tuple[str, ...] = tuple(f.name for cls in (GRPOSettings, GRPOLoss
 
 
 def build_settings(**values: Any) -> tuple[GRPOSettings, GRPOLoss]:
-    """The settings and the loss from ``values`` (setting name = value, e.g. the strategy's
-    keyword arguments); a :class:`~es_lightning.errors.ConfigError` names every bad value, in the
-    order of ``values``, before either is built."""
+    """The settings and the loss from ``values``; a ConfigError names every bad value."""
     refuse_invalid("GRPOStrategy", values, GRPOSettings, GRPOLoss)
     loss_names = {f.name for f in fields(GRPOLoss)}
     settings = GRPOSettings(**{k: v for k, v in values.items() if k not in loss_names})
@@ -64,7 +53,6 @@ def build_settings(**values: Any) -> tuple[GRPOSettings, GRPOLoss]:
 
 
 def settings_hparams(settings: GRPOSettings, loss: GRPOLoss) -> dict[str, Any]:
-    """``{setting name: plain value}`` of every GRPO setting, once each (tuples as lists, ``lora``
-    as a mapping), as ``hparams.yaml`` records them."""
+    """Every GRPO setting once as a plain value, as ``hparams.yaml`` records them."""
     values = {**plain_values(settings), **plain_values(loss)}
     return {name: values[name] for name in SETTING_NAMES}

@@ -1,9 +1,5 @@
-"""Where a model name points: a local folder, or a hub id and its copy in the local HF cache.
-
-:func:`looks_local` tells a path from a hub id; :func:`cached_config` finds a hub id's
-``config.json`` in the cache (``$HF_HUB_CACHE``, :func:`hub_cache`) at a revision;
-:func:`hub_offline` says whether downloads are off. :mod:`es_lightning.models.loading` and
-:mod:`es_lightning.models.source` (is a name usable?) build on these.
+"""Where a model name points: a local folder (:func:`looks_local`), or a hub id and its
+``config.json`` in the local HF cache (:func:`cached_config`).
 """
 
 from __future__ import annotations
@@ -45,8 +41,3 @@ def cached_config(repo_id: str, revision: str | None = None) -> str | None:
 
     found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
     return found if isinstance(found, str) else None
-
-
-def is_cached(repo_id: str, revision: str | None = None) -> bool:
-    """Whether ``repo_id``'s ``config.json`` (at ``revision``) is in the local HF hub cache."""
-    return cached_config(repo_id, revision) is not None

@@ -1,24 +1,5 @@
-"""How a model is loaded: its hub revision, its remote code, and transformers' loading options.
-
-One :class:`ModelLoading` (built by :class:`~es_lightning.module.ReasoningModule` from its
-``revision``, ``trust_remote_code`` and ``model_kwargs``) reaches every place that reads the model:
-
-=================================  ==========================================================
-where                              what it gets
-=================================  ==========================================================
-the module's tokenizer             ``revision``, ``trust_remote_code``
-the trainer's model (GRPO)         ``revision``, ``trust_remote_code``, ``model_kwargs``
-the HF rollout's model, tokenizer  the same (the tokenizer: without ``model_kwargs``)
-the vLLM engine                    ``revision`` (and ``tokenizer_revision``), ``trust_remote_code``
-each checkpoint's config files     ``revision``, ``trust_remote_code``; custom code is copied in
-=================================  ==========================================================
-
-A revision names a commit of a hub repository; a local folder (a checkpoint, a pipeline stage's
-start, a built-in model) has none, so it is never applied to one. ``model_kwargs`` are
-``AutoModelForCausalLM.from_pretrained`` options (TRL's ``model_init_kwargs``), e.g.
-``attn_implementation``; vLLM has its own options for such things (``rollout.engine_kwargs``,
-e.g. ``hf_overrides``).
-"""
+"""How a model is loaded: its hub revision, its remote code, and transformers' loading options,
+one :class:`ModelLoading` for every place that reads the model (never a revision for a folder)."""
 
 from __future__ import annotations
 
@@ -63,10 +44,6 @@ class ModelLoading:
                 + "; ".join(f"{key!r} is set by {setting}" for key, setting in owned.items())
             )
 
-    @property
-    def is_default(self) -> bool:
-        return self == ModelLoading()
-
     def hub_kwargs(self, path: str) -> dict[str, Any]:
         """For ``AutoTokenizer``/``AutoConfig``/``GenerationConfig.from_pretrained(path, ...)``."""
         kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
@@ -91,8 +68,7 @@ class ModelLoading:
 
 
 def model_folder(model: str, revision: str | None = None) -> Path | None:
-    """The folder holding ``model``'s files: the folder itself, or the hub snapshot at ``revision``
-    (its Python files fetched when the hub can be reached); ``None`` when neither is at hand."""
+    """The folder holding ``model``'s files (a hub snapshot at ``revision``), or ``None``."""
     if looks_local(model):
         folder = Path(model).expanduser()
         return folder if folder.is_dir() else None
@@ -110,11 +86,7 @@ def model_folder(model: str, revision: str | None = None) -> Path | None:
 
 
 def copy_model_code(model: str, directory: str | Path, revision: str | None = None) -> list[Path]:
-    """Copy the Python files of a model that ships its own code (an ``auto_map`` in the
-    ``config.json`` already written to ``directory``) into ``directory``, and point the auto_map
-    entries that name ``model``'s repository (``org/name--modeling_x.Class``, as transformers
-    writes them for hub models) at the copies, so the folder loads on its own. Returns the copies.
-    """
+    """Copy a model's own code into ``directory`` so the folder loads alone; returns the copies."""
     directory = Path(directory)
     config_file = directory / "config.json"
     config = json.loads(config_file.read_text())

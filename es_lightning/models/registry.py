@@ -1,11 +1,7 @@
-"""Built-in models by name, shipped with the package or built locally on first use (nothing is downloaded).
-
-``module.model: es-lightning/tiny-arithmetic`` (or ``es-lightning/tiny-countdown``,
-``es-lightning/tiny-countdown-arithmetic``) in a recipe resolves to the trained checkpoint shipped
-as package data (see its ``TRAINING.md``);
-``es-lightning/tiny-random`` to a cached folder built on first use; any other value is passed
-through unchanged (an HF hub id or a local folder). The cache lives in ``$ES_LIGHTNING_CACHE``
-(default ``~/.cache/es_lightning``).
+"""Built-in models by name, shipped with the package or built locally on first use (nothing is
+downloaded): ``es-lightning/tiny-arithmetic``, ``tiny-countdown``, ``tiny-countdown-arithmetic``
+(trained checkpoints, see each ``TRAINING.md``) and ``tiny-random`` (built in
+``$ES_LIGHTNING_CACHE``); any other name passes through.
 """
 
 from __future__ import annotations

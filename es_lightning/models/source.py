@@ -1,17 +1,5 @@
-"""Is a model name usable? A local folder, a built-in name, or a hub id in the cache (or on the hub).
-
-:func:`check_model_source` runs before anything expensive (Fabric, engines, data) and refuses,
-naming the model and where it looked, a value that transformers and vLLM would fail on later:
-
-* a local folder (a path that exists, starts with ``.``, ``/`` or ``~``, or has more than one
-  ``/``) must hold a ``config.json``;
-* an ``es-lightning/...`` name must be a built-in one;
-* a hub id (``org/name``) must be in the local HF cache (``$HF_HUB_CACHE``), at the revision asked
-  for (``module.revision``); when it is not, the hub is asked whether it exists (short timeout),
-  unless ``HF_HUB_OFFLINE=1`` forbids it;
-* a model whose config.json asks for its own code (``auto_map``, for an architecture transformers
-  does not know) needs ``trust_remote_code``.
-"""
+"""Is a model name usable? A local folder, a built-in name, or a hub id in the cache (or on the
+hub), checked before anything expensive (:func:`check_model_source`)."""
 
 from __future__ import annotations
 
@@ -32,8 +20,7 @@ HUB_TIMEOUT_S = 10.0
 
 
 def needs_remote_code(config: dict[str, Any]) -> bool:
-    """Whether transformers needs the model's own code to load a model with this config.json
-    (an ``auto_map`` for a ``model_type`` transformers does not know), as its Auto classes decide."""
+    """Whether transformers needs the model's own code to load this config.json."""
     if "auto_map" not in config:
         return False
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
@@ -42,16 +29,7 @@ def needs_remote_code(config: dict[str, Any]) -> bool:
 
 
 def check_model_source(name: str, setting: str = "module.model", loading: ModelLoading | None = None) -> None:
-    """Refuse ``name`` (the value of ``setting``) unless it is a model folder with a
-    ``config.json``, a built-in name, or a hub id that is cached or exists on the hub (at
-    ``loading.revision``), and, when it ships its own code, ``loading.trust_remote_code`` is set.
-
-    Raises:
-        MissingPathError: a local-looking path without ``config.json``.
-        ConfigError: an unknown built-in name, an invalid hub id, a hub id (or revision) that is
-            neither cached nor (reachable) on the hub, the message saying where it looked; or
-            custom model code without ``trust_remote_code``.
-    """
+    """Refuse ``name`` (the value of ``setting``) unless usable, saying where it looked."""
     revision = loading.revision if loading is not None else None
     trusted = loading is not None and loading.trust_remote_code
     if looks_local(name):

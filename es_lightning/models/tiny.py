@@ -1,10 +1,6 @@
-"""A tiny Qwen2-architecture causal LM with a character-level tokenizer, built locally.
-
-Nothing is downloaded: the tokenizer is a character vocabulary (printable ASCII plus newline and
-three special tokens) wrapped in ``PreTrainedTokenizerFast``, and the model is ``Qwen2ForCausalLM``
-from a small config with random weights drawn from a fixed seed. The folder it writes is a normal
-HF checkpoint that transformers and vLLM both serve. Head size is 64 because vLLM's CPU attention
-kernel refuses smaller heads.
+"""A tiny Qwen2-architecture causal LM with a character-level tokenizer, built locally from a
+fixed seed; a normal HF checkpoint transformers and vLLM both serve (head size 64: vLLM's CPU
+attention refuses smaller heads).
 """
 
 from __future__ import annotations
@@ -42,12 +38,7 @@ class TinyConfig:
 
 
 def build_tokenizer():
-    """A character-level ``PreTrainedTokenizerFast`` (one token per character).
-
-    The vocabulary uses the byte-level alphabet of GPT-2/Qwen2 tokenizers (space is ``Ġ``, newline
-    ``Ċ``) with no merges, so the folder loads the same under ``PreTrainedTokenizerFast`` and under
-    the ``Qwen2Tokenizer`` that ``AutoTokenizer`` picks for a Qwen2 model.
-    """
+    """A character-level tokenizer with GPT-2's byte-level alphabet, loading as Qwen2's does."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from tokenizers.pre_tokenizers import ByteLevel
     from transformers import PreTrainedTokenizerFast
@@ -95,13 +86,7 @@ def build_tiny_model(
     dtype: str = "float32",
     init_device: str | torch.device = "cpu",
 ) -> Path:
-    """Write a random-initialised Qwen2 model of ``config``'s shape and its tokenizer to ``path``.
-
-    ``vocab_size``: embedding rows (default: the tokenizer's size); more rows than tokens is how
-    real checkpoints ship (Qwen2.5: 151936 rows, 151665 tokens). ``dtype``: the saved weights'.
-    ``init_device``: where the random initialisation runs (a 1.5B shape takes minutes on CPU,
-    seconds on a GPU; the numbers differ between devices, not between runs). Returns the path.
-    """
+    """Write a random Qwen2 model of ``config``'s shape and its tokenizer to ``path``; the path."""
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     config = config or TinyConfig()

@@ -1,26 +1,8 @@
 """The sparsity curve's base point for an analysis whose run's weights were not kept.
 
-``es-lightning analyze --evaluate`` scores, after the checkpoint and its thresholded exports, the
-base model θ_0 (``sparsity_curve_base``: θ_τ for τ ≥ max|Δθ|, every update reverted), so that "the
-pruned model keeps the gain" is read against the base on one engine and one set of random numbers.
-The checkpoint does not enter that point: the engine loads the base's own weights (cast to the
-exports' serving dtype), and the same weights, prompts and seed give the same samples on a fresh
-engine (``tests/analysis/test_curve.py``). So an analysis written before the base point existed,
-whose run's checkpoints are gone (a report continued from its committed summaries, which keep no
-weights), gets the point from ``es-lightning evaluate --model <base>`` with the analysis's
-evaluation settings: scored once per base model and task under ``analysis/base_point/`` and shared
-by every such analysis. The point says how it was scored (``scored_by``).
-
-That is the analysis's own base point only when
-
-- the base is served as stored: the exports' ``serving_dtype`` equals the base's stored dtype
-  (otherwise analyze casts the base and evaluate would not), and
-- ``drift.extra_args`` holds only arguments that ``es-lightning evaluate`` takes alike
-  (``--evaluation.*``, ``--rollout*``, ``--device``, ``--dtype``: passed on) or that do not touch
-  the base's samples (``--taus``, ``--top_k``, ``--threshold_view``, ``--keep_exports``,
-  ``--export_dir``, ``--progress``: left out);
-
-otherwise the analysis needs its checkpoint and the record says why.
+The checkpoint does not enter the base point (θ_0 on the curve's engine), so when the run's
+checkpoints are gone it is scored by ``es-lightning evaluate --model <base>`` with the analysis's
+settings, once per base and task, where those settings allow it; otherwise the record says why.
 """
 
 from __future__ import annotations
@@ -46,8 +28,7 @@ def _flag(token: str) -> str:
 
 
 def evaluate_args(extra_args: list[str]) -> list[str] | str:
-    """The ``es-lightning evaluate`` arguments of ``drift.extra_args`` (``PASSED`` flags with their
-    values), or why the base cannot be scored outside the analysis (a flag of neither kind)."""
+    """The ``evaluate`` arguments of ``drift.extra_args``, or why the base cannot be scored apart."""
     tokens, passed, keep = split_overrides(extra_args), [], False
     for token in tokens:
         if token.startswith("--"):
@@ -64,8 +45,7 @@ def evaluate_args(extra_args: list[str]) -> list[str] | str:
 
 
 def serving_dtype(analysis: dict[str, Any], path: Path) -> str | None:
-    """The one dtype the analysis's exports were served in (each export's ``thresholded.json``
-    beside the analysis at ``path`` records it), or ``None``."""
+    """The one dtype the analysis's exports were served in, or ``None``."""
     records = [r for r in analysis.get("thresholded") or [] if isinstance(r, dict)]
     found = {r["serving_dtype"] for r in records if r.get("serving_dtype")}
     for folder in path.with_name(f"{path.stem}_thresholded").glob("thresholded-*"):
@@ -113,8 +93,7 @@ def cannot_score_alone(plan: ReportPlan, analysis: dict[str, Any], path: Path) -
 
 
 def _score(plan: ReportPlan, name: str, base: str, scored: Path, launch: bool) -> dict[str, Any] | None:
-    """Run ``es-lightning evaluate`` on the base into ``scored`` unless it is there; ``None`` when
-    it is there afterwards, else the failed or missing record."""
+    """Evaluate the base into ``scored`` unless there; ``None`` on success, else the record."""
     if isinstance(read_json(scored), dict):
         return None
     if not launch:
@@ -132,9 +111,7 @@ def _score(plan: ReportPlan, name: str, base: str, scored: Path, launch: bool) -
 
 
 def add_base_point(plan: ReportPlan, name: str, path: Path, analysis: dict[str, Any], launch: bool) -> dict:
-    """Score the base of the analysis at ``path`` (once per base and task) and write its
-    ``sparsity_curve_base``; returns the report's record (``finished``; ``missing`` when not
-    ``launch``; ``failed`` with the reason)."""
+    """Score the base of the analysis at ``path`` and write its ``sparsity_curve_base``; the record."""
     why = cannot_score_alone(plan, analysis, path)
     if why is not None:
         error = f"no checkpoint in the run, and the base point cannot be scored alone: {why}"

@@ -1,12 +1,5 @@
-"""What the report's figures share: a figure on matplotlib's Agg canvas (pyplot's global state is
-never touched), a colour per method, the base's line and noise band, K ticks on a log2 axis, saving,
-and the rules that keep a figure from misleading:
-
-- a percentage axis never leaves [0, 100] and never spans less than ``MIN_SPAN`` points
-  (:mod:`es_lightning.evaluation.percent_axis`), so a 0.08-point difference is drawn as the
-  sliver it is, not magnified to fill the plot; a noise band is drawn beside it;
-- a spread over seeds is drawn only where there are two seeds or more (:func:`spread`): one seed
-  has no error bar, not a bar of zero.
+"""What the report's figures share: an Agg figure, a colour per method, the base's line and noise
+band, log2 K ticks, percentage axes inside [0, 100] with a least span, and no spread for one seed.
 """
 
 from __future__ import annotations

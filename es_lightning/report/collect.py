@@ -1,19 +1,4 @@
-"""From finished run folders to the report's numbers (JSON-ready; every Stat is mean/sd/n/values).
-
-- ``evaluations``: Pass@K per method and seed (the final ``eval/after.json``), the starting model
-  (``base``: a dedicated evaluation run, else each seed's first ``eval/before.json``), means ± sd
-  over seeds and each method's paired difference to base.
-- ``pareto``: (Pass@1, Pass@K) of every method's mean, the non-dominated ones, the frontier of
-  the single-optimizer points, and per seed which points are non-dominated.
-- ``curves``: ``entropy/<task>`` and ``heldout/<task>/pass@<k>`` over steps, mean ± sd per step
-  (and the held-out problems per task, for the figures' sampling band).
-- ``ablations``: per value, the final reward (mean of the last ``reward_window`` logged
-  ``train/reward_mean``), Pass@K after training and the mean ``es/kappa_pair`` of the run (with
-  every update's value, for its standard error over updates).
-- ``outcomes``: the per-problem correct counts (and greedy outcomes) of base, every method and
-  the trajectory points (:mod:`~es_lightning.report.outcomes`), the input of every bootstrap
-  interval.
-"""
+"""From finished run folders to the report's numbers (JSON-ready; every Stat is mean/sd/n/values)."""
 
 from __future__ import annotations
 
@@ -214,8 +199,7 @@ def collect_outcome_block(
     task: str | None,
     points: dict[str, dict[int, Outcomes | None]] | None = None,
 ) -> dict[str, Any] | None:
-    """The ``outcomes`` block: base (its own evaluation for every seed, else each seed's first
-    run's ``before``), every method's final evaluation, then the trajectory ``points``."""
+    """The ``outcomes`` block: base, every method's final evaluation, then the trajectory ``points``."""
     if task is None:
         return None
     found: dict[str, dict[int, Outcomes | None]] = {"base": {}}

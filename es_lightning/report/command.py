@@ -1,19 +1,8 @@
 """``es-lightning report``: run (or reuse) every method and ablation, then write the report.
 
     es-lightning report --config recipes/report_cpu.yaml --quick --output_dir runs/report_quick
-    es-lightning report --config recipes/report_cpu.yaml --seeds 3 --output_dir runs/report_cpu
-    es-lightning report --from_json runs/report_cpu/report.json --output_dir runs/report_cpu_rejudged
 
-Steps: plan the runs (:mod:`~es_lightning.report.runs`), launch the unfinished ones one after
-another, analyse the final checkpoints (:mod:`~es_lightning.report.weight_drift`), evaluate GRPO's
-intermediate checkpoints (:mod:`~es_lightning.report.trajectory`) and the base at other
-temperatures (:mod:`~es_lightning.report.sharpening`), collect the numbers
-(:mod:`~es_lightning.report.collect`, per-problem outcomes in :mod:`~es_lightning.report.outcomes`,
-compute in :mod:`~es_lightning.report.compute`), judge the paper's claims
-(:mod:`~es_lightning.report.claims`), draw the figures and write ``report.json`` and ``REPORT.md``
-into ``output_dir``. Running the same command again reuses every finished run, analysis and
-checkpoint evaluation, and retries the failed ones. ``--from_json`` judges a saved report again
-(:mod:`~es_lightning.report.rerender`).
+Running the same command again reuses every finished run, analysis and evaluation.
 """
 
 from __future__ import annotations
@@ -54,8 +43,7 @@ def build_plan(
     quick_overrides: list[str] | None = None,
     **settings: Any,
 ) -> ReportPlan:
-    """The resolved plan: ``seeds`` defaults to 3 (1 with ``quick``); the quick overrides kept
-    apart (the runs take them after their own, :func:`~es_lightning.report.runs.plan_runs`)."""
+    """The resolved plan: ``seeds`` defaults to 3 (1 with ``quick``)."""
     count = seeds if seeds is not None else (1 if quick else 3)
     if count < 1:
         raise ConfigError(f"report: seeds must be >= 1, got {count}")
@@ -72,8 +60,7 @@ def build_plan(
 
 
 def _finished(outcomes: list[RunOutcome]) -> tuple[RunDirs, dict[str, RunDirs]]:
-    """``({method: {seed: dir}}, {ablation: {label: {seed: dir}}})`` of the runs that finished
-    (the forgetting setting's runs are the ablation group ``forgetting``)."""
+    """The finished runs: ``({method: {seed: dir}}, {ablation: {label: {seed: dir}}})``."""
     methods: RunDirs = {}
     ablations: dict[str, RunDirs] = {}
     for outcome in outcomes:
@@ -266,8 +253,7 @@ def run_report(
 def _run_and_write(
     plan: ReportPlan, launch: bool, run_timeout_s: float | None, summaries_dir: Path | None = None
 ) -> dict[str, Any]:
-    """Run the plan's unfinished runs (with ``launch``), analysing and evaluating each one as soon
-    as it has finished, then build the report and write it into ``plan.output_dir``."""
+    """Run the unfinished runs, analysing each as soon as it finishes, then build and write the report."""
     from es_lightning.report.runs import plan_runs, run_all
 
     print(f"[report] {len(plan.seeds)} seed(s), output {plan.output_dir}", flush=True)
@@ -296,9 +282,7 @@ def _run_and_write(
 def _analyse(
     plan: ReportPlan, outcomes: list[RunOutcome], launch: bool
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``es-lightning analyze`` of the finished methods' final checkpoints, and the evaluations of
-    the trajectories' checkpoints (the forgetting setting's too) and of the sharpening reference
-    (all reuse what is already written): (analyses, evaluations)."""
+    """Analyses and checkpoint evaluations of the finished runs (reusing what is written)."""
     from es_lightning.report.collect import choose_task
     from es_lightning.report.forgetting_path import run_forgetting_path
     from es_lightning.report.sharpening import run_sharpening
@@ -314,8 +298,7 @@ def _analyse(
 
 
 def report_parser() -> Any:
-    """The ``report`` subcommand's parser: ``--config`` plus :func:`run_report`'s arguments, with
-    ``--quick`` as a flag (``--quick`` / ``--no_quick``, or ``quick: true`` in the YAML)."""
+    """The ``report`` subcommand's parser: ``--config`` plus :func:`run_report`'s arguments."""
     from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser, set_parsing_settings
 
     set_parsing_settings(docstring_parse_attribute_docstrings=True)  # dataclass field docstrings -> --help

@@ -1,20 +1,7 @@
-"""``es-lightning compare``: the final evaluations of several runs side by side.
-
-One column per run (its folder name; a pipeline's last stage), and first the starting model's
-evaluation (the first run's ``eval/before.json``) when there is one::
+"""``es-lightning compare``: the final evaluations of several runs side by side, after a warning
+naming every setting they differ in (:mod:`~es_lightning.report.compare_settings`)::
 
     es-lightning compare runs/demo_cpu runs/demo_cpu_grpo --output runs/compare
-
-First it checks that the runs can be compared: their evaluation settings, task and starting model
-(:mod:`~es_lightning.report.compare_settings`); a difference is a warning on stderr naming each
-differing key with every run's value. Then it prints the table of
-:func:`~es_lightning.evaluation.columns.format_table` with its detail rows (mean reward, response
-length, truncated share, where the evaluations have them) and, with ``--output``, writes
-``compare.json`` (``{column: {task: summary}}``), ``compare.txt`` (the table),
-``compare_settings.json`` (``{"settings": {run: {key: value}}, "differing": {key: {run: value}}}``),
-``pass_at_k_<task>.png`` (the runs' Pass@K profiles overlaid with the start's noise band, one per
-task) and, with a start column, ``change_<task>.png`` (each run's change from the start in points,
-against the noise of a difference; :mod:`~es_lightning.evaluation.change_plot`).
 """
 
 from __future__ import annotations
@@ -90,9 +77,7 @@ def _read_columns(runs: list[Path], start: bool) -> tuple[dict[str, dict[str, An
 
 
 def check_settings(columns: dict[str, dict[str, Any]], folders: dict[str, Path]) -> dict[str, Any]:
-    """Warn on stderr when the runs differ in evaluation settings, task or starting model (each
-    differing key named, :mod:`~es_lightning.report.compare_settings`); returns
-    ``{"settings": {run: {key: value}}, "differing": {key: {run: value}}}``."""
+    """Warn on stderr naming each setting the runs differ in; returns the settings and the differences."""
     settings = {label: run_settings(run, columns.get(label)) or {} for label, run in folders.items()}
     differences = differing(settings)
     unknown = [label for label, run in folders.items() if not (run / "config.yaml").is_file()]

@@ -1,19 +1,6 @@
-"""What ``compare`` checks before it puts runs side by side: the settings their numbers depend on.
-
-Two runs' Pass@K say something about their training only when they were evaluated alike, on the
-same task, from the same starting model. From each run's resolved ``config.yaml`` (the root one of
-a pipeline) these settings are read and flattened to dotted keys:
-
-- ``model``, ``tokenizer``, ``revision``, ``chat_template``, ``plain_template``,
-  ``max_prompt_tokens``: the starting model and how prompts reach it (``module``);
-- ``task.*``: the training task and its settings (``module.task``);
-- ``evaluation.*``: samples per prompt, temperature, ``max_tokens``, ks, split, limit, seed, ...;
-- ``eval_tasks``: the evaluation tasks, as one value;
-
-and from the final evaluation JSON, per task, ``{task}.n_prompts``, ``{task}.n_samples`` and
-``{task}.split`` (what the evaluation actually covered). A key differs when two runs hold different
-values for it; a key that some runs lack is skipped (a setting added after those runs ran: its
-default keeps the old behaviour, as :mod:`~es_lightning.report.same_run` treats it).
+"""What ``compare`` checks before it puts runs side by side: the settings their numbers depend on
+(model, prompts, task, evaluation, and what the final evaluation covered). A key some runs lack
+is skipped: a setting added since keeps the old behaviour by default.
 """
 
 from __future__ import annotations
@@ -47,8 +34,7 @@ def _init_args(section: Any) -> dict[str, Any]:
 
 
 def run_settings(run_dir: Path, final: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The compared settings of one run (see the module docstring); ``None`` without a readable
-    ``config.yaml`` and a final evaluation."""
+    """The compared settings of one run, or ``None``."""
     import yaml
 
     try:
@@ -90,8 +76,7 @@ def differing(settings: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, 
 
 
 def warning_text(differences: Mapping[str, Mapping[str, Any]], unknown: list[str]) -> str | None:
-    """The warning ``compare`` prints: each differing key with every run's value, and the runs whose
-    settings could not be read; ``None`` when there is nothing to warn about."""
+    """The warning ``compare`` prints, or ``None`` when there is nothing to warn about."""
     lines = []
     if differences:
         lines.append(

@@ -1,17 +1,7 @@
 """What each method spent: updates, rollouts, generated tokens, seconds, wall-clock and memory.
 
-Read from every update's line of ``metrics.jsonl`` (pipelines: every stage's). The strategies log
-``time/step`` (seconds of the update), ``time/generate`` (seconds spent generating),
-``time/tokens_per_s`` (generated tokens / ``time/generate``) and ``train/response_len`` (mean
-tokens of a response), so per update
-
-    tokens = time/tokens_per_s · time/generate,        rollouts = tokens / train/response_len
-
-(exact up to rounding: both are how the strategies formed those means); evaluations and callbacks
-are not included in these. ``wall_seconds`` and ``peak_rss_mb`` are of the whole run process
-(engine start, evaluations and callbacks included; the largest resident set of the run and of its
-engines), recorded by :mod:`~es_lightning.report.measure` in ``measure_name`` beside the run. A
-quantity some update (or run) lacks is ``None`` ("not recorded").
+Per update: tokens = time/tokens_per_s · time/generate, rollouts = tokens / train/response_len;
+wall-clock and memory are the whole process's (:mod:`~es_lightning.report.measure`).
 """
 
 from __future__ import annotations
@@ -43,8 +33,7 @@ def read_measure(path: Path) -> dict[str, float | None]:
 
 
 def run_compute(run_dir: Path, measure_name: str = MEASURED) -> dict[str, float | None]:
-    """Totals over the run's updates (``None`` where an update did not log what is needed), with
-    the measured wall-clock and peak memory of the run's process."""
+    """Totals over the run's updates, with its measured wall-clock and peak memory."""
     series = read_series(run_dir)
     seconds = _by_step(series, "time/step")
     rate, generate = _by_step(series, "time/tokens_per_s"), _by_step(series, "time/generate")

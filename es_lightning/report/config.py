@@ -1,10 +1,5 @@
-"""The report's settings: the ``ablations:``, ``curves:``, ``drift:``, ``trajectory:``,
-``sharpening:``, ``forgetting:`` and ``verdicts:`` blocks of a report recipe.
-
-The top-level keys (``methods``, ``seeds``, ``quick``, ...) are the arguments of
-:func:`~es_lightning.report.command.run_report`; the grouped ones are the dataclasses below, whose
-field docstrings are the ``--help`` text. :class:`ReportPlan` is the resolved form every other
-module reads (quick mode applied, seeds listed, overrides split into CLI tokens).
+"""The report's settings: the grouped blocks of a report recipe (their field docstrings are the
+``--help``), and :class:`ReportPlan`, the resolved form every other module reads.
 """
 
 from __future__ import annotations
@@ -26,13 +21,7 @@ FORGETTING = "forgetting"
 
 @dataclass
 class Ablation:
-    """One swept setting: a recipe, a parameter path and its values (and/or named variants).
-
-    The honest reading looks for ablations named ``population_size`` (numeric values),
-    ``normalization`` (``zscore``, ``rank``, ``none``), ``estimator`` (``one_point``,
-    ``antithetic``) and ``kappa_pair`` (variants with a ``reference`` value each); any other
-    ablation is tabulated and plotted the same way.
-    """
+    """One swept setting: a recipe, a parameter path and its values (and/or named variants)."""
 
     recipe: str
     """The ``es-lightning fit`` recipe every run of the ablation starts from."""
@@ -331,8 +320,7 @@ class ReportPlan:
     sharpening: SharpeningSettings = field(default_factory=SharpeningSettings)
 
     def with_control(self, methods: list[str]) -> list[str]:
-        """``methods`` and, when it is one of the report's methods, ES's permuted-reward control:
-        the claims judge ES's drift, sparsity and entropy against it."""
+        """``methods`` and, when the report runs it, ES's permuted-reward control."""
         control = self.verdicts.permuted_control
         return list(dict.fromkeys([*methods, *([control] if control in self.methods else [])]))
 

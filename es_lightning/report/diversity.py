@@ -1,29 +1,8 @@
 """Population diversity in the report: how differently ES's members succeed, and what reaches the centre.
 
-The ``PopulationDiversity`` callback (``callbacks/diversity.py``; formulas in
-:mod:`es_lightning.es.diversity` and :mod:`es_lightning.es.theory`) probes every k-th update on a
-probe set apart from the reward prompts and logs, at that update:
-
-- ``diversity/js``: the Jensen–Shannon divergence (bits) of the members' Bernoulli success rates
-  from their mixture, and ``diversity/js_excess``: the same minus that of N σ = 0 copies of the
-  centre sampled with the members' seeds (what sampling noise alone does not explain);
-- ``diversity/gap`` = P_pop − P_same (at least one member solves a prompt, against the same had
-  every member the mean rate), and ``diversity/gap_excess``: the same over the copies';
-- ``diversity/alignment_cov``: cov over members of the update's z_i and the probe success p_i(x);
-- Proposition 1 (transfer to the centre, SGD updates): ``diversity/transfer_kl`` (KL of the updated
-  centre from the reward-weighted mixture's prediction, bits), ``diversity/mixture_gain`` and
-  ``diversity/centre_gain`` (predicted and measured change of the centre's success) and
-  ``diversity/transfer_margin`` (the mixture's gain less its Pinsker bound).
-
-Per run group with such logs (ES, its permuted control, low-rank ES, the pipelines' ES stages, the
-forgetting setting's ES) and per metric: each seed's mean with its t interval over that run's
-probed updates; the group's mean with its t interval over all probed updates of all seeds (the
-unit: one probe, which draws its own prompts, samples and population); and the t interval over the
-seeds' means. Against the permuted control (the same seeds, prompts and populations, rewards
-shuffled): the difference per probed update, paired by seed and update, with its t interval over
-the paired probes and the t interval over the seeds' mean differences (the run, whose centre all
-its probes share, as the unit); a difference is "higher" or "lower" only when both intervals
-exclude 0 on that side, else "not resolved".
+Per run group and ``PopulationDiversity`` metric: per seed and pooled means with t intervals, and
+each ES method minus the permuted control, "higher" or "lower" only when the intervals over probes
+and over seeds both exclude 0.
 """
 
 from __future__ import annotations
@@ -60,8 +39,7 @@ HEADLINE = ("js", "gap_excess", "alignment_cov", "transfer_margin")
 
 
 def mean_interval(values: Sequence[float], level: float = LEVEL) -> dict[str, Any] | None:
-    """``{mean, low, high, n}``: the mean and its two-sided t interval (bounds ``None`` below 2
-    values); ``None`` for no values."""
+    """``{mean, low, high, n}`` with the two-sided t interval; ``None`` for no values."""
     n = len(values)
     if n == 0:
         return None
@@ -101,8 +79,7 @@ def _side(interval: dict[str, Any] | None) -> int:
 
 
 def reading(over_probes: dict[str, Any] | None, over_seeds: dict[str, Any] | None) -> str:
-    """``higher`` / ``lower`` when both intervals exclude 0 on that side, else ``not resolved``
-    (naming the one unit that resolves it, if one does)."""
+    """``higher`` / ``lower`` when both intervals exclude 0 on that side, else ``not resolved``."""
     probes, seeds = _side(over_probes), _side(over_seeds)
     if probes and probes == seeds:
         return "higher" if probes > 0 else "lower"
@@ -133,8 +110,7 @@ def _versus(
 def collect_diversity(
     methods: dict[str, Dirs], forgetting: dict[str, Dirs], control: str
 ) -> dict[str, Any] | None:
-    """The ``diversity`` block: per run group with probes, per metric, per seed and pooled with
-    intervals, and every ES method's paired difference from ``control``; ``None`` without probes."""
+    """The ``diversity`` block (``None`` without probes)."""
     groups = {**methods, **{f"forgetting/{m}": d for m, d in forgetting.items()}}
     found: dict[str, dict[int, dict[str, dict[int, float]]]] = {}
     for name, dirs in groups.items():

@@ -1,17 +1,5 @@
-"""The report's PNG figures, drawn from the collected numbers (the same dict as ``report.json``).
-
-Every figure shows the base model's value and a noise band, so a difference smaller than the
-evaluation's own noise cannot look like a trend: on Pass@K figures the base's one-sided bounds of
-the paired bootstrap over problems (:mod:`~es_lightning.report.bootstrap`); elsewhere the band
-named in its legend. ``pass_at_k.png`` (mean ± sd over seeds per method, K on a log2 axis),
-``pareto_pass1_pass{k}.png`` (each method's mean with ± sd bars, each trajectory with its
-updates marked, the base's temperature path dotted (the sharpening reference), the base's
-sampling box, the end-point frontier dashed), ``entropy.png`` and
-``heldout.png`` (:mod:`~es_lightning.report.figures_training`), ``drift.png`` and
-``ablations.png`` (:mod:`~es_lightning.report.figures_drift`). :func:`make_figures` skips a figure
-whose inputs are absent and says why. What the figures share (the Agg canvas, colours, the band,
-percentage axes kept inside [0, 100] with a least span, no spread drawn for one seed) is in
-:mod:`~es_lightning.report.canvas`.
+"""The report's PNG figures, drawn from the collected numbers, each with the base's value and a
+noise band; :func:`make_figures` skips a figure whose inputs are absent and says why.
 """
 
 from __future__ import annotations
@@ -26,8 +14,7 @@ from es_lightning.report.figures_training import plot_entropy, plot_heldout
 
 
 def plot_pass_at_k(report: dict[str, Any], rows: dict[str, dict[str, Any]], path: Path) -> Path:
-    """Pass@K in percent against K: one line per method with its ± sd band (two seeds or more), the
-    base's sampling band, a y axis inside [0, 100] spanning at least 10 points."""
+    """Pass@K in percent against K: one line per method with its ± sd band and the base's band."""
     fig, (ax,) = new_figure()
     draw_pass_at_k(ax, report, rows)
     return save(fig, path)
@@ -75,17 +62,15 @@ def draw_pass_at_k(ax: Any, report: dict[str, Any], rows: dict[str, dict[str, An
 
 
 def plot_pareto(report: dict[str, Any], k: str, path: Path) -> Path:
-    """Pass@1 against Pass@k: methods (± sd; each seed a faint dot), the trajectories, the base's
-    temperature path, the base's sampling box, non-dominated end points ringed and their frontier
-    dashed (descriptive)."""
+    """Pass@1 against Pass@k: methods, trajectories, the base's temperature path and sampling box,
+    and the non-dominated end points' frontier dashed."""
     fig, (ax,) = new_figure()
     draw_pareto(ax, report, k)
     return save(fig, path)
 
 
 def draw_pareto(ax: Any, report: dict[str, Any], k: str) -> None:
-    """The content of :func:`plot_pareto` on ``ax``; error bars only for two seeds or more, both
-    axes inside [0, 100] spanning at least 10 points."""
+    """The content of :func:`plot_pareto` on ``ax``."""
     data, rows = report["pareto"][k], report["evaluations"]["pass_at_k"]
     per_seed = report["evaluations"].get("per_seed") or {}
     xs_shown: list[float] = []
@@ -166,8 +151,7 @@ def _line(
     style: str,
     line: dict[str, Any],
 ) -> tuple[list[float], list[float]]:
-    """The points ``names`` (their pooled Pass@1 and Pass@k) joined in order, each marked with its
-    label; nothing with fewer than two. Returns the points drawn."""
+    """The points ``names`` joined in order and labelled; returns the points drawn."""
     points = [(label, intervals.get(name) or {}) for label, name in zip(labels, names)]
     points = [(label, v) for label, v in points if v.get("1") and v.get(k)]
     if len(points) < 2:

@@ -1,13 +1,4 @@
-"""Drift and ablation figures, each with what a method that did nothing would show.
-
-``drift.png``: s_τ against τ per method with the closed-form random-walk null's curve (dashed)
-where ``analyze`` wrote it; the top-k largest updates by layer kind with the null's expected
-counts (a kind's parameter share × k, black diamonds); and the functional-sparsity curve, the
-thresholded exports' Pass@1 against their s_τ (the permuted-reward control's curve, the empirical
-null, beside ES's when it was analysed), with the base's Pass@1 and its bootstrap band.
-``ablations.png``: per ablation the final reward and Pass@k per value (± sd), the base's Pass@k
-with its band, and κ_pair next to the paper's value with 2 (uncorrelated pairs) marked.
-"""
+"""Drift and ablation figures, each with what a method that did nothing would show."""
 
 from __future__ import annotations
 
@@ -47,8 +38,7 @@ def _mean_sd(data: dict[str, Any] | None, scale: float = 1.0) -> tuple[float, fl
 def grouped_bars(
     ax: Any, labels: list[str], series: dict[str, tuple[list[float], list[float]]]
 ) -> list[float]:
-    """One group of bars per label, one bar per series (``{name: (heights, errors)}``, an error of
-    NaN drawing no bar); returns each group's centre."""
+    """One group of bars per label, one bar per series (a NaN draws none); each group's centre."""
     width = 0.8 / max(len(series), 1)
     for i, (name, (heights, errors)) in enumerate(series.items()):
         xs = [j + i * width for j in range(len(labels))]
@@ -156,8 +146,7 @@ def plot_drift(report: dict[str, Any], path: Path) -> Path:
 
 
 def plot_ablations(report: dict[str, Any], path: Path) -> Path:
-    """Per ablation: final reward (×100) and Pass@k (%) per value, ± sd, with the base's Pass@k and
-    band; κ_pair next to the paper's, with 2 (uncorrelated pairs) marked."""
+    """Per ablation: final reward and Pass@k per value with the base's band; κ_pair against 2."""
     ablations = report["ablations"]
     panels = []
     for name, data in ablations.items():

@@ -1,12 +1,5 @@
-"""Training-curve figures: token entropy and held-out Pass@k over updates, each with the base's
-value (the curves' first logged value, before any update) and a noise band.
-
-- ``entropy.png``: the band is ± the non-inferiority margin ``verdicts.entropy_margin`` that "ES
-  keeps its entropy" is judged with (the entropy estimate's own sampling noise is not logged).
-- ``heldout.png``: the band is the base's Pass@k ± z·√(p(1 − p)/P) over the ``P`` held-out problems
-  (z at the report's level): per-problem Pass@k lies in [0, 1], so its spread over problems is at
-  most √(p(1 − p)), a bound on the problem-sampling noise of the curve's mean.
-"""
+"""Training-curve figures: token entropy (band: ± ``verdicts.entropy_margin``) and held-out Pass@k
+(band: ± z·√(p(1 − p)/P)) over updates."""
 
 from __future__ import annotations
 
@@ -22,8 +15,7 @@ from es_lightning.report.canvas import base_line, color, new_figure, save, sprea
 def _band(
     ax: Any, curve: dict[str, list], color_: str, label: str, linestyle: str = "-", scale: float = 1.0
 ) -> list[float]:
-    """A mean curve over seeds with its ± sd band where two seeds or more gave the point; returns
-    the values drawn (band edges included)."""
+    """A mean curve over seeds with its ± sd band; returns the values drawn."""
     steps = curve["steps"]
     counts = curve.get("n") or [2] * len(steps)  # older report.json files lack the counts
     mean = [scale * m for m in curve["mean"]]

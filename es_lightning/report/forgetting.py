@@ -1,18 +1,8 @@
 """The forgetting setting: what post-training on one skill does to a skill it never trains.
 
-The paper's "large drift without catastrophic forgetting" needs a second capability that can be
-forgotten. A model warm-started on two tasks (``es-lightning/tiny-countdown-arithmetic``) is
-post-trained by each method on the ``in_domain`` task only; every run evaluates both tasks'
-test splits before and after training (its recipe's ``eval_tasks``). Per task, the report keeps
-an ``outcomes`` block (:mod:`~es_lightning.report.outcomes`) whose rows are ``<method>/before``
-and ``<method>/after`` (and a path's checkpoints ``<method>@<step>``,
-:mod:`~es_lightning.report.forgetting_path`); the changes after − before are read from the paired
-bootstrap over problems, pooled over seeds (:mod:`~es_lightning.report.intervals`)::
-
-    Δ_m(task, K) = Pass@K(m after) − Pass@K(m before)      paired by problem and seed
-
-The claim "held-out tasks do not collapse" (:mod:`~es_lightning.report.claims.forgetting`) is
-judged on Δ_m(out_of_domain, 1) only for a method whose Δ_m(in_domain, 1) is resolved above 0.
+A two-skill model is post-trained on ``in_domain`` only; both tasks are evaluated before and after,
+Δ_m(task, K) paired by problem and seed. "Held-out tasks do not collapse" is judged only for a
+method whose in-domain Δ is resolved above 0.
 """
 
 from __future__ import annotations

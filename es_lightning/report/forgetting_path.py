@@ -1,18 +1,5 @@
-"""The forgetting setting's trajectory: a method's checkpoints, each evaluated on both tasks.
-
-"ES forgets less than GRPO" is only a fair comparison at the same in-domain gain: GRPO's held-out
-skill is read where GRPO had gained what ES gained, on GRPO's own path. With
-``forgetting.trajectory: {method: grpo, steps: [1, 2, 3, 5, ...]}`` that method's forgetting runs
-keep a checkpoint at each step (``--trainer.checkpoint_steps``, as the main trajectory's), and the
-report evaluates each one with ``es-lightning evaluate`` on the in-domain and the held-out task
-(the run's ``eval_tasks`` entries, in one engine) with the run's final protocol, into::
-
-    trajectory/forgetting/<method>/seed<k>/step-000005.json   (+ .yaml, .log, _<task>_completions.jsonl)
-
-reused when present. The points enter the forgetting block's per-task outcomes as ``grpo@5``
-beside ``grpo/before`` and ``grpo/after``, and the block lists each path as ``trajectory: {method:
-{steps, points}}`` (step 0 is ``<method>/before``, the last ``<method>/after``).
-"""
+"""The forgetting setting's trajectory: a method's checkpoints, each evaluated on both tasks, so
+"ES forgets less than GRPO" is read at the same in-domain gain."""
 
 from __future__ import annotations
 
@@ -32,8 +19,7 @@ def forgetting_point_file(plan: ReportPlan, method: str, seed: int, step: int) -
 
 
 def run_forgetting_path(plan: ReportPlan, runs: dict[str, Dirs], launch: bool) -> list[dict[str, Any]]:
-    """Evaluate the path's checkpoints of the finished forgetting runs ``{method: {seed: run}}`` on
-    both tasks (reusing evaluations already there); one record per point."""
+    """Evaluate the path's checkpoints of the finished forgetting runs on both tasks; the records."""
     settings = plan.forgetting.trajectory
     if not settings.enabled or settings.via == "eval_every":
         return []
@@ -52,8 +38,7 @@ def run_forgetting_path(plan: ReportPlan, runs: dict[str, Dirs], launch: bool) -
 def collect_forgetting_path(
     plan: ReportPlan, runs: dict[str, Dirs]
 ) -> tuple[dict[str, Any] | None, dict[str, dict[str, dict[int, Outcomes | None]]]]:
-    """The forgetting block's ``trajectory`` (``{method: {steps, points}}``, ``None`` without a path)
-    and the points' outcomes per task ``{task: {point: {seed: Outcomes}}}``."""
+    """The forgetting block's ``trajectory`` and the points' outcomes per task."""
     settings = plan.forgetting.trajectory
     if not settings.enabled:
         return None, {}

@@ -1,8 +1,5 @@
-"""``REPORT.md``: the honest reading first, then the runs, compute and every number behind it.
-
-Rendered only from the report dict that is also written as ``report.json``, so every number shown
-is in that file; the number sections are in :mod:`~es_lightning.report.tables`.
-"""
+"""``REPORT.md``: the honest reading first, then the runs, compute and every number behind it,
+rendered only from the report dict written as ``report.json``."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
 """Run a command and record its wall-clock time and peak memory: ``python -m es_lightning.report.measure
-OUT.json -- COMMAND...``.
-
-Writes ``OUT.json`` with ``wall_seconds``, ``peak_rss_mb`` (the largest resident set of the command
-and of every process it waited for, e.g. its rollout engines: ``getrusage(RUSAGE_CHILDREN)``, in
-MiB) and ``returncode``, then exits with the command's status. The report launches each run and
-the tune each trial through it, so a run's memory is measured whatever the run itself logs.
-
-A run may take several attempts (a report resumed after its machine went away continues a run from
-its last checkpoint): each attempt is a *segment* appended to ``OUT.json``'s ``segments``, and the
-totals are over the segments, ``wall_seconds`` summed and ``peak_rss_mb`` the largest. While the
-command runs, its segment's ``wall_seconds`` is rewritten every :data:`HEARTBEAT_S` seconds, so an
-attempt killed with its measurer (``SIGKILL``, a lost machine) still counts up to its last
-heartbeat; its ``peak_rss_mb`` and ``returncode`` stay ``null`` (not recorded).
+OUT.json -- COMMAND...``. Each attempt is a segment; a heartbeat keeps a killed attempt counted.
 """
 
 from __future__ import annotations
@@ -30,8 +18,7 @@ HEARTBEAT_S = 30.0
 
 
 def earlier_segments(out: Path) -> list[dict[str, Any]]:
-    """The segments an earlier attempt recorded in ``out`` (none when it is absent or unreadable;
-    a record from before segments existed is one segment)."""
+    """The segments an earlier attempt recorded in ``out``."""
     try:
         data = json.loads(out.read_text())
     except (OSError, ValueError):
@@ -45,8 +32,7 @@ def earlier_segments(out: Path) -> list[dict[str, Any]]:
 
 
 def totals(segments: list[dict[str, Any]]) -> dict[str, Any]:
-    """The record of a run made of ``segments``: wall seconds summed, the largest peak, the last
-    segment's return code (``None`` each where no segment recorded it)."""
+    """The record of ``segments``: seconds summed, the largest peak, the last return code."""
     walls = [s["wall_seconds"] for s in segments if s.get("wall_seconds") is not None]
     peaks = [s["peak_rss_mb"] for s in segments if s.get("peak_rss_mb") is not None]
     return {

@@ -1,22 +1,6 @@
-"""Per-problem outcomes: each evaluation's correct counts, read from its saved completions.
-
-Every evaluation writes its samples with the verifier's rewards beside them
-(``eval/{tag}_{task}_completions.jsonl`` in a run, ``{stem}_completions.jsonl`` from
-``es-lightning evaluate``; one line per problem: the dataset row, ``"completions"``,
-``"rewards"``, and with a greedy pass ``"greedy"`` and ``"greedy_reward"``). A problem's correct
-count ``c`` is how many of its ``M`` rewards reach ``1 − 1e-9`` (the evaluation's own rule), and
-its greedy outcome ``g`` is 1 when the greedy answer's reward does. A problem is identified by its
-row's content (a hash of the row without the sample fields, numbered when the same row appears
-twice), so methods are paired by problem whatever order they were evaluated in.
-
-A run's summaries keep them without the sampled texts as ``{tag}_{task}_counts.json`` beside
-where the completions were (:mod:`~es_lightning.report.summaries`: ``{"m", "problems", "counts",
-"greedy"}``); an evaluation whose completions are absent is read from that file, with the same
-problem ids, counts and greedy outcomes.
-
-The report keeps them as ``{"task", "m", "problems": [id, ...], "counts": {method: {seed:
-[c, ...]}}, "greedy": {method: {seed: [g, ...]}}, "missing": {method: why}}``, every list in the
-order of ``problems`` (``greedy`` only for the evaluations that had a greedy pass).
+"""Per-problem outcomes: each evaluation's correct counts (rewards ≥ 1 − 1e-9 of ``M``) and greedy
+outcomes, read from its saved completions or the summaries' counts files. Problems are identified
+by a hash of the row, so methods pair by problem whatever the order.
 """
 
 from __future__ import annotations
@@ -55,8 +39,7 @@ def completions_file(eval_dir: Path, tag: str, task: str) -> Path | None:
 
 
 def counts_name(completions_name: str) -> str:
-    """The counts file of a completions file: ``after_countdown_tiny_completions.jsonl`` →
-    ``after_countdown_tiny_counts.json``, ``completions-tau-0.001.jsonl`` → ``counts-tau-0.001.json``."""
+    """The counts file of a completions file (``after_x_completions.jsonl`` → ``after_x_counts.json``)."""
     if completions_name.endswith("_completions.jsonl"):
         return completions_name.removesuffix("_completions.jsonl") + COUNTS_SUFFIX
     return "counts-" + completions_name.removeprefix("completions-").removesuffix(".jsonl") + ".json"
@@ -82,8 +65,7 @@ def correct(reward: Any) -> bool:
 
 
 def read_outcomes(path: Path | None) -> Outcomes | None:
-    """The correct counts (and greedy outcomes, when every row has one) of a completions file;
-    ``None`` when absent, unreadable or without rewards."""
+    """The outcomes of a completions file; ``None`` when absent, unreadable or without rewards."""
     if path is None:
         return None
     problems, counts, greedy, seen = [], [], [], {}
@@ -145,8 +127,7 @@ def read_counts(path: Path | None) -> Outcomes | None:
 
 
 def evaluation_outcomes(eval_dir: Path, tag: str, task: str) -> Outcomes | None:
-    """The outcomes of the evaluation ``tag`` of ``task`` in ``eval_dir``: from its completions,
-    else from the counts file the summaries keep of them."""
+    """The outcomes of evaluation ``tag`` of ``task`` in ``eval_dir``, from completions or counts."""
     found = read_outcomes(completions_file(eval_dir, tag, task))
     return found if found is not None else read_counts(counts_file(eval_dir, tag, task))
 

@@ -1,5 +1,4 @@
-"""What a report writes into its ``output_dir``: the figures, ``report.json`` (lists of plain numbers
-kept on one line) and ``REPORT.md``; and the command line that made it, which both record."""
+"""What a report writes into its ``output_dir``, and the command line that made it."""
 
 from __future__ import annotations
 

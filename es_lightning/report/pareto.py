@@ -1,9 +1,8 @@
 """Pareto dominance on (Pass@1, Pass@K): which methods no other method beats on both axes.
 
-A point p dominates q when p ≥ q on both axes and p > q on at least one. The non-dominated points
-form the frontier; the paper's Figure 3 draws the frontier of the single-optimizer points (base,
-ES, GRPO) dashed and asks whether the sequential runs (ES→GRPO, GRPO→ES) land beyond it.
-Identical points do not dominate each other, so duplicates are both non-dominated (or both not).
+p dominates q when p ≥ q on both axes and p > q on one; identical points do not dominate each
+other. The paper's Figure 3 asks whether the sequential runs land beyond the frontier of base, ES
+and GRPO.
 
     >>> non_dominated({"base": (0.5, 0.9), "es": (0.6, 0.9), "grpo": (0.7, 0.8)})
     ['es', 'grpo']

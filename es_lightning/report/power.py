@@ -1,18 +1,5 @@
-"""The power of a claim judged by the seed-level t test: how often a study resolves it, either way.
-
-A claim measured on ``n`` seeds whose per-seed values scatter with standard deviation ``σ`` around
-the true effect ``Δ`` is, by the report's rules (:mod:`~es_lightning.report.evidence`):
-
-- reproduced when the one-sided t bound ``x̄ − t_{level, n−1}·s/√n`` lies above ``threshold``;
-- not reproduced when the bound on the other side, ``x̄ + t_{level, n−1}·s/√n``, lies below
-  ``refute_below`` (``threshold`` for a direction claim, ``threshold + δ`` for a matched-Pass@1
-  claim with margin δ);
-- otherwise not resolved.
-
-:func:`resolution` estimates the three chances by simulating the ``n`` per-seed values (normal,
-as the t test assumes). The report also needs the two-level bootstrap to agree, which can only
-lower these chances; with 3 seeds the t test is the wider of the two, so the simulation is a close
-upper bound. ``python -m es_lightning.report.power SIGMA DELTA [MARGIN] [SEEDS]`` prints a table.
+"""The power of a claim judged by the seed-level t test: how often a study resolves it, either way
+(``python -m es_lightning.report.power SIGMA DELTA [MARGIN] [SEEDS]`` prints a table).
 
     >>> r = resolution(effect=0.0, sd=0.006, seeds=3, refute_below=0.03)
     >>> round(r["not reproduced"], 2), round(r["reproduced"], 2)
@@ -39,8 +26,7 @@ def resolution(
     simulations: int = 20000,
     seed: int = 0,
 ) -> dict[str, float]:
-    """``{"reproduced", "not reproduced", "not resolved"}``: their chances for a claim whose
-    per-seed values are ``N(effect, sd²)`` on ``seeds`` seeds."""
+    """The chances of each verdict for a claim whose per-seed values are ``N(effect, sd²)``."""
     if seeds < 2:
         raise ValueError("resolution: the seed-level t test needs at least 2 seeds")
     refute_below = threshold if refute_below is None else refute_below

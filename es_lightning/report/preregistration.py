@@ -1,19 +1,8 @@
 """Pre-registration: the rules a study is judged by, frozen before it runs, and the check.
 
-A pre-registration document (``docs/report/PREREGISTRATION.md``) ends with a block that
-:func:`freeze` writes::
-
-    <!-- frozen rules: written by `python -m es_lightning.report.preregistration freeze` -->
-    ```json
-    {"analysis_commit": "…", "rules_fingerprint": "…", "modules": {module: hash}, "verdicts": {…}}
-    ```
-
-``rules_fingerprint`` hashes the code that turns data into verdicts (:data:`RULE_MODULES`): each
-module's syntax tree with its docstrings removed, so a comment or a reworded docstring leaves it
-unchanged and any change to what the code does (a rule, a margin's default, a test) changes it.
-``verdicts`` is the report recipe's ``verdicts:`` block (levels, margins, the primary K). A report
-whose ``verdicts.preregistration`` names the document calls itself pre-registered only when both
-match (:func:`check`); otherwise it says what differs.
+:func:`freeze` ends a document with a JSON block of the analysis commit, ``rules_fingerprint`` (the
+syntax trees of :data:`RULE_MODULES` without docstrings) and the recipe's ``verdicts:`` block; a
+report is pre-registered only when both match (:func:`check`).
 """
 
 from __future__ import annotations
@@ -70,8 +59,7 @@ def read_frozen(document: Path) -> dict[str, Any] | None:
 
 
 def check(verdicts: dict[str, Any], document: str | None) -> dict[str, Any]:
-    """``{"status", "document", "commit", "differences"}``: whether ``verdicts`` (a report's
-    ``verdicts:`` block) and the installed rule code match the frozen rules of ``document``."""
+    """Whether ``verdicts`` and the installed rule code match the frozen rules of ``document``."""
     if not document:
         return {
             "status": "not pre-registered",
@@ -122,11 +110,7 @@ def _comparable(verdicts: dict[str, Any]) -> dict[str, Any]:
 
 
 def freeze(document: Path, recipe: Path, commit: str | None = None) -> dict[str, Any]:
-    """Write the frozen block (the analysis code's commit, the rule code's fingerprint and
-    ``recipe``'s ``verdicts:`` block) at the end of ``document``, replacing an earlier one.
-
-    ``commit`` defaults to the checkout's ``HEAD``, which must hold the package as it is (no
-    uncommitted change under it): the fingerprint is then that commit's rule code."""
+    """Write the frozen block at the end of ``document``; ``commit`` defaults to a clean ``HEAD``."""
     import yaml
 
     verdicts = (yaml.safe_load(Path(recipe).read_text()) or {}).get("verdicts") or {}

@@ -1,11 +1,5 @@
-"""Reading finished run folders: evaluations, metric series, the final checkpoint, the config.
-
-A run folder is either a single run (``eval/``, ``metrics.jsonl``, ``checkpoints/``) or a pipeline
-(``pipeline.json`` naming ``stage{i}_{name}/`` single-run folders). For a pipeline the starting
-model's evaluation is the first stage's ``eval/before.json``, the final one the last stage's
-``eval/after.json``, and the stages' metric series are joined end to end (stage i's step t is
-logged at ``t + updates of the stages before it``).
-"""
+"""Reading finished run folders: evaluations, metric series, the final checkpoint, the config; a
+pipeline's stages are joined end to end."""
 
 from __future__ import annotations
 
@@ -81,8 +75,7 @@ def pass_at_k(summary: dict[str, Any] | None) -> dict[int, float]:
 
 
 def read_series(run_dir: Path) -> dict[str, Series]:
-    """Every metric of ``metrics.jsonl`` as a series (pipelines joined; the last value of a
-    repeated step wins; ``null`` and non-finite values are dropped)."""
+    """Every metric of ``metrics.jsonl`` as a series (pipelines joined, non-finite values dropped)."""
     values: dict[str, dict[int, float]] = {}
     offset = 0
     for stage_dir, updates in stages(run_dir):
@@ -134,8 +127,7 @@ def starting_model(run_dir: Path) -> str | None:
 
 
 def run_updates(run_dir: Path) -> int | None:
-    """Updates the run was given: the stages' sum for a pipeline, else ``trainer.max_steps`` of
-    its config.yaml (``None`` when neither says)."""
+    """Updates the run was given (``None`` when its config does not say)."""
     plan = stages(run_dir)
     if plan[0][1]:
         return sum(updates for _, updates in plan)

@@ -1,15 +1,5 @@
-"""``es-lightning report --from_json OLD/report.json``: judge a saved report again, run nothing.
-
-The saved file's data blocks (evaluations, outcomes, trajectory, curves, drift, ablations,
-compute) are kept as they are; its intervals, premise and claims are recomputed with today's
-rules (:func:`~es_lightning.report.claims.judge`), its figures redrawn, and ``REPORT.md`` and
-``report.json`` written into the new ``output_dir``. A report written before a block existed
-simply lacks it, and every verdict that needs it says ``insufficient data: ...`` (per-problem
-outcomes for the bootstrap, the permuted-reward control, GRPO's trajectory, the null).
-
-The ``verdicts:`` settings are the saved report's, except those given on this command line with
-a value other than the default.
-"""
+"""``es-lightning report --from_json OLD/report.json``: judge a saved report again with today's
+rules, run nothing; a verdict whose data the old report lacks says ``insufficient data``."""
 
 from __future__ import annotations
 

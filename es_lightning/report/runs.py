@@ -1,27 +1,8 @@
 """Launching the report's runs, one subprocess each, and reusing the finished ones.
 
-Layout under the report's ``output_dir``::
-
-    runs/base/seed0/                        only with ``base:`` (an ``es-lightning evaluate`` recipe)
-    runs/<method>/seed<k>/                  one ``es-lightning fit`` run per method and seed
-    runs/<ablation>/<label>/seed<k>/        one per ablation value (or variant) and seed
-    runs/forgetting/<method>/seed<k>/       the forgetting setting: one per method and seed
-
-Each run is ``python -m es_lightning fit --config <recipe> --trainer.output_dir <run dir>
---trainer.seed <k> <overrides...>`` with stdout and stderr in ``<run dir>/report_run.log``. A run
-whose final evaluation exists is reused as it is. An unfinished folder (a killed or failed earlier
-attempt) continues from its newest checkpoint (``--trainer.resume auto``: bit for bit the run
-that was interrupted, as resume is) when it was started with the same resolved configuration and
-saved one (give the runs ``--trainer.checkpoint_every``); otherwise, or when the resume is
-refused, it is cleared and run again. A run (or evaluation) another report process is working on
-holds a lock beside its folder and is skipped (``busy``): two ``es-lightning report`` processes on
-one ``output_dir`` share its runs, one core each. A failed run is recorded (exit code, last lines of its log) and
-the others go on. Two runs whose resolved configurations are the same (an ablation's value that
-equals its recipe's own, e.g. ``normalization: zscore`` beside the ``es`` method) are one run: the
-second folder is a link to the first. A finished run records its resolved configuration
-(``report_run_config.yaml``); one made with other settings (a changed recipe or override) is run
-again instead of reused; settings added to the project since it ran do not count as a change
-(:mod:`~es_lightning.report.same_run`).
+A finished run is reused when its recorded configuration is today's, an unfinished one resumes from
+its newest checkpoint, and one another report process holds is skipped (``busy``), so two processes
+share one ``output_dir``. Two runs with the same configuration are one (a link).
 """
 
 from __future__ import annotations
@@ -79,8 +60,7 @@ class RunSpec:
 
 @dataclass
 class RunOutcome:
-    """What happened to a run: ``reused``, ``finished``, ``failed``, ``missing`` (not launched) or
-    ``busy`` (another report process is running it)."""
+    """What happened to a run: ``reused``, ``finished``, ``failed``, ``missing`` or ``busy``."""
 
     spec: RunSpec
     status: str
@@ -110,8 +90,7 @@ class RunOutcome:
 
 
 def plan_runs(plan: ReportPlan) -> list[RunSpec]:
-    """Every run of the report in launch order: base, methods by seed, the ablations, then the
-    forgetting setting."""
+    """Every run of the report in launch order."""
     specs = []
     if plan.base is not None:
         specs.append(
@@ -158,8 +137,7 @@ def command_line(spec: RunSpec) -> list[str]:
 
 
 def measured_command(spec: RunSpec, name: str = MEASURE_NAME) -> list[str]:
-    """:func:`command_line` wrapped to record the run's wall-clock time and peak memory in
-    ``<run dir>/<name>`` (its rollout engines included)."""
+    """:func:`command_line` wrapped to record the run's time and peak memory in ``<run dir>/<name>``."""
     out = str(spec.run_dir / name)
     return [sys.executable, "-m", "es_lightning.report.measure", out, "--", *command_line(spec)]
 
@@ -198,9 +176,8 @@ STOP_GRACE_S = 120.0
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    """End the run's whole process group (its rollout engines included): TERM (an ``es-lightning
-    fit`` then finishes its update and saves a checkpoint), then KILL after :data:`STOP_GRACE_S`.
-    Further SIGTERMs to the report are ignored meanwhile (a second TERM would stop the run unsaved)."""
+    """End the run's process group: TERM (it saves a checkpoint), then KILL after
+    :data:`STOP_GRACE_S`; further TERMs to the report are ignored meanwhile."""
     previous = _set_sigterm(signal.SIG_IGN)
     try:
         for sig, grace in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, None)):
@@ -233,10 +210,8 @@ def _raise_interrupted(signum: int, frame: Any) -> None:
 def run_logged(
     argv: list[str], log: Path, timeout_s: float | None = None, append: bool = False
 ) -> int | None:
-    """Run ``argv`` in its own process group with stdout and stderr in ``log`` (after what it holds
-    with ``append``); the exit code, or ``None`` when it ran past ``timeout_s`` (then it is
-    stopped). Interrupting the report (Ctrl-C, or SIGTERM as `kill` and cluster schedulers send)
-    stops it too, the way the run itself handles a stop, before the report exits (143 for TERM)."""
+    """Run ``argv`` in its own process group, output in ``log``; the exit code, or ``None`` past
+    ``timeout_s``. Interrupting the report stops the run first."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with log.open("a" if append else "w") as out:
         out.write("$ " + shlex.join(argv) + "\n")
@@ -257,9 +232,7 @@ def run_logged(
 
 
 def logged_record(name: str, argv: list[str], log: Path, wrote: Callable[[], bool]) -> dict[str, Any]:
-    """Run ``argv`` with :func:`run_logged` and return the report's record of it: ``finished`` when
-    it exited 0 and ``wrote()`` finds its output, else ``failed`` with the log's tail; ``busy``
-    (not run) while another report process runs the same (the lock beside ``log``)."""
+    """The report's record of :func:`run_logged`: ``finished``, ``failed`` or ``busy``."""
     with claimed(log) as mine:
         if not mine:
             return {"name": name, "status": "busy", "returncode": None, "seconds": 0.0, "log": str(log),
@@ -305,8 +278,7 @@ def execute(
 
 
 def can_resume(spec: RunSpec, key: str | None) -> bool:
-    """Whether an unfinished attempt of this very run (the same resolved configuration) left a
-    checkpoint to continue from."""
+    """Whether an unfinished attempt of this very run left a checkpoint to continue from."""
     from es_lightning.checkpoint import latest_checkpoint
 
     attempt = spec.run_dir / ATTEMPT_NAME
@@ -359,9 +331,8 @@ def run_all(
     command: Callable[[RunSpec], list[str]] = measured_command,
     after_each: Callable[[list[RunOutcome]], None] | None = None,
 ) -> list[RunOutcome]:
-    """Run (or reuse) every spec in order with a progress bar; ``launch=False`` only reuses.
-    ``after_each(outcomes so far)`` follows every finished or reused run (while its checkpoints
-    are there: what reads them cannot wait for the last run)."""
+    """Run (or reuse) every spec in order; ``after_each(outcomes)`` follows each finished or reused
+    run, while its checkpoints are there."""
     from tqdm.auto import tqdm
 
     finished = [spec for spec in specs if is_finished(spec.run_dir)]

@@ -1,12 +1,5 @@
-"""Whether a run made earlier is the run asked for now: its recorded resolved configuration
-against today's.
-
-The same, up to what changes nothing the run computes (the strategy keys of
-:data:`~es_lightning.training.resume.FREE_STRATEGY_KEYS`, e.g. when the no-signal warning is
-printed) and settings added since it ran (absent from its record; as resume treats them, a new
-setting's default keeps the old behaviour). So a report or tune that outlasts a release which adds
-a setting reuses its finished runs and continues its unfinished ones instead of starting over.
-"""
+"""Whether a run made earlier is the run asked for now, up to the strategy keys that change nothing
+computed and settings added since, so a report or tune that outlasts a release reuses its runs."""
 
 from __future__ import annotations
 
@@ -14,8 +7,7 @@ from typing import Any
 
 
 def computed_settings(settings: str) -> Any:
-    """A recorded resolved configuration (YAML text) less the strategy keys that change nothing
-    the run computes."""
+    """A recorded configuration (YAML) less the strategy keys that change nothing computed."""
     import yaml
 
     from es_lightning.training.resume import FREE_STRATEGY_KEYS
@@ -32,8 +24,7 @@ def computed_settings(settings: str) -> Any:
 
 
 def known(now: Any, record: Any) -> Any:
-    """``now`` without the mapping keys ``record`` lacks (at any depth, lists of the same length
-    item by item: a pipeline's stages)."""
+    """``now`` without the keys ``record`` lacks, at any depth."""
     if isinstance(now, dict) and isinstance(record, dict):
         return {k: known(v, record[k]) for k, v in now.items() if k in record}
     if isinstance(now, list) and isinstance(record, list) and len(now) == len(record):

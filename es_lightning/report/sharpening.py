@@ -1,21 +1,5 @@
-"""The sharpening reference: the base model sampled at lower temperatures, evaluated like the runs.
-
-Sampling the base at a lower temperature T raises its Pass@1 and lowers its Pass@K with no training
-at all: the distribution sharpens. A method whose (Pass@1, Pass@K) lies on that path has done no
-more than sharpen. With ``sharpening: {temperatures: [0.4, 0.5, 0.55, 0.6]}`` the report evaluates
-the base once per temperature (not per seed) with the runs' final protocol, read from the first
-finished single run's ``config.yaml`` (task, M, K, rollout, dtype, and the evaluation seed its
-``before`` evaluation used), into::
-
-    sharpening/T0.4.json                 (+ .yaml, .log, _completions.jsonl)
-
-reused when present, as the trajectory's points are. The greedy pass is left out: it does not
-depend on T, and the base's own evaluation has it. A temperature equal to the protocol's is the
-base itself, not evaluated again (its point is ``base``). The other points enter ``outcomes`` as
-``base@T0.4``, ... with the same problems and M, one evaluation standing for every seed as the
-base's own does, and report.json gets ``{"sharpening": {"temperatures", "points", ...}}``, highest
-temperature first; the Pareto figures draw the path dotted.
-"""
+"""The sharpening reference: the base model sampled at lower temperatures, evaluated like the runs;
+a method on that path has done no more than sharpen."""
 
 from __future__ import annotations
 
@@ -42,8 +26,7 @@ def sharpening_file(plan: ReportPlan, temperature: float) -> Path:
 
 
 def protocol_run(plan: ReportPlan, finished: dict[str, dict[int, Path]]) -> Path | None:
-    """The run whose final protocol the base is evaluated with: the first method's first finished
-    single run (a pipeline's stages have their own folders)."""
+    """The run whose final protocol the base is evaluated with: the first finished single run."""
     for method in plan.methods:
         for _, run_dir in sorted(finished.get(method, {}).items()):
             if len(stages(run_dir)) == 1 and (Path(run_dir) / "config.yaml").is_file():
@@ -61,8 +44,7 @@ def protocol_temperature(run_dir: Path) -> float | None:
 def run_sharpening(
     plan: ReportPlan, finished: dict[str, dict[int, Path]], task: str | None, launch: bool
 ) -> list[dict[str, Any]]:
-    """Evaluate the base at each temperature but the protocol's (reusing evaluations already there);
-    one record per temperature."""
+    """Evaluate the base at each temperature but the protocol's; one record per temperature."""
     temperatures = plan.sharpening.temperatures
     run = protocol_run(plan, finished) if temperatures and task is not None else None
     model = starting_model(run) if run is not None else None
@@ -85,8 +67,7 @@ def run_sharpening(
 def collect_sharpening(
     plan: ReportPlan, finished: dict[str, dict[int, Path]], task: str | None
 ) -> tuple[dict[str, Any] | None, dict[str, dict[int, Outcomes | None]]]:
-    """The report's ``sharpening`` block and the points' outcomes ``{base@T: {seed: Outcomes}}``
-    (every seed of the report, one evaluation); ``None`` without temperatures or a finished run."""
+    """The report's ``sharpening`` block and the points' outcomes (``None`` when there is none)."""
     temperatures = sorted(plan.sharpening.temperatures, reverse=True)
     run = protocol_run(plan, finished) if temperatures and task is not None else None
     if run is None or task is None:

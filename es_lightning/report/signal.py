@@ -1,28 +1,6 @@
 """ES's signal per run group: did the members' rewards rank them, and could the updates add up?
-
-For every method, forgetting method and ablation value whose runs logged the ES diagnostics
-(:mod:`es_lightning.es.diagnostics`; pipelines: their ES stages):
-
-- per run: ρ̄ = 2·r̄/(1 + r̄) over its applied updates, the mean ``es/flip_rate`` and the share
-  of skipped updates, each a Stat over seeds;
-- ``pooled``: ρ̄ over the applied updates of all the group's runs with its 95 % t interval over
-  those updates (each update its own members and prompts: the unit; not the seeds' spread), the
-  share of updates left out of it (skipped, or a half of the prompts that did not vary over the
-  members) and the run-level signal √(ρ̄·N·T) with its bounds (:mod:`es_lightning.es.run_signal`:
-  N the population, T the applied updates per run), which tells whether a run's summed updates
-  could beat its permuted control (below 2: not even with a noiseless evaluation);
-- ``antithetic``: the same for the pairs' differences (``es/antithetic_diff_split_half_corr``,
-  N the pairs) where the runs logged it; for antithetic runs it, not the members' ρ̄, gives the
-  run-level signal;
-- ``per_seed``: the ``pooled`` block of each run alone.
-
-A permuted-reward control (``reward_control: permuted``) logs the reliability of its true member
-rewards, but its updates apply rewards shuffled among the members: its run-level signal is 0 by
-construction (``rewards_permuted``), whatever its ρ̄.
-
-r_ab is ``es/reward_split_half_corr``; runs logged before it existed give it back from
-``es/reward_reliability`` as ρ/(2 − ρ) (a clipped ρ = −1 only bounds r_ab ≤ −1/3, so such a run's
-ρ̄ reads a little high). N comes from the run's ``config.yaml`` (its ES stage for a pipeline).
+Per run and pooled ρ̄ with its t interval over updates and the run-level signal √(ρ̄·N·T)
+(:mod:`es_lightning.es.run_signal`); a permuted control's signal is 0 by construction.
 """
 
 from __future__ import annotations
@@ -43,8 +21,7 @@ LEVEL = 0.95
 
 
 def es_settings(run_dir: Path) -> dict[str, Any] | None:
-    """The ES strategy's ``init_args`` in the run's ``config.yaml`` (a pipeline's first ES stage),
-    or ``None``."""
+    """The ES strategy's ``init_args`` in the run's ``config.yaml``, or ``None``."""
     import yaml
 
     try:
@@ -175,8 +152,7 @@ def _group(dirs: Dirs) -> dict[str, Any] | None:
 def collect_signal(
     methods: dict[str, Dirs], forgetting: dict[str, Dirs], ablations: dict[str, dict[str, Dirs]]
 ) -> dict[str, Any]:
-    """``{group: {updates, reliability, flip_rate, skipped, pooled, antithetic, per_seed}}`` for
-    every group with ES updates: methods by name, ``forgetting/<method>``, ``<ablation>/<value>``."""
+    """The signal of every run group with ES updates."""
     groups = {**methods, **{f"forgetting/{m}": d for m, d in forgetting.items()}}
     groups |= {f"{a}/{v}": d for a, values in ablations.items() for v, d in values.items()}
     return {name: found for name, dirs in groups.items() if (found := _group(dirs)) is not None}
@@ -197,8 +173,7 @@ def _percent(value: Any) -> str:
 
 
 def signal_section(report: dict[str, Any]) -> list[str]:
-    """REPORT.md's section: per run group, ρ̄ [95 % CI over updates], the share of updates left
-    out, the run-level signal √(ρ̄·N·T) [bounds], the antithetic pairs' ρ̄_d, flip rate, skips."""
+    """REPORT.md's section on ES's signal per run group."""
     signal = report.get("signal")
     if not signal:
         return []

@@ -1,19 +1,8 @@
 """Small run summaries to keep in git: what a report or a tune needs to be rebuilt, no weights.
 
     python -m es_lightning.report.summaries runs/report_cpu results/report_cpu
-    python -m es_lightning.report.summaries runs/tune_cpu docs/tune/cpu
 
-copies from every run folder under ``SRC`` (any depth) the files the report and the tune read —
-resolved configs, ``metrics.jsonl``, ``pipeline.json``, the measured compute, ``eval/*.json``,
-``analysis`` JSON, the trajectory's and the sharpening reference's evaluations,
-``tune.json``/``TUNE.md``/``report.json`` — and, instead of each evaluation's
-``*_completions.jsonl`` (and the thresholded exports' ``completions-*.jsonl``) with its sampled
-texts, a counts file beside where it was (``*_counts.json``, ``counts-*.json``: the problem ids,
-M, each problem's correct count and greedy outcome, :mod:`~es_lightning.report.outcomes`), which
-is all the paired bootstrap reads. Checkpoints, TensorBoard files, logs and PNGs are not copied.
-Copying the summaries back into a run folder (``cp -r DST/. SRC``) lets ``es-lightning report`` /
-``es-lightning tune`` reuse every finished run and rebuild the same REPORT.md / TUNE.md (the
-outcomes read from the counts are those of the completions), and run only what is missing.
+Each ``*_completions.jsonl`` is replaced by a counts file, all the paired bootstrap reads.
 """
 
 from __future__ import annotations
@@ -39,8 +28,7 @@ def is_completions(path: Path) -> bool:
 
 
 def write_counts(src: Path, dst_dir: Path) -> Path | None:
-    """The counts file of the completions ``src`` in ``dst_dir`` (``None``: ``src`` saved no rewards,
-    so there is nothing the report could read)."""
+    """The counts file of the completions ``src`` in ``dst_dir`` (``None``: no rewards saved)."""
     outcomes = read_outcomes(src)
     if outcomes is None:
         return None
@@ -54,8 +42,7 @@ RUN_MARKERS = ("config.yaml", "metrics.jsonl")
 
 
 def unfinished_runs(src: Path) -> list[Path]:
-    """The outermost run folders under ``src`` whose final evaluation is not written yet (a run in
-    progress or one that was stopped): their files would be a half run, so none is kept."""
+    """The outermost run folders under ``src`` whose final evaluation is not written yet."""
     found = {
         path.parent
         for marker in RUN_MARKERS
@@ -67,8 +54,7 @@ def unfinished_runs(src: Path) -> list[Path]:
 
 
 def export_summaries(src: Path, dst: Path) -> list[Path]:
-    """Copy the summaries of ``src`` into ``dst`` (same relative paths), leaving out the run folders
-    that have not finished (:func:`unfinished_runs`); the files written."""
+    """Copy the summaries of finished runs under ``src`` into ``dst``; the files written."""
     src, dst = Path(src), Path(dst)
     if not src.is_dir():
         raise FileNotFoundError(f"summaries: {str(src)!r} is not a folder")

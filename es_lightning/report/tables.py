@@ -1,11 +1,5 @@
-"""``REPORT.md``'s number sections: Pass@K with intervals, Pareto, GRPO's trajectory, curves,
-drift (stored, bf16 and the random-walk null side by side) and the ablations.
-
-Formats: Pass@K, s_τ and their differences in percent (points) with one decimal; rel-L2 with three
-significant digits; rewards and entropies with three decimals; κ_pair with four. A seed cell is
-``mean ± sd`` over seeds (just the value for one seed); an interval cell is ``estimate [low, high]``
-with the one-sided bounds at the report's level; ``–`` is absent.
-"""
+"""``REPORT.md``'s number sections: a seed cell is ``mean ± sd``, an interval cell
+``estimate [low, high]`` at the report's level, ``–`` absent."""
 
 from __future__ import annotations
 

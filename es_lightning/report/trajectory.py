@@ -1,22 +1,5 @@
-"""GRPO's trajectory: its checkpoints at chosen updates, evaluated with the final protocol.
-
-With ``trajectory: {method: grpo, every: k, steps: [1, 2, 3, 5]}`` the report adds
-``--trainer.checkpoint_steps [1, 2, 3, 5]`` and ``--trainer.checkpoint_every k`` (with
-``--trainer.keep_last null``) to that method's runs (``via: eval_every`` adds
-``--trainer.eval_every k`` instead: the run evaluates itself every ``k`` updates and keeps no
-checkpoints). ``methods: [grpo, grpo_t06]`` measures several paths alike, the first being the one
-the claims are judged on. Each intermediate checkpoint ``step-{t}`` of each seed is then evaluated
-by ``es-lightning evaluate`` with the run's own task, ``evaluation:`` block, rollout and dtype,
-into::
-
-    trajectory/<method>/seed<k>/step-000005.json                 (+ .yaml, .log, _completions.jsonl)
-
-reused when present, like finished runs. Step 0 is the run's ``eval/before`` (the base) and the
-last step its ``eval/after``; an in-run ``eval/step-{t}`` evaluation is used when the run has one.
-The points enter the report's ``outcomes`` as ``<method>@<t>`` (see
-:mod:`~es_lightning.report.matched` for how methods are judged against the path). The report's
-``trajectory`` block lists every path under ``paths`` and repeats the primary one's ``method``,
-``every``, ``steps``, ``points`` and ``per_seed`` at its top, as before there were several.
+"""GRPO's trajectory: its checkpoints at chosen updates, evaluated with the final protocol and
+entering ``outcomes`` as ``<method>@<t>`` (:mod:`~es_lightning.report.matched` judges against it).
 """
 
 from __future__ import annotations
@@ -60,8 +43,7 @@ def checkpoints_at(run_dir: Path, wanted: Callable[[int], bool]) -> dict[int, Pa
 
 
 def _task_spec(config: dict[str, Any], task: str) -> Any:
-    """How ``es-lightning evaluate`` names the reported task: the run's ``eval_tasks`` entry, the
-    training task's spec when it is the one reported, else the name itself."""
+    """How ``evaluate`` names the reported task (the run's own spec where it has one)."""
     eval_tasks = config.get("eval_tasks")
     if isinstance(eval_tasks, dict) and task in eval_tasks:
         return eval_tasks[task]
@@ -71,8 +53,7 @@ def _task_spec(config: dict[str, Any], task: str) -> Any:
 
 
 def evaluate_config(run_dir: Path, checkpoint: Path, task: str | list[str], output: Path) -> dict[str, Any]:
-    """The ``es-lightning evaluate`` settings that repeat the run's final evaluation on ``checkpoint``
-    (of ``task``, or of each of a list of tasks in one engine)."""
+    """The ``evaluate`` settings that repeat the run's final evaluation on ``checkpoint``."""
     config = yaml.safe_load((Path(run_dir) / "config.yaml").read_text()) or {}
     module = config.get("module") or {}
     module = module.get("init_args", module)
@@ -97,8 +78,7 @@ def evaluate_config(run_dir: Path, checkpoint: Path, task: str | list[str], outp
 def evaluate_point(
     name: str, config: dict[str, Any], out: Path, extra_args: list[str], launch: bool
 ) -> dict[str, Any]:
-    """``es-lightning evaluate`` with ``config`` into ``out`` unless it is there (``reused``);
-    the report's record of it (``missing`` without ``launch``)."""
+    """``evaluate`` with ``config`` into ``out`` unless it is there; the report's record."""
     if read_json(out) is not None:
         return {"name": name, "status": "reused"}
     if not launch:
@@ -120,8 +100,7 @@ def path_records(
     label: str,
     launch: bool,
 ) -> list[dict[str, Any]]:
-    """Evaluate the path's checkpoints of every seed's run in ``runs`` into ``out_file(seed, step)``
-    (the final one is the run's own ``eval/after``); one record per point."""
+    """Evaluate the path's checkpoints of every seed's run; one record per point."""
     records = []
     for seed, run_dir in sorted(runs.items()):
         if len(stages(run_dir)) > 1:
@@ -141,8 +120,7 @@ def path_records(
 def run_trajectory(
     plan: ReportPlan, finished: dict[str, dict[int, Path]], task: str | None, launch: bool
 ) -> list[dict[str, Any]]:
-    """Evaluate every intermediate checkpoint of the path methods' finished runs (reusing
-    evaluations already there); one record per point: name, status, error, log."""
+    """Evaluate every intermediate checkpoint of the path methods' finished runs; the records."""
     settings, records = plan.trajectory, []
     if not settings.enabled or task is None or settings.via == "eval_every":
         return records
@@ -166,8 +144,7 @@ def final_step(run_dir: Path) -> int | None:
 
 
 def point_outcomes(out: Path, run_dir: Path, step: int, task: str) -> Outcomes | None:
-    """The outcomes of a path point: the report's evaluation ``out`` of the checkpoint, else the
-    run's own in-run evaluation ``eval/step-{step}``."""
+    """A path point's outcomes: the report's evaluation ``out``, else the run's ``eval/step-{step}``."""
     found = evaluation_outcomes(out.parent, out.stem, task)
     return found or evaluation_outcomes(Path(run_dir) / "eval", f"step-{step:06d}", task)
 
@@ -213,11 +190,7 @@ def collect_trajectory(
     task: str | None,
     budgets: dict[str, int | None] | None = None,
 ) -> tuple[dict[str, Any] | None, dict[str, dict[int, Outcomes | None]]]:
-    """The report's ``trajectory`` block (``paths``: each path's steps, points and Pass@K per seed
-    and step; the primary path's also at the top) and the path points' outcomes ``{point name:
-    {seed: Outcomes}}`` (step 0 and the last step are ``base`` and the method itself, already in
-    the report's outcomes). ``budgets`` are the methods' updates (absent: the update of the
-    final checkpoint). The block is ``None`` without the primary path."""
+    """The report's ``trajectory`` block (``None`` without one) and the path points' outcomes."""
     settings = plan.trajectory
     if not settings.enabled or task is None:
         return None, {}

@@ -1,22 +1,5 @@
-"""Weight drift of each method: ``es-lightning analyze`` on the final checkpoints, then over seeds.
-
-For every method in ``drift.methods`` and every seed, ``es-lightning analyze --base <starting model>
---checkpoint <final checkpoint>`` writes ``analysis/<method>/seed<k>.json`` (reused when present,
-and for a sparsity-curve method when it scored the base on the curve's engine; an older analysis
-whose run kept no checkpoint gets that base point alone, :mod:`~es_lightning.report.base_point`)::
-
-    {"rel_l2", "rel_l2_by_kind": {kind: x}, "nonzero", "sparsity": {"<tau>": s_tau},
-     "top_k": [...], "top_k_by_kind": {kind: count}, ["sparsity_curve": [{"tau", "s_tau", "pass@1", ...}],
-     "sparsity_curve_base": {"s_tau": 1, "pass@1", ...}],
-     "bf16": {the same statistics with both sides rounded to bfloat16},
-     ["null": {"modelled", "rel_l2", "sparsity", "top_k_by_kind", "top_k_enrichment": {kind: {"share"}}}]}
-
-:func:`collect_drift` turns these into means ± sd over seeds, the rel-L2 ratio of ``drift.ratio``
-(paired by seed), the bf16 view and the closed-form random-walk null beside the measured
-statistics (when ``analyze`` wrote one; else why not), each layer kind's share of the parameters
-(the null's expected top-k share) and, where no analysis exists, falls back to the last
-``drift/rel_l2`` a drift callback logged in ``metrics.jsonl``.
-"""
+"""Weight drift of each method: ``es-lightning analyze`` on the final checkpoints, then means over
+seeds, with the bf16 view and the random-walk null beside the measured statistics."""
 
 from __future__ import annotations
 
@@ -65,8 +48,7 @@ def analyze_command(plan: ReportPlan, run_dir: Path, output: Path, curve: bool) 
 def run_analyses(
     plan: ReportPlan, finished: dict[str, dict[int, Path]], launch: bool
 ) -> list[dict[str, Any]]:
-    """Analyse each finished run of ``drift.methods`` (``finished``: ``{method: {seed: run dir}}``);
-    returns one record per analysis: name, status (reused/finished/failed/missing), error, log."""
+    """Analyse each finished run of ``drift.methods``; one record per analysis."""
     records = []
     for method in plan.with_control(plan.drift.methods) if plan.drift.enabled else []:
         for seed, run_dir in sorted(finished.get(method, {}).items()):
@@ -194,8 +176,7 @@ def _method_drift(plan: ReportPlan, files: dict[int, dict[str, Any]]) -> dict[st
 
 
 def collect_drift(plan: ReportPlan, finished: dict[str, dict[int, Path]]) -> dict[str, Any]:
-    """``{"methods": {method: drift numbers}, "ratio": {...} | None}`` from the analysis files
-    (or the runs' last logged ``drift/rel_l2``)."""
+    """``{"methods": {method: drift numbers}, "ratio": ...}`` from the analyses or the logs."""
     methods: dict[str, Any] = {}
     rel: dict[str, dict[int, float]] = {}
     shares: dict[str, float] | None = None

@@ -1,18 +1,12 @@
 """The rollout contract: batched generation behind one interface, pinned to one device.
 
-Both backends take prompts as token ids (the :class:`~es_lightning.module.ReasoningModule` applies
-the chat template and tokenises, so every backend sees identical inputs) and return, per prompt,
-``n`` completions with their token ids and, when asked, the sampling log-probabilities::
+Backends take prompts as token ids and return ``n`` completions per prompt::
 
     outputs = rollout.generate([[1, 2, 3], [4, 5]], SamplingConfig(n=4, temperature=0.6))
     outputs[0].completions[2].token_ids     # list[int]
-    outputs[0].completions[2].logprobs      # list[float] | None (one per generated token)
 
-Weights move in through :meth:`Rollout.load_weights` (GRPO after each optimizer step, or a
-checkpoint). That is all evaluation and GRPO need from a backend. ES also needs the centre θ held
-where generation runs: :meth:`Rollout.es_init` reads it, and :attr:`Rollout.es`
-(:class:`~es_lightning.es.handle.ESHandle`) perturbs, restores and updates it, so that only seeds and
-scalars cross a process boundary; both built-in backends provide them.
+ES holds the centre θ where generation runs (:meth:`Rollout.es_init`, :attr:`Rollout.es`), so only
+seeds and scalars cross a process boundary.
 """
 
 from __future__ import annotations
@@ -111,11 +105,7 @@ class Rollout(RecordsInit, ABC):
         dtype: torch.dtype,
         loading: ModelLoading | None = None,
     ) -> None:
-        """Bind to ``model_path`` (an HF folder or hub id) on ``device``; engines may start lazily.
-
-        ``loading`` (``module.revision``, ``trust_remote_code``, ``model_kwargs``) says how to load
-        the model (:class:`~es_lightning.models.loading.ModelLoading`; ``None``: the defaults).
-        """
+        """Bind to ``model_path`` on ``device``, loaded as ``loading`` says; may start lazily."""
 
     @abstractmethod
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[RolloutOutput]:
@@ -128,8 +118,8 @@ class Rollout(RecordsInit, ABC):
     def score_logprobs(
         self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
     ) -> list[list[float]]:
-        """log π(r_t | prompt, r_<t) of every token of each given response under the served weights,
-        from the raw logits (temperature 1). Optional: only re-scoring ES members needs it."""
+        """log π of every token of each response under the served weights (temperature 1); only
+        re-scoring ES members needs it."""
         raise NotImplementedError(f"{type(self).__name__} cannot score given responses (score_logprobs)")
 
     @abstractmethod
@@ -146,11 +136,8 @@ class Rollout(RecordsInit, ABC):
         optimizer: OptimizerName = "sgd",
         optimizer_state: str | None = None,
     ) -> None:
-        """Hold the ES centre θ as fp32 master weights read from ``weight_files`` (default: the
-        most precise weights of the served model, :func:`~es_lightning.weight_files.weight_files`),
-        with ``optimizer``'s state from the file ``optimizer_state`` when resuming, and serve it;
-        :attr:`es` drives it from then on (a backend sets ``self._es`` to the handle it made).
-        Optional: only ES needs it."""
+        """Hold and serve the ES centre θ as fp32 master weights read from ``weight_files`` (with
+        ``optimizer``'s state when resuming); only ES needs it."""
         raise NotImplementedError(f"{type(self).__name__} cannot hold an ES centre (es_init)")
 
     @property

@@ -6,8 +6,7 @@ from es_lightning.rollout.base import Rollout
 
 
 def default_rollout() -> Rollout:
-    """A :class:`~es_lightning.rollout.vllm.VLLMRollout` when vLLM is installed, else an
-    :class:`~es_lightning.rollout.hf.HFRollout`, with their default settings."""
+    """A VLLMRollout when vLLM is installed, else an HFRollout, with their default settings."""
     from es_lightning.rollout.vllm import VLLMRollout, vllm_available
 
     if vllm_available():

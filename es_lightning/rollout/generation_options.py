@@ -1,20 +1,5 @@
-"""The generation options beyond temperature and top-p, checked once for every backend.
-
-Both rollouts give them the same meaning (the defaults leave today's sampling untouched):
-
-* ``top_k`` — sample among the ``k`` most probable tokens only; ``0`` keeps every token.
-* ``min_p`` — drop tokens whose probability is below ``min_p · p_max`` (Nguyen et al., 2024); ``0``
-  keeps every token.
-* ``repetition_penalty`` — the CTRL penalty (Keskar et al., 2019) on every token already in the
-  prompt or the completion: its logit ``ℓ`` becomes ``ℓ / r`` when ``ℓ > 0`` and ``ℓ · r``
-  otherwise; ``1`` leaves the logits alone. It applies to greedy decoding too.
-* ``generation_kwargs`` — further keyword arguments passed as they are to the backend:
-  transformers ``generate`` (:class:`transformers.GenerationConfig` fields) or ``vllm.SamplingParams``.
-  A key the settings above (or the rollout itself) already set is refused.
-
-Used one at a time the filters mean the same on both backends; combined, each backend applies them
-in its own order (transformers: temperature, top-k, top-p, min-p).
-"""
+"""The generation options beyond temperature and top-p (``top_k``, ``min_p``, CTRL's
+``repetition_penalty``, ``generation_kwargs``), checked once for every backend."""
 
 from __future__ import annotations
 
@@ -60,13 +45,7 @@ RESERVED_GENERATION_KWARGS = frozenset(
 def check_generation_options(
     where: str, top_k: Any, min_p: Any, repetition_penalty: Any, generation_kwargs: Any
 ) -> None:
-    """Refuse a bad generation option, naming it as ``{where}.{option}``.
-
-    Raises:
-        ConfigError: ``top_k`` not an int >= 0, ``min_p`` outside [0, 1], ``repetition_penalty``
-            not a finite number > 0, or ``generation_kwargs`` not a mapping of string keys or
-            holding a reserved key (:data:`RESERVED_GENERATION_KWARGS`).
-    """
+    """Refuse (ConfigError) a bad generation option, naming it as ``{where}.{option}``."""
     if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 0:
         raise ConfigError(f"{where}.top_k must be an int >= 0 (0: every token), got {top_k!r}")
     if not isinstance(min_p, numbers.Real) or not 0.0 <= float(min_p) <= 1.0:

@@ -88,9 +88,7 @@ class HFRollout(Rollout, PopulationEngine):
     def generate_rows(
         self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig, row_seeds: Sequence[int | None]
     ) -> list[Completion]:
-        """The ``sampling.n`` completions of every prompt (prompt-major) in one ``generate`` call of
-        the weights served now, each row sampled from its own stream ``row_seeds[row]``
-        (:class:`~es_lightning.rollout.hf_population.RowSampler`; greedy when the temperature is 0)."""
+        """The ``sampling.n`` completions of every prompt in one call, row r from stream ``row_seeds[r]``."""
         from es_lightning.rollout.hf_population import RowSampler
 
         sampler = None if sampling.temperature == 0 else RowSampler(row_seeds, sampling)
@@ -104,9 +102,7 @@ class HFRollout(Rollout, PopulationEngine):
         torch_seed: int | None = None,
         row_sampler: object | None = None,
     ) -> list[Completion]:
-        """One ``generate`` call: ``sampling.n`` completions per prompt, prompt-major. Sampled by
-        ``generate`` from the torch stream seeded ``torch_seed``, or by ``row_sampler`` (a logits
-        processor that picks every token itself; decoding is then greedy)."""
+        """One ``generate`` call, sampled from the torch stream ``torch_seed`` or by ``row_sampler``."""
         model, tok = self._model, self.tokenizer
         eos = {tok.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
         eos.discard(None)
@@ -249,8 +245,7 @@ class HFRollout(Rollout, PopulationEngine):
         sigma: float,
         sampling_seeds: Sequence[int],
     ) -> list[list[RolloutOutput]]:
-        """All members in one ``generate`` call (:func:`~es_lightning.rollout.hf_population.generate_population`;
-        ``batch_size`` does not split it: N·B·n rows at once)."""
+        """All members in one ``generate`` call of N·B·n rows."""
         from es_lightning.rollout.hf_population import generate_population
 
         return generate_population(self, prompts, sampling, members, sigma, sampling_seeds)

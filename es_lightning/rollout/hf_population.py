@@ -1,24 +1,8 @@
 """A low-rank ES population in one transformers ``generate`` call: N members × B prompts as rows.
 
-Member m (seed s_m, sign ±) of a low-rank population (:mod:`es_lightning.es.lowrank`) serves
-W + sign·σ·A_m B_mᵀ/√r for every weight matrix W. Instead of writing those weights N times, the
-rows of one batch are laid out member-major (member m owns rows m·R … (m+1)·R − 1, R = B·n) and a
-forward hook adds each row's own term to the output of every layer whose weight moves:
-
-* ``nn.Linear`` (y = x·Wᵀ + b):   y_row += (x_row·B_m)·(sign·σ/√r·A_m)ᵀ       # (L, d_in)→(L, r)→(L, d_out)
-* ``nn.Embedding`` (y = W[t]):    y_row += (sign·σ/√r·A_m)[t]·B_mᵀ             # (L, r)→(L, d)
-
-which is x·(W + sign·σ·A_m B_mᵀ/√r)ᵀ up to float rounding; the centre's weights are never touched.
-A tied output projection holds the embedding's tensor, so it gets the embedding's factors.
-
-Sampling. ``generate``'s own sampler draws every row's token from one shared torch stream, so a
-row's randomness would depend on its neighbours. :class:`RowSampler` samples instead: response k
-to prompt j of member m uses the uniforms of its own generator, seeded
-:func:`~es_lightning.rollout.seeds.sample_seed` (sampling seed of m, j, k), one U(0, 1) per new
-token, inverted through the (temperature-scaled, top-p-truncated) distribution. Members with a
-common sampling seed therefore share every stream (common random numbers), and the same member
-generated alone (:func:`generate_population` with ``batched=False``: weights written, one member
-per call) samples the same tokens from the same logits.
+A forward hook adds each row's own low-rank term to every layer whose weight moves
+(``nn.Linear``: y_row += (x_row·B_m)·(sign·σ/√r·A_m)ᵀ), and :class:`RowSampler` samples each row
+from its own stream, so a member generated alone samples the same tokens.
 """
 
 from __future__ import annotations
@@ -47,11 +31,7 @@ def sample_rows(
     top_k: int = 0,
     min_p: float = 0.0,
 ) -> torch.Tensor:
-    """One token per row (``logits`` (rows, V), ``uniforms`` (rows,) in [0, 1)): the token whose
-    cumulative probability first exceeds u, over softmax(logits/T) restricted to the smallest set
-    of most probable tokens whose mass reaches ``top_p`` (stable order: ties by token id). As
-    transformers does, ``top_k > 0`` keeps the k most probable tokens first (top-p then works on
-    their renormalised mass) and ``min_p > 0`` then drops tokens below ``min_p · p_max``."""
+    """One token per row from its uniform over softmax(logits/T), filtered as transformers does."""
     probs = torch.softmax(logits.float() / temperature, dim=-1)
     sorted_probs, order = torch.sort(probs, dim=-1, descending=True, stable=True)
     if top_k > 0:
@@ -72,8 +52,8 @@ def sample_rows(
 
 
 class RowSampler:
-    """A logits processor that samples every row from its own stream (see the module docstring) and
-    returns scores that are 0 at the sampled token and −inf elsewhere, so greedy decoding keeps it."""
+    """A logits processor that samples every row from its own stream (scores 0 at the sampled token,
+    −inf elsewhere, so greedy decoding keeps it)."""
 
     def __init__(self, row_seeds: Sequence[int | None], sampling: SamplingConfig) -> None:
         streams = []
@@ -127,9 +107,7 @@ def _embedding_hook(a: torch.Tensor, b: torch.Tensor):
 def hooked_layers(
     model: nn.Module, master: Mapping[str, torch.Tensor], noise: LowRankNoise
 ) -> list[tuple[nn.Module, str]]:
-    """(layer, master name) of every linear or embedding layer whose weight is a matrix of
-    ``master`` that ``noise`` moves; refuses a moving matrix that no such layer holds (a batched
-    forward would miss it)."""
+    """(layer, master name) of every layer whose weight ``noise`` moves; refuses one it misses."""
     names = {id(p): n for n, p in model.named_parameters()}
     layers = []
     for module in model.modules():
@@ -193,8 +171,7 @@ def generate_population(
     sampling_seeds: Sequence[int | None],
     batched: bool = True,
 ) -> list[list[RolloutOutput]]:
-    """``[m][j]``: member m's output for prompt j. ``batched``: all members in one ``generate`` call
-    (hooks); otherwise member by member with its weights written (the reference)."""
+    """``[m][j]``: member m's output for prompt j, all in one call (``batched``) or one by one."""
     if len(sampling_seeds) != len(members):
         raise ValueError(f"{len(members)} members but {len(sampling_seeds)} sampling seeds")
     seeds = row_seeds(sampling_seeds, len(prompts), sampling.n)

@@ -1,21 +1,9 @@
-"""The low-rank ES part of a rollout: every member of a population served in one generation call.
+"""The low-rank ES part of a rollout: every member of a population served in one generation call::
 
-With ``perturbation: lowrank`` (:mod:`es_lightning.es.lowrank`) member i's weights differ from the
-centre by σ·A_i B_iᵀ/√r per matrix, a change a forward pass can add per batch row without writing
-any weight. A backend that can do that implements :class:`PopulationEngine` beside its ES centre
-(:meth:`~es_lightning.rollout.base.Rollout.es_init`)::
-
-    engine.es_reserve_population(N, r)            # before the engine starts: room for N members
-    engine.es_init(...)
-    engine.es_use_lowrank(r, fixed)               # perturb, restore and update with A Bᵀ/√r
-    outputs = engine.es_generate_population(prompts, sampling, members, σ, sampling_seeds)
-    # outputs[m][j]: member m's responses to prompt j
-
-The transformers rollout adds each row's low-rank term in a forward hook
-(:mod:`es_lightning.rollout.hf_population`); the vLLM rollout serves the members as LoRA adapters
-built in its workers (:mod:`es_lightning.rollout.vllm.population`).
-:class:`~es_lightning.strategies.ESStrategy` refuses ``perturbation: lowrank`` with a rollout that
-is not a :class:`PopulationEngine`.
+engine.es_reserve_population(N, r)            # before the engine starts: room for N members
+engine.es_init(...)
+engine.es_use_lowrank(r, fixed)               # perturb, restore and update with A Bᵀ/√r
+outputs = engine.es_generate_population(prompts, sampling, members, σ, sampling_seeds)
 """
 
 from __future__ import annotations
@@ -33,15 +21,13 @@ class PopulationEngine(ABC):
     """The ``lowrank_targets`` this engine can serve (:class:`~es_lightning.es.lowrank.LowRankTargets`)."""
 
     def es_reserve_population(self, members: int, rank: int) -> None:
-        """Before the engine starts: make room to serve up to ``members`` low-rank members of rank
-        ``rank`` in one call (default: nothing to reserve)."""
+        """Before the engine starts: room for ``members`` low-rank members of rank ``rank``."""
         return None
 
     @abstractmethod
     def es_use_lowrank(self, rank: int | None, fixed: Collection[str] = ()) -> None:
-        """From now on perturb, restore and update the centre with low-rank directions of rank
-        ``rank`` (``None``: full-rank ε again), the matrices named in ``fixed`` held still
-        (:class:`~es_lightning.es.lowrank.LowRankNoise`); call after ``es_init``."""
+        """From now on use low-rank directions of rank ``rank`` (``None``: full rank), ``fixed``
+        held still; call after ``es_init``."""
 
     @abstractmethod
     def es_generate_population(
@@ -52,8 +38,5 @@ class PopulationEngine(ABC):
         sigma: float,
         sampling_seeds: Sequence[int],
     ) -> list[list[RolloutOutput]]:
-        """Every member's responses to ``prompts``: member m = (seed, sign) serves
-        θ + sign·σ·A_seed B_seedᵀ/√r and samples with ``sampling_seeds[m]``; ``[m][j]`` is member
-        m's output for prompt j. Response k to prompt j of member m draws its own random stream,
-        :func:`~es_lightning.rollout.seeds.sample_seed` (sampling_seeds[m], j, k), so members that
-        share a sampling seed share every stream (common random numbers)."""
+        """Every member's responses to ``prompts`` (``[m][j]``), member m = (seed, sign) serving
+        θ + sign·σ·A_seed B_seedᵀ/√r, each response its own stream."""

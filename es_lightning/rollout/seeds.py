@@ -1,31 +1,9 @@
 """Sampling seeds: one independent random stream per (call seed, prompt, sample).
 
-The contract of both built-in rollouts: prompt i of a call seeded ``seed`` is sampled as if it
-were prompt 0 of a call seeded ``seed + i``, so a call over prompts k.. seeded ``seed + k``
-reproduces those prompts' samples (the evaluation runner's chunks and shards rely on it,
-:mod:`es_lightning.evaluation.runner`).
-
-Within a prompt the responses must not share random numbers with other prompts' responses.
-vLLM's ``n > 1`` fan-out seeds child j of a request ``seed + j``
-(``vllm/v1/engine/parallel_sampling.py``), so with ``seed + i`` per prompt, sample j of prompt i
-and sample j − 1 of prompt i + 1 drew the same numbers and their rewards correlated (measured with
-``benchmarks/measures/sample_streams.py``, BENCHMARKS.md). Instead::
-
-    sample_seed(seed, i, j) = BLAKE2b(seed + i, j) mod 2⁶³
-
-and the vLLM rollout sends each response as its own request (``n = 1``) with that seed. The
-transformers rollout samples a chunk of prompts in one ``generate`` call from the torch
-generator (its rows draw different numbers); the chunk starting at prompt k is seeded
-:func:`chunk_seed` = BLAKE2b(seed + k). Hashing also matters because torch's CPU generator keeps
-only the low 32 bits of a seed (seeds 5 and 5 + 2³² give the same numbers).
-
-Streams that must differ across calls — ES members with independent sampling seeds, GRPO's ranks —
-get call seeds :data:`STREAM_STRIDE` apart (:func:`spaced_seeds`), so their prompt keys
-``seed + i`` never meet for fewer than 2³² prompts. Two distinct streams then coincide only by a
-hash collision (on CPU generators: of 32 bits, about (streams)²/2³³ pairs per update, ~0.1 pair
-among 32k responses). Streams meant to be shared stay shared: ES members with common sampling
-seeds get one call seed, so each (prompt, sample) has the same stream in every member — common
-random numbers.
+Prompt i of a call seeded ``seed`` samples as prompt 0 of a call seeded ``seed + i``, so chunks and
+shards reproduce one call; response j uses ``sample_seed(seed, i, j) = BLAKE2b(seed + i, j)`` (vLLM's
+own fan-out would give neighbouring prompts the same numbers). Streams that must differ get call
+seeds :data:`STREAM_STRIDE` apart; streams meant to be shared get one call seed.
 """
 
 from __future__ import annotations
@@ -50,22 +28,19 @@ def _hash63(*parts: int, person: bytes) -> int:
 
 
 def sample_seed(seed: int, prompt: int, sample: int) -> int:
-    """The generator seed of response ``sample`` to prompt ``prompt`` of a call seeded ``seed``:
-    a 63-bit non-negative int of (``seed + prompt``, ``sample``), the same in every process."""
+    """The generator seed of response ``sample`` to ``prompt`` of a call seeded ``seed`` (63 bits)."""
     return _hash63(seed + prompt, sample, person=b"es-sample-seed")
 
 
 def sample_seeds(seed: int | None, n_prompts: int, n: int) -> list[list[int | None]]:
-    """``[prompt][sample]`` seeds of a call with ``n_prompts`` prompts and ``n`` responses each
-    (all ``None`` when ``seed`` is ``None``: unseeded sampling)."""
+    """``[prompt][sample]`` seeds of a call (all ``None`` when ``seed`` is ``None``)."""
     if n_prompts < 0 or n < 1:
         raise ValueError(f"sample_seeds: need n_prompts >= 0 and n >= 1, got {n_prompts} and {n}")
     return [[None if seed is None else sample_seed(seed, i, j) for j in range(n)] for i in range(n_prompts)]
 
 
 def chunk_seed(seed: int, first_prompt: int) -> int:
-    """The torch seed of the transformers rollout's chunk that starts at prompt ``first_prompt``
-    (a function of ``seed + first_prompt`` only, as the contract above asks)."""
+    """The torch seed of the transformers rollout's chunk starting at prompt ``first_prompt``."""
     return _hash63(seed + first_prompt, person=b"es-chunk-seed")
 
 

@@ -1,18 +1,8 @@
 """A timeout and a heartbeat for every call into an engine that runs in other processes.
 
-A stalled engine (a paused or wedged worker, a deadlocked collective) used to hang the trainer
-silently and forever: the call waits on a socket that never answers. :class:`EngineWatchdog` runs a
-daemon thread beside the trainer's calls:
-
-* **heartbeat**: while a call is in flight, every ``heartbeat_s`` it logs that the call is still
-  running (how long, against which limit), so a slow call is visible, not silent;
-* **timeout**: a call in flight longer than ``timeout_s`` gets the engine's processes killed
-  (``SIGKILL``), the waiting call is woken (``unblock``: vLLM's client notices the dead engine
-  but leaves a waiting ``generate`` blocked on its queue), and the call then raises
-  :class:`EngineTimeoutError` naming the engine, its device, its pids and the call. Nothing is
-  written by the failing call, so the run's last checkpoint stays as it was.
-
-An engine whose processes die during a call makes the call raise :class:`EngineDiedError`.
+A stalled engine would hang the trainer forever, so :class:`EngineWatchdog` logs a heartbeat while a
+call runs and, past ``timeout_s``, kills the engine and makes the call raise
+:class:`EngineTimeoutError` (the last checkpoint stays); a dead engine raises :class:`EngineDiedError`.
 """
 
 from __future__ import annotations
@@ -39,16 +29,7 @@ class EngineDiedError(EngineError):
 
 
 class EngineWatchdog:
-    """Watches the calls into one engine.
-
-    Args:
-        name: how messages name the engine, e.g. ``"vLLM engine on cpu (rank 0)"``.
-        pids: returns the engine's process ids (looked up when needed).
-        timeout_s: longest a call may run (``None``: no limit).
-        heartbeat_s: log a line this often while a call is in flight.
-        unblock: wakes a call still waiting after the engine was killed (called every 2 s until
-            the call returns).
-    """
+    """Watches the calls into one engine (``unblock`` wakes a call left waiting after a kill)."""
 
     def __init__(
         self,
@@ -68,8 +49,7 @@ class EngineWatchdog:
 
     @contextmanager
     def call(self, what: str, timeout_s: float | None | str = "default") -> Iterator[None]:
-        """Run the body as the call ``what`` under the heartbeat and a timeout (``timeout_s``,
-        by default the watchdog's own)."""
+        """Run the body as the call ``what`` under the heartbeat and a timeout."""
         self._ensure_thread()
         if isinstance(timeout_s, str) and timeout_s != "default":
             raise ValueError(f"{self.name}: timeout_s must be seconds, None or 'default', got {timeout_s!r}")

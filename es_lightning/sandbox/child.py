@@ -1,25 +1,7 @@
-"""The child side of the code sandbox: a script, run as ``python -I -S -B child.py``.
-
-It imports only the standard library (inside the bubblewrap sandbox nothing else exists) and holds
-no secret: the job it reads from stdin carries the model's code, the row's setup code and the
-*probe expressions* to evaluate, never an expected value or a test's right-hand side. Steps:
-
-1. read the job (JSON) from stdin, then point stdin at ``/dev/null``; close every inherited file
-   descriptor but stdout, stderr and the report descriptor the job names;
-2. drop to the job's uid/gid when it starts as the namespace's root (the bubblewrap sandbox of a
-   root parent, which maps that uid to an unprivileged host uid) and check that no capability is
-   left; then set the rlimits (address space, CPU seconds, file size, no core files, processes);
-3. phase 1 runs the code, then the setup code, in one namespace (``__name__`` is ``"solution"``),
-   and evaluates each probe, writing its value in the tagged plain-data encoding of
-   :func:`encode` or the name of the exception it raised; phase 2 (no model code) runs the model's
-   import statements and the setup code, then each rewritten test statement, writing one boolean
-   per test; phase 0 (the availability probe) reports the uid, gid and effective capabilities;
-4. write the report (one JSON document, ASCII, no JSON numbers) to the report descriptor and
-   ``os._exit(0)``.
-
-Model code shares this process with steps 3 and 4 and can rewrite them, so the parent trusts
-nothing in a phase-1 report beyond its being plain data: it decodes it strictly and compares the
-values itself (:mod:`es_lightning.sandbox.protocol`).
+"""The child side of the code sandbox: a standard-library script, ``python -I -S -B child.py``,
+holding no secret (never an expected value). It drops privileges, sets the rlimits, runs its phase
+and writes one JSON report; model code can rewrite all of it, so the parent trusts the report only
+as plain data.
 """
 
 import collections
@@ -51,8 +33,7 @@ class NotPlain(Exception):
 
 
 def encode(value, caps):
-    """``value`` in the tagged encoding: ``None``/``True``/``False``/``str`` as themselves, every other
-    type as a list whose first item is its tag. Raises :class:`NotPlain` for anything else."""
+    """``value`` in the tagged encoding (:class:`NotPlain` for anything else)."""
     budget = [caps["nodes"]]
     return _encode(value, caps, 0, budget)
 
@@ -155,8 +136,7 @@ def _phase2(job):
 
 
 def _drop_privileges(uid, gid):
-    """Become ``uid``/``gid`` (when not already) and check that no capability is left; returns the
-    effective capability mask."""
+    """Become ``uid``/``gid`` and check no capability is left; the effective capability mask."""
     if os.getuid() != uid:
         os.setgroups([])
         os.setresgid(gid, gid, gid)

@@ -1,43 +1,9 @@
 """Starting, containing and ending one sandboxed child (:mod:`es_lightning.sandbox.child`).
 
-``bwrap`` isolation (the default) runs the child in a bubblewrap (0.8 or later) sandbox
-(:func:`bwrap_argv`)::
-
-    bwrap --unshare-all --unshare-user --die-with-parent --new-session --cap-drop ALL
-          --ro-bind /usr /usr  (/bin, /sbin, /lib* as on the host)  --ro-bind-try /etc/ld.so.cache
-          --ro-bind <base prefix> <base prefix>  --tmpfs <its site-packages>  --ro-bind <child script>
-          --proc /proc --dev /dev --tmpfs /tmp (--size, mode 1777) --remount-ro /dev --remount-ro /
-          --chdir /tmp --clearenv --setenv PATH/HOME/TMPDIR/LANG ...  <base python> -I -S -B <script>
-
-So the child has no network (an empty network namespace with only ``lo``), its own pid, ipc, uts,
-cgroup and mount namespaces, and sees read-only only the system libraries and the real base
-interpreter's prefix (not the virtualenv; its site-packages hidden): no project, dataset, home or
-``/etc`` file (``/etc`` holds ``ld.so.cache`` only). Its one writable place is a private ``/tmp``
-of ``scratch_mb`` (its cwd). It runs as uid/gid 65534 with no capabilities, no supplementary
-groups and ``no_new_privs``; the mounts are ``nosuid``. The user namespace is mapped one of two
-ways (the first that passes the availability probe):
-
-* root parent, "mapped ids": bwrap creates the namespace and waits (``--userns-block-fd``) while
-  this module writes its maps: namespace uid/gid 0 is host root (bwrap's own set-up, which needs
-  it to reach e.g. an interpreter under ``/root``) and 65534 is host 65534. The child drops to
-  65534 before anything else and checks that no capability is left. Running as host uid 65534 is
-  what makes ``RLIMIT_NPROC`` count: the kernel never enforces it on host root. Nested user
-  namespaces stay possible in this mode (bwrap cannot combine ``--disable-userns`` with it);
-* otherwise, "own ids": ``--uid 65534 --gid 65534 --disable-userns``; bwrap maps 65534 to the
-  caller, and for a root caller the process limit is then not enforced (a warning says so).
-
-The run ends by killing the sandbox's pid-1 process through a pidfd (its host pid comes from
-``--info-fd``) and waiting until it is gone, which kills every process in its pid namespace (a
-grandchild in its own session or a double fork included), on timeout and after a normal exit alike.
-
-``process`` isolation runs ``python -I -S -B child.py`` as a plain child process in its own
-session, with a clean environment and a fresh temporary cwd, and kills its process group at the
-end. It is **not a security boundary**: the code can read and write whatever the trainer can, use
-the network, and leave processes behind (a ``setsid`` grandchild escapes the group kill).
-
-Both set the same rlimits in the child: ``RLIMIT_AS``, ``RLIMIT_CPU``, ``RLIMIT_FSIZE``,
-``RLIMIT_CORE`` = 0 and ``RLIMIT_NPROC`` (counted per sandbox under bwrap; per host user, and not
-at all for root, under ``process``).
+``bwrap`` (the default, :func:`bwrap_argv`): no network, own namespaces, read-only system libraries
+and base interpreter only, a private ``/tmp``, uid/gid 65534 without capabilities, every process
+killed at the end through a pidfd. ``process`` is a plain child: **not a security boundary**.
+Both set the rlimits.
 """
 
 from __future__ import annotations

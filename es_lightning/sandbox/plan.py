@@ -1,26 +1,8 @@
 """Which probes a sandboxed child evaluates for a list of test statements, and each test's verdict.
 
-Each test statement takes one of two paths (:func:`plan`):
-
-* ``assert <expr> == <literal>`` (every MBPP test): the probe is ``<expr>``; the expected value is
-  ``ast.literal_eval(<literal>)``, computed here and never sent to a child; the comparison is
-  Python ``==`` here on the decoded builtins (``3 == 3.0`` passes as in MBPP, ``(1,) != [1]``).
-  (A test whose ``<expr>`` names a variable an earlier test statement binds takes the other path.)
-* any other statement (``assert f(x)``, ``assert not f(x)``, ``assert math.isclose(f(2), 0.5)``,
-  ``x = f(1)``, ...) takes the two-phase path. Its probes are the outermost ``Load`` expressions
-  rooted at a name the model's code binds at module level, the call, attribute and subscript
-  chain on it included (``f(2)``, ``Solution().run(x)``); not roots are names its ``import``
-  statements bind (those modules are imported for real in phase 2), names the setup code or an
-  earlier test binds, and builtin names (the tests' ``set``, ``len``, ... stay genuine). Phase 2
-  is a second child with **no model code**: the model's module-level imports, each in
-  ``try``/``except`` (``from m import a as b`` only where ``b == a``, and nothing an import binds
-  may shadow a builtin), the setup code statement by statement, then the test statements with
-  each probe replaced by the literal of its decoded value; its verdicts are trusted.
-
-A test fails when its probe raised, was not plain data, or the report was malformed; probes naming
-comprehension or lambda variables cannot be evaluated alone, so such tests fail too. Known limit:
-a helper that a test expects the model to import but the model defines itself (a ``class math``
-with an ``isclose`` that is always true) is model code by these rules, as with plain ``exec``.
+``assert <expr> == <literal>``: the probe is ``<expr>``, compared here with the literal no child
+sees. Other statements take two phases: probes rooted at names the model's code binds, then a
+child with **no model code** running the test with each probe replaced by its value's literal.
 """
 
 from __future__ import annotations
@@ -36,10 +18,7 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 def module_bindings(tree: ast.Module) -> tuple[set[str], set[str], list[ast.stmt]]:
-    """Names a module binds at module level: ``(defined, imported, import statements)``.
-
-    ``defined`` counts every other binding (``def``, ``class``, assignment targets, ``for``/``with``/
-    ``except``/``match`` names, walrus targets, names any function declares ``global``)."""
+    """Names a module binds at module level: ``(defined, imported, import statements)``."""
     defined = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
     imported: set[str] = set()
     imports: list[ast.stmt] = []
@@ -92,8 +71,7 @@ def _chain_root(node: ast.AST) -> str | None:
 
 
 def find_probes(tree: ast.AST, roots: set[str]) -> list[ast.expr]:
-    """The outermost ``Load`` expressions in ``tree`` whose call/attribute/subscript chain starts at a
-    name in ``roots``, in source order."""
+    """The outermost expressions in ``tree`` rooted at a name in ``roots``, in source order."""
     found: list[ast.expr] = []
     stack: list[ast.AST] = [tree]
     while stack:
@@ -119,8 +97,7 @@ class Plan:
     imports: list[str] = field(default_factory=list)
 
     def verdicts(self, n_tests: int, values: list[Any] | None) -> tuple[list[bool], dict[int, str]]:
-        """Fast verdicts (``False`` where phase 2 decides or the test cannot pass) and the rewritten
-        source of each test phase 2 must run, by test index."""
+        """Fast verdicts and the rewritten source of each test phase 2 must run."""
         passed = [False] * n_tests
         rewritten: dict[int, str] = {}
         if values is None:

@@ -1,19 +1,6 @@
-"""The wire format between a sandboxed child and the parent, and its strict decoder.
-
-Values cross from model code to the parent only as plain data, in the tagged encoding of
-:func:`es_lightning.sandbox.child.encode`: one JSON document, ASCII, without JSON numbers.
-``null``/``true``/``false`` and strings stand for themselves, everything else is ``[tag, ...]``:
-``i`` int (hex), ``f`` float (``float.hex``: nan and inf included), ``c`` complex, ``b`` bytes
-(hex), ``l`` list, ``t`` tuple, ``S`` set, ``F`` frozenset, ``d`` dict (keys and values
-alternating; an exact ``Counter``, ``OrderedDict`` or ``defaultdict`` is sent as the dict it
-compares as), ``r`` range, ``it`` a builtin iterator or generator, materialised (an
-:class:`IteratorValue`: like an iterator, equal only to itself).
-
-:func:`decode_phase1` rebuilds genuine builtins under caps on the report's bytes, the nesting
-depth, the element count, the integer length, the iterator length and hash collisions in a set
-or dict (:data:`CAPS`); anything else raises :class:`Malformed`, and the tests that needed the
-report fail. Nothing a child writes is ever ``eval``-ed or unpickled. :func:`value_source` turns a
-decoded value back into a Python literal for phase 2.
+"""The wire format between a sandboxed child and the parent (one ASCII JSON document of tagged
+plain data), and its strict decoder (:func:`decode_phase1`, caps in :data:`CAPS`); nothing a child
+writes is ``eval``-ed or unpickled.
 """
 
 from __future__ import annotations
@@ -65,8 +52,7 @@ def parse_report(data: bytes, max_bytes: int) -> list[Any]:
 
 
 def decode_phase1(data: bytes, n_probes: int, max_bytes: int) -> list[Any]:
-    """Each probe's decoded value or :class:`Failure`; raises :class:`Malformed` (also when the code or
-    setup raised, which the child reports as not ``ok``)."""
+    """Each probe's decoded value or :class:`Failure`; :class:`Malformed` otherwise."""
     doc = parse_report(data, max_bytes)
     if len(doc) != 4 or doc[1] != "1" or doc[2] is not True or not isinstance(doc[3], list):
         raise Malformed("not a completed phase-1 report")

@@ -1,43 +1,7 @@
 """Verify untrusted Python (model-written code) against test statements, with a reward the code
-cannot forge. Model code never runs in the calling process.
-
-**Principle.** Values produced by model code cross into this process only as strictly typed plain
-data, and the verdict is computed by code the model cannot reach:
-
-* **phase 1** (an untrusted child, :mod:`~es_lightning.sandbox.child`) runs the code and the
-  row's setup code, then evaluates *probe expressions* only and writes their values in a tagged
-  plain-data encoding (int, float incl. nan/inf, complex, bool, None, str, bytes, list, tuple,
-  dict, set, frozenset, range; builtin iterators and generators materialised up to a length cap).
-  Anything else (an instance of a model-defined class, a subclass of a builtin, e.g. an object
-  whose ``==`` is always true) is not plain and its test fails. The child never receives an
-  expected value, a test's right-hand side or any secret, so there is nothing in it to steal;
-  whatever it writes is decoded by a strict decoder (caps on size, depth, element count; malformed
-  means failed) and never ``eval``-ed or unpickled;
-* the **verdict**: for ``assert <expr> == <literal>`` (every MBPP test) the probe is ``<expr>`` and
-  this process compares the decoded value with ``ast.literal_eval(<literal>)``; any other test form
-  takes the **two-phase** path, whose phase 2 is a second sandboxed child containing no model code:
-  the model's module-level imports, the setup code and the test with each probe replaced by the
-  literal of its value. The rules are in :mod:`~es_lightning.sandbox.plan`, the encoding
-  in :mod:`~es_lightning.sandbox.protocol`.
-
-**Isolation** (``Sandbox.isolation``, details in :mod:`~es_lightning.sandbox.isolation`):
-
-* ``"bwrap"`` (default): each child runs in a bubblewrap sandbox with no network, its own pid, ipc,
-  uts and mount namespaces, a read-only view of only the interpreter's base prefix and the system
-  libraries (no project, dataset, home or ``/etc`` files), a private size-limited ``/tmp`` as its
-  only writable place, uid/gid 65534 with no capabilities (for a root trainer also host uid
-  65534, so the kernel enforces the process limit), a clean environment, and the whole sandbox
-  (every process in its pid namespace) killed at the time limit and after the run. When bubblewrap is
-  missing or cannot create namespaces here, :meth:`Sandbox.run` raises
-  :class:`SandboxUnavailableError` (fail closed; probed once per process);
-* ``"process"`` (explicit opt-out): a plain child process with the same protocol and rlimits, a
-  clean environment and a temporary cwd, but **no security boundary** (it warns once).
-
-Both: ``RLIMIT_AS`` = ``memory_mb``, ``RLIMIT_CPU`` = the time limit, ``RLIMIT_FSIZE`` =
-``max_output_kb`` per written file (stdout, stderr and the report included), no core files,
-``RLIMIT_NPROC`` = ``max_processes`` (per sandbox under ``bwrap``; per host user, and not at all
-for root, under ``process``); stdin is empty. A run that passes the time limit passes no
-test; so does code that fails to parse, raises, or exits early (``sys.exit``, ``os._exit``).
+cannot forge: model code never runs in this process, its values cross only as strictly decoded
+plain data, and the verdict is computed where the code cannot reach (:mod:`~es_lightning.sandbox.plan`).
+Isolation is bubblewrap (fail closed) or an explicit, unsafe ``process`` opt-out.
 """
 
 from __future__ import annotations
@@ -138,11 +102,7 @@ class Sandbox:
             bwrap_backend(self._limits())
 
     def run(self, code: str, tests: list[str], setup: str = "") -> SandboxResult:
-        """Verify ``code`` against each test statement (after ``setup``), as the module docstring says.
-
-        Raises:
-            SandboxUnavailableError: ``isolation="bwrap"`` and bubblewrap cannot run here.
-        """
+        """Verify ``code`` against each test statement (after ``setup``)."""
         limits = self._limits()
         if self.isolation == "bwrap":
             backend: isolation_.Backend | None = bwrap_backend(limits)
@@ -230,13 +190,7 @@ def warn_process_isolation() -> None:
 
 
 def bwrap_backend(limits: isolation_.Limits) -> isolation_.Backend:
-    """The bubblewrap set-up that works here: probed once per process (and :data:`BWRAP` and ``PATH``
-    value) by running a phase-0 child that must report uid/gid 65534 and no capabilities; a root
-    parent tries the mapped ids first.
-
-    Raises:
-        SandboxUnavailableError: no ``bwrap`` on ``PATH``, or it cannot create the sandbox here.
-    """
+    """The bubblewrap set-up that works here, probed once per process."""
     key = (BWRAP, os.environ.get("PATH", ""))
     with _LOCK:
         if key not in _BACKENDS:

@@ -1,22 +1,7 @@
-"""What an es-lightning strategy must do, and when the trainer calls it.
-
-A strategy is a Lightning Fabric strategy (DDP or FSDP underneath: process launch, the process
-group, collectives) that also implements :class:`ReasoningStrategy`. The trainer
-(:mod:`es_lightning.training.trainer`) drives it on every rank, in this order::
-
-    fabric.launch()                                                  # one process per device
-    rollout.setup(...); rollout.start()                              # the rank's engine
-    strategy.prepare(fabric, module, rollout, resume)                # once, before any update
-    for step in range(start, max_steps):
-        result = strategy.training_step(fabric, module, rollout, rows, step, run_seed)
-        # result.metrics -> loggers; result.population -> on_population_end callbacks
-    # at every checkpoint, on every rank:
-    checkpoint.save_checkpoint(weights=strategy.named_weights(rollout),
-                               write_state=lambda folder: strategy.save_state(fabric, rollout, folder))
-
-Every method runs on every rank with the same arguments (the same ``rows`` included); collectives
-inside them are therefore safe. Weights always leave a strategy through :meth:`named_weights`:
-checkpoints, GRPO's engine sync and the drift/attribution callbacks read the same stream.
+"""What an es-lightning strategy must do, and when the trainer calls it: a Fabric strategy (DDP or
+FSDP underneath) that also implements :class:`ReasoningStrategy`. The trainer calls ``prepare``
+once, ``training_step`` per update and ``named_weights``/``save_state`` at checkpoints, every
+method on every rank with the same arguments, so collectives inside them are safe.
 """
 
 from __future__ import annotations
@@ -45,13 +30,8 @@ Row = dict[str, Any]
 
 @dataclass
 class PopulationResult:
-    """What one ES update measured, member by member (for population-level callbacks).
-
-    ``member_prompt_rewards[i, p]`` is member ``i``'s mean reward over its responses to prompt
-    ``p`` (one response per prompt in the paper's setting) and ``member_prompt_success[i, p]`` the
-    fraction of them the verifier counts correct; ``rewards[i]`` is the member's mean over all its
-    responses, the R_i the update normalised into ``z`` (``None`` when the update was skipped).
-    """
+    """What one ES update measured, member by member: ``member_prompt_rewards`` and
+    ``member_prompt_success`` (N, P), ``rewards`` R_i and the applied ``z`` (``None`` when skipped)."""
 
     seeds: list[int]
     signs: list[float]
@@ -101,17 +81,15 @@ class ReasoningStrategy(RecordsInit, ABC):
     """Short name (``es``, ``grpo``): log names, checkpoint state folder, pipeline stage names."""
 
     def check_rollout(self, rollout: Rollout) -> None:
-        """Before any engine starts: refuse, with a :class:`~es_lightning.errors.ConfigError`, a
-        rollout this strategy's settings cannot run on (default: every rollout is accepted)."""
+        """Before any engine starts: refuse (ConfigError) a rollout these settings cannot run on."""
         return None
 
     @abstractmethod
     def prepare(
         self, fabric: Fabric, module: ReasoningModule, rollout: Rollout, resume: Checkpoint | None
     ) -> None:
-        """Once per run on every rank, after the engine started and before the first update: take
-        the starting weights (``module.model``, or ``resume``'s fp32 master and own state) into
-        whatever the strategy optimizes, and make the engine serve them."""
+        """Once per run on every rank, before the first update: take the starting weights (or
+        ``resume``'s) into what the strategy optimizes and make the engine serve them."""
 
     @abstractmethod
     def training_step(
@@ -123,27 +101,21 @@ class ReasoningStrategy(RecordsInit, ABC):
         step: int,
         run_seed: int,
     ) -> StepResult:
-        """One update on the mini-batch ``rows`` (the same on every rank); ``step`` is the 0-based
-        update index and, with ``run_seed``, fixes every random choice of the update."""
+        """One update on ``rows``; ``step`` and ``run_seed`` fix every random choice of it."""
 
     @abstractmethod
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
-        """The current weights as fp32 ``(HF name, CPU tensor)`` pairs, one tensor at a time.
-
-        Called on every rank (a sharded strategy gathers collectively); ranks other than 0 may
-        get nothing or the same tensors, which they discard."""
+        """The current weights as fp32 ``(HF name, CPU tensor)`` pairs, streamed (every rank)."""
 
     @abstractmethod
     def save_state(self, fabric: Fabric, rollout: Rollout, folder: Path) -> None:
-        """Write what exact resume needs beyond the weights (optimizer moments) into ``folder``;
-        called on every rank with the same folder (the strategy decides who writes)."""
+        """Write what exact resume needs beyond the weights into ``folder`` (every rank)."""
 
     total_updates: int | None = None
     """The run's length in updates, set by the trainer before :meth:`prepare` (schedules use it)."""
 
     def hparams(self) -> dict[str, Any]:
-        """The strategy's settings (its constructor's arguments), recorded in each checkpoint's
-        ``hparams.yaml``."""
+        """The strategy's settings, recorded in each checkpoint's ``hparams.yaml``."""
         import inspect
 
         out: dict[str, Any] = {}

@@ -2,62 +2,33 @@
 
 One update t (the paper's Algorithm 1; symbols σ, α, N, z_i, ε_i as there):
 
-1. Every rank draws the same population of N direction seeds from a schedule that is a pure
-   function of (run seed, t) — nothing but seeds is ever sent — and the same mini-batch of B prompts.
-2. Rank r evaluates members i ≡ r (mod world size): inside its rollout engine it serves
-   θ + σ·ε_i, generates (one response per prompt by default), scores with the task's verifier,
-   R_i = mean reward, and restores θ exactly.
-3. The N scalar rewards are summed across ranks (each entry comes from exactly one rank).
-4. z = normalise(R) within the population (``zscore`` default, ``rank``, ``none``); when all R_i
-   are equal the update is skipped and logged (``es/skipped``). With ``reward_control: permuted``
-   R is first shuffled among the members (the empirical null, :mod:`es_lightning.es.control`).
-5. θ ← θ + α·(1/N)·Σ_i z_i ε_i on every rank, in fp32 and cast once; a checksum of the centre is
-   gathered and must be identical on every rank. ``update: accumulate`` (z-score or no
-   normalisation) folds each member's ε into running sums as soon as R_i is known, so the update
-   draws no ε again; ``redraw`` draws every ε again. On several ranks the work of the update is
-   shared and the ranks exchange directions (:mod:`es_lightning.strategies.es_update`).
-6. Signal diagnostics of the true rewards (:mod:`es_lightning.es.diagnostics`):
-   ``es/reward_split_half_corr`` (r_ab), ``es/reward_reliability`` (its Spearman–Brown value),
-   ``es/flip_rate`` and, for antithetic pairs, the same reliability of the pairs' differences
-   (``es/antithetic_diff_split_half_corr``, ``es/antithetic_diff_reliability``). When most of the
-   last ``signal_window`` updates were skipped, or the run's updates cannot add up (the upper end
-   of the interval of its signal √(ρ̄·N·T), :mod:`es_lightning.es.run_signal`, below
-   ``signal_threshold``), one warning says why and which knobs to turn.
+1. Every rank draws the same N member seeds (a pure function of run seed and t) and the same B
+   prompts; only seeds are ever sent.
+2. Rank r evaluates members i ≡ r (mod world size): serve θ + σ·ε_i in its engine, generate, score,
+   R_i = the mean reward, restore θ exactly.
+3. The N rewards are summed across ranks.
+4. z = normalise(R) (``reward_control: permuted`` shuffles R first: the empirical null); all R_i
+   equal: the update is skipped (``es/skipped``).
+5. θ ← θ + α·(1/N)·Σ_i z_i ε_i on every rank in fp32, accumulated during step 2 or drawn again
+   (:mod:`es_lightning.strategies.es_update`); a checksum of the centre must agree on every rank.
+6. Signal diagnostics of the true rewards and the no-signal warning (:mod:`es_lightning.es.diagnostics`).
 
 How this departs from the public ES-for-LLM code:
 
-1. Noise is independent per tensor: ε for a tensor is regenerated from (seed_i, a stable hash of
-   the parameter's name), in float32 on the tensor's device — not one bf16 stream for the whole model.
-2. The centre is an fp32 master; the engine is written from it (cast once), so restore is
-   bit-exact in any serving dtype and no drift accumulates over thousands of perturbations.
+1. Noise is independent per tensor, regenerated in float32 from (seed_i, the parameter's name);
+   or read from a shared table (``noise: table``).
+2. The centre is an fp32 master written into the engine (cast once): restore is bit-exact.
 3. The seed schedule is replayable: resuming at update t redraws the same population.
-4. Common random numbers: all members of an update see the same prompts and the same sampling seed.
-   Within a member every response draws its own random stream (the rollout hashes the sampling
-   seed with the prompt and response index, :mod:`es_lightning.rollout.seeds`), so responses to
-   different prompts never share random numbers.
-5. Optional antithetic pairs (±ε_j) with the pairing diagnostic κ_pair, and an optional Adam on
-   the ES direction (the default, SGD, is the paper's update).
-6. Per-update signal diagnostics and a no-signal warning (step 6 above), and an optional empirical
-   null, ``reward_control: permuted``: the same seeds, prompts and compute, rewards shuffled among
-   the members before normalisation, so the run's drift is that of ES without signal.
-7. The update is accumulated while the population is evaluated (step 5 above): no ε is drawn
-   twice, at the cost of three fp32 master-sized buffers per rank.
-8. Antithetic pairs under either budget: N members as N/2 directions × ± (``antithetic_budget:
-   rollouts``, the same generations as one-point ES) or N directions × ± = 2N members
-   (``directions``, the same noise directions).
-9. Optional low-rank directions (``perturbation: lowrank``, EGGROLL): each weight matrix moves by
-   σ·A_i B_iᵀ/√r instead of σ·ε_i, 1-D tensors (norms, biases) stay put
-   (:mod:`es_lightning.es.lowrank`); a rank's members then generate in one call, each batch row
-   under its own member's weights: forward hooks on the transformers rollout
-   (:mod:`es_lightning.rollout.hf_population`), LoRA adapters on vLLM
-   (:mod:`es_lightning.rollout.vllm.population`, ``lowrank_targets: linear``).
-10. Optional shared noise table (``noise: table``, Salimans et al. 2017): each ε a slice of one
-    seeded table at an offset from (seed_i, parameter name), read instead of drawn
-    (:mod:`es_lightning.es.noise_table`).
+4. Common random numbers: members share prompts and sampling seed; each response has its own
+   stream (:mod:`es_lightning.rollout.seeds`).
+5. Optional antithetic pairs under either budget, with the κ_pair diagnostic; optional Adam.
+6. Per-update signal diagnostics and an optional permuted-reward null.
+7. The update is accumulated while the population runs: no ε is drawn twice.
+8. Optional low-rank directions (EGGROLL, ``perturbation: lowrank``), a rank's members generated
+   in one call (forward hooks on transformers, LoRA adapters on vLLM).
 
-No backward pass and no optimizer state (plain ES), so the torch model is never wrapped in DDP: the
-process group carries seeds, rewards and checksums, and with several ranks the update's directions
-(gloo on CPU, NCCL on GPU).
+No backward pass, so the model is never wrapped in DDP: the process group carries seeds, rewards,
+checksums and, with several ranks, the update's directions.
 """
 
 from __future__ import annotations
@@ -120,10 +91,8 @@ OPTIMIZER_FILE = "optimizer.pt"
 class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
     """Evolution Strategies on the rollout engine of every rank.
 
-    The strategy is its settings: its keyword arguments (the recipes' ``strategy.init_args``) are
-    the fields of :class:`~es_lightning.strategies.es_settings.ESSettings`, checked when it is built,
-    and its ``--help`` their docstrings. The model is never wrapped in DDP (no gradients): the
-    process group carries seeds, rewards and checksums only.
+    Its keyword arguments are the fields of
+    :class:`~es_lightning.strategies.es_settings.ESSettings`, checked when it is built.
     """
 
     strategy_name = "es"
@@ -137,15 +106,13 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
 
     @property
     def signal_directions(self) -> int:
-        """N of the run-level signal: the members, or the antithetic pairs (whose differences the
-        update weighs)."""
+        """N of the run-level signal: the members, or the antithetic pairs."""
         members = Population.member_count(self.population_size, self.antithetic, self.antithetic_budget)
         return members // 2 if self.antithetic else members
 
     @override
     def hparams(self) -> dict[str, Any]:
-        """Every setting (:class:`~es_lightning.strategies.es_settings.ESSettings`'s fields), the
-        process group backend as Fabric resolved it."""
+        """Every setting, the process group backend as Fabric resolved it."""
         return {**plain_values(self), "process_group_backend": self._process_group_backend}
 
     @classmethod
@@ -160,8 +127,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
     # -- the trainer's interface (es_lightning.strategies.base.ReasoningStrategy) -----------------
     @override
     def check_rollout(self, rollout: Rollout) -> None:
-        """ES needs an engine that perturbs and updates weights; low-rank directions need one that
-        serves low-rank members (checked again in :meth:`prepare`)."""
+        """ES needs an engine that perturbs weights; low-rank directions one that serves members."""
         if type(rollout).es_init is Rollout.es_init:
             raise TypeError(
                 f"ESStrategy: rollout {type(rollout).__name__} cannot run ES; it generates only. Use a "
@@ -189,8 +155,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
 
     @override
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
-        """The fp32 centre, streamed out of this rank's engine (rank 0 only: every rank holds the
-        same centre, checked by checksum after each update)."""
+        """The fp32 centre streamed out of this rank's engine (rank 0; all ranks hold the same)."""
         if self.is_global_zero:
             yield from rollout.es.named_weights()
 
@@ -245,9 +210,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         accumulated: bool,
         local: MemberResults,
     ) -> float:
-        """Take the update on every rank (:func:`~es_lightning.strategies.es_update.take_update`);
-        ``time/update`` gets its seconds, with the folds of an accumulated update, which ran
-        inside the perturbations (moved out of ``perturb_restore``)."""
+        """Take the update on every rank (``time/update`` includes the accumulated folds)."""
         fold_s = es.fold_seconds() if accumulated else 0.0
         local.timings["perturb_restore"] -= fold_s
         local.timings["update"] = fold_s
@@ -265,8 +228,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         step: int,
         accumulated: bool,
     ) -> MemberResults:
-        """This rank's members (i ≡ rank mod world size): low-rank ones in one generation call,
-        others one after another."""
+        """This rank's members: low-rank ones in one generation call, others one by one."""
         members = range(self.global_rank, population.size, self.world_size)
         sampling = replace(module.train_sampling, n=self.responses_per_prompt)
         seeds = member_sampling_seeds(run_seed, step, population.size, self.member_sampling_seeds)
@@ -297,8 +259,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         update_norm: float,
         skipped: bool,
     ) -> dict[str, float]:
-        """The update's scalars: ``train/`` over every response, ``es/`` over the members and the
-        update, ``time/`` this rank's seconds per phase."""
+        """The update's ``train/``, ``es/`` and ``time/`` scalars."""
         per_response, per_prompt = gathered.per_response, gathered.per_prompt
         split_half = split_half_correlation(per_prompt[0])
         metrics = {
@@ -321,8 +282,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         return metrics
 
     def _watch_signal(self, metrics: dict[str, float]) -> None:
-        """Feed the no-signal monitor (the pairs' differences for antithetic pairs); its one
-        warning goes to the console."""
+        """Feed the no-signal monitor; its one warning goes to the console."""
         if self._signal is not None:
             key = "es/antithetic_diff_split_half_corr" if self.antithetic else "es/reward_split_half_corr"
             low, high = metrics["train/reward_min"], metrics["train/reward_max"]
@@ -332,8 +292,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
                 warn(warning, once=False)  # the monitor warns once per run
 
     def _gather(self, local: MemberResults, width: int) -> Gathered:
-        """Every rank's results, summed or gathered over the ranks (``width``: the values per
-        response, :func:`~es_lightning.strategies.metrics.response_stats`)."""
+        """Every rank's results, summed or gathered over the ranks."""
         rewards = self.all_reduce(local.rewards.to(self.root_device), reduce_op="sum").cpu().numpy()
         per_prompt = self.all_reduce(local.per_prompt.to(self.root_device), reduce_op="sum").cpu().numpy()
         tokens = torch.tensor(float(local.tokens), device=self.root_device)
@@ -379,8 +338,7 @@ class Gathered:
 def member_sampling_seeds(
     run_seed: int, step: int, population_size: int, mode: MemberSamplingSeeds
 ) -> list[int]:
-    """The sampling seed of every member of update ``step``: one seed for all (``common``), or a
-    seed each (``independent``) whose streams never meet (:func:`~es_lightning.rollout.seeds.spaced_seeds`);
-    the base seed comes from a seed schedule of (run seed, step)."""
+    """The sampling seed of every member of update ``step``: one for all, or one each (streams
+    that never meet)."""
     base = seed_schedule(run_seed ^ 0x5A5A, step, 1)[0] % (2**31)
     return [base] * population_size if mode == "common" else spaced_seeds(base, population_size)

@@ -1,6 +1,5 @@
-"""ES on fixed rollouts (``member_rollouts: fixed``): one update's responses sampled once at the
-centre, then re-scored under each member's weights (:mod:`es_lightning.es.rescoring` has the
-importance weights and the re-scored rewards)."""
+"""ES on fixed rollouts (``member_rollouts: fixed``): the centre's responses re-scored under each
+member's weights (:mod:`es_lightning.es.rescoring`)."""
 
 from __future__ import annotations
 

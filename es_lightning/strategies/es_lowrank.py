@@ -1,13 +1,4 @@
-"""Low-rank ES on the rollout: what the strategy checks before the engine starts and tells it after.
-
-With ``perturbation: lowrank`` (:mod:`es_lightning.es.lowrank`) the rollout must serve a whole
-population of low-rank members in one call (a
-:class:`~es_lightning.rollout.population_engine.PopulationEngine`). Before any engine starts the
-strategy refuses any other rollout and reserves room for N members of rank r (the vLLM rollout
-starts its engine with that many LoRA slots); once the engine holds the centre it switches the
-centre's noise to low rank, with the matrices ``lowrank_targets: linear`` keeps fixed named from
-the model's own embedding layers.
-"""
+"""Low-rank ES on the rollout: what the strategy checks before the engine starts and tells it after."""
 
 from __future__ import annotations
 
@@ -22,8 +13,7 @@ from es_lightning.strategies.es_settings import ESSettings
 
 
 def check_lowrank_rollout(settings: ESSettings, rollout: Rollout) -> None:
-    """Before any engine starts: refuse a rollout that cannot serve low-rank members and reserve
-    room for the population in one that can."""
+    """Refuse a rollout that cannot serve low-rank members, and reserve room in one that can."""
     if settings.perturbation != "lowrank":
         return
     if not isinstance(rollout, PopulationEngine):
@@ -54,8 +44,7 @@ def use_lowrank(settings: ESSettings, model_path: str, loading: ModelLoading, ro
 
 
 def embedding_names(model_path: str, loading: ModelLoading) -> frozenset[str]:
-    """The input embedding's and output head's weight names of the model at ``model_path``, from
-    the model built on the meta device (its config only: no weights are read)."""
+    """The embedding and output head weight names of the model at ``model_path`` (meta device)."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     config = AutoConfig.from_pretrained(model_path, **loading.hub_kwargs(model_path))

@@ -1,14 +1,5 @@
-"""One rank's share of an ES population: perturb, generate, score and restore each of its members.
-
-(Low-rank populations on an engine that can: every member of the rank in one generation call,
-:func:`evaluate_population`.)
-
-Rank r evaluates members i ≡ r (mod world size). For each: serve θ + sign_i·σ·ε_i, generate the
-mini-batch's responses (or re-score the centre's, ``member_rollouts: fixed``), R_i = the mean
-reward, restore θ. When the update is accumulated, R_i goes back to the centre right away
-(``es.record_reward``), so that the ε it holds for member i is folded into the running sums before
-the next member's replaces it.
-"""
+"""One rank's share of an ES population: perturb, generate, score and restore each of its members
+(low-rank ones in one call); an accumulated update gets each R_i at once (``es.record_reward``)."""
 
 from __future__ import annotations
 
@@ -66,8 +57,7 @@ class MemberResults:
             self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - t0
 
     def record(self, i: int, module: ReasoningModule, rows: list[Row], outputs: list[RolloutOutput]) -> None:
-        """Score member ``i``'s ``outputs`` (one per row): R_i, its per-prompt rewards and
-        successes, tokens and response statistics; the first member recorded gives the samples."""
+        """Score member ``i``'s ``outputs``; the first member recorded gives the samples."""
         scores = module.score(rows, outputs)
         self.rewards[i] = float(np.mean([s.reward for per_prompt in scores for s in per_prompt]))
         self.per_prompt[0, i] = torch.tensor([np.mean([s.reward for s in per]) for per in scores])
@@ -91,12 +81,8 @@ def evaluate_members(
     record_rewards: bool,
     keeps_centre_samples: bool,
 ) -> MemberResults:
-    """Evaluate ``members`` of ``population`` on ``rows``, one after another (module docstring).
-
-    ``fixed_rollouts``: the centre samples once (with member 0's sampling seed) and every member
-    re-scores those responses; ``keeps_centre_samples``: this rank reports the centre's responses
-    and samples then (rank 0). ``record_rewards``: hand each R_i to the centre (accumulating).
-    """
+    """Evaluate ``members`` on ``rows`` one after another (``fixed_rollouts``: re-scoring the
+    centre's responses; ``record_rewards``: handing each R_i to the centre)."""
     prompt_ids, es = module.encode(rows), rollout.es
     out = MemberResults.empty(population.size, len(rows))
     fixed = None
@@ -137,8 +123,7 @@ def evaluate_population(
     sampling_seeds: list[int],
     sigma: float,
 ) -> MemberResults:
-    """Evaluate ``members`` of a low-rank ``population`` on ``rows`` in one generation call
-    (:meth:`~es_lightning.rollout.population_engine.PopulationEngine.es_generate_population`)."""
+    """Evaluate the low-rank ``members`` on ``rows`` in one generation call."""
     out = MemberResults.empty(population.size, len(rows))
     chosen = [population.members[i] for i in members]
     with out.timed("generate"):

@@ -1,12 +1,5 @@
-"""ES's settings: :class:`ESSettings`, each field written once with its default, its check and its
-docstring (:mod:`es_lightning.checked`).
-
-:class:`~es_lightning.strategies.es.ESStrategy` is an :class:`ESSettings`: its keyword arguments
-(the recipes' ``strategy.init_args``) are these fields, in their order, and its ``--help`` their
-docstrings; building it checks them all, naming every bad one at once, before anything starts, and
-:func:`~es_lightning.checked.plain_values` gives them back for ``hparams.yaml``. The annotations are
-evaluated (no ``from __future__ import annotations``): jsonargparse reads the types of the
-dataclass's generated ``__init__`` from them.
+"""ES's settings, each field written once with its default, its check and its docstring (the
+``--help``). The annotations are evaluated: jsonargparse reads the ``__init__`` types from them.
 """
 
 import math
@@ -38,8 +31,7 @@ def _whole_rank(r: int) -> bool:
 
 @dataclass(eq=False)
 class ESSettings:
-    """How ES perturbs, scores and steps (symbols as in :mod:`es_lightning.strategies.es`), and the
-    process group's backend."""
+    """How ES perturbs, scores and steps, and the process group's backend."""
 
     population_size: int = checked(32, lambda n: n >= 2, ">= 2: z-scores of one reward are undefined")
     """N, perturbations per update (split over the ranks; >= 2, even for ``antithetic``)."""

@@ -1,24 +1,6 @@
-"""The ES update of one population, on one rank or several: accumulated, or every ε drawn again.
-
-``update: accumulate`` (where it applies, :func:`accumulates`): each member's ε, drawn for its
-perturbation, is kept until the member's reward is known and folded into running sums
-(:mod:`es_lightning.es.accumulate`); the update reads the sums. ``update: redraw``, and rank
-normalisation or permuted rewards (not linear in the rewards): the update draws every ε_s again
-from its seed. The two give the same update up to the order of float32 sums.
-
-With W ranks:
-
-* accumulated: each rank holds the sums of its own members; their directions
-  Σ_{i on rank r} sign_i (R_i − μ) ε_i are summed over the ranks (all-reduce) and every rank applies
-  the sum;
-* redrawn: the tensors are split between the ranks (:func:`~es_lightning.es.split.assign_tensors`),
-  each rank draws the N ε of its own tensors only (1/W of the numbers), and the directions are
-  exchanged (an all-reduce in which each tensor is nonzero on its owner alone), so every rank
-  applies the direction one rank would have computed: the centre is bit-identical to one rank's.
-
-The directions, not the new centres, are exchanged: the same bytes, and every rank then takes the
-same step itself (an Adam optimizer keeps its moments on every rank). Both move the tensors in
-chunks of at most :data:`EXCHANGE_NUMBERS` numbers, in the master's order.
+"""The ES update of one population, on one rank or several: accumulated (the ranks' sums added), or
+redrawn (each rank draws its share of the tensors); the ranks exchange directions, not centres, so
+each takes the step itself and the centre is bit-identical to one rank's.
 """
 
 from __future__ import annotations
@@ -47,9 +29,7 @@ EXCHANGE_NUMBERS = 16 * 2**20
 
 
 def accumulates(update: str, normalization: str, reward_control: str, perturbation: str = "full") -> bool:
-    """Whether ``update: accumulate`` applies: the normalised rewards are affine in R (z-score or
-    none), are the members' own (not permuted), and the directions are full-rank (low-rank ones are
-    cheap to draw again, :mod:`es_lightning.es.lowrank`)."""
+    """Whether ``update: accumulate`` applies: z-score or none, true rewards, full-rank directions."""
     return (
         update == "accumulate"
         and normalization in LINEAR_NORMALIZATIONS
@@ -59,8 +39,7 @@ def accumulates(update: str, normalization: str, reward_control: str, perturbati
 
 
 def reward_moments(rewards: np.ndarray, normalization: str) -> tuple[float, float]:
-    """(μ, s) with z = (R − μ)/s as :func:`~es_lightning.es.normalize.normalize_rewards` computes
-    it: mean and ddof-0 standard deviation for ``zscore``, (0, 1) for ``none``."""
+    """(μ, s) with z = (R − μ)/s: mean and ddof-0 sd for ``zscore``, (0, 1) for ``none``."""
     if normalization == "none":
         return 0.0, 1.0
     return float(rewards.mean()), float(rewards.std())
@@ -92,8 +71,7 @@ class RankUpdate:
         shapes: Mapping[str, tuple[int, ...]],
         local: Callable[[list[str]], Mapping[str, torch.Tensor]],
     ) -> Iterator[dict[str, torch.Tensor]]:
-        """Per chunk of tensors: this rank's directions (``local(names)``; zeros for tensors it has
-        none of), summed over the ranks."""
+        """Per chunk of tensors, this rank's directions summed over the ranks."""
         numels = {n: int(np.prod(s, dtype=np.int64)) for n, s in shapes.items()}
         device = self.strategy.root_device  # where the collective runs (gloo: CPU, NCCL: the GPU)
         for names in chunk_names(numels, EXCHANGE_NUMBERS):
@@ -137,9 +115,7 @@ def take_update(
     learning_rate: float,
     normalization: str,
 ) -> float:
-    """Apply one population's update with step size α = ``learning_rate`` on every rank (nothing
-    when ``coeffs`` is ``None``: the rewards were all equal, the update is skipped); ``normalization``
-    of the rewards gives an accumulated update its (μ, s). Returns ‖Δ‖₂."""
+    """Apply one population's update on every rank (nothing when ``coeffs`` is ``None``); ‖Δ‖₂."""
     lr, size = learning_rate, len(rewards)
     if coeffs is None:
         if accumulated:

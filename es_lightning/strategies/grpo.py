@@ -2,33 +2,21 @@
 
 One update (symbols as in DeepSeekMath's GRPO):
 
-1. Each rank takes its share of the B prompts and samples G responses per prompt from its rollout
-   engine (the paper: G = 8 at temperature 1.0, B = 64), with a sampling seed of its own
-   (:func:`~es_lightning.strategies.grpo_rollouts.rank_sampling_seed`): every response of the
-   update draws its own random stream.
-2. Rewards r (P, G) from the task's verifier; advantages A = (r − mean_g r) / (std_g r + eps)
-   (``group``; or ``batch`` / ``none``, see :mod:`es_lightning.grpo.advantages`); steps 1–2 are
-   :mod:`es_lightning.strategies.grpo_rollouts`.
-3. The trainer recomputes log π_θ of every sampled token (full logits, so the token entropy is
-   exact) and minimises the clipped surrogate, averaged over response tokens (``token_mean``) or
-   per sequence (``sequence_mean``, the original GRPO):
+1. Each rank samples G responses to each of its prompts, with a sampling seed of its own
+   (:mod:`es_lightning.strategies.grpo_rollouts`).
+2. Rewards r (P, G) from the verifier; advantages A = (r − mean_g r) / (std_g r + eps)
+   (:mod:`es_lightning.grpo.advantages`).
+3. The trainer recomputes log π_θ of every sampled token and minimises, over μ optimizer steps::
 
-       L = −min(ρ_t A, clip(ρ_t, 1 − ε_low, 1 + ε_high) A) + β · KL_k3(π_θ ‖ π_ref),
-       ρ_t = π_θ(o_t | q, o_<t) / π_old(o_t | q, o_<t)
+       L = −min(ρ_t A, clip(ρ_t, 1 − ε_low, 1 + ε_high) A) + β · KL_k3(π_θ ‖ π_ref)
 
-   over μ inner iterations (optimizer steps) on the same batch; AdamW, gradient clipping,
-   micro-batches accumulate into one step; precision is Fabric's (``bf16-mixed`` on CUDA: fp32
-   weights and optimizer, bf16 autocast; ``32-true`` on CPU), see ``trainer.precision``.
-4. The engine receives the new weights after the last optimizer step.
+   averaged per token (``token_mean``) or per sequence (``sequence_mean``), with AdamW, gradient
+   clipping and micro-batches, in Fabric's precision (``trainer.precision``).
+4. The engine receives the new weights.
 
-How this departs from the textbook: π_old is the trainer's own recomputation at the rollout
-weights (identical to the engine's policy up to kernel numerics), so with μ = 1 the ratio is exactly
-1 and the update is the plain policy gradient with group-normalised advantages; β defaults to 0
-(no reference model is kept), as is common now.
-
-Parallelism comes from Fabric: this class is a DDP strategy (``grpo``); the model is wrapped in
-DistributedDataParallel and gradients are averaged across ranks. With ``lora`` only low-rank
-adapters train and weights leave merged (:mod:`es_lightning.grpo.lora`).
+How this departs from the textbook: π_old is the trainer's recomputation at the rollout weights,
+so with μ = 1 the ratio is exactly 1; β defaults to 0 (no reference model). The model is wrapped in
+DDP (``grpo``) or FSDP (``grpo_fsdp``); with ``lora`` only adapters train and weights leave merged.
 """
 
 from __future__ import annotations
@@ -180,8 +168,7 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
 
     @override
     def hparams(self) -> dict[str, Any]:
-        """Every setting once (:func:`~es_lightning.grpo.settings.settings_hparams`) and the
-        process group backend."""
+        """Every setting once, and the process group backend."""
         return {
             **settings_hparams(self.settings, self.loss),
             "process_group_backend": self._process_group_backend,
@@ -192,8 +179,8 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
     def prepare(
         self, fabric: Fabric, module: ReasoningModule, rollout: Rollout, resume: Checkpoint | None
     ) -> None:
-        """Load the trainer model (fp32) and AdamW; when resuming, both come back exactly from the
-        checkpoint's Fabric state; a pipeline stage starts from the previous stage's fp32 master."""
+        """Load the trainer model (fp32) and AdamW, from the checkpoint's Fabric state when
+        resuming or the previous stage's fp32 master in a pipeline."""
         from transformers import AutoModelForCausalLM
 
         model = AutoModelForCausalLM.from_pretrained(
@@ -260,8 +247,7 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
 
     @override
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
-        """Every weight under its HF name, fp32, on the model's device (every rank); with LoRA the
-        merged W + (α/r)·B·A, never the adapters themselves."""
+        """Every weight under its HF name, fp32 (with LoRA the merged weights, never the adapters)."""
         if self.settings.lora is not None:
             yield from merged_weights(self._unwrapped())
             return
@@ -269,12 +255,8 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
             yield name, p.detach()
 
     def sync_weights(self, rollout: Rollout, everything: bool = False) -> None:
-        """Give the rollout engine what changed of the trainer's weights (fp32; the engine casts to
-        its serving dtype). Without LoRA that is every weight: each AdamW step moves all of them.
-        With LoRA only the adapted layers' merged W + (α/r)·B·A: the rest is frozen, and the engine
-        already serves it from its start (the base model; after a resume the checkpoint's served
-        weights, whose frozen part is the base's). ``everything``: send all weights regardless
-        (prepare does when the engine's start files may not hold the frozen weights exactly)."""
+        """Give the engine what changed of the trainer's weights: all of them, or with LoRA the
+        adapted layers' merged weights (``everything``: all regardless)."""
         if self.settings.lora is not None and not everything:
             rollout.load_weights(merged_weights(self._unwrapped(), adapted_only=True))
         else:
@@ -282,8 +264,7 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
 
     @override
     def save_state(self, fabric: Fabric, rollout: Rollout, folder: Path) -> None:
-        """The trainer model and AdamW state as ``fabric.save`` writes them (every rank takes part); with
-        LoRA also the adapter in PEFT's format (``PeftModel.from_pretrained(base, folder)``)."""
+        """The trainer model and AdamW as ``fabric.save`` writes them; with LoRA the adapter too."""
         state = _unwrap_objects({"model": self.model, "optimizer": self.optimizer})
         self.save_checkpoint(folder / FABRIC_STATE, state)  # fabric.save without its barrier: the
         # checkpoint's fail_together is the barrier, and it also carries a failed write to every rank
@@ -329,9 +310,7 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
         return StepResult(metrics=metrics, samples=samples)
 
     def _metrics(self, groups: GroupRollouts, stats: dict[str, float], names: list[str]) -> dict[str, float]:
-        """The update's scalars: ``train/`` over every response of every rank (each reward
-        function's too, ``names``), ``grpo/`` of the groups and the optimisation, ``time/`` this
-        rank's seconds per phase."""
+        """The update's ``train/``, ``grpo/`` and ``time/`` scalars."""
         stats_rows = response_stats(groups.outputs, groups.scores, names)
         per_response = torch.tensor(stats_rows, dtype=torch.float64)
         per_response = gather_values(self, per_response).reshape(-1, 3 + len(names))  # (P_all*G, 3 + F)
@@ -399,9 +378,7 @@ class GRPOStrategy(_GRPO, DDPStrategy):
 
 class GRPOFSDPStrategy(_GRPO, FSDPStrategy):
     """GRPO over FSDP (``strategy: grpo_fsdp``): parameters, gradients and AdamW state are sharded
-    across ranks (Fabric's FSDPStrategy with ``use_orig_params``); for weight sync and checkpoints
-    the full weights are gathered on every rank. FSDP arguments (``sharding_strategy``,
-    ``cpu_offload``, ``auto_wrap_policy``, ...) pass through ``kwargs``."""
+    across ranks; FSDP arguments pass through ``kwargs``."""
 
     strategy_name = "grpo"
 
@@ -412,8 +389,7 @@ class GRPOFSDPStrategy(_GRPO, FSDPStrategy):
 
     @override
     def named_weights(self, rollout: Rollout) -> Iterator[tuple[str, torch.Tensor]]:
-        """The full weights gathered from the shards, on every rank (each feeds its own engine);
-        a collective, so every rank must call it."""
+        """The full weights gathered from the shards on every rank (a collective)."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
         if self.model is None:

@@ -1,9 +1,5 @@
-"""GRPO's rollouts of one update on one rank: G responses to each of the rank's prompts, scored by
-the task's verifier, with their advantages, packed for the trainer (:func:`sample_groups`).
-
-Each rank samples with a seed of its own (:func:`rank_sampling_seed`), so every response of the
-update draws its own random stream; the advantages are those of
-:func:`~es_lightning.grpo.advantages.compute_advantages` over the rank's (P, G) rewards.
+"""GRPO's rollouts of one update on one rank: G responses to each of the rank's prompts, scored,
+with their advantages, packed for the trainer (:func:`sample_groups`).
 """
 
 from __future__ import annotations
@@ -47,8 +43,7 @@ def sample_groups(
     sampling: SamplingConfig,
     advantage: AdvantageMode,
 ) -> GroupRollouts:
-    """Sample ``sampling.n`` = G responses to each of ``rows`` on ``rollout``, score them and
-    compute their advantages (``advantage`` mode), packed into a :class:`PolicyBatch`."""
+    """G responses to each of ``rows``, scored, with advantages, packed into a :class:`PolicyBatch`."""
     t0 = time.perf_counter()
     prompts = module.encode(rows)
     outputs = rollout.generate(prompts, sampling)
@@ -67,8 +62,7 @@ def sample_groups(
 def policy_batch(
     prompts: list[list[int]], outputs: list[RolloutOutput], advantages: torch.Tensor, pad_token_id: int
 ) -> PolicyBatch:
-    """Every (prompt, response) pair of ``outputs`` packed for the trainer, with its advantage
-    (``advantages``: (P*G,), prompt-major as the responses)."""
+    """Every (prompt, response) pair of ``outputs`` packed for the trainer with its advantage."""
     pairs = [(p, c.token_ids) for p, out in zip(prompts, outputs) for c in out.completions]
     input_ids, attention, response_mask, _ = pack_sequences(
         [p for p, _ in pairs], [r for _, r in pairs], pad_token_id
@@ -77,8 +71,6 @@ def policy_batch(
 
 
 def rank_sampling_seed(run_seed: int, step: int, rank: int) -> int:
-    """The sampling seed of rank ``rank``'s prompts at update ``step``: a base seed from a seed
-    schedule of (run seed, step), spaced by rank (:func:`~es_lightning.rollout.seeds.spaced_seeds`)
-    so the ranks' groups draw disjoint random streams; rank 0's is the seed a single rank uses."""
+    """The sampling seed of rank ``rank`` at update ``step``, spaced so the ranks' streams differ."""
     base = seed_schedule(run_seed ^ 0x6A6A, step, 1)[0] % (2**31)
     return spaced_seeds(base, rank + 1)[rank]

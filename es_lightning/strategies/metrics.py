@@ -1,22 +1,6 @@
-"""Metrics shared by every strategy, over the values of all ranks (gathered, not averaged).
-
-The ``train/`` names mean the same for ES and GRPO: they are taken over every sampled response of
-the update (ES: every member's responses; GRPO: every group's), gathered from all ranks with
-:func:`gather_values` first::
-
-    train/reward_mean = mean(v)    train/reward_std = sqrt(mean((v − mean v)²))
-    train/reward_max  = max(v)     train/reward_min = min(v)
-    train/response_len = mean tokens per response
-    train/truncated_frac = fraction of responses that hit max_tokens (finish reason "length")
-
-The spread of the ES population's member rewards R_i (each already a mean over B prompts) is a
-different quantity, logged as ``es/member_reward_{std,max,min}`` (:func:`member_metrics`). A task
-made of reward functions (:class:`~es_lightning.tasks.function.FunctionTask`) also gets, as TRL
-logs them, each function's reward over the responses it returned a number for
-(:func:`function_reward_metrics`)::
-
-    train/rewards/{name}/mean = nanmean(r_name)    train/rewards/{name}/std = nanstd(r_name)
-"""
+"""Metrics shared by every strategy, over every response of all ranks (gathered, not averaged):
+``train/reward_mean``, ``reward_std``, ``reward_max``, ``reward_min``, ``response_len``,
+``truncated_frac`` and, for reward functions, ``train/rewards/{name}/mean`` and ``/std``."""
 
 from __future__ import annotations
 
@@ -76,8 +60,7 @@ def reward_names(module: Any) -> list[str]:
 def response_stats(
     outputs: Sequence[Any], scores: Sequence[Sequence[Any]], names: Sequence[str] = ()
 ) -> list[tuple[float, ...]]:
-    """``(reward, tokens, truncated, *each named function's reward)`` of every response of
-    ``outputs`` (prompt by prompt); a function that returned ``None`` for a response gives NaN."""
+    """``(reward, tokens, truncated, *each function's reward)`` of every response of ``outputs``."""
     return [
         (
             float(s.reward),
@@ -91,9 +74,7 @@ def response_stats(
 
 
 def function_reward_metrics(values: np.ndarray, names: Sequence[str]) -> dict[str, float]:
-    """``train/rewards/{name}/mean`` and ``/std`` (ddof 0) of each column of ``values``
-    (responses × functions, NaN where a function returned ``None``), over its numbers; a function
-    with none in the update is left out."""
+    """``train/rewards/{name}/mean`` and ``/std`` of each function that returned a number."""
     v = np.asarray(values, dtype=np.float64).reshape(-1, len(names)) if names else np.zeros((0, 0))
     out: dict[str, float] = {}
     for name, column in zip(names, v.T):
@@ -113,9 +94,7 @@ def text_samples(
     count: int = SAMPLES_PER_UPDATE,
     advantages: Sequence[float] | None = None,
 ) -> list[Sample]:
-    """The first response to each of the first ``count`` prompts, with its prompt text, reward,
-    each function's reward, what reward functions logged for it, and (``advantages``: one per
-    prompt, the first response's) its advantage."""
+    """The first response to each of the first ``count`` prompts, with its rewards and advantage."""
     samples = []
     for j, (row, out, per) in enumerate(zip(rows[:count], outputs, scores)):
         if not out.completions:
@@ -147,8 +126,7 @@ def with_advantages(samples: list[Sample], z: np.ndarray | None) -> list[Sample]
 
 
 def gather_values(strategy: ParallelStrategy, local: torch.Tensor) -> np.ndarray:
-    """Every rank's 1-D ``local`` values, concatenated in rank order (ranks may hold different
-    counts: each is padded to the longest with NaN for the gather, then dropped)."""
+    """Every rank's 1-D ``local`` values, concatenated in rank order (counts may differ)."""
     local = local.detach().reshape(-1).to(torch.float64)
     if strategy.world_size == 1:
         return local.cpu().numpy()

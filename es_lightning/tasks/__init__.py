@@ -1,10 +1,5 @@
-"""Verifiable reasoning tasks: datasets, prompts and verifiers.
-
-Importing this package registers the built-in tasks; ``get_task(name, **kwargs)`` builds one by
-name and ``@register_task`` adds your own. Tasks come in two families: :class:`DatasetTask` (rows
-from a dataset, with default sources per task) and :class:`GeneratedTask` (rows from a seeded
-generator).
-"""
+"""Verifiable reasoning tasks: datasets, prompts and verifiers; importing the package registers the
+built-in tasks (``get_task(name)``, ``@register_task``)."""
 
 from es_lightning.tasks.arithmetic import Arithmetic
 from es_lightning.tasks.base import Score, Task

@@ -1,23 +1,13 @@
 """``arithmetic``: ``a+b-c`` with a two-line worked solution; the built-in model's reasoning task.
 
-Rows are ``{"a": int, "b": int, "c": int}`` with each number in ``[1, max_number]``. The prompt
-(default template) and the worked solution the built-in model ``es-lightning/tiny-arithmetic`` was
-warm-started on (:func:`worked_solution`) look like this, ASCII only::
+The prompt and the worked solution ``es-lightning/tiny-arithmetic`` was warm-started on::
 
     Q: 12+7-5=?
     12+7=19
     19-5=14
     A: 14
 
-Verification of a completion:
-
-1. the answer is the text after the **last** ``A:``, up to the end of that line, stripped;
-2. it must be an integer: an optional sign and at most 12 ASCII digits (``"14"``, ``"-3"``,
-   ``"+07"``); anything else (empty, ``"14.0"``, ``"x"``) is no answer;
-3. reward 1 when its value equals ``a + b - c``, else 0 (negative values are ordinary answers).
-
-The majority-vote answer is the integer written canonically (``"+07"`` -> ``"7"``), ``None`` when
-there is none. The working lines before ``A:`` are not checked.
+The answer (after the **last** ``A:``) must be an integer of at most 12 digits equal to ``a + b - c``.
 """
 
 from __future__ import annotations
@@ -61,17 +51,9 @@ def extract_answer(completion: str) -> str | None:
 class Arithmetic(GeneratedTask):
     """``a+b-c`` problems, generated from a seed or read from a data source.
 
-    Generation: ``(a, b, c)`` uniform in ``[1, max_number]^3``, skipping repeats, from two seeded
-    streams. The test split is the first ``n_test`` problems of the ``"arithmetic-{seed}-test"``
-    stream (a prefix of a larger test split with the same seed and ``max_number``); the validation
-    split is the first ``n_validation`` problems of that stream that are not in the test split
-    (generated, so the ones right after it, or read from ``test``); the train split draws ``n_train`` problems from its own
-    ``"arithmetic-{seed}-train"`` stream, skipping every problem of the test and validation
-    splits, so the three never overlap.
-
-    ``es-lightning/tiny-arithmetic`` was warm-started on every problem with ``max_number=30``
-    except the first 1,000 of the ``seed=0`` test stream: the default test split (problems 1-200
-    of that stream) and validation split (201-400) are problems it never saw.
+    Test and validation problems come from the ``"arithmetic-{seed}-test"`` stream (validation
+    right after test), train from its own stream skipping both, so the three never overlap.
+    ``es-lightning/tiny-arithmetic`` never saw the first 1,000 of the ``seed=0`` test stream.
 
     Args:
         max_number: largest generated number (the smallest is 1).

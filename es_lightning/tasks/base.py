@@ -1,12 +1,8 @@
-"""The task contract: a dataset, a prompt for each row and a verifier for each completion.
-
-A task turns one dataset row (a ``dict`` of columns, in the dataset's own column format) into the
-user message the model answers, and scores a completion for that row with a verifier::
+"""The task contract: a dataset, a prompt for each row and a verifier for each completion::
 
     score = task.score(completion, row)      # Score(reward in [0, 1], answer for majority vote)
 
-``reward_fn(completions, **columns)`` is the same verifier in the signature TRL users know: one
-completion per row, every dataset column passed as a list aligned with ``completions``.
+``reward_fn(completions, **columns)`` is the same verifier in TRL's reward-function signature.
 """
 
 from __future__ import annotations
@@ -27,11 +23,7 @@ SPLITS = ("train", "validation", "test")
 
 
 def check_split(task: str, split: str) -> None:
-    """Refuse a split name that is none of :data:`SPLITS`.
-
-    Raises:
-        ConfigError: naming ``task`` and the splits there are.
-    """
+    """Refuse a split name that is none of :data:`SPLITS` (ConfigError naming ``task``)."""
     if split not in SPLITS:
         raise ConfigError(f"{task}: unknown split {split!r}; use 'train', 'validation' or 'test'")
 
@@ -55,11 +47,8 @@ class Score:
 class Task(RecordsInit, ABC):
     """A verifiable reasoning task.
 
-    Rows come from the ``train``/``validation``/``test`` data sources (:data:`SPLITS`); the family
-    bases :class:`~es_lightning.tasks.families.DatasetTask` (default sources per task, or a seeded
-    validation slice held out of train) and :class:`~es_lightning.tasks.families.GeneratedTask` (a
-    seeded generator) build on this. The validation split is the one to tune and select settings
-    on: the test split is for the final numbers only.
+    Rows come from the ``train``/``validation``/``test`` data sources (:data:`SPLITS`); settings
+    are selected on the validation split, the test split is for the final numbers only.
 
     Args:
         train: where the training rows come from (``None``: nowhere, unless the task's family
@@ -97,23 +86,12 @@ class Task(RecordsInit, ABC):
 
     # -- data ---------------------------------------------------------------------------------
     def source(self, split: str) -> DataSource | RowsSource | None:
-        """The data source of ``split`` (one of :data:`SPLITS`), ``None`` when none is set.
-
-        Raises:
-            ConfigError: ``split`` is none of them; the message names the task.
-        """
+        """The data source of ``split`` (one of :data:`SPLITS`), ``None`` when none is set."""
         check_split(self.name, split)
         return {"train": self.train, "validation": self.validation, "test": self.test}[split]
 
     def load(self, split: str = "train") -> list[dict[str, Any]]:
-        """Rows of ``split`` (``"train"``, ``"validation"`` or ``"test"``) with the column mapping
-        applied; every row is checked with :meth:`validate_row` (one pass), so a bad row fails
-        here, naming its file and line or row, not in the middle of training.
-
-        Raises:
-            ConfigError: no source is set for ``split``, the source is missing, empty or malformed,
-                or a row fails :meth:`validate_row`.
-        """
+        """Rows of ``split`` with the column mapping applied, each checked by :meth:`validate_row`."""
         source = self.source(split)
         if source is None:
             raise ConfigError(
@@ -127,12 +105,7 @@ class Task(RecordsInit, ABC):
     """Basic Python types some columns must have (``{"answer": str}``), checked on every row."""
 
     def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
-        """Check one row before any work is done with it; ``where`` names it in the error
-        (``'data/train.jsonl' line 3``).
-
-        Raises:
-            ConfigError: a required column is missing or null, or a column has the wrong type.
-        """
+        """Check one row before any work is done with it; ``where`` names it in the ConfigError."""
         missing = [c for c in self.required_columns if row.get(c) is None]
         if missing:
             absent = [c for c in missing if c not in row]
@@ -170,8 +143,7 @@ class Task(RecordsInit, ABC):
         return self.prompt_template.format(**{**row, "question": self.question(row)})
 
     def chat_messages(self, row: dict[str, Any]) -> list[dict[str, str]] | None:
-        """The conversation ``row`` gives as its prompt (chat messages), or ``None`` (default) for
-        a single user message, :meth:`prompt`."""
+        """The chat messages ``row`` gives as its prompt, or ``None`` for one user message."""
         return None
 
     # -- verification -------------------------------------------------------------------------
@@ -182,11 +154,8 @@ class Task(RecordsInit, ABC):
     def reward_fn(
         self, completions: Sequence[Any], prompts: Sequence[Any] | None = None, **columns: Any
     ) -> list[float]:
-        """Rewards in TRL's reward-function signature, so a task serves as a TRL reward function:
-        ``reward_fn(prompts=..., completions=..., **dataset_columns)``. Keyword arguments that are
-        not one value per completion (TRL's ``trainer_state``, ``log_metric``, ...) are ignored;
-        a conversational completion (a list of messages) is scored on its last message's content.
-        Scored with :meth:`score_many`, so tasks that batch their verifier batch here too."""
+        """Rewards in TRL's reward-function signature; keywords that are not one value per
+        completion are ignored, a conversational completion is scored on its last message."""
         n = len(completions)
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
         aligned = {k: v for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == n}

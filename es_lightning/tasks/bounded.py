@@ -1,17 +1,6 @@
 """A verifier's time limit that holds on any thread: the check runs in a worker process that is
-killed at its deadline.
-
-``signal.alarm`` (math-verify's own limit) works only on the main thread, and not even there while
-C code runs: a model's ``\\boxed{9^{9^{9}}}`` makes sympy compute a power tower with Python's
-big integers, which no signal interrupts. A daemon thread cannot be stopped either, and holds the
-GIL. So :func:`call_within` sends the call to a worker process (one per calling thread, a fresh
-interpreter started on first use and kept) and waits at most ``seconds`` for the answer::
-
-    caller ──(function, args)──▶ worker: function(*args) ──(result)──▶ caller    ≤ seconds
-    no answer by then: SIGKILL the worker (the next call starts a new one), return ``on_timeout``
-
-The function and its arguments must pickle (a module-level function). An exception in the worker
-is re-raised in the caller. A worker whose parent dies reads end-of-file and exits.
+killed at its deadline (``signal.alarm`` works only on the main thread, and no signal interrupts
+sympy expanding ``\\boxed{9^{9^{9}}}``). One worker per calling thread; an exception is re-raised.
 """
 
 from __future__ import annotations
@@ -31,9 +20,8 @@ _local = threading.local()
 
 
 def _serve(conn: _Duplex) -> None:
-    """The worker's loop: a ``("load", function, warm)`` message imports ``function`` and calls it
-    on ``warm`` (unbounded: imports and lazy set-up); a ``("call", function, args)`` message
-    calls it. Each is answered ``(True, result)`` or ``(False, error)``."""
+    """The worker's loop: ``("load", function, warm)`` imports and warms ``function``,
+    ``("call", function, args)`` calls it; each answered ``(ok, result or error)``."""
     while True:
         try:
             kind, function, args = conn.recv()
@@ -73,8 +61,7 @@ class _Duplex:
 
 
 def _start() -> tuple[subprocess.Popen, _Duplex]:
-    """A worker process: a fresh interpreter (never this program's ``__main__`` run again, as
-    ``multiprocessing``'s spawn would), this process's import path, two pipes."""
+    """A worker process: a fresh interpreter (not ``__main__`` again), this import path, two pipes."""
     to_worker_r, to_worker_w = os.pipe()
     from_worker_r, from_worker_w = os.pipe()
     code = f"from es_lightning.tasks.bounded import serve_fds; serve_fds({to_worker_r}, {from_worker_w})"
@@ -130,12 +117,8 @@ def call_within(
     *args: Any,
     warm: tuple[Any, ...] | None = None,
 ) -> T:
-    """``function(*args)`` run in this thread's worker process; ``on_timeout`` when it has not
-    answered within ``seconds`` (the worker is then killed), whichever thread calls.
-
-    Starting a worker and loading ``function`` (calling it on ``warm``, when given, to do its
-    lazy imports) happen before the limit starts, within ``STARTUP_S`` seconds.
-    """
+    """``function(*args)`` in this thread's worker; ``on_timeout`` (worker killed) when it has not
+    answered within ``seconds``, counted after the worker started and loaded ``function``."""
     conn = _worker(function, warm)
     conn.send(("call", function, args))
     try:

@@ -1,21 +1,9 @@
 """Countdown: reach a target number with + - * / over given numbers.
 
-Rows are ``{"nums": [int, ...], "target": int}``; generated ones also carry ``"solution"``, the
-expression they were built from, so every generated problem is solvable.
-
-Verification of a completion:
-
-1. the expression is the content of the **last** ``<answer>...</answer>`` (cut at its first ``=``
-   so ``"(3 + 5) * 2 = 16"`` counts as ``(3 + 5) * 2``); without answer tags, the **last line**
-   that is nothing but an arithmetic expression (digits, ``+ - * / × ÷``, parentheses, spaces;
-   surrounding ``$``/backticks/``**`` are ignored);
-2. it is parsed with :mod:`ast`, never evaluated as Python: only integer literals, binary ``+ - * /``,
-   unary ``-``/``+`` and parentheses are accepted;
-3. each literal must be one of ``nums``, used at most as often as it is given (not all must be used);
-4. it is evaluated exactly with :class:`fractions.Fraction`; division by zero is wrong.
-
-Reward 1 when the value equals ``target``, else 0. The majority-vote answer is the value of any
-valid expression (``"24"``, ``"7/2"``), so different correct expressions vote together.
+The expression is the content of the **last** ``<answer>...</answer>`` (cut at ``=``), else the
+last line that is only arithmetic; parsed with :mod:`ast`, never run, each literal one of ``nums``
+at most as often as given, evaluated exactly and rewarded 1 when it equals ``target``. The
+majority-vote answer is its value.
 """
 
 from __future__ import annotations
@@ -52,12 +40,7 @@ def extract_expression(completion: str) -> str | None:
 
 
 def evaluate(expression: str, nums: list[int]) -> Fraction:
-    """Exact value of ``expression`` built only from ``nums`` (rules 2 and 3 of the module docstring).
-
-    Raises:
-        ValueError: the expression is no plain arithmetic, or uses a number not available.
-        ZeroDivisionError: it divides by zero.
-    """
+    """Exact value of ``expression`` built only from ``nums``; ValueError or ZeroDivisionError."""
     if len(expression) > _MAX_EXPRESSION_CHARS:
         raise ValueError(f"expression longer than {_MAX_EXPRESSION_CHARS} characters")
     try:
@@ -92,13 +75,9 @@ def _format_value(value: Fraction) -> str:
 class Countdown(GeneratedTask):
     """Countdown arithmetic puzzles, generated with a seed or read from a data source.
 
-    Generation: draw ``num_numbers`` integers in ``[1, max_number]``, then repeatedly combine two
-    random pool entries with a random operation (``-`` only when the result is positive, ``/`` only
-    when exact) until one value is left; that value is the target if it lies in
-    ``[1, max_target]``, else the draw is retried. Problems are unique by (sorted numbers, target);
-    the first ``n_test`` form the test split, the next ``n_validation`` the validation split and
-    the next ``n_train`` the train split, so the three never overlap (a split read from a data
-    source takes its generated problems' place and is not checked against the others).
+    Generation combines ``num_numbers`` random numbers with random exact operations until one value
+    is left, the target when it lies in ``[1, max_target]``. Problems are unique; the first
+    ``n_test`` form the test split, the next ``n_validation`` validation, the next ``n_train`` train.
 
     Args:
         num_numbers: numbers per generated problem.

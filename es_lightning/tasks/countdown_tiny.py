@@ -1,38 +1,15 @@
 """``countdown_tiny``: reach a target from 3 or 4 small numbers; the coverage task of the CPU demo.
 
-Rows are ``{"nums": [int, ...], "target": int}``; generated ones also carry ``"solution"`` (an
-expression that solves it, :func:`solution_expression`) and ``"num_solutions"`` (how many step
-sequences solve it under the generator's rules: a difficulty measure). The prompt (default
-template) and a worked solution, as the built-in model ``es-lightning/tiny-countdown`` was
-warm-started on, ASCII only::
+Generated rows carry ``"num_solutions"`` (a difficulty measure). The prompt and a worked solution as
+``es-lightning/tiny-countdown`` was warm-started on::
 
     Q: 4 8 2 -> 10
     8-2=6
     6+4=10
     A: (8-2)+4
 
-Most problems admit several paths: this one also ``8+4=12, 12-2=10``, ``4-2=2, 8+2=10`` and
-``4/2=2, 8+2=10``. A step combines two numbers, larger first; each intermediate result is written
-in parentheses in the answer. Problems vary in difficulty: 3 or 4 numbers, one- or two-digit
-values, two or dozens of paths (``num_solutions``).
-
-Verification of a completion:
-
-1. the expression is the text after the **last** ``A:``, up to the end of that line, cut at its
-   first ``=`` (``"A: (5*3)+7=22"`` counts as ``(5*3)+7``); the working lines are not checked;
-2. it is parsed with :mod:`ast` by :func:`es_lightning.tasks.countdown.evaluate`, never run as
-   Python: integer literals, binary ``+ - * /``, unary ``-``/``+`` and parentheses only;
-3. it must use **each given number exactly once** (the same multiset of literals as ``nums``; a
-   number given twice is used twice);
-4. its exact value (:class:`fractions.Fraction`, so ``7/2`` is not rounded; division by zero is
-   wrong) must equal ``target``.
-
-Reward 1 when all four hold, else 0, so any valid expression scores 1, in any order and with any
-parenthesisation. The majority-vote answer is the value of an expression that passes rules 2-3
-(different correct expressions vote together); ``None`` otherwise. :func:`classify` names what
-went wrong (``no_answer``, ``malformed``, ``wrong_numbers``, ``wrong_value``) for error analysis,
-and each score carries ``extra["valid_expression"]``: 1 when rules 2-3 hold (the numbers were used
-right), whatever the value.
+The expression after the **last** ``A:`` must use **each given number exactly once** and equal
+``target`` exactly; :func:`classify` names what went wrong, for error analysis.
 """
 
 from __future__ import annotations
@@ -59,16 +36,9 @@ Step = tuple[int, str, int, int]
 
 @lru_cache(maxsize=100_000)
 def solutions(pool: tuple[int, ...], max_value: int) -> dict[int, tuple[tuple[Step, ...], ...]]:
-    """Every step sequence that combines all of ``pool`` (sorted ascending) into one number.
-
-    The rules of generated problems (the verifier is laxer: any valid expression scores): a step
-    takes two numbers of the pool, larger first, and replaces them by ``a + b``, ``a * b``,
-    ``a - b`` (only when positive) or ``a / b`` (only when exact), never above ``max_value``.
-    Equal numbers are interchangeable, so each distinct pair of values is tried once.
-
-    Returns:
-        ``{final value: (step sequence, ...)}`` (cached: do not modify it).
-    """
+    """Every step sequence combining all of ``pool`` (sorted) into one number, by final value
+    (cached: do not modify). A step replaces two numbers, larger first, by their sum, product,
+    positive difference or exact quotient, never above ``max_value``."""
     if len(pool) == 1:
         return {pool[0]: ((),)}
     found: dict[int, list[tuple[Step, ...]]] = {}
@@ -95,8 +65,7 @@ def solutions(pool: tuple[int, ...], max_value: int) -> dict[int, tuple[tuple[St
 
 
 def solution_expression(nums: list[int], steps: tuple[Step, ...]) -> str:
-    """The expression a step sequence builds, each intermediate result in parentheses and no
-    spaces: ``[3, 5, 7]`` with ``5*3=15, 15+7=22`` gives ``"(5*3)+7"``."""
+    """The expression a step sequence builds: ``5*3=15, 15+7=22`` gives ``"(5*3)+7"``."""
     pool: list[tuple[int, str]] = [(n, str(n)) for n in nums]
 
     def take(value: int) -> str:
@@ -113,12 +82,7 @@ def solution_expression(nums: list[int], steps: tuple[Step, ...]) -> str:
 
 
 def worked_solution(nums: list[int], steps: tuple[Step, ...]) -> str:
-    """The target completion for one step sequence (no trailing newline)::
-
-    5*3=15
-    15+7=22
-    A: (5*3)+7
-    """
+    """The target completion for one step sequence (``5*3=15\\n15+7=22\\nA: (5*3)+7``)."""
     lines = [f"{a}{op}{b}={value}" for a, op, b, value in steps]
     return "\n".join([*lines, f"{_ANSWER_MARK} {solution_expression(nums, steps)}"])
 
@@ -141,10 +105,7 @@ def _literals(expression: str) -> list[int]:
 
 
 def check(completion: str, row: dict[str, Any]) -> tuple[str, Fraction | None]:
-    """What the verifier finds: ``(verdict, value)``, the verdict one of ``correct``,
-    ``no_answer`` (no ``A:`` or nothing after it), ``malformed`` (not plain arithmetic, or division
-    by zero), ``wrong_numbers`` (rule 3 broken) and ``wrong_value`` (rule 4 broken); the value is
-    set for ``correct`` and ``wrong_value``."""
+    """``(verdict, value)``; the value is set for ``correct`` and ``wrong_value``."""
     expression = extract_expression(completion)
     if expression is None:
         return "no_answer", None
@@ -169,19 +130,11 @@ def classify(completion: str, row: dict[str, Any]) -> str:
 class CountdownTiny(GeneratedTask):
     """Small countdown puzzles (each number exactly once), generated from a seed or read from a file.
 
-    Generation: each problem draws 4 numbers with probability ``four_number_fraction`` (else 3),
-    each uniform in ``[1, max_number]``; the target is uniform over the values in
-    ``[1, max_target]`` that :func:`solutions` reaches in at least ``min_solutions`` ways (the
-    draw is retried when there is none). Problems are unique by (sorted numbers, target). The test
-    split is the first ``n_test`` problems of the seeded stream (so a smaller test split is a prefix
-    of a larger one); the validation split is the first ``n_validation`` problems of the stream that
-    are not in the test split (generated, so the ones right after it, or read from ``test``); the
-    train split is the first ``n_train`` problems that are in neither, so the three never overlap.
-
-    The defaults are the settings ``es-lightning/tiny-countdown`` was warm-started with; with
-    ``seed=0`` the first 1,000 problems of the stream were held out of that training, so both the
-    default test split (problems 1-200) and the default validation split (201-400) are problems
-    it never saw (while the train split overlaps its training data).
+    A problem has 4 numbers with probability ``four_number_fraction`` (else 3); its target is
+    uniform over the values :func:`solutions` reaches in at least ``min_solutions`` ways. The test
+    split is the first ``n_test`` problems of the seeded stream, validation the next distinct ones,
+    train the first in neither. The defaults are ``es-lightning/tiny-countdown``'s, which never saw
+    the first 1,000 problems of the ``seed=0`` stream.
 
     Args:
         max_number: largest given number (the smallest is 1).
@@ -252,8 +205,7 @@ class CountdownTiny(GeneratedTask):
     def generate(
         self, n: int, exclude: set[tuple[tuple[int, ...], int]] | None = None
     ) -> list[dict[str, Any]]:
-        """The first ``n`` unique problems of this task's seeded stream that are not in ``exclude``
-        (a set of ``(sorted numbers, target)``)."""
+        """The first ``n`` unique problems of the seeded stream not in ``exclude``."""
         rng = random.Random(f"countdown_tiny-{self.seed}")
         rows: list[dict[str, Any]] = []
         seen = set(exclude or ())

@@ -1,20 +1,7 @@
 """Where a task's rows come from: a hub dataset, local jsonl/json/parquet/csv files, or a local folder.
 
-``path`` takes what ``datasets.load_dataset`` takes, plus globs and lists of files:
-
-* a hub dataset name (``openai/gsm8k``, with ``name`` and ``split``);
-* one local file (``data/train.jsonl``);
-* a glob (``data/*.jsonl``, ``shards/**/train-*.parquet``): every matching file, in sorted order,
-  read as one split;
-* a list of files and globs (``[a.jsonl, extra/*.jsonl]``): read in the given order as one split;
-* a local dataset folder (``data/gsm8k``): ``datasets`` finds its splits from the file names
-  (``train.jsonl``, ``test.jsonl``, ``data/train-*.parquet``, ...).
-
-Loading checks the input whole before anything expensive runs: local files must exist, not be
-empty and share one format; every line of a ``.jsonl`` file must be a JSON object (a bad line is
-named by file and number, which ``datasets`` does not do); and when a row check is given (a task's
-``validate_row``) every row is checked, the error naming the file and line (JSON lines) or the
-file and row (other formats, 1-based), also when the rows come from several files.
+``path`` takes what ``datasets.load_dataset`` takes, plus globs and lists of files. Loading checks
+the input before anything expensive runs, naming a bad file or row by file and line.
 """
 
 from __future__ import annotations
@@ -80,15 +67,7 @@ class DataSource:
         return list(self.path) if isinstance(self.path, list) else [self.path]
 
     def local_files(self) -> list[Path] | None:
-        """The local files this source reads, in reading order, or ``None`` for a hub dataset or a
-        local dataset folder.
-
-        Raises:
-            MissingPathError: a local file (known suffix, or a path-like name) that does not exist,
-                or a glob that matches no file.
-            ConfigError: a file of a format that cannot be read, files of different formats, a file
-                named twice, or a folder in a list.
-        """
+        """The local files this source reads, in order, or ``None`` for a hub dataset or folder."""
         if isinstance(self.path, str) and not _GLOB.search(self.path):
             single = _single_file(self.path)
             return None if single is None else [single]
@@ -130,15 +109,7 @@ class DataSource:
         return f"hub dataset {self.path!r} ({config}split {self.split})"
 
     def load(self, validate: RowCheck | None = None) -> list[dict[str, Any]]:
-        """The rows, with ``column_map``, ``shuffle_seed`` and ``limit`` applied; each kept row is
-        passed to ``validate(row, where)`` when given.
-
-        Raises:
-            MissingPathError: a local file does not exist, or a glob matches none.
-            ConfigError: a file is empty or malformed (naming file and line), the files mix formats,
-                the hub dataset or folder cannot be loaded, ``column_map`` names a column the data
-                lacks, or ``validate`` refuses a row.
-        """
+        """The rows with ``column_map``, ``shuffle_seed`` and ``limit`` applied, each ``validate``-d."""
         files = self.local_files()
         lines = [precheck_local_file(f) for f in files] if files is not None else None
         ds = self._read(files)
@@ -308,13 +279,7 @@ def _count_rows(path: Path) -> int | None:
 
 
 def precheck_local_file(path: Path) -> list[int] | None:
-    """Cheap checks of a local data file before ``datasets`` reads it: not empty, and for JSON
-    lines every non-blank line a JSON object. Returns the line number of each row (JSON lines),
-    else ``None`` (rows are then named by their 1-based index).
-
-    Raises:
-        ConfigError: the file is empty, or a line is not a JSON object (naming file and line).
-    """
+    """Cheap checks of a local file before ``datasets`` reads it; each JSON line's number, or ``None``."""
     suffix = path.suffix.lower()
     if path.stat().st_size == 0:
         raise ConfigError(f"DataSource: {str(path)!r} is empty (no rows)")
@@ -359,8 +324,7 @@ def precheck_local_file(path: Path) -> list[int] | None:
 
 
 def _root_message(error: BaseException) -> str:
-    """The message of the innermost exception ``error`` was raised from (``datasets`` wraps the
-    parser's error in a generic one)."""
+    """The message of the innermost exception ``error`` was raised from."""
     while error.__cause__ is not None:
         error = error.__cause__
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

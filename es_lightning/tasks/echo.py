@@ -1,12 +1,6 @@
-"""``echo``: repeat a digit string; a generated task whose reward a random tiny model can move.
+"""``echo``: repeat a digit string; a generated task whose reward a random tiny model can move::
 
-Rows ``{"digits": "4821"}`` (seeded generator). The verifier gives partial credit on the
-completion's first line ``a`` (L = len(digits), w = ``format_weight``):
-
-    reward = w · (1/L) · Σ_{j<L} [a[j] is a digit] + (1 − w) · (1/L) · Σ_{j<L} [a[j] == digits[j]]
-
-so rewards vary across an ES population even for a randomly initialised model, which makes it the
-task of the CPU smoke recipes and of install checks. It is not a reasoning benchmark.
+reward = w · (1/L) · Σ_{j<L} [a[j] is a digit] + (1 − w) · (1/L) · Σ_{j<L} [a[j] == digits[j]]
 """
 
 from __future__ import annotations
@@ -24,10 +18,8 @@ from es_lightning.tasks.registry import register_task
 class Echo(GeneratedTask):
     """Repeat a random digit string.
 
-    Generation: each split draws ``length`` uniform digits per row from its own seeded stream
-    (``"echo-{seed}-train"`` / ``"-validation"`` / ``"-test"``); the train and test splits may
-    share a string, the validation split shares none with either: its stream skips the test
-    split's strings and the train stream skips the validation split's.
+    Each split draws from its own seeded stream; the validation split shares no string with the
+    others.
 
     Args:
         length: digits per generated problem.

@@ -1,34 +1,17 @@
-"""The two ways a task gets its rows: a dataset with default sources, or a seeded generator.
-
-* :class:`DatasetTask` reads its rows from data sources (:class:`~es_lightning.tasks.data.DataSource`);
-  a task names its usual dataset once, as the class attributes ``default_train``/``default_test``,
-  and a ``train``/``test`` given to the constructor replaces them. Its validation split is a
-  ``validation`` source (a named split of the dataset), or, when ``validation_size`` or
-  ``validation_fraction`` is set, a seeded slice held out of the train rows (:func:`held_out`),
-  which the train split then no longer holds;
-* :class:`GeneratedTask` makes its rows with a seeded generator (``n_train``, ``n_validation``,
-  ``n_test``, ``seed``); a split whose ``train``/``validation``/``test`` source is given is read
-  from it instead. The built-in generators draw the validation problems from the test problems'
-  stream, right after them, and keep them out of the train split.
-
-Each family declares ``train``/``validation``/``test`` with its own meaning of ``None``, and
-:class:`~es_lightning.tasks.base.Task` declares ``system_prompt``/``prompt_template``. A concrete
-task lists only its own arguments and passes the rest on as ``**kwargs``, which jsonargparse
-follows to build the task's ``--help`` and YAML schema::
+"""The two ways a task gets its rows: a dataset with default sources (:class:`DatasetTask`), or a
+seeded generator (:class:`GeneratedTask`). A concrete task lists only its own arguments and passes
+the rest on as ``**kwargs``, which jsonargparse follows to build its ``--help``::
 
     @register_task
     class Parity(GeneratedTask):
         name = "parity"
 
-        def __init__(self, *, n_train: int = 100, n_validation: int = 20, n_test: int = 20, seed: int = 0,
-                     **kwargs: Any) -> None:
-            super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test, seed=seed, **kwargs)
+        def __init__(self, *, n_train: int = 100, n_test: int = 20, seed: int = 0, **kwargs: Any) -> None:
+            super().__init__(n_train=n_train, n_test=n_test, seed=seed, **kwargs)
 
         def generate_split(self, split: str) -> list[dict[str, Any]]:
             rng = random.Random(f"parity-{self.seed}-{split}")
             return [{"n": rng.randint(0, 99)} for _ in range(self.split_size(split))]
-
-(this one's splits may share a number; the built-in tasks keep theirs apart.)
 """
 
 from __future__ import annotations
@@ -44,13 +27,8 @@ from es_lightning.tasks.data import DataSource
 
 
 def held_out(n_rows: int, size: int, seed: int) -> set[int]:
-    """The positions of the ``size`` rows (of ``n_rows``) held out of train as the validation
-    split: the first ``size`` of a ``seed``-shuffled order, so the same rows for the same
-    ``n_rows``, ``size`` and ``seed``, and a smaller slice is part of a larger one.
-
-    Raises:
-        ConfigError: ``size`` is not in ``1..n_rows - 1`` (train would be empty).
-    """
+    """The positions of the ``size`` of ``n_rows`` train rows held out as validation: the first of a
+    ``seed``-shuffled order (a smaller slice is part of a larger one)."""
     if not 1 <= size < n_rows:
         raise ConfigError(
             f"a validation slice of {size} rows leaves no training rows of {n_rows}; lower "
@@ -64,13 +42,9 @@ def held_out(n_rows: int, size: int, seed: int) -> set[int]:
 class DatasetTask(Task):
     """A task whose rows come from a dataset: a hub dataset by default, or any data source.
 
-    The validation split is, in this order: the ``validation`` source when one is given (a named
-    split, ``{path: ..., split: validation}``, or a file: it must share no row with train or
-    test); else, when ``validation_size`` or ``validation_fraction`` is set, the rows
-    :func:`held_out` picks, with ``validation_seed``, from the rows the train source gives (after
-    its own ``limit``), and the train split is then the other rows, in their order; else none
-    (``load("validation")`` says how to set one). Without these settings the train split is the
-    whole train source, as before.
+    The validation split is the ``validation`` source when given (it must share no row with train
+    or test); else, with ``validation_size`` or ``validation_fraction``, the rows :func:`held_out`
+    picks from the train source's rows, train keeping the others; else none.
 
     Args:
         train: training rows; ``None`` uses the task's ``default_train`` (its usual training set,
@@ -83,10 +57,6 @@ class DatasetTask(Task):
             least 1 row.
         validation_seed: seed of the held-out slice.
         **kwargs: ``system_prompt`` and ``prompt_template`` of :class:`~es_lightning.tasks.base.Task`.
-
-    Raises:
-        ConfigError: more than one of ``validation``, ``validation_size`` and
-            ``validation_fraction`` is given, or a size or fraction is out of range.
     """
 
     default_train: ClassVar[DataSource | None] = None
@@ -139,8 +109,7 @@ class DatasetTask(Task):
         )
 
     def load(self, split: str = "train") -> list[dict[str, Any]]:
-        """Rows of ``split``; with a held-out validation slice, ``train`` and ``validation`` split
-        the train source's rows between them (see the class docstring)."""
+        """Rows of ``split``; a held-out slice splits the train source's rows with validation."""
         check_split(self.name, split)
         if split == "test" or not self.holds_out_validation():
             if split == "validation" and self.validation is None:
@@ -160,12 +129,9 @@ class DatasetTask(Task):
 class GeneratedTask(Task):
     """A task whose rows a seeded generator makes, split by split.
 
-    :meth:`load` reads a split from its data source when one is set (``train``/``validation``/
-    ``test``, as for any :class:`~es_lightning.tasks.base.Task`) and otherwise returns
-    :meth:`generate_split`, which a concrete task implements: ``n_train``, ``n_validation`` or
-    ``n_test`` rows (:meth:`split_size`), the same for the same settings and ``seed``. Whether the
-    generated splits may share a problem is the task's to say (and document); the built-in tasks
-    keep the validation split apart from both others.
+    A split with a data source is read from it; otherwise :meth:`generate_split` makes
+    :meth:`split_size` rows, the same for the same settings. The built-in tasks keep the validation
+    split apart from both others.
 
     Args:
         train: training rows; ``None`` generates ``n_train`` rows.
@@ -176,9 +142,6 @@ class GeneratedTask(Task):
         validation: validation rows; ``None`` generates ``n_validation`` rows.
         n_validation: generated validation rows (at least 0).
         **kwargs: ``system_prompt`` and ``prompt_template`` of :class:`~es_lightning.tasks.base.Task`.
-
-    Raises:
-        ConfigError: ``n_train``, ``n_validation`` or ``n_test`` is negative.
     """
 
     def __init__(
@@ -205,20 +168,16 @@ class GeneratedTask(Task):
         return {"train": self.n_train, "validation": self.n_validation, "test": self.n_test}[split]
 
     def load(self, split: str = "train") -> list[dict[str, Any]]:
-        """Rows of ``split`` (``"train"``, ``"validation"`` or ``"test"``): from its data source
-        when one is set, else :meth:`generate_split` (:meth:`split_rows`)."""
+        """Rows of ``split``: from its data source when set, else generated (:meth:`split_rows`)."""
         return self.split_rows(split)
 
     def split_rows(self, split: str) -> list[dict[str, Any]]:
-        """What :meth:`load` returns. A generator calls this, not :meth:`load`, for the splits it
-        keeps its split apart from, so that :meth:`load` is called only by the split's readers
-        (a test can then check that tuning never reads the test split)."""
+        """What :meth:`load` returns; generators call this for splits they keep apart, so only
+        a split's readers call :meth:`load` (a test checks tuning never reads test)."""
         if self.source(split) is not None:
             return super().load(split)
         return self.generate_split(split)
 
     @abstractmethod
     def generate_split(self, split: str) -> list[dict[str, Any]]:
-        """The generated rows of ``split`` (``"train"``, ``"validation"`` or ``"test"``):
-        :meth:`split_size` rows, the same ones whenever the settings, ``seed`` and data sources
-        are the same."""
+        """The generated rows of ``split``: :meth:`split_size` rows, the same for the same settings."""

@@ -1,33 +1,12 @@
-"""Your own data and reward functions, in TRL's reward-function convention.
-
-A reward function takes the prompts, the completions and every other dataset column as keyword
-arguments, and returns one reward per completion (``None``: the function does not apply to it)::
-
-    def reward_len(completions, **kwargs):
-        return [-abs(20 - len(c)) for c in completions]
+"""Your own data and reward functions, in TRL's reward-function convention::
 
     def exact(prompts, completions, answer, **kwargs):
         return [float(c.strip() == a) for c, a in zip(completions, answer)]
 
-:class:`FunctionTask` calls each function as TRL's ``GRPOTrainer`` does, ``f(prompts=...,
-completions=..., completion_ids=..., trainer_state=..., log_extra=..., log_metric=..., **columns)``
-(:mod:`es_lightning.tasks.reward_context`): ``prompts`` is the prompt column as it is in the
-dataset (a string, or a list of chat messages); for a conversational prompt each completion is
-``[{"role": "assistant", "content": text}]``, as in TRL, else the text; ``completion_ids`` are the
-token ids the rollout generated for each completion (its end-of-sequence token included, as TRL's);
-``trainer_state`` says how far the run is (``global_step``, ``max_steps``, ``epoch``);
-``log_metric(name, value)`` logs ``train/<name>`` each update and ``log_extra(column, values)`` a
-value per completion into the logged samples; an ``async def`` function is awaited. So a reward
-function written for TRL runs unchanged. The reward of a completion is Σᵢ wᵢ·rᵢ over the functions
-that returned a number for it (``reward_weights``, default 1 each); each function's own reward is
-kept as ``rewards/<function name>`` in the score's extras (logged as ``train/rewards/<name>/mean``
-and ``/std`` every update). As for every task, Pass@K counts a completion as solved when its reward
-is at least 1. Functions are given as callables or, from YAML, by import path
-(``my_rewards.exact``). A function that raises, or returns anything but one finite number (or
-``None``) per completion, ends the run with one line naming it, its file and line, and the row or
-value (:mod:`es_lightning.tasks.reward_calls`). A parameter without a default that is none of TRL's
-arguments is a dataset column (``answer`` above): it is checked on every row when the data is loaded
-(:func:`reward_columns`), so a misspelt one fails before any engine starts.
+:class:`FunctionTask` calls each function as TRL's ``GRPOTrainer`` does
+(:mod:`es_lightning.tasks.reward_context`), so a reward function written for TRL runs unchanged. A
+completion's reward is Σᵢ wᵢ·rᵢ over the functions that returned a number; a parameter without a
+default that is none of TRL's arguments is a dataset column, checked at load time.
 """
 
 from __future__ import annotations
@@ -63,9 +42,7 @@ def resolve_reward_func(func: RewardFunc | str) -> RewardFunc:
 
 
 def reward_columns(func: Callable) -> tuple[str, ...]:
-    """The dataset columns ``func`` requires: its parameters without a default other than TRL's
-    arguments (:data:`~es_lightning.tasks.reward_context.TRL_ARGUMENTS`; ``**kwargs`` takes
-    whatever is there).
+    """The dataset columns ``func`` requires: its parameters without a default but TRL's.
 
     >>> def exact(prompts, completions, completion_ids, answer, unit="", **kwargs): ...
     >>> reward_columns(exact)
@@ -136,8 +113,7 @@ class FunctionTask(DatasetTask):
         self.required_columns = (prompt_column,)
 
     def validate_row(self, row: dict[str, Any], where: str = "row") -> None:
-        """Also: every column a reward function names as a parameter without a default (so
-        that a missing one fails when the data is loaded, not after the engine has started)."""
+        """Also: every column a reward function requires, so a missing one fails at load time."""
         super().validate_row(row, where)
         for func in self.reward_funcs:
             absent = [c for c in reward_columns(func) if c not in row]
@@ -171,9 +147,7 @@ class FunctionTask(DatasetTask):
         rows: Sequence[dict[str, Any]],
         completion_ids: Sequence[Sequence[int]] | None = None,
     ) -> list[Score]:
-        """Every reward function on the batch, called as TRL calls it (the module docstring);
-        ``completion_ids``: the token ids of each completion (a rollout's; ``None`` when scored
-        from text alone, then a function that requires them is refused)."""
+        """Every reward function on the batch, called as TRL calls it."""
         if len(completions) != len(rows):
             raise ValueError(f"{self.name}: {len(completions)} completions for {len(rows)} rows")
         if completion_ids is not None and len(completion_ids) != len(completions):

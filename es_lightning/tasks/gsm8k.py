@@ -1,14 +1,5 @@
-"""GSM8K: grade-school maths word problems with a single numeric answer.
-
-The gold solution ends with ``#### <number>``; a completion is graded by the number it gives:
-
-* answer extraction: the text after the **last** ``####`` of the completion (its first number, or the
-  text itself when it holds none); without ``####``, the **last** number anywhere in the completion;
-* normalisation: drop ``,``, ``$`` and whitespace, a trailing ``.``, and trailing zeros after the
-  decimal point (``"1,234.00" -> "1234"``, ``"$5" -> "5"``, ``"-3.50" -> "-3.5"``);
-* reward: ``1.0`` when the normalised answer equals the normalised gold (numerically, when both are
-  numbers), else ``0.0``.
-"""
+"""GSM8K: grade-school maths word problems with a single numeric answer: the first number after the
+**last** ``####`` (else the last number), normalised and rewarded 1 when it equals the gold."""
 
 from __future__ import annotations
 
@@ -31,12 +22,7 @@ _PLAIN_DIGITS = 1000
 
 
 def normalize_number(text: str) -> str:
-    """Canonical form of a numeric answer string (see the module docstring for the rules).
-
-    Numbers come back exactly, in plain decimal notation without trailing zeros (``"12.50" ->
-    "12.5"``, ``"-0" -> "0"``, ``"18.0000000000000000000000000001"`` unchanged: no rounding to a
-    precision); text that is no number comes back with only the clean-up applied.
-    """
+    """Canonical form of a numeric answer: exact, plain decimal, no trailing zeros; text cleaned."""
     cleaned = re.sub(r"[\s,$]", "", text).rstrip(".")
     try:
         value = Decimal(cleaned)
@@ -53,11 +39,7 @@ def normalize_number(text: str) -> str:
 
 
 def extract_answer(text: str) -> str | None:
-    """The normalised final answer of a solution or completion, or ``None`` when it gives none.
-
-    After the last ``####``: its first number, else its first line as text. Without ``####``: the
-    last number in ``text``.
-    """
+    """The normalised final answer of a solution or completion (module docstring), or ``None``."""
     if _MARKER in text:
         tail = text.rsplit(_MARKER, 1)[1].strip()
         match = _NUMBER.search(tail)

@@ -1,17 +1,5 @@
-"""HotpotQA: multi-hop question answering with a short free-text answer.
-
-* answer extraction: the text after the **last** ``Answer:`` (case-insensitive) up to the end of
-  its line; without one, the last non-empty line. Markdown ``**`` and ``\\boxed{}`` wrappers are
-  removed;
-* normalisation (SQuAD): lowercase, drop punctuation, drop the articles *a*, *an*, *the*, collapse
-  whitespace;
-* reward: exact match of the normalised answer with the normalised gold (1/0);
-  ``Score.extra["f1"]`` is the SQuAD token F1,
-  ``F1 = 2PR / (P + R)`` with ``P = common / |pred tokens|`` and ``R = common / |gold tokens|``,
-  ``common`` counting shared tokens with multiplicity (0 when either side is empty, except 1 when
-  both are; ``yes``/``no``/``noanswer`` golds score F1 only by exact match, as in the official script);
-* majority-vote answer: the normalised answer.
-"""
+"""HotpotQA: multi-hop question answering with a short free-text answer (after the **last**
+``Answer:``), rewarded by exact match after SQuAD normalisation; ``extra["f1"]`` is the token F1."""
 
 from __future__ import annotations
 
@@ -66,8 +54,7 @@ def token_f1(prediction: str, gold: str) -> float:
 
 
 def _format_context(context: Any) -> str:
-    """Context as text: a string as is; HotpotQA's ``{"title", "sentences"}`` dict or its
-    ``[[title, sentences], ...]`` list as one ``title: sentences`` paragraph per document."""
+    """Context as text: a string, or HotpotQA's titles and sentences as one paragraph per document."""
     if context is None or isinstance(context, str):
         return context or ""
     if isinstance(context, dict) and {"title", "sentences"} <= set(context):

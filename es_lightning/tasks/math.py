@@ -1,17 +1,6 @@
-"""Competition maths (MATH-500, DeepScaleR, AIME, AMC): a LaTeX answer in ``\\boxed{...}``.
-
-* answer extraction: the content of the **last** ``\\boxed{...}`` (or ``\\fbox{...}``) of the
-  completion, nested braces included; ``\\boxed 5`` (no braces) takes the following token;
-* gold: the row's ``answer`` column, or else the last ``\\boxed{...}`` of its ``solution`` column;
-* reward: ``1.0`` when `math-verify <https://github.com/huggingface/Math-Verify>`_ finds the
-  prediction equivalent to the gold (``verify(gold, pred)``, gold first: the relation is not
-  symmetric), so ``\\frac{1}{2}``, ``\\dfrac12`` and ``0.5`` all match;
-* majority-vote answer: the boxed content normalised as a string (:func:`normalize_boxed`).
-
-math-verify bounds its work with ``signal.alarm``, which works only on the main thread and cannot
-interrupt C code (sympy expanding ``9^{9^{9}}`` with Python's big integers). So the verification runs
-in a worker process that is killed at its deadline (:func:`es_lightning.tasks.bounded.call_within`),
-whichever thread scores; a timeout scores ``0.0``.
+"""Competition maths (MATH-500, DeepScaleR, AIME, AMC): a LaTeX answer in ``\\boxed{...}``, rewarded
+1 when math-verify finds it equivalent to the gold (``verify(gold, pred)``), checked in a worker
+process killed at its deadline (:mod:`es_lightning.tasks.bounded`).
 """
 
 from __future__ import annotations
@@ -36,11 +25,7 @@ _BARE_ARGUMENT = re.compile(r" \s*([^\s${}]+)")
 
 
 def last_boxed(text: str) -> str | None:
-    """Content of the last complete ``\\boxed{...}``/``\\fbox{...}`` in ``text`` (``None`` if none).
-
-    Braces are matched in one pass over ``text``, so degenerate completions (thousands of unclosed
-    boxes) cost linear time; a box whose brace never closes (a truncated completion) is skipped.
-    """
+    """Content of the last complete ``\\boxed{...}``/``\\fbox{...}`` in ``text``, in linear time."""
     closing: dict[int, int] = {}
     stack: list[int] = []
     for i, char in enumerate(text):
@@ -79,13 +64,7 @@ _TEXT_WRAPPERS = re.compile(r"\\(?:text|textbf|mathrm|mbox|mathbf)\s*\{([^{}]*)\
 
 
 def normalize_boxed(content: str) -> str:
-    """A canonical string of a boxed answer for majority vote.
-
-    Rules: unwrap ``\\text{..}``-like wrappers, map ``\\dfrac``/``\\tfrac`` to ``\\frac``, drop
-    ``\\left``/``\\right``, spacing commands, ``$``, degrees and percent signs, whitespace and a
-    trailing ``.``; a plain number is written without trailing zeros or thousands separators
-    (``"1,000.50" -> "1000.5"``).
-    """
+    """A canonical string of a boxed answer for majority vote."""
     text = _TEXT_WRAPPERS.sub(r"\1", content)
     text = text.replace(r"\dfrac", r"\frac").replace(r"\tfrac", r"\frac")
     for token in _DROP:
@@ -120,12 +99,7 @@ def _checked(gold: str, pred: str, timeout_s: int) -> bool:
 
 
 def is_equivalent(gold: str, pred: str, timeout_s: int = 5) -> bool:
-    """Whether the LaTeX answer ``pred`` equals ``gold`` by math-verify, from any thread, within
-    ``3 * timeout_s`` seconds in all; a timeout returns ``False``.
-
-    The check runs in a worker process of the calling thread (:mod:`es_lightning.tasks.bounded`),
-    killed at the deadline: no answer (a power tower sympy would expand) can stall training.
-    """
+    """Whether ``pred`` equals ``gold`` by math-verify within ``3 * timeout_s`` seconds."""
     correct = call_within(3 * timeout_s, None, _checked, gold, pred, timeout_s, warm=("1", "1", 600))
     if correct is None:
         log.warning("math: verification timed out after %ss; scoring 0 (pred %r)", 3 * timeout_s, pred[:80])
@@ -136,9 +110,8 @@ def is_equivalent(gold: str, pred: str, timeout_s: int = 5) -> bool:
 class MathTask(DatasetTask):
     """Competition maths: rows ``problem`` and ``answer`` (or ``solution`` with a boxed answer).
 
-    The default training set is ``agentica-org/DeepScaleR-Preview-Dataset`` split ``train``
-    (columns ``problem``, ``answer``, ``solution``), the default test set ``HuggingFaceH4/MATH-500``
-    split ``test``. AIME/AMC sets work the same way with a ``column_map`` onto ``problem``/``answer``.
+    Default sets: ``agentica-org/DeepScaleR-Preview-Dataset`` (train) and ``HuggingFaceH4/MATH-500``
+    (test); AIME/AMC sets work with a ``column_map`` onto ``problem``/``answer``.
 
     Args:
         timeout_s: seconds math-verify may spend on one parse or comparison.

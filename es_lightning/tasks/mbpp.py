@@ -1,26 +1,9 @@
 """MBPP: write a Python function that passes the row's ``assert`` tests.
 
-* code extraction: the last fenced ````` ```python ````` (or ````` ```py `````/````` ```python3 `````)
-  block of the completion; else the last fenced block of any language; else the whole completion.
-  An unclosed final fence (a truncated completion) counts as running to the end of the text;
-* execution: the code, then the row's ``test_setup_code``, in a
-  :class:`~es_lightning.sandbox.sandbox.Sandbox` child, never in this process. Every MBPP test is
-  ``assert <expr> == <literal>``: the child evaluates only ``<expr>`` and returns its value as
-  plain data (an object of a model-defined class, or of a subclass of a builtin, fails the test);
-  this process compares it with the literal, which the child never sees. Other assert forms take
-  the sandbox's two-phase path (:mod:`~es_lightning.sandbox.sandbox`). The tests are the row's
-  ``test_list``, plus ``challenge_test_list`` when ``use_challenge_tests``;
-* isolation (``isolation``): ``"bwrap"`` (default) runs each child in a bubblewrap sandbox: no
-  network; own pid, ipc, uts and mount namespaces; a read-only view of only the interpreter's base
-  prefix and the system libraries (the dataset, the project and home directories are not there);
-  a private size-limited ``/tmp``; uid/gid 65534 without capabilities; at most 16 processes
-  (a warning says when the kernel cannot enforce that); every process killed at the end. Scoring raises
-  :class:`~es_lightning.sandbox.sandbox.SandboxUnavailableError` when bubblewrap cannot run here.
-  ``"process"`` is a plain child process with the same limits and protocol but **no security
-  boundary** (an explicit opt-out; it warns once);
-* reward: ``1.0`` when every assert passes, else ``0.0``; ``Score.extra`` holds ``tests_passed``
-  (the passed fraction) and ``timed_out`` (0/1);
-* majority-vote answer: none (``None``); programs are not compared.
+The code (the last fenced python block, else the whole text) runs in a
+:class:`~es_lightning.sandbox.sandbox.Sandbox` child, never in this process; ``isolation: bwrap``
+(default) is the security boundary (docs/sandbox.md), ``process`` an explicit opt-out. Reward 1
+when every assert passes; no majority-vote answer.
 """
 
 from __future__ import annotations
@@ -61,10 +44,8 @@ def _as_list(value: Any, column: str) -> list[str]:
 @register_task
 class MBPP(DatasetTask):
     """MBPP (Austin et al. 2021): rows ``text`` (the task), ``code`` (a reference solution),
-    ``test_list``, and optionally ``test_setup_code`` and ``challenge_test_list``.
-
-    The default sets are ``google-research-datasets/mbpp`` config ``full``, splits ``train`` and
-    ``test``.
+    ``test_list``, and optionally ``test_setup_code`` and ``challenge_test_list``; default sets
+    ``google-research-datasets/mbpp`` (``full``).
 
     Args:
         time_limit_s: wall-clock seconds per program run.

@@ -1,20 +1,8 @@
 """Multiple-choice questions (CommonsenseQA, GPQA): the model answers with an option letter.
 
-Rows have ``question``, ``choices`` and ``answer``:
-
-* ``choices``: a list of option texts, or CommonsenseQA's ``{"label": [...], "text": [...]}``;
-* ``answer``: an ``int`` is a 0-based option index; a string that is one of the option labels
-  (``"A"``, ``"B"``, ... or the dict's own labels) is that option; any other string must equal the
-  text of exactly one option (after stripping whitespace).
-
-Rows without ``choices`` (GPQA) are built from ``correct_column`` plus ``incorrect_columns``; their
-options are shuffled with ``shuffle_seed`` and the question text, so a row shows the same order in
-every process. ``shuffle_seed`` shuffles list/dict choices too when set.
-
-Letter extraction from a completion: every ``answer is (C)`` / ``Answer: C`` / ``answer is **C**``,
-``\\boxed{C}`` (also ``\\boxed{\\text{C}}``), and a last line that is only the letter (``C``,
-``(C)``, ``C.``, ``**C**``); letters beyond the number of options are ignored and the last remaining
-occurrence wins. Reward 1 when it is the gold letter; the majority-vote answer is the letter.
+Rows have ``question``, ``choices`` (a list, or ``{"label", "text"}``) and ``answer`` (an index, a
+label or an option's text), or GPQA's ``correct_column`` and ``incorrect_columns``, shuffled with
+``shuffle_seed``. The last ``answer is (C)``, ``Answer: C``, ``\\boxed{C}`` or lone letter counts.
 """
 
 from __future__ import annotations
@@ -175,8 +163,8 @@ def _gold_index(answer: Any, texts: list[str], labels: list[str], task: str) -> 
 class CommonsenseQA(MultipleChoice):
     """CommonsenseQA (Talmor et al. 2019): five options with a ``{"label", "text"}`` dict.
 
-    The default sets are ``tau/commonsense_qa`` split ``train`` and, as the test split (the hub's
-    test split has no answers), split ``validation``; ``answerKey`` is mapped onto ``answer``.
+    Default sets: ``tau/commonsense_qa`` ``train``, and ``validation`` as test (the hub's test has
+    no answers).
 
     Args:
         shuffle_seed: shuffle the options of each row with this seed (``None``: the dataset order).
@@ -199,9 +187,7 @@ class GPQA(MultipleChoice):
     """GPQA (Rein et al. 2023): four options from ``Correct Answer`` and ``Incorrect Answer 1..3``,
     shuffled per question with ``shuffle_seed``.
 
-    The default test set is ``Idavidrein/gpqa`` config ``gpqa_diamond`` (198 questions; a gated
-    dataset: accept its terms on the hub and log in first), its only split ``train``, with
-    ``Question`` mapped onto ``question``. There is no default training set.
+    Default test set: ``Idavidrein/gpqa`` ``gpqa_diamond`` (gated: accept its terms and log in).
 
     Args:
         shuffle_seed: shuffle the options of each row with this seed.

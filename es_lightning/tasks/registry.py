@@ -1,16 +1,4 @@
-"""Tasks by name: ``get_task("gsm8k")``, and ``@register_task`` to add your own.
-
-Example::
-
-    from es_lightning.tasks import Score, Task, register_task
-
-    @register_task
-    class Parity(Task):
-        name = "parity"
-        ...
-
-    task = get_task("parity", test=DataSource(path="parity.jsonl"))
-"""
+"""Tasks by name: ``get_task("gsm8k")``, and ``@register_task`` to add your own."""
 
 from __future__ import annotations
 
@@ -26,13 +14,7 @@ _T = TypeVar("_T", bound=type[Task])
 
 
 def register_task(cls: _T) -> _T:
-    """Class decorator adding a :class:`Task` subclass to :data:`TASKS` under ``cls.name``.
-
-    Raises:
-        TypeError: ``cls`` is no ``Task`` subclass.
-        ValueError: ``cls.name`` is empty or the default, or another class already holds it (the
-            same class registering again, e.g. on a module reload, replaces its entry).
-    """
+    """Class decorator adding a :class:`Task` subclass to :data:`TASKS` under ``cls.name``."""
     if not (isinstance(cls, type) and issubclass(cls, Task)):
         raise TypeError(f"register_task: {cls!r} is not a subclass of es_lightning.tasks.Task")
     name = getattr(cls, "name", "")
@@ -50,12 +32,7 @@ def _path(cls: type) -> str:
 
 
 def get_task(name: str, **kwargs: Any) -> Task:
-    """A new instance of the task registered as ``name``, built with ``kwargs``.
-
-    Raises:
-        UnknownNameError: no task is registered as ``name`` (a ``KeyError`` and a
-            ``ConfigError``); the message lists the known names.
-    """
+    """A new instance of the task registered as ``name`` (UnknownNameError listing the known ones)."""
     try:
         cls = TASKS[name]
     except KeyError:

@@ -1,30 +1,7 @@
 """Calls into your reward functions: a failure, or a reward that is not a finite number, is yours
-to fix and is said in one line that names the function, where it is and the value or row.
-
-A reward function returns one reward per completion, a number or ``None`` (it does not apply to that
-completion); an ``async def`` one is awaited (:func:`awaited`). :func:`call_reward_function` calls it
-and refuses, with a :class:`RewardFunctionError`:
-
-* an exception it raises: ``my_rewards.exact (my_rewards.py:12) raised KeyError: 'answer' on row 3
-  (prompt: 'What is 2 + 2?')``, the row found by calling it again on each row of the batch alone
-  (the original traceback is kept as the error's cause; ``es-lightning --debug`` prints it);
-* anything but a list (a scalar, a string, ``None``), or a list of another length than the
-  completions;
-* a reward that is not a number (a string, a list) or is not finite (NaN, ±inf, Python's
-  ``float('nan')`` included): the ES z-scores and the GRPO advantages of a batch with one NaN are
-  all NaN, and an update made of them destroys the weights;
-* a function that requires TRL's ``completion_ids`` where there are none (completions scored from
-  their text alone).
-
-Your own :class:`~es_lightning.tasks.base.Task` subclass is held to the same rules by
-:func:`call_task_scores`: an exception its ``score``/``score_many`` raises, or a ``Score`` whose
-reward is not a finite number, is said in one line naming the class, where it is and the row
-(``MyTask.score (my_task.py:40) raised IndexError: list index out of range on row 5``). The
-built-in tasks' own failures are bugs and keep their tracebacks.
-
-A :class:`RewardFunctionError` is a :class:`~es_lightning.errors.ConfigError`, so the command ends
-with ``es-lightning: error: ...`` and exit status 2; the trainer shuts its engines down on the way
-out and the checkpoints already written stay.
+to fix and is said in one line (:class:`RewardFunctionError`, exit status 2) that names the function,
+where it is and the value or row. One NaN would make a whole batch's z-scores NaN. The built-in
+tasks' failures are bugs and keep their tracebacks.
 """
 
 from __future__ import annotations
@@ -61,8 +38,7 @@ def _source_file(func: Callable) -> str | None:
 
 
 def where(func: Callable, error: BaseException | None = None) -> str:
-    """``file:line`` of the innermost frame of ``error``'s traceback in ``func``'s file (where it
-    raised), else of ``func``'s definition."""
+    """``file:line`` where ``error`` raised in ``func``'s file, else of ``func``'s definition."""
     file = _source_file(func)
     if error is not None and file is not None:
         frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == file]
@@ -82,15 +58,8 @@ def call_reward_function(
     columns: dict[str, list[Any]],
     given: dict[str, Any] | None = None,
 ) -> list[float | None]:
-    """``func(prompts=..., completions=..., **columns, **given)`` checked: one finite float (or
-    ``None``) per completion. ``given`` holds the rest of TRL's arguments (``completion_ids``,
-    ``trainer_state``, ``log_extra``, ``log_metric``); an ``async def`` function is awaited.
-
-    Raises:
-        RewardFunctionError: as the module docstring lists, naming ``func`` and the value or row;
-            also when ``func`` requires ``completion_ids`` and ``given`` has none (completions
-            scored from their text alone).
-    """
+    """``func(prompts=..., completions=..., **columns, **given)``, checked to give one finite float
+    (or ``None``) per completion."""
     given = dict(given or {})
     if "completion_ids" not in given and _requires(func, "completion_ids"):
         raise RewardFunctionError(
@@ -154,8 +123,7 @@ def _failing_row(
     columns: dict[str, list[Any]],
     given: dict[str, Any],
 ) -> int | None:
-    """The first row on which ``func`` alone raises (``None``: it raises on none alone); the
-    calls log nothing (``log_extra`` and ``log_metric`` do nothing here)."""
+    """The first row on which ``func`` alone raises, or ``None``."""
     if len(prompts) <= 1:
         return 0 if prompts else None
     quiet = {**given, **{k: _nothing for k in ("log_extra", "log_metric") if k in given}}
@@ -200,9 +168,7 @@ def _requires(func: Callable, name: str) -> bool:
 
 
 def awaited(returned: Any) -> Any:
-    """``returned`` itself, or its result when it is awaitable (an ``async def`` reward function,
-    as TRL takes them): run to completion on an event loop of its own (in a thread of its own
-    when this thread already runs one, as in a notebook)."""
+    """``returned``, or its result when awaitable, run on an event loop of its own."""
     if not inspect.isawaitable(returned):
         return returned
 
@@ -247,14 +213,7 @@ def call_task_scores(
     rows: Sequence[dict[str, Any]],
     completion_ids: Sequence[Sequence[int]] | None = None,
 ) -> list[Any]:
-    """``task.score_many(completions, rows)``, each ``Score``'s reward checked to be a finite
-    number; an exception from a score method written outside es-lightning is said in one line too.
-    ``completion_ids`` (each completion's token ids) reach a ``score_many`` that takes them
-    (:class:`~es_lightning.tasks.function.FunctionTask`'s, for TRL's ``completion_ids``).
-
-    Raises:
-        RewardFunctionError: naming the task's class, where it raised and the row, or the value.
-    """
+    """``task.score_many(completions, rows)``, every reward checked, a user task's error in one line."""
     klass = type(task)
     method = klass.score if _ours(klass.score_many) else klass.score_many  # the one you wrote
     user_code = not _ours(method)

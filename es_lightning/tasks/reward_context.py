@@ -1,19 +1,6 @@
-"""What a reward function gets from the run besides the data, as TRL's trainers give it.
-
-TRL calls a reward function ``f(prompts=..., completions=..., completion_ids=..., trainer_state=...,
-log_extra=..., log_metric=..., **columns)``. The run's side of that call lives here:
-
-* ``trainer_state``: a :class:`TrainerState`, the fields of transformers' ``TrainerState`` that a
-  reward reads (a curriculum weighs by ``trainer_state.global_step / trainer_state.max_steps``);
-* ``log_metric(name, value)``: a scalar for this batch; the values of an update are averaged (over
-  the ranks too) and logged as ``train/<name>`` (``metrics.jsonl``, TensorBoard, your loggers);
-* ``log_extra(column, values)``: one value per completion, shown beside it in the logged samples
-  (``samples.jsonl``), as TRL adds it to its completions table.
-
-The trainer sets the state and the metric log for its updates with :func:`reward_context`; a
-function called outside an update (an evaluation, a callback's probe, ``es-lightning evaluate``)
-sees the state of the run so far and its ``log_metric`` values are dropped (evaluations report
-Pass@K).
+"""What a reward function gets from the run besides the data, as TRL's trainers give it:
+``trainer_state``, ``log_metric`` (logged as ``train/<name>``) and ``log_extra`` (in
+``samples.jsonl``), set by the trainer with :func:`reward_context`.
 """
 
 from __future__ import annotations
@@ -113,10 +100,7 @@ def trl_arguments(
     logged: dict[str, list[Any]],
     count: int,
 ) -> dict[str, Any]:
-    """TRL's arguments for one call of ``func`` on ``count`` completions besides the prompts, the
-    completions and the columns: ``completion_ids`` (when known), ``trainer_state``,
-    ``log_metric`` (into ``context.log``) and ``log_extra`` (into ``logged``, one value per
-    completion). A bad metric or column is refused naming ``func``."""
+    """TRL's further arguments for one call of ``func`` on ``count`` completions."""
 
     def log_metric(name: str, value: float) -> None:
         problem = check_metric(name, value)

@@ -1,17 +1,5 @@
-"""A split given as data in memory, from Python: a ``datasets.Dataset`` or ``IterableDataset`` (as
-TRL's trainers take them), a list of row dicts, or a path.
-
-Wherever a task takes a :class:`~es_lightning.tasks.data.DataSource` (``train``, ``validation``,
-``test``), Python code may pass the data itself; :func:`as_source` wraps it in a
-:class:`RowsSource`, which loads and checks its rows as a file's are (each bad row named by its
-position)::
-
-    from datasets import Dataset
-    task = FunctionTask(train=Dataset.from_list(rows), reward_funcs=[exact])
-
-An ``IterableDataset`` is read to its end when the rows are loaded (before any engine starts): give
-an endless stream a length with ``.take(n)``. A string or path is a ``DataSource(path=...)``.
-"""
+"""A split given as data in memory, from Python: a ``datasets.Dataset`` or ``IterableDataset``, a
+list of row dicts, or a path (:func:`as_source`); an ``IterableDataset`` is read to its end."""
 
 from __future__ import annotations
 
@@ -37,11 +25,7 @@ class RowsSource:
         return f"a {kind} in memory ({size}{f', columns {columns}' if columns else ''})"
 
     def load(self, validate: RowCheck | None = None) -> list[dict[str, Any]]:
-        """The rows as plain dicts, each passed to ``validate(row, where)`` when given.
-
-        Raises:
-            ConfigError: there are no rows, a row is not a mapping, or ``validate`` refuses one.
-        """
+        """The rows as plain dicts, each passed to ``validate(row, where)`` when given."""
         data = self.data
         if hasattr(data, "with_format"):  # a datasets dataset: plain Python values, not tensors
             data = data.with_format(None)
@@ -62,13 +46,7 @@ class RowsSource:
 
 
 def as_source(value: Any, what: str) -> DataSource | RowsSource | None:
-    """``value`` as a split's source: ``None`` and a :class:`DataSource` as they are, a path as a
-    ``DataSource``, a ``datasets.Dataset``/``IterableDataset`` or a list of dicts as a
-    :class:`RowsSource`.
-
-    Raises:
-        ConfigError: a ``DatasetDict`` (naming its splits) or anything else, naming ``what``.
-    """
+    """``value`` as a split's source (ConfigError for anything that is none)."""
     if value is None or isinstance(value, (DataSource, RowsSource)):
         return value
     if isinstance(value, (str, os.PathLike)):

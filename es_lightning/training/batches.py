@@ -1,8 +1,5 @@
-"""Which prompts an update sees: a pure function of (seed, step), so resuming replays the order.
-
-Rows are visited in epochs; each epoch is a fresh permutation drawn from (seed, epoch). Update t
-takes positions [t·B, (t+1)·B) of the concatenated epochs, so a batch may straddle two epochs.
-"""
+"""Which prompts an update sees: a pure function of (seed, step), so resuming replays the order;
+each epoch a fresh permutation, a batch possibly straddling two epochs."""
 
 from __future__ import annotations
 

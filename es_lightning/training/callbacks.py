@@ -1,20 +1,8 @@
 """The callback contract: every hook the trainer calls, when, and with what.
 
-Subclass :class:`Callback` and override the hooks you need (all are no-ops here); attach it from a
-recipe (``callbacks: [{class_path: my_pkg.MyCallback, init_args: {...}}]``) or in Python
-(``Trainer(..., callbacks=[MyCallback()])``). Objects that do not subclass :class:`Callback` still
-work as long as they define at least one hook: the trainer calls hooks through ``fabric.call``,
-which skips objects without the hook and drops keyword arguments a hook does not take.
-
-Hooks run on every rank, in the order the callbacks are listed; log with ``trainer.log(metrics)``
-(rank 0's loggers write). A callback that keeps state across updates (a curve, θ_0's norm) returns
-it from :meth:`Callback.state_dict`; it is saved in each checkpoint and handed back to
-:meth:`Callback.load_state_dict` when the run resumes.
-
-The contract lives beside the trainer that drives it; the built-in callbacks (the repository's
-``callbacks/`` folder, installed as ``es_lightning.callbacks``, which re-exports these names) are
-built on it. A hook sees the trainer as :class:`TrainerView`: what the
-:class:`~es_lightning.training.trainer.Trainer` offers a callback.
+Subclass :class:`Callback` and override the hooks you need, or pass any object with at least one
+hook (``fabric.call`` skips missing hooks and drops keywords a hook does not take). Hooks run on
+every rank; :meth:`Callback.state_dict` is saved in each checkpoint and restored on resume.
 """
 
 from __future__ import annotations
@@ -48,8 +36,7 @@ HOOKS = (
 
 
 class TrainerView(Protocol):
-    """What a hook may use of the trainer that calls it (the
-    :class:`~es_lightning.training.trainer.Trainer` is one)."""
+    """What a hook may use of the trainer that calls it."""
 
     fabric: Fabric | None
     """Rank, world size, barrier, device (set once the run launched)."""
@@ -80,8 +67,7 @@ class TrainerView(Protocol):
         prefix: str = "eval",
         config: EvalConfig | None = None,
     ) -> dict[str, dict[str, float]]:
-        """The trainer's evaluation of ``(name, task, rows)`` sets; call it on every rank (rank 0
-        writes, logs and returns the summaries, ``{}`` elsewhere)."""
+        """The trainer's evaluation of ``(name, task, rows)`` sets; call it on every rank."""
         ...
 
 
@@ -120,8 +106,7 @@ class Callback(RecordsInit):
 
 
 def check_callbacks(callbacks: list[Any] | None) -> list[Any]:
-    """``callbacks`` as a list, each a :class:`Callback` or an object with at least one hook;
-    anything else (a string from a YAML typo, a class instead of an instance) is refused, named."""
+    """``callbacks`` as a list, each a :class:`Callback` or an object with a hook; else refused."""
     checked = []
     for i, cb in enumerate(callbacks or []):
         if isinstance(cb, Callback):
@@ -138,8 +123,7 @@ def check_callbacks(callbacks: list[Any] | None) -> list[Any]:
 
 
 def callbacks_state(callbacks: list[Any]) -> dict[str, Any]:
-    """What a checkpoint keeps of ``callbacks``: ``{"{i}:{class name}": state_dict()}`` of each one
-    that has a ``state_dict``."""
+    """What a checkpoint keeps: ``{"{i}:{class name}": state_dict()}`` of each callback with one."""
     return {
         f"{i}:{type(cb).__name__}": cb.state_dict()
         for i, cb in enumerate(callbacks)
@@ -148,8 +132,7 @@ def callbacks_state(callbacks: list[Any]) -> dict[str, Any]:
 
 
 def load_callbacks_state(callbacks: list[Any], saved: dict[str, Any]) -> None:
-    """Give each of ``callbacks`` its state from ``saved`` (:func:`callbacks_state` of the run that
-    wrote the checkpoint), matched by position and class name, through its ``load_state_dict``."""
+    """Give each callback its state from ``saved``, matched by position and class name."""
     for i, cb in enumerate(callbacks):
         key = f"{i}:{type(cb).__name__}"
         if key in saved and callable(getattr(cb, "load_state_dict", None)):

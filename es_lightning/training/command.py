@@ -1,11 +1,5 @@
-"""The ``fit`` command: post-train a model with ES or GRPO and evaluate it before and after.
-
-:func:`run_fit` is the command (its typed signature is the recipe's schema, its docstring the
-``--help``), :func:`fit_parser` its parser (also what ``report`` and ``tune`` resolve a recipe
-with) and :func:`prepare_fit` the checks of its paths before anything is written or started::
-
-    es-lightning fit --config recipes/demo_cpu.yaml --trainer.max_steps 10
-"""
+"""The ``fit`` command: :func:`run_fit` (its signature the recipe's schema, its docstring the
+``--help``), its parser :func:`fit_parser` and :func:`prepare_fit`, the checks of its paths."""
 
 from __future__ import annotations
 
@@ -106,8 +100,7 @@ def run_fit(
 
 
 def fit_parser() -> Any:
-    """``es-lightning fit``'s parser: ``--config`` (a recipe) and every argument of :func:`run_fit`
-    but ``hparams``."""
+    """``es-lightning fit``'s parser: ``--config`` and every argument of :func:`run_fit` but ``hparams``."""
     from jsonargparse import ActionConfigFile
 
     from es_lightning.cli_hints import accept_short_names, command_parser
@@ -128,17 +121,12 @@ def prepare_fit(
     strategy: ReasoningStrategy | None = None,
     task_name: str | None = None,
 ) -> Path:
-    """Checks of a fit's paths before anything is written or started: ``trainer.resume`` names a
-    checkpoint (single-strategy runs; a pipeline resumes each stage from its own folder) that is
-    intact and was written with ``strategy``'s settings and the task ``task_name`` (when given),
-    the run directory can be created, and no other process is running in it. Returns the created run
-    directory, whose lock (:mod:`es_lightning.training.lock`) this process then holds until
-    :func:`~es_lightning.training.lock.release_run_lock` or its end.
+    """Checks of a fit's paths before anything is written or started (the resumed checkpoint, the
+    run directory, its lock); returns the run directory, whose lock this process then holds.
 
     Raises:
-        ConfigError: ``output_dir`` cannot be created (a file is in the way, no permission), or it
-            holds a run and neither ``resume`` nor ``overwrite`` is set.
-        RunLockedError: another live process holds ``output_dir`` (a ``ConfigError`` naming its pid).
+        ConfigError: ``output_dir`` cannot be created, or holds a run without ``resume``/``overwrite``.
+        RunLockedError: another live process holds ``output_dir``.
         MissingPathError: ``resume`` names no checkpoint.
         DamagedCheckpointError: ``resume`` names a damaged checkpoint, or all are damaged.
     """
@@ -171,9 +159,7 @@ def prepare_fit(
 
 
 def finished_run(trainer: TrainerConfig, evaluates_after: bool) -> str | None:
-    """What to say instead of running when ``trainer.resume`` continues a run that is finished at
-    ``trainer.max_steps`` (:func:`~es_lightning.training.resume.finished_message`); ``None`` otherwise
-    (a run whose length is set in epochs is checked by the trainer, once its data is read)."""
+    """What to say instead of running when the resumed run is already finished, else ``None``."""
     from es_lightning.checkpoint import Checkpoint, resolve_resume
     from es_lightning.training.resume import finished_message
 

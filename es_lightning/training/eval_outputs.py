@@ -14,9 +14,7 @@ from es_lightning.evaluation.strict_json import strict_dumps
 def write_eval_outputs(
     eval_dir: Path, tag: str, task: str, result: EvalResult, split: str | None = None
 ) -> None:
-    """``{tag}.json`` (all tasks' summaries so far, each with the ``split`` it evaluated when
-    given), ``{tag}_{task}_completions.jsonl`` and ``pass_at_k_{task}.png`` (every tag evaluated
-    so far, one line each)."""
+    """Write ``{tag}.json``, ``{tag}_{task}_completions.jsonl`` and ``pass_at_k_{task}.png``."""
     eval_dir.mkdir(parents=True, exist_ok=True)
     summary_file = eval_dir / f"{tag}.json"
     summaries = json.loads(summary_file.read_text()) if summary_file.is_file() else {}
@@ -37,12 +35,10 @@ def write_eval_outputs(
 
 
 def print_before_after(before: dict[str, Any], after: dict[str, Any]) -> None:
-    """The ``before`` / ``after`` table of :func:`~es_lightning.evaluation.columns.format_table` with a
-    ``change`` column (percentage points)."""
+    """The ``before`` / ``after`` table with a ``change`` column (percentage points)."""
     print_table({"before": before, "after": after}, difference="change")
 
 
 def print_columns(columns: dict[str, dict[str, Any]]) -> None:
-    """One column per evaluation (e.g. ``before``, ``after es``, ``after grpo``) as
-    :func:`~es_lightning.evaluation.columns.format_table` lays them out; nothing when ``columns`` is empty."""
+    """One column per evaluation, as :func:`~es_lightning.evaluation.columns.format_table` lays them out."""
     print_table(columns)

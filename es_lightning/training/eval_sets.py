@@ -1,12 +1,5 @@
-"""The trainer's evaluations: its evaluation sets, built once per run (:func:`load_eval_sets`), and
-their evaluation on every rank's engine (:func:`evaluate_sets`, the one path of the trainer's
-before/after/periodic evaluations and of callbacks such as ``HeldOutEval``).
-
-Every rank generates a contiguous share of each set's prompts with its own engine (the same weights
-on every rank; the samples are those of one rank, see :mod:`es_lightning.evaluation.sharding`);
-rank 0 gathers them, writes ``{output_dir}/{prefix}/{tag}*``, logs ``{prefix}/{task}/{metric}``
-and, for several sets, their averages (all tasks, held-out, in-domain).
-"""
+"""The trainer's evaluations: its evaluation sets (:func:`load_eval_sets`), and their evaluation on
+every rank's engine (:func:`evaluate_sets`, the trainer's and the callbacks' one path)."""
 
 from __future__ import annotations
 
@@ -31,8 +24,7 @@ GROUP_NAMES = (HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY)
 
 
 def load_eval_sets(evaluation: EvalConfig | None, eval_tasks: dict[str, Task]) -> list[EvalSet]:
-    """The rows of ``evaluation.split`` (at most ``evaluation.limit``) of every task of
-    ``eval_tasks``; none without an evaluation. Names that cannot key a metric are refused."""
+    """The rows of ``evaluation.split`` (at most ``limit``) of every task of ``eval_tasks``."""
     if evaluation is None:
         return []
     reserved = (AVERAGE_KEY, *GROUP_NAMES)
@@ -48,9 +40,7 @@ def load_eval_sets(evaluation: EvalConfig | None, eval_tasks: dict[str, Task]) -
 def evaluate_sets(
     trainer: TrainerView, sets: list[EvalSet], tag: str, prefix: str, config: EvalConfig
 ) -> dict[str, dict[str, float]]:
-    """Evaluate ``sets`` with ``config`` on the ranks' engines (call it on **every** rank); rank 0
-    writes, logs and returns ``{name: summary}`` (with the averages for several sets), the other
-    ranks return ``{}``."""
+    """Evaluate ``sets`` on every rank's engine; rank 0 writes, logs and returns the summaries."""
     fabric = trainer.fabric
     if fabric is None:
         raise RuntimeError("evaluate_sets: the run has not launched")

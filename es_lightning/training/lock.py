@@ -1,22 +1,5 @@
-"""One run per folder at a time: an advisory lock on ``{output_dir}/.es-lightning.lock``.
-
-Two ``fit`` processes writing one folder would interleave their checkpoints and logs (and an
-``overwrite`` would delete a live run's files), so a run holds an exclusive :func:`fcntl.flock` on
-a lock file in its folder from before it touches the folder until its process ends. The kernel
-releases a ``flock`` when its process dies, however it dies (SIGKILL, a lost node's OOM kill), so a
-lock left by a dead process never blocks: the file stays, the lock does not. The holder writes its
-pid into the file; a second run is refused with a :class:`RunLockedError` that names it::
-
-    with hold_run_lock(output_dir):      # refuses at once if another process holds the folder
-        ...                              # the run
-
-Locks are per process and re-entrant: the CLI takes it before it writes ``config.yaml`` and the
-trainer takes it again for the same folder (a pipeline's stages take their own folders' locks
-inside the pipeline's). Processes of a multi-process launch other than the first leave the lock
-to rank 0 (their ranks run the same command in the same folder). ``flock`` on a network file
-system is only as good as the file system's support of it (NFSv4 and Lustre with ``flock`` mounts
-honour it).
-"""
+"""One run per folder at a time: an advisory ``flock`` on ``{output_dir}/.es-lightning.lock``,
+released by the kernel however its process dies; a second run is refused naming the holder's pid."""
 
 from __future__ import annotations
 
@@ -40,14 +23,7 @@ _held: dict[Path, tuple[int, int]] = {}
 
 
 def acquire_run_lock(output_dir: str | Path) -> Path:
-    """Take ``output_dir``'s lock (creating the folder), or raise when another process holds it.
-
-    Re-entrant within a process: each call needs one :func:`release_run_lock`.
-
-    Raises:
-        RunLockedError: another process holds it (the message names its pid and the lock file).
-        ConfigError: the folder or the lock file cannot be created.
-    """
+    """Take ``output_dir``'s lock or raise :class:`RunLockedError`; re-entrant, one release each."""
     folder = Path(output_dir).expanduser().resolve()
     if folder in _held:
         fd, depth = _held[folder]
@@ -97,8 +73,7 @@ def holds_run_lock(output_dir: str | Path) -> bool:
 
 @contextmanager
 def hold_run_lock(output_dir: str | Path, enabled: bool = True) -> Iterator[None]:
-    """Hold ``output_dir``'s lock for the ``with`` block (``enabled=False``: do nothing, e.g. on
-    the ranks of a launch other than the first)."""
+    """Hold ``output_dir``'s lock for the ``with`` block (``enabled=False``: do nothing)."""
     if not enabled:
         yield
         return

@@ -1,10 +1,5 @@
-"""The run's own loggers: ``metrics.jsonl`` (one JSON object per logged step, appended and flushed
-as it is written) and the TensorBoard run; the hyperparameters given to every logger.
-
-A pipeline stage's loggers get steps on the pipeline's axis (its updates follow the earlier
-stages'); its ``metrics.jsonl`` keeps the stage's own update number as ``step`` (what resume and
-the report readers use) and records the pipeline's as ``global_step``.
-"""
+"""The run's own loggers: ``metrics.jsonl`` and the TensorBoard run; a pipeline stage's
+``metrics.jsonl`` keeps its own update as ``step`` and the pipeline's as ``global_step``."""
 
 from __future__ import annotations
 
@@ -75,11 +70,8 @@ class JSONLLogger(Logger):
 class RunTensorBoardLogger(TensorBoardLogger):
     """Fabric's TensorBoard logger that fills TensorBoard's HPARAMS tab when the run ends.
 
-    TensorBoard shows hyperparameters only beside metrics, and the run's metrics are known only at
-    its end: the resolved configuration given to :meth:`log_hyperparams` is kept, and when the run
-    finishes (``finalize("success")``) it is written as an hparams summary with the last value of
-    every ``eval/…`` metric logged (the final evaluation's ``eval/{task}/pass@k``, ``maj@k``,
-    ``greedy``, …). A run that ends without an evaluation, or is interrupted, writes none.
+    The configuration given to :meth:`log_hyperparams` is written on ``finalize("success")`` beside
+    the last value of every ``eval/…`` metric (TensorBoard shows hyperparameters only with metrics).
     """
 
     FINAL_PREFIX = "eval/"
@@ -119,21 +111,15 @@ class RunTensorBoardLogger(TensorBoardLogger):
 
 
 def tensorboard_logger(folder: str | Path, purge_step: int = 0) -> TensorBoardLogger:
-    """The run's TensorBoard files in ``{folder}/tensorboard/`` (one run, no version folders), with
-    the HPARAMS tab written at the end (:class:`RunTensorBoardLogger`).
-
-    Each process's event file starts with a restart marker at ``purge_step``: TensorBoard reads a
-    run's first marker as its start and each later one as a restart, dropping what the earlier
-    files hold at that step and after (a resumed run logs the steps after its checkpoint again)."""
+    """The run's TensorBoard files in ``{folder}/tensorboard/``, each starting with a restart marker
+    at ``purge_step`` so a resumed run's repeated steps replace the old ones."""
     return RunTensorBoardLogger(
         folder, name="tensorboard", version="", default_hp_metric=False, purge_step=purge_step
     )
 
 
 def log_hyperparams(loggers: list[Logger], hparams: dict[str, Any]) -> None:
-    """Give every logger the run's resolved configuration once. Fabric's own ``CSVLogger`` takes
-    none: it gets an ``hparams.yaml`` next to its ``metrics.csv``, as Lightning's writes; other
-    loggers that cannot take hyperparameters are skipped."""
+    """Give every logger the run's resolved configuration once."""
     for logger in loggers:
         try:
             logger.log_hyperparams(hparams)
@@ -146,9 +132,7 @@ def log_hyperparams(loggers: list[Logger], hparams: dict[str, Any]) -> None:
 
 
 def truncate_metrics(path: str | Path, after_step: int) -> int:
-    """Drop the records of ``path`` logged after ``after_step`` (what a run wrote past its last
-    checkpoint before it was killed; the resumed run logs those steps again). The file is
-    replaced atomically. Returns how many records were dropped."""
+    """Drop the records of ``path`` logged after ``after_step``; how many were dropped."""
     from es_lightning.checkpoint import atomic_write_text
 
     path = Path(path)

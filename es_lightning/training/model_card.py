@@ -1,15 +1,4 @@
-"""The model card (``README.md``) a finished run writes into its final checkpoint's HF folder.
-
-A checkpoint folder is a Hugging Face model folder; its card says what it is without the run
-folder beside it: the base model, the method and its settings, the data (the task and its
-settings), the evaluation before and after training (the table of ``eval/before.json`` and
-``eval/after.json`` when the run evaluated) and the command that reproduces the run from its
-resolved configuration. Everything is read from files the run already wrote: the checkpoint's
-``hparams.yaml`` and ``trainer_state.json``, the run's ``eval/*.json`` and ``config.yaml`` (a
-pipeline stage's is its pipeline's, one folder up)::
-
-    write_model_card(Path("runs/smoke_cpu/checkpoints/step-000020"), Path("runs/smoke_cpu"))
-"""
+"""The model card (``README.md``) a finished run writes into its final checkpoint's HF folder."""
 
 from __future__ import annotations
 
@@ -74,8 +63,7 @@ def _block(value: Any) -> str:
 
 
 def evaluation_section(run_dir: Path) -> list[str]:
-    """The card's evaluation lines: the before/after table (with its detail rows) and what it
-    measured, or a sentence saying there was no evaluation."""
+    """The card's before/after table, or a sentence saying there was no evaluation."""
     before, after = (_read_json(run_dir / "eval" / f"{tag}.json") for tag in ("before", "after"))
     columns = {tag: data for tag, data in (("before", before), ("after", after)) if isinstance(data, dict)}
     if not columns:
@@ -144,8 +132,7 @@ def card_text(checkpoint: Path, run_dir: Path) -> str:
 
 
 def reproduce_section(run_dir: Path, config_file: Path | None) -> list[str]:
-    """The command that reruns the run from its resolved configuration (into a new folder), and
-    the command it was launched with when that is known."""
+    """The command that reruns the run from its resolved configuration, and its launch command."""
     if config_file is None:
         return ["No `config.yaml` was recorded for this run."]
     fresh = config_file.parent.with_name(config_file.parent.name + "_reproduced")

@@ -1,24 +1,8 @@
 """Sequential pipelines: several optimizers in order on one model with one total update budget.
 
-``stages:`` in a recipe lists the strategies with their share of the budget; the paper gives each
-of two stages half of the updates (``es_then_grpo``, ``grpo_then_es``). Stage i starts from stage
-i−1's final checkpoint (its fp32 master, see :mod:`es_lightning.checkpoint`), continues through the
-same seeded data order, writes its own run directory ``{output_dir}/stage{i}_{name}`` (checkpoints,
-metrics, evaluation after the stage) and the first stage also evaluates the starting model;
-``{output_dir}/pipeline.json`` names the pipeline (``es_then_grpo``) and each stage's budget.
-``trainer.resume: true`` skips finished stages and resumes the unfinished one.
-
-One step axis: stage i's loggers get its update t at ``t + the updates of the stages before it``
-(TensorBoard, your ``loggers:``, evaluations), and ``{output_dir}/tensorboard/`` holds every
-stage's curves as one run (``tensorboard --logdir {output_dir}/tensorboard``). Each stage's
-``metrics.jsonl`` keeps the stage's own update as ``step`` (resume reads it) and the pipeline's
-as ``global_step``.
-
-Several devices: each stage builds its own Fabric (its strategy differs), but processes are
-launched once. The first stage's ``fabric.launch()`` starts ranks 1..n−1 as copies of the whole
-command, each of which runs every stage itself; it also sets ``LOCAL_RANK`` in every process, so
-the later stages' launchers see externally created processes and start none, and their strategies
-find the process group already initialised and reuse it (its backend is the first stage's).
+Stage i starts from stage i−1's fp32 master, continues the same data order and writes its own
+folder ``{output_dir}/stage{i}_{name}``; the loggers see one step axis. Processes are launched
+once, by the first stage; later stages reuse them and the process group.
 """
 
 from __future__ import annotations
@@ -102,8 +86,7 @@ def run_pipeline(
     hparams: dict[str, Any] | None = None,
     loggers: list[Any] | None = None,
 ) -> dict[str, Any]:
-    """Run the stages one after another; returns ``{stage_name: trainer results}`` (``loggers``, the
-    user's further loggers, receive every stage's metrics on the pipeline's step axis)."""
+    """Run the stages one after another; returns ``{stage_name: trainer results}``."""
 
     names = stage_names(stages)
     if len(set(names)) != len(names):
@@ -206,9 +189,7 @@ def _run_stages(
 
 
 def _purge_step(index: int, earlier: int, resumed_at: int | None) -> int:
-    """Where the pipeline's TensorBoard run continues for a stage: after its checkpoint when it is
-    resumed, after the stage before it when it starts (an earlier attempt's steps are dropped), at
-    0 for a first stage that starts (its evaluation of the starting model is logged again)."""
+    """Where the pipeline's TensorBoard run continues for a stage."""
     if resumed_at is not None:
         return earlier + resumed_at + 1
     return earlier + 1 if index > 0 else 0

@@ -1,16 +1,6 @@
-"""Does a resume continue the run that wrote the checkpoint? Its recorded settings are compared.
-
-Exact resume (the same updates as an uninterrupted run) holds only when everything that decides an
-update is unchanged: the strategy and its settings (σ, α, N, normalisation, estimator, optimizer,
-GRPO's group size, clipping, ...) and the trainer's ``seed``, ``batch_size``, ``train_limit`` and
-``data_offset`` (the data order and the ES populations are pure functions of them). Each
-checkpoint's ``hparams.yaml`` records them (``strategy: {name, ...}``, ``trainer: {...}``);
-:func:`check_resume_compatible` refuses a resume that changes any of them, listing each change,
-unless ``trainer.resume_allow_changes`` allows it::
-
-    resume = Checkpoint(resolve_resume(cfg.resume, output_dir))
-    check_resume_compatible(resume, strategy.strategy_name, strategy.hparams(), cfg)
-"""
+"""Does a resume continue the run that wrote the checkpoint? Every setting that decides an update
+(the strategy's, and the trainer's seed, batch size and data) is compared with the checkpoint's
+``hparams.yaml``; a change is refused unless ``trainer.resume_allow_changes`` allows it."""
 
 from __future__ import annotations
 
@@ -47,31 +37,9 @@ def check_resume_compatible(
     allow_changes: bool | Sequence[str] | None = None,
     task_name: str | None = None,
 ) -> list[str]:
-    """Refuse to resume from ``checkpoint`` with settings that change what an update computes.
-
-    Compared with the checkpoint's ``hparams.yaml`` (``trainer_state.json`` for the seed and the
-    strategy name of checkpoints written without one): the strategy name, every strategy setting
-    in both records except :data:`FREE_STRATEGY_KEYS`, the trainer's
-    :data:`GUARDED_TRAINER_KEYS`, and the task's name when ``task_name`` is given. Settings a record
-    lacks are not compared.
-
-    Args:
-        checkpoint: the checkpoint the run resumes from.
-        strategy_name: the run's ``strategy.strategy_name`` (``es``, ``grpo``).
-        strategy_hparams: the run's ``strategy.hparams()``.
-        trainer_config: the run's trainer settings.
-        allow_changes: ``True`` allows every change, a list allows the keys it names (as the error
-            names them, ``strategy.sigma``, or bare, ``sigma``); ``None`` (default) takes
-            ``trainer_config.resume_allow_changes``.
-        task_name: the run's task name (``module.task.name``), compared when given.
-
-    Returns:
-        The allowed changes, one ``key: old → new`` line each (empty when nothing changed), for
-        the caller to log.
-
-    Raises:
-        ConfigError: a change that is not allowed; the message lists each as ``key: old → new``.
-    """
+    """Refuse to resume from ``checkpoint`` with settings that change what an update computes
+    (ConfigError listing each); returns the allowed changes as ``key: old → new`` lines.
+    ``allow_changes``: ``True``, a list of keys, or ``None`` for the trainer's setting."""
     if allow_changes is None:
         allow_changes = trainer_config.resume_allow_changes
     changes = recorded_changes(checkpoint, strategy_name, strategy_hparams, trainer_config, task_name)
@@ -136,9 +104,7 @@ def _allowed(key: str, allow: bool | Collection[str]) -> bool:
 def finished_message(
     checkpoint: Checkpoint | None, max_steps: int | None, output_dir: str | Path, evaluates_after: bool
 ) -> str | None:
-    """What to say instead of resuming a run that is already done: ``checkpoint`` is at
-    ``max_steps`` or beyond and the final evaluation, when the run makes one, is written
-    (``eval/after.json``); ``None`` when there is something left to do."""
+    """What to say instead of resuming a run that is done; ``None`` when something is left."""
     if checkpoint is None or max_steps is None or checkpoint.step < max_steps:
         return None
     if evaluates_after and not (Path(output_dir) / "eval" / "after.json").is_file():

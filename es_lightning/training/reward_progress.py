@@ -1,19 +1,5 @@
-"""The trainer's side of TRL's reward call: the ``trainer_state`` reward functions see, kept at the
-run's progress, and the ``log_metric`` values of each update, averaged and logged.
-
-Reward functions (:mod:`es_lightning.tasks.reward_context`) see a
-:class:`~es_lightning.tasks.reward_context.TrainerState` for the whole run (evaluations and
-callbacks included): ``global_step`` the updates finished on the loggers' axis, ``epoch`` the passes
-over the training rows. What they log with ``log_metric`` during an update is averaged per name, over
-the update's calls and then over the ranks (each rank's mean counts once, as in TRL), and logged as
-``train/<name>`` with the update's own metrics::
-
-    progress = RewardProgress(fabric, config, n_rows=len(rows), max_steps=30, step_offset=0)
-    with reward_context(progress.state):
-        with progress.update(step) as log:
-            result = strategy.training_step(...)
-        metrics = {**result.metrics, **progress.logged(log, result.metrics)}
-"""
+"""The trainer's side of TRL's reward call: ``trainer_state`` kept at the run's progress, and the
+``log_metric`` values of each update averaged and logged as ``train/<name>``."""
 
 from __future__ import annotations
 
@@ -53,19 +39,13 @@ class RewardProgress:
 
     @contextmanager
     def update(self, step: int) -> Iterator[MetricLog]:
-        """The block of update ``step`` (0-based): reward functions see the state before it and
-        log their metrics into the yielded log."""
+        """The block of update ``step``: reward functions log their metrics into the yielded log."""
         log = MetricLog()
         with reward_context(self.at(step), log):
             yield log
 
     def logged(self, log: MetricLog, ours: dict[str, float]) -> dict[str, float]:
-        """``train/<name>``: each metric's mean over the update's calls, then over the ranks that
-        logged it (every rank must take part: call it on every rank).
-
-        Raises:
-            ConfigError: a name whose key is one of ``ours`` (the update's own metrics).
-        """
+        """``train/<name>``: each metric's mean over calls, then ranks (call it on every rank)."""
         means = log.drain()
         if self.fabric.world_size > 1:
             import torch.distributed as dist

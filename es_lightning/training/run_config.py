@@ -1,15 +1,5 @@
-"""A run started from Python writes the ``config.yaml`` the command line writes.
-
-``es-lightning fit`` records the resolved recipe as ``{output_dir}/config.yaml`` (and in every
-checkpoint's hyperparameters); ``es-lightning compare`` reads it to check that runs are comparable,
-and each checkpoint's model card quotes it. A run built in Python (``Trainer(...).fit()``,
-``es_lightning.fit(...)``, a pipeline) records the same: each object is written back as the recipe
-that builds it, every constructor argument with its default filled in as ``fit`` resolves a recipe
-(:func:`~es_lightning.init_args.to_config`), so the file has the CLI's keys and values
-(``tests/training/test_run_config.py`` compares the two). What no recipe can say (a
-``datasets.Dataset`` in memory) is written as its description, a reward function as its import
-path.
-"""
+"""A run started from Python writes the ``config.yaml`` the command line writes
+(:func:`~es_lightning.init_args.to_config`)."""
 
 from __future__ import annotations
 
@@ -32,8 +22,7 @@ def python_run_config(
     callbacks: Any = None,
     loggers: Any = None,
 ) -> dict[str, Any]:
-    """The configuration ``es-lightning fit`` would have recorded for these objects (the
-    arguments of :func:`~es_lightning.training.command.run_fit`)."""
+    """The configuration ``es-lightning fit`` would have recorded for these objects."""
     given = {
         "module": module,
         "strategy": strategy,
@@ -64,8 +53,7 @@ def record_python_run(output_dir: str | Path, **objects: Any) -> dict[str, Any]:
 
 
 def record_trainer_run(trainer: Any) -> dict[str, Any]:
-    """:func:`record_python_run` of a :class:`~es_lightning.training.trainer.Trainer`'s objects,
-    into its output folder."""
+    """:func:`record_python_run` of a Trainer's objects, into its output folder."""
     return record_python_run(
         trainer.output_dir,
         module=trainer.module,

@@ -1,20 +1,5 @@
-"""A run folder holds one run: a new run never mixes its logs and checkpoints into an old one's.
-
-Before a fit starts, :func:`prepare_run_dir` looks for what a run writes into ``output_dir``
-(:data:`RUN_ARTIFACTS`: ``metrics.jsonl``, ``samples.jsonl``, TensorBoard files, ``checkpoints/``,
-``eval/``, a pipeline's ``pipeline.json`` and ``stage*_*/`` folders):
-
-* none there: a fresh run;
-* ``resume: true`` or a checkpoint path: the run continues (its logs after the checkpoint are
-  dropped, see the trainer);
-* ``resume: auto``: continues from the newest checkpoint when there is one, else starts over
-  (what a requeued cluster job needs; what a run wrote before its first checkpoint is removed);
-* ``overwrite: true``: the old run's artefacts are deleted, then a fresh run starts;
-* otherwise the run is refused with a :class:`~es_lightning.errors.ConfigError` that says so.
-
-Only the artefacts are deleted, never other files in the folder. :func:`prune_checkpoints` keeps
-the newest ``keep_last`` checkpoints and those at ``checkpoint_steps``.
-"""
+"""A run folder holds one run: a new run never mixes its logs and checkpoints into an old one's
+(:func:`prepare_run_dir`), and old checkpoints are pruned (:func:`prune_checkpoints`)."""
 
 from __future__ import annotations
 
@@ -50,17 +35,8 @@ def run_artifacts(output_dir: str | Path) -> list[Path]:
 def prepare_run_dir(
     output_dir: str | Path, resume: bool | str, overwrite: bool, python: bool = False
 ) -> None:
-    """Check (and, for ``overwrite`` or ``resume: auto`` without a checkpoint, clear) the run
-    folder as the module docstring says; ``python``: the refusal names the Python settings
-    (``TrainerConfig(overwrite=True)``), not the command line's flags.
-
-    Processes of a multi-process launch other than the first (``RANK``, ``LOCAL_RANK`` or
-    ``NODE_RANK`` above 0: Fabric's launcher re-runs the command for them once rank 0 has begun
-    writing, torchrun starts them beside it) leave the folder to rank 0.
-
-    Raises:
-        ConfigError: ``output_dir`` holds a run and neither ``resume`` nor ``overwrite`` is set.
-    """
+    """Check (and for ``overwrite``, or ``resume: auto`` without a checkpoint, clear) the run
+    folder; ConfigError when it holds a run and neither is set (``python``: naming Python settings)."""
     if launched_rank() > 0:
         return
     if resume == "auto":
@@ -103,9 +79,7 @@ def _pipeline_checkpoints(output_dir: str | Path) -> bool:
 def prune_checkpoints(
     output_dir: str | Path, keep_last: int | None, keep_steps: Collection[int] = ()
 ) -> list[Path]:
-    """Delete all but the newest ``keep_last`` complete checkpoints (``None``: keep all) among those
-    not after the updates ``keep_steps`` (``trainer.checkpoint_steps``), which are all kept, as is
-    the one ``latest`` names. Returns the deleted folders."""
+    """Delete all but the newest ``keep_last`` checkpoints, keeping ``keep_steps`` and ``latest``."""
     if keep_last is None:
         return []
     newest = latest_checkpoint(output_dir)

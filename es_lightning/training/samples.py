@@ -1,26 +1,5 @@
-"""Text samples: every ``trainer.log_samples_every`` updates, a few prompts with a response and its reward.
-
-The strategy returns them with each update (:attr:`~es_lightning.strategies.base.StepResult.samples`);
-rank 0 writes them to ``{output_dir}/samples.jsonl``, one JSON object per sample::
-
-    {"step": 10, "member": 3, "reward": 1.0, "advantage": 0.8, "rewards": {"correct": 1.0},
-     "logged": {"extracted_answer": "14"}, "prompt": "...", "completion": "..."}
-
-(``advantage``: GRPO's advantage, ES's z_i of the member, ``null`` for a skipped update;
-``rewards``: each reward function's reward; ``logged``: what reward functions logged for it with
-TRL's ``log_extra``; a pipeline stage adds ``"global_step"``, its update on the pipeline's axis),
-and to every logger in the way it takes text, at the step its metrics are logged at (the table's
-columns are :data:`COLUMNS`; ``rewards`` and ``logged`` as ``name=value`` text):
-
-* TensorBoard (Fabric's or Lightning's ``TensorBoardLogger``): a markdown table under the Text tab;
-* CSV (Fabric's or Lightning's ``CSVLogger``): rows of ``samples.csv`` next to its ``metrics.csv``;
-* MLflow (``MLFlowLogger``): an artifact ``samples/step-000010.md`` of the run;
-* W&B (``WandbLogger``) and any logger with ``log_text(key, columns, data, step)``: a table;
-* any other logger: nothing.
-
-A resumed run first drops what was written after its checkpoint (:func:`truncate_samples`), as it
-does for ``metrics.jsonl``, so no update's samples appear twice.
-"""
+"""Text samples: every ``trainer.log_samples_every`` updates, a few prompts with a response and its
+reward, into ``samples.jsonl`` and every logger that takes text."""
 
 from __future__ import annotations
 
@@ -51,16 +30,7 @@ def log_samples(
     step: int,
     step_offset: int | None = None,
 ) -> None:
-    """Write ``samples`` of update ``step`` to ``samples.jsonl`` and to each logger (call on rank 0).
-
-    Args:
-        output_dir: the run folder that holds ``samples.jsonl``.
-        loggers: the run's loggers (the ones that take no text are skipped).
-        samples: the update's samples; nothing is written when it is empty.
-        step: the run's update number (``samples.jsonl``'s ``step``).
-        step_offset: a pipeline stage's: the updates of the stages before it; the loggers get
-            ``step + step_offset`` (the ``global_step`` of ``samples.jsonl``).
-    """
+    """Write ``samples`` of update ``step`` to ``samples.jsonl`` and to each logger (rank 0)."""
     if not samples:
         return
     global_step = None if step_offset is None else step + step_offset
@@ -94,9 +64,7 @@ def log_samples(
 def truncate_samples(
     output_dir: str | Path, loggers: Sequence[Logger], after_step: int, step_offset: int | None = None
 ) -> None:
-    """Drop the samples written after update ``after_step`` (a resume from that checkpoint):
-    from ``samples.jsonl`` and from the ``samples.csv`` of every CSV logger (whose steps are the
-    loggers': ``after_step + step_offset`` in a pipeline stage)."""
+    """Drop the samples written after update ``after_step`` (``samples.jsonl``, CSV loggers)."""
     truncate_metrics(Path(output_dir) / SAMPLES_FILE, after_step)
     logged_at = after_step + (step_offset or 0)
     for logger in loggers:

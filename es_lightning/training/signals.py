@@ -1,26 +1,8 @@
 """Stopping a run cleanly on SIGTERM and SIGINT.
 
-``kill``, SLURM preemption and ``docker stop`` send SIGTERM; Ctrl-C sends SIGINT. Inside
-:class:`StopSignals` the first such signal is handled as follows:
-
-* during an update (a :meth:`StopSignals.deferred` block: rollouts, the ES or optimizer update,
-  logging, a due checkpoint) it is only recorded: the update completes, so the weights are at an
-  update boundary, and the trainer then saves a checkpoint of it (unless one was just saved), shuts
-  its engines down and exits with ``128 + signal`` (143 for SIGTERM, 130 for SIGINT);
-* anywhere else (an evaluation, between updates) it raises :class:`RunInterrupted` at once; the
-  weights are at an update boundary there too, so the same save-and-stop follows.
-
-A second signal raises :class:`RunInterrupted` at once, wherever the run is, and nothing more is
-saved: the previous checkpoint stays as it was (checkpoints are written to a temporary folder and
-renamed, so one is never half written). On several ranks a signal is shared at the next update
-boundary (one all-reduce), so every rank stops after the same update and takes part in the save.
-
-A callback asks for a clean stop instead by setting ``trainer.should_stop = True`` (Lightning's
-flag; e.g. early stopping on an evaluation, which only rank 0 sees): before each update the
-trainer asks :func:`stop_requested_by_callback`, which shares the flag across ranks (one
-all-reduce: any rank's request stops all of them). The run then ends as if ``max_steps`` were
-reached after the last finished update: it saves its checkpoint, runs the final evaluation and
-``on_fit_end``, closes its loggers as a success and exits 0.
+A first signal during an update is recorded: the update completes, a checkpoint is saved and the
+run exits with ``128 + signal``; elsewhere :class:`RunInterrupted` is raised at once. A second
+signal raises at once. A callback asks for a clean stop with ``trainer.should_stop = True``.
 """
 
 from __future__ import annotations
@@ -37,12 +19,7 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class RunInterrupted(BaseException):
-    """The run was stopped by a signal (a ``BaseException``, like ``KeyboardInterrupt``).
-
-    Attributes:
-        signum: the signal's number.
-        at_boundary: the weights were at an update boundary when it was raised.
-    """
+    """The run was stopped by signal ``signum`` (``at_boundary``: at an update boundary)."""
 
     def __init__(self, signum: int, at_boundary: bool) -> None:
         super().__init__(f"stopped by {signal.Signals(signum).name}")
@@ -54,11 +31,7 @@ class RunInterrupted(BaseException):
 
 
 class StopSignals:
-    """Installs the SIGTERM/SIGINT handlers of the module docstring while in a ``with`` block.
-
-    Outside the main thread (where Python cannot install handlers) it installs nothing and the
-    signals keep their usual meaning.
-    """
+    """Installs the SIGTERM/SIGINT handlers while in a ``with`` block (main thread only)."""
 
     def __init__(self) -> None:
         self.received: int | None = None
@@ -110,8 +83,7 @@ class StopSignals:
 
 
 def stop_requested_by_callback(trainer: Any, max_steps: int) -> bool:
-    """Whether a callback set ``trainer.should_stop`` on any rank (then it is set on every rank,
-    and rank 0 says where the run stops); ``False`` before a run launched."""
+    """Whether a callback set ``trainer.should_stop`` on any rank (then set on every rank)."""
     fabric = trainer.fabric
     wanted = bool(getattr(trainer, "should_stop", False))
     if fabric is not None and fabric.world_size > 1:

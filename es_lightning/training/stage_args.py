@@ -1,17 +1,8 @@
-"""A pipeline stage's settings on the command line: ``--stages.<name>.<key> VALUE``.
-
-jsonargparse addresses only the last item of a list (``--stages.init_args.strategy...``). A report
-that sets ES's step size in ``es_then_grpo`` and in ``grpo_then_es`` alike needs the ES stage
-wherever it stands::
+"""A pipeline stage's settings on the command line: ``--stages.<name>.<key> VALUE`` (jsonargparse
+addresses only a list's last item), given back as one type-checked ``--stages LIST``::
 
     es-lightning fit --config recipes/coverage_cpu_es_then_grpo.yaml \\
         --stages.es.strategy.init_args.learning_rate 3.0e-3
-
-``<name>`` is the stage's name as its folder has it (``Stage.name``, else its strategy's short
-name: ``es``, ``grpo``) or its position from 1 (``stage1_es``: ``--stages.1.fraction 0.25``).
-The arguments are parsed once without these, each named stage of the resolved list gets its value,
-and the list is given back as ``--stages LIST`` after the other arguments: the value is then
-type-checked as any other (a wrong one is refused naming its key) and ``config.yaml`` records it.
 """
 
 from __future__ import annotations
@@ -96,8 +87,7 @@ def set_key(stage: dict[str, Any], key: str, value: str) -> None:
 
 
 def expand_stage_args(parser: Any, args: list[str]) -> list[str]:
-    """``args`` with the ``--stages.<name>.<key>`` arguments turned into one ``--stages LIST`` at
-    the end (``parser``: ``es-lightning fit``'s); unchanged when there are none."""
+    """``args`` with the ``--stages.<name>.<key>`` arguments turned into one ``--stages LIST``."""
     rest, found = split_stage_args(args)
     if not found or any(a in ("-h", "--help") for a in rest):
         return args
@@ -115,8 +105,7 @@ def expand_stage_args(parser: Any, args: list[str]) -> list[str]:
 
 
 def expand_fit_command(args: list[str]) -> list[str]:
-    """The ``es-lightning`` arguments with a ``fit`` command's stage arguments expanded (others as
-    they are)."""
+    """The ``es-lightning`` arguments with a ``fit`` command's stage arguments expanded."""
     commands = {"fit", "evaluate", "analyze", "report", "compare", "tune"}
     command = next((i for i, a in enumerate(args) if a in commands), None)
     if command is None or args[command] != "fit" or not any(STAGE_ARG.match(a) for a in args):

@@ -2,20 +2,14 @@
 
 Reads top to bottom::
 
-    rows = task's training rows                         # checked before anything expensive
     fabric.launch(); rollout engine on this rank's device
-    strategy.prepare(fabric, module, rollout, resume)   # ES: fp32 master in the engine; GRPO: model + AdamW
+    strategy.prepare(fabric, module, rollout, resume)
     evaluate before
     for step in range(start, max_steps):
         batch = batch_rows(rows, B, seed, step)         # pure function of (seed, step)
         result = strategy.training_step(fabric, module, rollout, batch, step, seed)
-        log (TensorBoard + metrics.jsonl + yours), text samples, callbacks, checkpoint, evaluation
-    checkpoint, evaluate after, print the before/after table, write the checkpoint's model card
-
-What a strategy must do is declared in :mod:`es_lightning.strategies.base`; where weights are
-written and read, in :mod:`es_lightning.checkpoint`. Callbacks get the hooks of
-:mod:`es_lightning.training.callbacks` through ``fabric.call`` (the built-in ones are
-``es_lightning.callbacks``, the repository's ``callbacks/`` folder; its README lists every hook).
+        log, text samples, callbacks, checkpoint, evaluation
+    checkpoint, evaluate after, write the checkpoint's model card
 """
 
 from __future__ import annotations
@@ -69,16 +63,8 @@ from es_lightning.training.user_hooks import call_hook, log_metrics
 
 
 class Trainer:
-    """Fit a :class:`ReasoningModule` with an ES or GRPO Fabric strategy.
-
-    ``step_offset`` is set by a pipeline (:mod:`es_lightning.training.pipeline`) for its stages:
-    the updates of the stages before this one. The loggers then get every step on the pipeline's
-    axis (``step_offset + step``); ``metrics.jsonl``, checkpoints and callbacks keep the stage's own.
-
-    A callback stops the run early by setting ``trainer.should_stop = True`` (Lightning's flag):
-    the run ends after the current update as if ``max_steps`` were reached (checkpoint, final
-    evaluation, ``on_fit_end``, exit 0; :func:`~es_lightning.training.signals.stop_requested_by_callback`).
-    """
+    """Fit a :class:`ReasoningModule` with an ES or GRPO Fabric strategy (``step_offset``: a
+    pipeline stage's, putting the loggers' steps on the pipeline's axis)."""
 
     should_stop: bool = False
 
@@ -112,8 +98,7 @@ class Trainer:
         self.results: dict[str, Any] = {}
 
     def fit(self) -> dict[str, Any]:
-        """Train, evaluate and checkpoint as the module docstring says; returns the evaluations.
-        The run holds its folder's lock (:mod:`es_lightning.training.lock`) throughout."""
+        """Train, evaluate and checkpoint, holding the run folder's lock; returns the evaluations."""
         with hold_run_lock(self.output_dir, enabled=launched_rank() == 0):
             return self._fit()
 
@@ -158,8 +143,7 @@ class Trainer:
         return self.results
 
     def _launch(self, resume: Checkpoint | None) -> Fabric:
-        """Fabric with the run's loggers and callbacks, launched; rank 0 records the run's
-        configuration and, on resume, cuts the logs back to the checkpoint (no repeated steps)."""
+        """Fabric with the run's loggers and callbacks, launched; on resume the logs cut back."""
         cfg = self.config
         fabric = self.fabric = Fabric(
             accelerator=cfg.accelerator,
@@ -190,8 +174,7 @@ class Trainer:
         max_steps: int,
         resume: Checkpoint | None,
     ) -> None:
-        """Start, evaluate before, update until ``max_steps``, then checkpoint and evaluate after;
-        reward functions see the run's progress throughout (:mod:`.reward_progress`)."""
+        """Start, evaluate before, update until ``max_steps``, then checkpoint and evaluate after."""
         strategy = require_strategy(self.fabric.strategy)
         self._start(strategy, resume)
         self.progress = RewardProgress(self.fabric, self.config, len(rows), max_steps, self.step_offset)
@@ -203,8 +186,7 @@ class Trainer:
             self._finish(eval_sets)
 
     def _start(self, strategy: ReasoningStrategy, resume: Checkpoint | None) -> None:
-        """This rank's engine on its device, the strategy prepared, the callbacks' state restored
-        (on resume) and the model's files for checkpoints written (rank 0)."""
+        """This rank's engine, the strategy prepared, callbacks' state restored, model files written."""
         fabric, module = self.fabric, self.module
         dtype = module.torch_dtype(fabric.device)
         model_path = str(resume.path if resume else module.model)
@@ -228,9 +210,7 @@ class Trainer:
         eval_sets: list[EvalSet],
         max_steps: int,
     ) -> None:
-        """Updates until ``max_steps`` or a callback's ``should_stop``, each checkpointed every
-        ``checkpoint_every`` and at ``checkpoint_steps``; between two, a signal stops the run and
-        ``eval_every`` evaluates."""
+        """Updates until ``max_steps`` or ``should_stop``, with checkpoints, signals and evaluations."""
         cfg, fabric = self.config, self.fabric
         bar = tqdm(
             total=max_steps,
@@ -260,8 +240,7 @@ class Trainer:
         bar.close()
 
     def _update(self, strategy: ReasoningStrategy, rows: list[dict[str, Any]]) -> dict[str, float]:
-        """One update on its batch of ``rows``, then its metrics logged, its text samples (every
-        ``log_samples_every``) and the hooks ``on_population_end`` and ``on_train_batch_end``."""
+        """One update, then its metrics, text samples and hooks."""
         cfg, fabric = self.config, self.fabric
         t0 = time.perf_counter()
         batch = batch_rows(rows, cfg.batch_size, cfg.seed, cfg.data_offset + self.step)
@@ -281,8 +260,7 @@ class Trainer:
         return metrics
 
     def _finish(self, eval_sets: list[EvalSet]) -> None:
-        """The last checkpoint (unless just written), the final evaluation and its before/after
-        table, ``on_fit_end``, the loggers closed, and (rank 0) the model card and where all is."""
+        """The last checkpoint, the final evaluation, ``on_fit_end``, the loggers closed, the card."""
         fabric = self.fabric
         if self._saved_at != self.step:
             self.save(self._meta_dir)
@@ -317,8 +295,7 @@ class Trainer:
             rank_zero_info(f"trainer.resume: allowed change {change}")
 
     def _stop_cleanly(self, stopped: RunInterrupted) -> None:
-        """After a signal: checkpoint the last finished update (when the weights are at an update
-        boundary and it is not saved yet), close the loggers and say where the run stands."""
+        """After a signal: checkpoint the last finished update, close the loggers, say where it is."""
         name = signal.Signals(stopped.signum).name
         saved_at = getattr(self, "_saved_at", None)
         if stopped.at_boundary and saved_at is not None and self.step not in (0, saved_at):
@@ -336,8 +313,7 @@ class Trainer:
         return require_strategy(self.fabric.strategy)
 
     def named_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
-        """The current fp32 weights, streamed tensor by tensor (call it on every rank: sharded
-        strategies gather collectively; ranks other than 0 may receive nothing)."""
+        """The current fp32 weights, streamed (call it on every rank)."""
         return self.reasoning_strategy.named_weights(self.rollout)
 
     def global_step(self, step: int | None = None) -> int:
@@ -345,8 +321,7 @@ class Trainer:
         return (self.step if step is None else step) + (self.step_offset or 0)
 
     def log(self, metrics: dict[str, float], step: int | None = None) -> None:
-        """Log ``metrics`` to every logger at update ``step`` (default: the current update; in a
-        pipeline stage the loggers get it on the pipeline's axis, :meth:`global_step`)."""
+        """Log ``metrics`` to every logger at update ``step`` (default: the current one)."""
         log_metrics(self.fabric, metrics, self.global_step(step))  # your logger failing: one line
 
     def _call(self, hook: str, **kwargs: Any) -> None:
@@ -392,8 +367,7 @@ class Trainer:
         return path
 
     def evaluate(self, eval_sets: list[EvalSet], tag: str) -> dict[str, dict[str, float]]:
-        """Evaluate the current weights on every evaluation task (every rank generates its share,
-        rank 0 logs and writes it, :meth:`evaluate_sets`)."""
+        """Evaluate the current weights on every evaluation task (call it on every rank)."""
         summaries = self.evaluate_sets(eval_sets, tag, prefix="eval")
         self.fabric.barrier()
         self._call("on_evaluate_end", trainer=self, step=self.step, tag=tag, results=summaries)
@@ -402,10 +376,8 @@ class Trainer:
     def evaluate_sets(
         self, eval_sets: list[EvalSet], tag: str, prefix: str = "eval", config: EvalConfig | None = None
     ) -> dict[str, dict[str, float]]:
-        """Evaluate on the ranks' engines, write ``{output_dir}/{prefix}/{tag}*`` and log
-        ``{prefix}/{task}/{metric}`` (the one evaluation path: the trainer's and callbacks'; ``config``:
-        the run's evaluation settings unless given). Call it on **every** rank: rank 0 returns the
-        summaries, the other ranks ``{}`` (:func:`~es_lightning.training.eval_sets.evaluate_sets`)."""
+        """Evaluate ``sets`` on the ranks' engines, write and log them (``config``: the run's
+        unless given); call it on every rank: rank 0 returns the summaries."""
         config = config or self.evaluation
         if config is None:
             raise ConfigError("Trainer.evaluate_sets: no evaluation settings (give config or evaluation)")

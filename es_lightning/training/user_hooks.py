@@ -1,17 +1,6 @@
 """Calls into your callbacks and loggers: a failure in their code is yours to fix and is said in
-one line that names the method and where it raised.
-
-The trainer calls every hook through :func:`call_hook` and logs through :func:`log_metrics`. When
-the exception came out of a method that a callback or logger class of yours defines (a class
-outside es-lightning, Lightning and the installed packages), the run ends with::
-
-    es-lightning: error: my_callbacks.Stopper.on_train_batch_end (my_callbacks.py:14) raised ValueError: boom
-
-and exit status 2 (``es-lightning --debug`` shows the traceback); the engines shut down on the way
-out and the checkpoints already written stay. A failure inside the built-in callbacks, Lightning's
-loggers or es-lightning itself is a bug and keeps its traceback; a
-:class:`~es_lightning.errors.ConfigError` a callback raises on purpose passes through as it is.
-"""
+one line naming the method and where it raised (exit status 2); es-lightning's own failures keep
+their tracebacks."""
 
 from __future__ import annotations
 
@@ -34,11 +23,7 @@ class UserHookError(ConfigError):
 
 
 def call_hook(fabric: Any, callbacks: Iterable[Any], hook: str, **kwargs: Any) -> None:
-    """``fabric.call(hook, **kwargs)``; a failure in your callback's code becomes one line.
-
-    Raises:
-        UserHookError: naming the callback's class and hook, the file and line, and the error.
-    """
+    """``fabric.call(hook, **kwargs)``; a failure in your code becomes a one-line UserHookError."""
     try:
         fabric.call(hook, **kwargs)
     except Exception as error:
@@ -66,8 +51,7 @@ def _said(error: Exception, objects: Iterable[Any]) -> Exception:
 
 
 def _culprit(error: BaseException, objects: Iterable[Any]) -> tuple[type, str, str, int] | None:
-    """The outermost frame of ``error``'s traceback that runs a method your classes define among
-    ``objects``' classes: (its class, the method's name, and the innermost line raised in its file)."""
+    """Your class, method and raising line in ``error``'s traceback, among ``objects``' classes."""
     codes: dict[Any, tuple[type, str]] = {}
     for obj in objects:
         for klass in type(obj).__mro__:

@@ -1,20 +1,5 @@
-"""The user's loggers (a fit recipe's ``loggers:``), checked and placed before they are built.
-
-* A logger whose package is not installed (``WandbLogger`` without ``wandb``, ``MLFlowLogger``
-  without ``mlflow``) is refused with one line naming the class, the package and how to install
-  it (``pip install 'es-lightning[wandb]'``), before any folder is written or engine started.
-* A ``save_dir`` left at its class's relative default (``"."`` for ``WandbLogger``, ``"./mlruns"``
-  for ``MLFlowLogger``) is taken inside the run folder (``{output_dir}``, ``{output_dir}/mlruns``)
-  instead of the directory the command was started from; a ``save_dir`` given in the recipe is
-  kept (one equal to the default counts as not given).
-
-:func:`prepare_user_loggers` makes ``fit``'s parser do both each time it builds a configuration's
-objects::
-
-    loggers:
-      - class_path: lightning.pytorch.loggers.WandbLogger
-        init_args: {project: es-runs}          # files under {output_dir}/wandb/
-"""
+"""The user's loggers (a fit recipe's ``loggers:``): a missing package is refused with its ``pip
+install`` before anything starts, and a relative default ``save_dir`` goes inside the run folder."""
 
 from __future__ import annotations
 
@@ -49,12 +34,7 @@ def _logger_class(class_path: str) -> type | None:
 
 
 def check_logger_packages(loggers: Any) -> None:
-    """Refuse a logger whose package is missing (:data:`OPTIONAL_PACKAGES`).
-
-    Raises:
-        ConfigError: ``loggers: <class_path> needs the '<package>' package, which is not installed;
-            pip install ...``.
-    """
+    """Refuse (ConfigError) a logger whose package is missing (:data:`OPTIONAL_PACKAGES`)."""
     for entry in _entries(loggers):
         name = entry.class_path.rpartition(".")[2]
         if name not in OPTIONAL_PACKAGES:
@@ -84,9 +64,7 @@ def default_save_dirs(loggers: Any, output_dir: str | Path) -> None:
 
 
 def prepare_user_loggers(parser: Any) -> Any:
-    """Make ``parser`` (``fit``'s) check and place the ``loggers`` each time it instantiates a
-    configuration (:func:`check_logger_packages`, then :func:`default_save_dirs` with the
-    configuration's ``trainer.output_dir``). Returns ``parser``."""
+    """Make ``fit``'s ``parser`` check and place the ``loggers`` on each instantiation."""
     instantiate = parser.instantiate
 
     def instantiate_with_loggers(cfg: Any, *args: Any, **kwargs: Any) -> Any:

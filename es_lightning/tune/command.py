@@ -1,20 +1,8 @@
-"""``es-lightning tune``: each method's grid on the validation split, one budget, a fixed rule.
+"""``es-lightning tune``: each method's grid on the validation split, one budget, a fixed rule::
 
-    es-lightning tune --config recipes/tune_cpu.yaml
-    es-lightning tune --config recipes/tune_cpu.yaml --output_dir runs/tune_cpu --launch false
+    es-lightning tune --config recipes/tune_cpu.yaml --output_dir runs/tune_cpu
 
-Steps: check the config and plan every trial before anything runs
-(:mod:`~es_lightning.tune.trials`: each method's recipe set up to evaluate the validation split,
-each trial's settings parsed and checked); record the plan (``tune_plan.json``: a later run in
-the same folder must keep its selection rule); run or reuse the trials one after another
-(:mod:`~es_lightning.tune.launch`); choose each method's configuration by the rule
-(:mod:`~es_lightning.tune.selection`); write ``tune.json``, ``TUNE.md`` and
-``chosen/<method>.yaml`` (the method's recipe with the budget and the chosen values, evaluating
-the test split as the recipe does: a recipe ``es-lightning report`` runs as it is). Running the
-same command again reuses every finished trial and retries the failed ones.
-
-Folders under ``output_dir``: ``recipes/<method>.yaml`` (what the trials run),
-``trials/<method>/<configuration>/seed<k>/`` (one ``es-lightning fit`` run each), ``chosen/``.
+Running again reuses finished trials; the rule recorded in the folder may not change.
 """
 
 from __future__ import annotations
@@ -184,8 +172,7 @@ def _method_summary(
     output_dir: Path,
     selection: Selection,
 ) -> dict[str, Any]:
-    """A method's configurations, their scores (with the Δ interval and whether it learned on
-    validation when the metric is a ``pass@k``) and the chosen one (whose recipe it writes)."""
+    """A method's configurations, their scores and intervals, and the chosen one (its recipe written)."""
     from es_lightning.tune.grid import expand
     from es_lightning.tune.selection import candidates_of, choose, control_pairs, delta_interval, over_control
 

@@ -1,8 +1,5 @@
-"""The tuning's settings: the ``methods:`` and ``selection:`` blocks of a tune recipe.
-
-The top-level keys (``methods``, ``budget``, ``seeds``, ...) are the arguments of
-:func:`~es_lightning.tune.command.run_tune`; the grouped ones are the dataclasses below, whose field
-docstrings are the ``--help`` text. Everything here is checked before any trial runs.
+"""The tuning's settings: the ``methods:`` and ``selection:`` blocks of a tune recipe, whose field
+docstrings are the ``--help`` text; everything is checked before any trial runs.
 """
 
 from __future__ import annotations
@@ -35,20 +32,14 @@ _METRIC = re.compile(r"eval/(?P<task>[^/]+)/(?P<key>pass@[1-9][0-9]*|maj@[1-9][0
 
 
 def option_name(token: str) -> str | None:
-    """The dotted option a CLI token sets (``--trainer.max_steps=4`` → ``trainer.max_steps``;
-    ``--callbacks+`` → ``callbacks``), or ``None`` for a value."""
+    """The dotted option a CLI token sets (``--trainer.max_steps=4`` → ``trainer.max_steps``)."""
     if not token.startswith("--"):
         return None
     return token[2:].split("=", 1)[0].rstrip("+")
 
 
 def check_overrides(tokens: list[str], where: str) -> None:
-    """Refuse overrides of the options a tune sets itself (:data:`FORCED`), naming ``where``.
-
-    Raises:
-        ConfigError: a token sets one of them, or a nested option under one (``callbacks``,
-            ``evaluation.split``); ``--evaluation.limit`` and the other evaluation settings pass.
-    """
+    """Refuse (ConfigError) overrides of the options a tune sets itself (:data:`FORCED`)."""
     for token in tokens:
         name = option_name(token)
         if name is None:

@@ -1,15 +1,6 @@
-"""A method's grid as trials: every combination of its values, in the order given.
-
-``{strategy.init_args.sigma: [1e-3, 3e-3], strategy.init_args.learning_rate: [5e-4, 1e-3]}`` gives
-four trials, the last parameter varying fastest::
-
-    sigma=0.001_learning_rate=0.0005  ->  --strategy.init_args.sigma 0.001 --strategy.init_args.learning_rate 0.0005
-    sigma=0.001_learning_rate=0.001
-    sigma=0.003_learning_rate=0.0005
-    sigma=0.003_learning_rate=0.001
-
-A trial's label (its folder name) names each parameter by its last dotted part, or by the whole
-path where two parameters share that part.
+"""A method's grid as trials: every combination of its values, in the order given, the last
+parameter varying fastest. A trial's label (its folder) names each parameter by its last dotted
+part, or the whole path where two share it: ``sigma=0.001_learning_rate=0.0005``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,4 @@
-"""Running the trials one after another, reusing the finished ones, and reading what each cost.
-
-Each trial is launched by :func:`es_lightning.report.runs.execute` (the report's launcher: its own
-process group, stdout and stderr in ``report_run.log``, stopped past ``timeout_s``) as
-``python -m es_lightning.report.measure tune_measure.json -- python -m es_lightning fit ...``, so its
-wall-clock time and peak memory are recorded. A trial whose folder holds its final evaluation and
-was made with the same resolved settings (``tune_trial_config.yaml``) is reused; one made with other
-settings, and an unfinished or failed one, is run again.
-
-Compute of a trial is read as the report reads a run's (:mod:`~es_lightning.report.compute`):
-generated tokens, rollouts and seconds of the updates from ``metrics.jsonl``, plus
-``wall_seconds`` and ``peak_rss_mb`` of the whole trial (evaluations and engine start included).
-"""
+"""Running the trials one after another, measured, reusing the finished ones with the same settings."""
 
 from __future__ import annotations
 
@@ -64,8 +52,7 @@ class TrialResult:
 
 
 def trial_compute(run_dir: Path) -> dict[str, float | None]:
-    """Updates, rollouts, generated tokens, seconds, wall-clock and peak memory of a finished trial
-    (:func:`~es_lightning.report.compute.run_compute`, measured in :data:`MEASURE_NAME`)."""
+    """What a finished trial spent, as the report reads a run's."""
     return run_compute(run_dir, MEASURE_NAME)
 
 
@@ -79,11 +66,8 @@ def _set_aside(run_dir: Path) -> Path:
 
 
 def run_trial(trial: Trial, launch: bool = True, timeout_s: float | None = None) -> TrialResult:
-    """Reuse ``trial`` when it is finished with the same settings (up to settings that change
-    nothing it computes and settings added since, :mod:`~es_lightning.report.same_run`), else run
-    it (``launch``). A finished trial made
-    with other settings is set aside as ``<folder>.other-settings-<n>`` before the new run, and
-    left in place when nothing is launched."""
+    """Reuse ``trial`` when finished with the same settings, else run it (``launch``), setting a
+    finished one with other settings aside."""
     run_dir = trial.spec.run_dir
     recorded = run_dir / SETTINGS_NAME
     stale = (

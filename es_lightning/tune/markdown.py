@@ -1,12 +1,5 @@
-"""``TUNE.md``: the rule, then per method a table of its configurations and the one chosen.
-
-Rendered from the content of ``tune.json`` alone (:func:`render`), so the file can be written again
-from it. One row per configuration: its grid values, the metric before and after (means over the
-seeds that finished), the score (mean Δ), the mean compute of its trials and their statuses; the
-chosen row is marked ``**chosen**``. For a ``pass@k`` metric each row also shows Δ's one-sided 95 %
-bounds (paired bootstrap over the validation problems) and whether it learned (lower bound above
-0); a method none of whose configurations learned is said to have learned nothing.
-"""
+"""``TUNE.md``: the rule, then per method a table of its configurations and the one chosen,
+rendered from ``tune.json`` alone."""
 
 from __future__ import annotations
 

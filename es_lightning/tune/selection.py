@@ -1,38 +1,22 @@
 """Choosing each method's configuration by the rule fixed in the tune's config.
 
-``delta_last``: for a configuration c (a grid point) and seed s,
+``delta_last``: for configuration c and seed s, with m the selection metric on the validation split,
 
     Δ(c, s) = m_after(c, s) − m_before(c, s)
 
-where m is ``selection.metric`` (e.g. ``eval/countdown_tiny/pass@1``) in the trial's
-``eval/after.json`` (after its last update) and ``eval/before.json`` (the starting model), both
-on the validation split; the score of c is the mean of Δ(c, s) over the seeds, and the chosen
-configuration is the one with the largest score, the first in grid order on a tie. A configuration
-takes part only when every seed finished with the metric recorded::
+averaged over seeds; the largest wins (the first in grid order on a tie), among configurations
+whose every seed finished::
 
     >>> choose([Candidate("a", {0: Point(0.2, 0.3)}), Candidate("b", {0: Point(0.2, 0.35)})]).label
     'b'
 
-The starting model's m_before is the same for every configuration of a seed (same weights, same
-validation prompts and sampling seed), so Δ ranks configurations as m_after does; Δ is what is
-reported, so a method that changed nothing scores 0, not the starting model's accuracy.
+``over_control`` scores c against its control c₀ (the same grid point with ``selection.control``'s
+value, e.g. permuted rewards), S(c, s) = m_after(c, s) − m_after(c₀, s), so a random walk of c's
+step size counts nothing; the largest score at or above ``min_score`` wins, else none.
 
-The rule always chooses, also among configurations none of which learned. So beside the score,
-for a ``pass@k`` metric, every configuration gets the paired bootstrap over validation problems
-of its Δ (each trial's per-problem correct counts before and after, read from its saved
-completions; paired by problem and seed, pooled over seeds: :mod:`~es_lightning.report.bootstrap`)
-and ``learned`` = its one-sided 95 % lower bound lies above 0. That reading does not change the
-choice; it says whether the chosen configuration learned anything on validation at all.
-
-``over_control`` scores c against its own control c₀ (the grid point with the same settings but
-``selection.control``'s value, e.g. the permuted-reward ES of the same σ and α):
-
-    S(c, s) = m_after(c, s) − m_after(c₀, s)
-
-averaged over the seeds; the largest score at or above ``selection.min_score`` wins, and none is
-chosen when no score reaches it. A random walk of c's step size moves c₀ as far as c, so S counts
-what the rewards taught, not what the step size did. Its interval is the paired bootstrap of the
-same difference over the validation problems.
+The rule always chooses, so for a ``pass@k`` metric each configuration also gets the paired
+bootstrap over validation problems of its score and ``learned`` (the 95 % lower bound above 0),
+which says whether the choice learned anything; it does not change the choice.
 """
 
 from __future__ import annotations
@@ -106,9 +90,7 @@ def trial_point(run_dir: Path, selection: Selection) -> Point | None:
 
 
 def choose(candidates: list[Candidate]) -> Candidate | None:
-    """The eligible candidate with the largest score; the first of equal ones (scores within
-    :data:`TIE` of each other: sums of the same fractions in another order round apart);
-    ``None`` if none is eligible."""
+    """The eligible candidate with the largest score (the first within :data:`TIE`), or ``None``."""
     best: Candidate | None = None
     for candidate in candidates:
         score = candidate.score
@@ -118,9 +100,7 @@ def choose(candidates: list[Candidate]) -> Candidate | None:
 
 
 def candidates_of(records: list[dict[str, Any]]) -> list[Candidate]:
-    """One method's configurations, in the order of its trial records (``tune.json``'s
-    ``trials``: ``label``, ``seed``, ``before``, ``after``; ``before`` is ``None`` for a trial
-    that did not finish with the metric)."""
+    """One method's configurations, in the order of its trial records."""
     by_label: dict[str, dict[int, Point | None]] = {}
     for record in records:
         point = None if record["before"] is None else Point(record["before"], record["after"])
@@ -129,8 +109,7 @@ def candidates_of(records: list[dict[str, Any]]) -> list[Candidate]:
 
 
 def control_pairs(points: dict[str, Any], control: dict[str, Any]) -> dict[str, str]:
-    """``{label: its control's label}`` for every grid point that is not a control (``points``:
-    label → :class:`~es_lightning.tune.grid.GridPoint`; ``control``: ``{parameter: value}``)."""
+    """``{label: its control's label}`` for every grid point that is not a control."""
     ((parameter, value),) = control.items()
     by_settings = {point.settings: label for label, point in points.items()}
     pairs = {}
@@ -150,9 +129,7 @@ def control_pairs(points: dict[str, Any], control: dict[str, Any]) -> dict[str, 
 
 
 def over_control(records: list[dict[str, Any]], pairs: dict[str, str]) -> list[dict[str, Any]]:
-    """Records of configuration − control: per label and seed, ``before`` is the control's
-    ``after`` and ``after`` the configuration's, so Δ is the score S(c, s) of ``over_control``;
-    ``outcomes`` likewise (``None`` where either lacks them)."""
+    """Records of configuration − control, so Δ is S(c, s)."""
     found = {(r["label"], r["seed"]): r for r in records}
     out = []
     for label, twin in pairs.items():
@@ -182,9 +159,7 @@ def over_control(records: list[dict[str, Any]], pairs: dict[str, str]) -> list[d
 
 
 def trial_outcomes(run_dir: Path, task: str) -> dict[str, Any] | None:
-    """``{"problems", "m", "before", "after"}``: a trial's per-problem correct counts on the
-    validation problems (``None`` when either evaluation saved no completions with rewards, or
-    the two were of other problems)."""
+    """A trial's per-problem correct counts before and after, or ``None``."""
     before, after = run_outcomes(run_dir, "before", task), run_outcomes(run_dir, "after", task)
     if before is None or after is None or before.m != after.m or before.problems != after.problems:
         return None
@@ -192,8 +167,7 @@ def trial_outcomes(run_dir: Path, task: str) -> dict[str, Any] | None:
 
 
 def delta_interval(records: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
-    """The paired bootstrap interval of one configuration's Δ ``pass@k`` over its seeds' trials
-    (``None`` for another metric, or when a trial lacks its outcomes or saw other problems)."""
+    """The paired bootstrap interval of a configuration's Δ ``pass@k`` over its seeds, or ``None``."""
     match = re.fullmatch(r"pass@(\d+)", key)
     found = [r.get("outcomes") for r in records]
     if match is None or not found or any(o is None for o in found):

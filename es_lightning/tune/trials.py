@@ -1,19 +1,6 @@
-"""The tune's trials, planned and checked before any of them runs.
-
-For each method the recipe is resolved through ``es-lightning fit``'s own parser and written as
-``{output_dir}/recipes/<method>.yaml`` with what tuning needs (:func:`validation_recipe`):
-
-* ``evaluation.split: validation``, and the before/after evaluations on (the selection reads both);
-* callbacks: :class:`~es_lightning.callbacks.HeldOutPassAtK` set to ``split: validation``; those
-  that read no evaluation split (:data:`SAFE_CALLBACKS`) kept; every other one (``TokenEntropy``
-  samples test prompts; a callback of your own cannot be vouched for) removed and listed.
-
-A trial is that recipe plus the ``budget``, the ``validation_overrides``, its grid point's values
-and, last, the forced settings again (:data:`FORCED_TOKENS`). Each trial's command line is parsed
-with the same parser the run will use, and its resolved settings are checked
-(:func:`check_trial`): an unknown parameter, a value of the wrong type, a selection metric the
-trial does not evaluate or anything that would read a test split stops the tune here, naming the
-method and the setting.
+"""The tune's trials, planned and checked before any of them runs: each method's recipe set up for
+the validation split (no callback that might read a test split), plus budget, overrides and grid
+values, parsed by the parser the run uses (:func:`check_trial`).
 """
 
 from __future__ import annotations
@@ -73,12 +60,7 @@ class FitParser:
         self.fit = fit_parser()
 
     def parse(self, argv: list[str], where: str) -> Any:
-        """The ``fit`` namespace of ``fit argv...``.
-
-        Raises:
-            ConfigError: the arguments do not parse; the message names ``where`` and quotes the
-                parser's own error.
-        """
+        """The ``fit`` namespace of ``fit argv...``; ConfigError naming ``where`` otherwise."""
         errors = io.StringIO()
         try:
             with contextlib.redirect_stderr(errors):
@@ -109,13 +91,7 @@ def _full_name(class_path: str) -> str:
 def validation_recipe(
     parser: FitParser, method: str, recipe: str, path: Path, keep_callbacks: bool = True
 ) -> list[str]:
-    """Write ``recipe`` resolved, set up to evaluate the validation split (module docstring), as
-    ``path``; returns the class paths of the callbacks removed (all of them without
-    ``keep_callbacks``).
-
-    Raises:
-        ConfigError: the recipe does not parse or evaluates nothing (``evaluation: null``).
-    """
+    """Write ``recipe`` set up for the validation split as ``path``; the callbacks removed."""
     if not Path(recipe).is_file():
         raise ConfigError(f"tune: method {method}: recipe {recipe} not found (cwd {Path.cwd()})")
     cfg = parser.parse(["--config", recipe], f"method {method}'s recipe {recipe}")
@@ -156,11 +132,7 @@ def evaluated_tasks(cfg: Any) -> list[str]:
 
 
 def check_trial(cfg: Any, selection: Selection, where: str) -> None:
-    """Refuse a trial that would read a test split or would not evaluate the selection metric.
-
-    Raises:
-        ConfigError: naming ``where`` and the setting.
-    """
+    """Refuse a trial that would read a test split or not evaluate the selection metric."""
     evaluation = cfg.evaluation
     if evaluation is None or evaluation.split != "validation":
         raise ConfigError(f"tune: {where} would not evaluate the validation split")
@@ -205,13 +177,7 @@ def plan_trials(
     output_dir: Path,
     keep_callbacks: bool = True,
 ) -> tuple[list[Trial], dict[str, list[str]]]:
-    """Every trial, method by method, grid point by grid point, seed by seed, each checked; and
-    the callbacks removed from each method's recipe.
-
-    Raises:
-        ConfigError: see :func:`check_trial` and :func:`validation_recipe`; also a grid parameter
-            or budget override the recipe does not accept (named alone, before the trials).
-    """
+    """Every trial, each checked, and the callbacks removed from each recipe."""
     parser = FitParser()
     trials, removed = [], {}
     for method, spec in methods.items():

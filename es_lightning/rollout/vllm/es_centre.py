@@ -1,13 +1,5 @@
-"""The ES centre inside a vLLM engine's workers, driven from the trainer by a thin proxy.
-
-Each worker holds an :class:`~es_lightning.es.weights.ESWeights`
-(:class:`es_lightning.rollout.vllm.worker.WorkerExtension`). :class:`WorkerESWeights` is the vLLM
-rollout's ``es`` (:class:`~es_lightning.es.handle.ESHandle`): each method runs the same method in
-every worker, so only seeds, scalars and file names cross the process boundary; directions travel
-through shared-memory files and the centre in bounded chunks. Each reply says how often the call
-wrote the served weights and whether a restore is pending: the proxy drops the engine's prefix
-cache after a write, and asks the workers to serve the centre only when a restore is pending.
-"""
+"""The ES centre inside a vLLM engine's workers, driven by a proxy that runs each
+:class:`~es_lightning.es.weights.ESWeights` method in every worker."""
 
 from __future__ import annotations
 
@@ -37,8 +29,7 @@ class WorkerESWeights:
         return self._reported(self._engine.rpc("es_call", method, *args))
 
     def _reported(self, replies: list[Any]) -> Any:
-        """The value of a reply ``(value, writes, restore pending)``, after dropping the prefix
-        cache if the call wrote the served weights."""
+        """A reply's value, the prefix cache dropped if the call wrote the served weights."""
         value, writes, self.restore_pending = replies[0]
         if writes:
             self.writes += writes
@@ -88,8 +79,7 @@ class WorkerESWeights:
     def directions(
         self, names: Sequence[str], coeffs: Mapping[int, float] | None = None, mean: float | None = None
     ) -> dict[str, torch.Tensor]:
-        """The workers write the directions into a shared-memory file this process then maps (one
-        copy each way, no serialisation)."""
+        """The workers' directions, through a shared-memory file."""
         shapes = {n: self.shapes()[n] for n in names}
         total = sum(math.prod(s) for s in shapes.values())
         with exchange_file(total) as path:

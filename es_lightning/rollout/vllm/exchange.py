@@ -1,12 +1,5 @@
-"""Float32 tensors between the trainer and a vLLM worker through a shared-memory file.
-
-The ES update on several ranks moves a master-sized direction out of every worker and the summed one
-back in (:mod:`es_lightning.strategies.es_update`). As bytes through ``collective_rpc`` they are
-serialised and copied several times on the way (BENCHMARKS.md has the times); through a file in
-``/dev/shm`` one side writes the numbers once and the other maps them.
-The file is made by the trainer, sized for the numbers, and removed when the call returns (a
-mapping outlives the name).
-"""
+"""Float32 tensors between the trainer and a vLLM worker through a shared-memory file in
+``/dev/shm``, instead of ``collective_rpc``'s copies."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
-"""Engine processes that end with the trainer, however the trainer ends.
-
-vLLM starts its engine in child processes (``VLLM::EngineCore`` and, under it, ``VLLM::Worker``).
-They do not watch their parent: after ``kill -9`` of the trainer (or an OOM kill, or a SLURM
-preemption that escalates to SIGKILL) they ran on for minutes holding the model's memory (on a GPU
-node, the GPU) and their shared-memory queues in ``/dev/shm``.
-
-The lifeline is a daemon thread in each engine process:
-
-* the trainer calls :func:`mark_trainer` before it creates an engine, which records its own pid and
-  start time in ``ES_LIGHTNING_TRAINER``; the engine processes inherit the variable;
-* :func:`start_lifeline` runs when vLLM imports the worker extension in an engine process; every
-  ``poll_s`` it checks that this trainer (same pid *and* start time, so a reused pid does not count)
-  still exists. When it does not, the thread kills the engine processes between it and the trainer
-  (its ``VLLM::`` parents), its own children and itself with ``SIGKILL``. vLLM's shared-memory
-  segments are registered with the trainer's multiprocessing resource tracker, which unlinks them
-  once the last engine process is gone.
-
-It does nothing in a process that did not inherit the variable, or in the trainer itself.
-"""
+"""Engine processes that end with the trainer, however the trainer ends: a thread in each engine
+process polls the trainer (pid and start time, from ``ES_LIGHTNING_TRAINER``) and SIGKILLs the
+engine when it is gone."""
 
 from __future__ import annotations
 
@@ -32,14 +15,8 @@ ENV = "ES_LIGHTNING_TRAINER"
 
 
 def _start_time(pid: int) -> float | None:
-    """When process ``pid`` started, ``None`` if it is gone.
-
-    On Linux: ``starttime`` of ``/proc/<pid>/stat``, in clock ticks since boot. It never changes,
-    whatever the wall clock does. psutil's ``create_time()`` adds the boot time read from
-    ``/proc/stat`` at each call, which moves by whole seconds when the wall clock is stepped (NTP, a
-    virtual machine resumed from a snapshot): a lifeline comparing those would take its living trainer
-    for dead and kill the engine. Elsewhere: psutil's create time.
-    """
+    """When process ``pid`` started (``None`` if gone), in clock ticks since boot on Linux (a stepped
+    wall clock does not move it)."""
     if os.path.exists("/proc/self/stat"):
         try:
             with open(f"/proc/{pid}/stat", "rb") as stat:
@@ -71,8 +48,7 @@ def owner() -> tuple[int, float] | None:
 
 
 def owner_alive(pid: int, started: float) -> bool:
-    """Whether the process ``pid`` that started at ``started`` (:func:`_start_time`) still runs
-    (zombies do not count)."""
+    """Whether the process ``pid`` that started at ``started`` still runs (not a zombie)."""
     import psutil
 
     try:

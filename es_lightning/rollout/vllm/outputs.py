@@ -31,17 +31,12 @@ def rollout_outputs(
 
 
 def tokens_prompt(token_ids: list[int]) -> TokensPrompt:
-    """vLLM's request for the prompt ``token_ids`` (a ``TokensPrompt``, which is a plain dict).
-
-    Built as the dict itself: vLLM imports ``NotRequired`` from ``typing`` (Python 3.11+), so under
-    the 3.10 this project supports its optional keys read as required and the type checker refuses
-    ``TokensPrompt(prompt_token_ids=...)``."""
+    """vLLM's request for ``token_ids``, built as the plain dict a ``TokensPrompt`` is."""
     return cast("TokensPrompt", {"prompt_token_ids": token_ids})
 
 
 def token_logprob(position: dict[int, Logprob] | None, token: int) -> float:
-    """log π(``token``) at one position of vLLM's logprobs (``{token id: Logprob}``; vLLM gives
-    ``None`` only for a prompt's first token, which is never a response token)."""
+    """log π(``token``) at one position of vLLM's logprobs."""
     if position is None:
         raise RuntimeError(f"VLLMRollout: vLLM returned no logprobs at the position of token {token}")
     return position[token].logprob

@@ -41,10 +41,7 @@ def end_processes(pids: Sequence[int], grace_s: float) -> None:
 
 
 def rank_cores(local_rank: int, local_world_size: int, cores: Sequence[int] | None = None) -> str:
-    """The cores of rank ``local_rank`` of ``local_world_size`` on this machine, as vLLM's
-    ``VLLM_CPU_OMP_THREADS_BIND`` list: ``cores`` (default: those this process may run on) split
-    into contiguous, near-equal shares (a rank gets at least one core; ranks share cores only when
-    there are more ranks than cores)."""
+    """The cores of rank ``local_rank``: ``cores`` split into contiguous near-equal shares."""
     cores = sorted(os.sched_getaffinity(0) if cores is None else cores)
     if not 0 <= local_rank < local_world_size:
         raise ValueError(f"local rank {local_rank} outside 0..{local_world_size - 1}")
@@ -56,9 +53,7 @@ def rank_cores(local_rank: int, local_world_size: int, cores: Sequence[int] | No
 
 
 def local_rank() -> tuple[int, int]:
-    """(local rank, ranks on this machine) of this process; (0, 1) outside a distributed run.
-    Under Fabric's launcher every rank is taken to be on this machine (several CPU nodes: set
-    ``cpu_threads_bind``); under torchrun its ``LOCAL_WORLD_SIZE`` says."""
+    """(local rank, ranks on this machine); (0, 1) outside a distributed run."""
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()):
@@ -82,9 +77,7 @@ def physical_gpu(index: int) -> str:
 
 @contextmanager
 def environment(values: Mapping[str, str]) -> Iterator[None]:
-    """Set environment variables for the block (the engine's processes read them when they
-    start), then put back what was there: later engines, and processes this one starts, do not
-    inherit one engine's placement."""
+    """Set environment variables for the block, then put back what was there."""
     saved = {key: os.environ.get(key) for key in values}
     os.environ.update(values)
     try:

