@@ -1,8 +1,10 @@
-"""Shared fixtures: a tiny local model (built once), one vLLM engine per test session.
+"""Shared fixtures: a tiny local model (built once), one shared vLLM engine per test session.
 
 Nothing is downloaded: the model is a random-initialised Qwen2-architecture LM with a character
-tokenizer (es_lightning.models.tiny). The vLLM engine takes ~20 s to start, so one engine serves
-every test that needs it; tests that change its weights put the base weights back (``es_init``).
+tokenizer (es_lightning.models.tiny). A vLLM engine takes ~20 s to start, so one engine serves
+every test that asks for ``vllm_engine`` or ``vllm_rollout``; tests that change its weights put the
+base weights back (``es_init``). Those tests are ``integration`` tests by that request alone
+(tests/tiers.py, the plugin that also keeps the fast tier free of processes).
 """
 
 from __future__ import annotations

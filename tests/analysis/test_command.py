@@ -263,3 +263,20 @@ def test_null_of_a_bare_folder_from_the_command_line(checkpoints, tmp_path):
     with pytest.raises(ConfigError, match="random_walk.applied_updates"):
         run_analyze(**{**cfg, "random_walk": WalkOptions(2e-3, 32), "output": tmp_path / "q.json"})
     assert not (tmp_path / "q.json").exists()  # refused before any tensor was read
+
+
+@pytest.mark.integration
+def test_the_command_writes_what_run_analyze_returns(checkpoints, tmp_path):
+    """``es-lightning analyze`` end to end as a child process: its OUT.json is ``run_analyze``'s."""
+    import subprocess
+
+    from tests.helpers import CLI, subprocess_env
+
+    base, es = str(checkpoints["base"]), str(checkpoints["es"])
+    out = tmp_path / "cli" / "es.json"
+    argv = [*CLI, "analyze", "--base", base, "--checkpoint", es, "--output", str(out), "--top_k", "20"]
+    proc = subprocess.run(argv, env=subprocess_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    here = run_analyze(base, es, tmp_path / "here.json", top_k=20, progress=False)
+    assert json.loads(out.read_text()) == json.loads(json.dumps(here))
+    assert "rel_l2" in proc.stdout  # the summary it prints

@@ -300,6 +300,7 @@ def test_monitor_stays_quiet_with_signal():
     assert all(monitor.observe(0.6, skipped=False) is None for _ in range(10))
 
 
+@pytest.mark.slow
 def test_monitor_rarely_warns_on_a_weak_real_signal():
     """r_ab drawn as one update of 32 members gives them (sd 1/√31 around 0.0124, the committed
     ES runs' pooled value: a run-level signal of 9.7 over 120 updates): the default monitor warns

@@ -35,6 +35,7 @@ def _lr(config: dict) -> float:
     return config["strategy"]["init_args"]["learning_rate"]
 
 
+@pytest.mark.slow
 def test_every_run_of_the_study_is_planned_and_resolves(resolved):
     names = [n.rsplit("/", 1)[0] for n in resolved if n.endswith("seed0")]
     assert names == ["es", "grpo", "es_permuted", "grpo_t06", "es_then_grpo", "grpo_then_es",
@@ -42,6 +43,7 @@ def test_every_run_of_the_study_is_planned_and_resolves(resolved):
     assert len(resolved) == 27 and all(config is not None for config in resolved.values())
 
 
+@pytest.mark.slow
 def test_methods_get_the_study_settings(resolved):
     es, control = resolved["es/seed0"], resolved["es_permuted/seed1"]
     assert _lr(es) == _lr(control) == 6e-3 and es["strategy"]["init_args"]["sigma"] == 3e-3
@@ -68,6 +70,7 @@ def test_methods_get_the_study_settings(resolved):
     assert resolved["es/seed0"]["trainer"]["checkpoint_steps"] == []
 
 
+@pytest.mark.slow
 def test_the_forgetting_setting_has_the_control_and_the_path(resolved):
     es, control, grpo = (resolved[f"forgetting/{m}/seed0"] for m in ("es", "es_permuted", "grpo"))
     assert (

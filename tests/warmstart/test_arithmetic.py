@@ -55,6 +55,7 @@ def test_alt_answer_style_is_trained_but_not_graded(module):
         build_examples(module, rows[:1], [True, False])
 
 
+@pytest.mark.slow
 def test_alt_answer_fraction_is_seeded_and_validated(tmp_path):
     with pytest.raises(ValueError, match="alt_answer_fraction"):
         train_arithmetic_model(tmp_path / "bad", steps=1, alt_answer_fraction=1.5, progress=False)
@@ -98,6 +99,7 @@ def test_learning_rate_schedule():
     assert lr_factor(100, 100, 5) == pytest.approx(0.0, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_short_run_is_bit_reproducible(tmp_path):
     def run(name):
         folder = train_arithmetic_model(

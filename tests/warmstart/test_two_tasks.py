@@ -207,6 +207,7 @@ def test_packaged_model_resolves_in_place(tmp_path, monkeypatch):
     assert settings["held_out"] >= 400  # the default test and validation splits were never trained on
 
 
+@pytest.mark.slow
 def test_packaged_model_knows_both_tasks_with_room_to_lose_and_gain():
     """The forgetting setting's starting point, through the project's evaluation runner
     (transformers rollout, T=0.6, the first 100 test problems of each task, 16 samples)."""
