@@ -1,6 +1,8 @@
 """Re-score saved completions: a JSONL file of dataset rows, each with its sampled completions::
 
-{"question": "...", "answer": "... #### 18", "completions": ["...", "..."], "greedy": "..."}
+    {"question": "...", "answer": "... #### 18", "completions": ["...", "..."], "greedy": "..."}
+
+:func:`write_completions_file` writes it, :func:`score_completions_file` re-scores it.
 """
 
 from __future__ import annotations

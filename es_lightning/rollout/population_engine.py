@@ -1,9 +1,11 @@
 """The low-rank ES part of a rollout: every member of a population served in one generation call::
 
-engine.es_reserve_population(N, r)            # before the engine starts: room for N members
-engine.es_init(...)
-engine.es_use_lowrank(r, fixed)               # perturb, restore and update with A Bᵀ/√r
-outputs = engine.es_generate_population(prompts, sampling, members, σ, sampling_seeds)
+    engine.es_reserve_population(N, r)            # before the engine starts: room for N members
+    engine.es_init(...)
+    engine.es_use_lowrank(r, fixed)               # perturb, restore and update with A Bᵀ/√r
+    outputs = engine.es_generate_population(prompts, sampling, members, σ, sampling_seeds)
+
+Transformers serves members with forward hooks, vLLM with LoRA adapters.
 """
 
 from __future__ import annotations
