@@ -59,8 +59,7 @@ def class_path(kind: type) -> str:
 
 
 def to_config(value: Any) -> Any:
-    """``value`` as a recipe writes it (``{class_path, init_args}`` for recorded objects, an import
-    path for a function, a description for data in memory)."""
+    """``value`` as a recipe writes it (``{class_path, init_args}``, an import path, a description)."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, os.PathLike):

@@ -28,8 +28,7 @@ class PopulationEngine(ABC):
 
     @abstractmethod
     def es_use_lowrank(self, rank: int | None, fixed: Collection[str] = ()) -> None:
-        """From now on use low-rank directions of rank ``rank`` (``None``: full rank), ``fixed``
-        held still; call after ``es_init``."""
+        """Use low-rank directions of rank ``rank`` (``None``: full rank), ``fixed`` held still."""
 
     @abstractmethod
     def es_generate_population(
@@ -40,5 +39,4 @@ class PopulationEngine(ABC):
         sigma: float,
         sampling_seeds: Sequence[int],
     ) -> list[list[RolloutOutput]]:
-        """Every member's responses to ``prompts`` (``[m][j]``), member m = (seed, sign) serving
-        θ + sign·σ·A_seed B_seedᵀ/√r, each response its own stream."""
+        """Every member's responses to ``prompts`` (``[m][j]``), member m serving θ + sign·σ·A Bᵀ/√r."""

@@ -327,7 +327,6 @@ class Gathered:
 def member_sampling_seeds(
     run_seed: int, step: int, population_size: int, mode: MemberSamplingSeeds
 ) -> list[int]:
-    """The sampling seed of every member of update ``step``: one for all, or one each (streams
-    that never meet)."""
+    """The sampling seed of every member of update ``step``: one for all, or one each."""
     base = seed_schedule(run_seed ^ 0x5A5A, step, 1)[0] % (2**31)
     return [base] * population_size if mode == "common" else spaced_seeds(base, population_size)

@@ -162,8 +162,7 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
     def prepare(
         self, fabric: Fabric, module: ReasoningModule, rollout: Rollout, resume: Checkpoint | None
     ) -> None:
-        """Load the trainer model (fp32) and AdamW, from the checkpoint's Fabric state when
-        resuming or the previous stage's fp32 master in a pipeline."""
+        """Load the trainer model (fp32) and AdamW, or a checkpoint's or the previous stage's."""
         from transformers import AutoModelForCausalLM
 
         model = AutoModelForCausalLM.from_pretrained(
@@ -238,8 +237,7 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
             yield name, p.detach()
 
     def sync_weights(self, rollout: Rollout, everything: bool = False) -> None:
-        """Give the engine what changed of the trainer's weights: all of them, or with LoRA the
-        adapted layers' merged weights (``everything``: all regardless)."""
+        """Give the engine what changed: all weights, or with LoRA the adapted layers' merged ones."""
         if self.settings.lora is not None and not everything:
             rollout.load_weights(merged_weights(self._unwrapped(), adapted_only=True))
         else:
