@@ -248,22 +248,19 @@ def _seal(
     if final.exists():
         shutil.rmtree(final)
     tmp.rename(final)
-    _fsync_dir(final.parent)
+    _fsync(final.parent)
     atomic_write_text(final.parent / "latest", final.name + "\n")
 
 
 def _fsync_tree(folder: Path) -> None:
     for root, _, files in os.walk(folder):
         for name in files:
-            fd = os.open(os.path.join(root, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    _fsync_dir(folder)
+            _fsync(Path(root, name))
+    _fsync(folder)
 
 
-def _fsync_dir(folder: Path) -> None:
+def _fsync(folder: Path) -> None:
+    """fsync a file or folder by its path."""
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -279,7 +276,7 @@ def atomic_write_text(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    _fsync(path.parent)
 
 
 def save_checkpoint(
