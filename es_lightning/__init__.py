@@ -1,16 +1,7 @@
 """es-lightning: post-train LLMs on verifiable reasoning tasks with ES and GRPO on Lightning Fabric.
 
-The Python API (the CLI's ``fit`` is the same objects, built from YAML)::
-
-    from es_lightning import ESStrategy, EvalConfig, HFRollout, ReasoningModule, Trainer, TrainerConfig
-    from es_lightning.tasks import Echo
-
-    module = ReasoningModule(model="es-lightning/tiny-random", task=Echo(n_train=64, n_test=16))
-    trainer = Trainer(module, ESStrategy(population_size=8, sigma=0.02, learning_rate=0.05),
-                      HFRollout(), TrainerConfig(output_dir="runs/api", max_steps=5, batch_size=8))
-    results = trainer.fit()
-
-Names are imported on first use, so ``import es_lightning`` stays cheap.
+The Python API is the CLI's ``fit`` objects (README.md shows it); names are imported on first use,
+so ``import es_lightning`` stays cheap.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""Settings fields that carry their own check, so each setting is written once: name, type, default,
-rule and docstring on one dataclass field.
+"""Settings fields that carry their own check, so each setting is written once::
 
     group_size: int = checked(8, lambda g: g >= 2, ">= 2")
     \"\"\"G, responses per prompt (>= 2).\"\"\"
 
-:func:`refuse_invalid` names every bad value at once in a :class:`~es_lightning.errors.ConfigError`
-(``group_size=1 (must be >= 2); clip_eps=2.0 (must be in (0, 1))``); :func:`plain_values` gives the
-values back as ``hparams.yaml`` records them.
+:func:`refuse_invalid` names every bad value at once in a ConfigError; :func:`plain_values` gives
+the values back as ``hparams.yaml`` records them.
 """
 
 from __future__ import annotations
@@ -24,14 +22,12 @@ CHECK = "check"
 
 
 def checked(default: T, ok: Callable[[Any], bool], rule: str) -> T:
-    """A dataclass field with ``default`` whose values must pass ``ok``; ``rule`` says what is
-    accepted (``">= 2"``, ``"in (0, 1)"``) in the error that names a bad value."""
+    """A dataclass field with ``default`` whose values must pass ``ok``, ``rule`` saying what is."""
     return field(default=default, metadata={CHECK: (ok, rule)})
 
 
 def one_of(default: T, choices: Sequence[Any]) -> T:
-    """A :func:`checked` field with ``default`` whose values must be one of ``choices`` (named in
-    the error: ``"must be zscore, rank or none"``)."""
+    """A :func:`checked` field whose values must be one of ``choices``."""
     names = [str(c) for c in choices]
     rule = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
     return checked(default, lambda value: value in choices, rule)
@@ -49,8 +45,7 @@ def _fields(*classes: type) -> Iterator[Field[Any]]:
 
 
 def invalid_settings(values: Mapping[str, Any], *classes: type) -> list[str]:
-    """``name=value (must be rule)`` for every value in ``values`` (in its order) that fails the check
-    of the same-named field of one of ``classes``; values without a checked field are not judged."""
+    """``name=value (must be rule)`` for every value failing its same-named checked field."""
     checks = {f.name: f.metadata[CHECK] for f in _fields(*classes) if CHECK in f.metadata}
     bad = []
     for name, value in values.items():
@@ -74,8 +69,7 @@ def field_values(settings: Any) -> dict[str, Any]:
 
 
 def plain_values(settings: Any) -> dict[str, Any]:
-    """``{field name: plain value}`` of a settings dataclass instance, as YAML writes it (tuples as
-    lists, nested dataclasses as mappings): what ``hparams.yaml`` records."""
+    """``{field name: plain value}`` of a settings dataclass, as ``hparams.yaml`` records it."""
     return {name: _plain(value) for name, value in field_values(settings).items()}
 
 

@@ -3,20 +3,14 @@
 Layout of ``{output_dir}/checkpoints/step-000004/``::
 
     config.json  generation_config.json  tokenizer files   # the source model's; dtype = serving dtype
-    *.py                                                   # the model's own code, if it ships some
     model.safetensors                                      # the weights in the serving dtype (HF, vLLM)
     {strategy}_state/master.safetensors                    # the same weights in fp32 (resume, analysis)
     {strategy}_state/...                                   # the strategy's own state (optimizer)
-    callbacks.pt                                           # callbacks' state (curves, θ_0 norms, ...)
-    trainer_state.json                                     # update index, seed, strategy, source model
-    hparams.yaml                                           # the run's resolved settings
+    callbacks.pt  trainer_state.json  hparams.yaml
     manifest.json                                          # every file's size and CRC-32, written last
 
-Large weights are sharded as transformers does, streamed so no more than one shard is held. A
-checkpoint is written into a temporary folder, fsynced and renamed into place, ``latest`` replaced
-atomically; later damage is found by the manifest, and a resume of the newest falls back to the
-newest intact one. Every rank calls :func:`save_checkpoint`; a write that fails on the writer rank
-ends every rank (:func:`~es_lightning.ranks.fail_together`).
+A checkpoint is written into a temporary folder and renamed into place, so none is half written;
+later damage is found by the manifest, and a resume falls back to the newest intact one.
 """
 
 from __future__ import annotations
@@ -69,8 +63,7 @@ def checkpoints_root(output_dir: str | Path) -> Path:
 
 
 class Checkpoint:
-    """A complete checkpoint folder, read back: ``named_weights("stored")`` streams the fp32 master
-    where there is one, ``named_weights("served")`` the weights as generation served them."""
+    """A complete checkpoint folder, read back (``stored``: the fp32 master; ``served``: as served)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -122,11 +115,8 @@ def latest_checkpoint(output_dir: str | Path) -> Path | None:
 
 
 def resolve_resume(resume: bool | str, output_dir: str | Path) -> Path | None:
-    """The checkpoint a run continues from (``None``: a fresh run), checked against its manifest.
-
-    ``true``/``auto`` take the newest *intact* checkpoint, saying which damaged one was skipped; a
-    path names that exact checkpoint, refused when damaged; one without a manifest is accepted as
-    unverified.
+    """The checkpoint a run continues from (``None``: a fresh run), checked against its manifest:
+    ``true``/``auto`` take the newest intact one, a path that one (refused when damaged).
 
     Raises:
         MissingPathError: no checkpoint to resume, or ``resume`` names a folder that is none.
@@ -159,8 +149,7 @@ def resolve_resume(resume: bool | str, output_dir: str | Path) -> Path | None:
 
 
 def check_if_checkpoint(path: str | Path | None, what: str) -> None:
-    """When ``path`` is an es-lightning checkpoint, check it against its manifest (any other model
-    passes); DamagedCheckpointError naming ``what`` and the file."""
+    """Check an es-lightning checkpoint at ``path`` against its manifest (other models pass)."""
     folder = Path(str(path)).expanduser() if path is not None else None
     if folder is None or not ((folder / STATE_FILE).is_file() or (folder / MANIFEST_FILE).is_file()):
         return
@@ -174,8 +163,7 @@ def check_if_checkpoint(path: str | Path | None, what: str) -> None:
 
 
 def newest_intact_checkpoint(output_dir: str | Path) -> Path | None:
-    """The newest checkpoint of ``output_dir`` whose files match its manifest (``None``: none),
-    ``latest``'s first, then the older ones; DamagedCheckpointError when every one is damaged."""
+    """The newest checkpoint of ``output_dir`` that matches its manifest (``None``: there are none)."""
     root = checkpoints_root(output_dir)
     candidates = sorted(
         (p for p in root.glob("step-*") if (p / STATE_FILE).is_file() or (p / MANIFEST_FILE).is_file()),
@@ -219,8 +207,7 @@ def _say_once(message: str) -> None:
 def write_model_meta(
     model: str, tokenizer: Any, dtype: torch.dtype, directory: str | Path, loading: ModelLoading | None = None
 ) -> Path:
-    """Config, generation config and tokenizer of ``model`` (dtype set to ``dtype``), and its own
-    code if it ships some, into ``directory``."""
+    """Config, generation config, tokenizer and own code of ``model`` into ``directory``."""
     from transformers import AutoConfig, GenerationConfig
 
     from es_lightning.models.loading import ModelLoading, copy_model_code
@@ -249,8 +236,7 @@ def _seal(
     hparams: dict[str, Any] | None,
     callbacks_state: dict[str, Any] | None,
 ) -> None:
-    """The writer's last files into ``tmp`` (callbacks' state, hparams, trainer state, then the
-    manifest), fsynced, renamed to ``final``, and ``latest`` pointed at it."""
+    """The writer's last files and the manifest into ``tmp``, renamed to ``final``, ``latest`` set."""
     import yaml
 
     if callbacks_state:
@@ -262,22 +248,19 @@ def _seal(
     if final.exists():
         shutil.rmtree(final)
     tmp.rename(final)
-    _fsync_dir(final.parent)
+    _fsync(final.parent)
     atomic_write_text(final.parent / "latest", final.name + "\n")
 
 
 def _fsync_tree(folder: Path) -> None:
     for root, _, files in os.walk(folder):
         for name in files:
-            fd = os.open(os.path.join(root, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    _fsync_dir(folder)
+            _fsync(Path(root, name))
+    _fsync(folder)
 
 
-def _fsync_dir(folder: Path) -> None:
+def _fsync(folder: Path) -> None:
+    """fsync a file or folder by its path."""
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -293,7 +276,7 @@ def atomic_write_text(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    _fsync(path.parent)
 
 
 def save_checkpoint(
@@ -312,12 +295,8 @@ def save_checkpoint(
     shard_bytes: int = SHARD_BYTES,
     keep_last: int | None = None,
 ) -> Path:
-    """Write checkpoint ``step``; every rank calls it (``weights`` consumed on every rank,
-    ``write_state(folder)`` called on every rank), the writer rank writes. Returns the folder.
-
-    Raises:
-        DiskSpaceError: the disk filled; the partial folder is removed.
-    """
+    """Write checkpoint ``step`` (every rank calls it, the writer rank writes); returns the folder.
+    DiskSpaceError when the disk filled (the partial folder removed)."""
 
     root = checkpoints_root(output_dir)
     final = root / f"step-{step:06d}"

@@ -1,13 +1,5 @@
-"""A checkpoint's manifest: every file's size and CRC-32, so damage is found before it is used.
-
-:func:`write_manifest` writes ``manifest.json`` last, before the folder is renamed into place::
-
-    {"format": 1, "checksum": "crc32",
-     "files": {"model.safetensors": {"size": 1234, "crc32": "9a0b1c2d"}, ...}}
-
-:func:`verify_checkpoint` returns the first problem (all sizes before any checksum). CRC-32 finds
-truncation and corruption, not tampering. A verdict is cached while no listed file changes.
-"""
+"""A checkpoint's manifest: every file's size and CRC-32, written last, so truncation and corruption
+are found before a checkpoint is used (:func:`verify_checkpoint`)."""
 
 from __future__ import annotations
 
@@ -53,8 +45,7 @@ def file_crc32(path: Path) -> str:
 
 
 def write_manifest(folder: str | Path) -> Path:
-    """Record every file under ``folder`` (but the manifest) in ``folder/manifest.json``, through a
-    temporary file and a rename, so the manifest is either absent or complete."""
+    """Record every file under ``folder`` in ``manifest.json``, atomically."""
     folder = Path(folder)
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST_FILE)
     entries = {

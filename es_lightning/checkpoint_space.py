@@ -1,10 +1,6 @@
-"""Disk space for checkpoints: checked before each one is written, and a write the disk refuses
-ends the run in one line that names the newest intact checkpoint, the space needed and where.
-
-Rank 0 refuses a checkpoint when the free space is below what the newest one takes on disk. A write
-that fails anyway for lack of space (``ENOSPC``/``EDQUOT``, or a library error on a nearly full
-disk) removes its temporary folder and ends the run with :class:`DiskSpaceError`; earlier
-checkpoints are untouched.
+"""Disk space for checkpoints: refused before a checkpoint is written when the disk has less free
+than the newest one takes, and a write the disk refuses ends the run in one line
+(:class:`DiskSpaceError`), earlier checkpoints untouched.
 """
 
 from __future__ import annotations
@@ -51,9 +47,7 @@ def human_bytes(size: float) -> str:
 
 
 def check_checkpoint_space(fabric: Fabric, root: Path, name: str, keep_last: int | None) -> None:
-    """Before checkpoint ``name`` is written into ``root``: rank 0 compares the free space with the
-    newest checkpoint's size and every rank gets the verdict (DiskSpaceError on rank 0,
-    :class:`~es_lightning.ranks.PeerRankError` on the others)."""
+    """Before checkpoint ``name``: rank 0 checks the free space and every rank gets the verdict."""
     problem = _space_problem(root, name, keep_last) if fabric.is_global_zero else None
     if fabric.world_size > 1:
         problem = fabric.broadcast(problem, src=0)
@@ -78,8 +72,7 @@ def _space_problem(root: Path, name: str, keep_last: int | None) -> str | None:
 
 @contextmanager
 def refuse_full_disk(root: Path, name: str, partial: Sequence[Path], keep_last: int | None) -> Iterator[None]:
-    """Writing checkpoint ``name`` into ``root``: a failure for lack of space removes ``partial``
-    and becomes a :class:`DiskSpaceError`; any other failure passes through."""
+    """A failure for lack of space removes ``partial`` and becomes a :class:`DiskSpaceError`."""
     try:
         yield
     except Exception as error:

@@ -1,10 +1,8 @@
-"""The ``es-lightning`` command: ``fit``, ``evaluate``, ``analyze``, ``report``, ``compare`` and ``tune``, built on jsonargparse.
+"""The ``es-lightning`` command: ``fit``, ``evaluate``, ``analyze``, ``report``, ``compare`` and ``tune``.
 
-Every option comes from a command's typed signature and the docstrings become ``--help``; each
-command sits beside its subsystem and this module only puts them together, building only the
-parser of the subcommand named (so ``--version`` and ``--help`` import no model library). A
-:class:`~es_lightning.errors.ConfigError` ends the command with ``es-lightning: error: <message>``
-and exit status 2; ``--debug`` (or ``ES_LIGHTNING_DEBUG=1``) shows its traceback.
+Each command sits beside its subsystem; only the parser of the subcommand named is built, so
+``--version`` and ``--help`` import no model library. A ConfigError ends the command with
+``es-lightning: error: <message>`` and exit status 2 (``--debug`` shows its traceback).
 """
 
 from __future__ import annotations
@@ -85,8 +83,7 @@ command line names, so ``--version`` and ``--help`` import no model library."""
 
 
 def build_parser(commands: Collection[str] = tuple(COMMANDS)) -> Any:
-    """The ``es-lightning`` parser with the full parsers of ``commands`` (their typed arguments: the
-    model libraries are imported then) and the other subcommands named only."""
+    """The ``es-lightning`` parser, with full parsers for ``commands`` only."""
     from es_lightning.cli_hints import hinting_parser_class
 
     ArgumentParser = hinting_parser_class()  # noqa: N806  (parse errors name the values that parse)
@@ -113,8 +110,7 @@ def requested_command(args: Sequence[str]) -> str | None:
 
 
 def package_version() -> str:
-    """The installed distribution's version (``importlib.metadata``), else the package's own
-    ``es_lightning.__version__`` (a source tree that is not installed)."""
+    """The installed distribution's version, else ``es_lightning.__version__``."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -126,8 +122,7 @@ def package_version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; a :class:`~es_lightning.errors.ConfigError` (also one raised while a class
-    of the config is built) prints ``es-lightning: error: <message>`` and returns 2."""
+    """Run the command; a ConfigError prints ``es-lightning: error: <message>`` and returns 2."""
     args = list(argv if argv is not None else sys.argv[1:])
     if "" not in sys.path and os.getcwd() not in sys.path:  # recipes may name your own modules
         sys.path.insert(0, os.getcwd())  # (reward functions, tasks, callbacks), as `python -m` would
@@ -170,8 +165,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _reraise(error: Exception) -> int:
-    """Raise ``error`` with its traceback; in a rank process Fabric's launcher started, after a
-    failure every rank shared, print the traceback and exit 0 instead (:func:`es_lightning.ranks.exit_status`)."""
+    """Raise ``error`` with its traceback (a Fabric-launched rank after a shared failure exits 0)."""
     from es_lightning.ranks import exit_status
 
     if exit_status(error, 1) != 0:
@@ -203,8 +197,7 @@ def debug_requested(args: Sequence[str]) -> bool:
 
 
 def dump_resolved(parser: Any, cfg: Any) -> str:
-    """``cfg`` as YAML with every setting, ``null`` ones included (jsonargparse's ``skip_unset=False``;
-    ``skip_none=False`` before 4.49, whose new name would otherwise warn)."""
+    """``cfg`` as YAML with every setting, ``null`` ones included."""
     from jsonargparse import ArgumentParser
 
     dump = getattr(ArgumentParser, "_unpatched_dump", ArgumentParser.dump)  # Lightning wraps dump

@@ -1,13 +1,5 @@
-"""Short names, and parse errors that say which values would parse.
-
-``strategy: es`` (``grpo``, ``grpo_fsdp``) and ``rollout: hf`` (``vllm``) stand for the class paths
-in :data:`ALIASES`, expanded inside the parser's own type check (:func:`accept_short_names`). A value
-that does not parse gets one line naming the values that do (:func:`hint`)::
-
-    es-lightning: error: Parser key "strategy": ... Expected a dot import path string: foo use:
-    --strategy es | grpo | grpo_fsdp, or class_path: es_lightning.strategies.ESStrategy | ...; see
-    es-lightning fit --help
-"""
+"""Short names (``strategy: es``, ``rollout: hf``; :data:`ALIASES`), and parse errors of one line
+that say which values would parse (:func:`hint`)."""
 
 from __future__ import annotations
 
@@ -59,8 +51,7 @@ def expanding(check: Callable[..., Any], expand: Callable[[Any], Any]) -> Callab
 
 
 def accept_short_names(parser: Any) -> Any:
-    """Let ``parser``'s ``strategy`` and ``rollout`` arguments (those it has) take the short names
-    of :data:`ALIASES`; their ``--help`` lists them. Returns ``parser``."""
+    """Let ``parser``'s ``strategy`` and ``rollout`` take the short names of :data:`ALIASES`."""
     for option, names in ALIASES.items():
         action = next((a for a in parser._actions if a.dest == option), None)
         if action is None or not hasattr(action, "_check_type"):
@@ -105,8 +96,7 @@ def hint(message: str) -> str | None:
 
 
 def hinting_parser_class() -> type:
-    """A jsonargparse ``ArgumentParser`` whose parse errors are one line ending with :func:`hint`'s
-    (exit status 2)."""
+    """An ``ArgumentParser`` whose parse errors are one line ending with :func:`hint`'s."""
     from jsonargparse import ArgumentParser
     from jsonargparse._common import debug_mode_active
 
@@ -135,9 +125,7 @@ def one_line(message: str) -> str:
 
 
 def prepare_parsing() -> None:
-    """What every command's parser relies on: dataclass field docstrings as ``--help``, and the
-    built-in rollouts and callbacks imported (by name, as a ``class_path`` is) so their short class
-    names parse."""
+    """Field docstrings as ``--help``, and the built-in rollouts and callbacks imported."""
     import importlib
 
     from jsonargparse import set_parsing_settings
@@ -154,7 +142,6 @@ def prepare_parsing() -> None:
 
 
 def command_parser(description: str, prog: str | None = None) -> Any:
-    """An empty parser for one of the ``es-lightning`` commands (:func:`hinting_parser_class`'s,
-    after :func:`prepare_parsing`); ``prog`` names it in usage lines (e.g. ``es-lightning fit``)."""
+    """An empty parser for one of the ``es-lightning`` commands, ``prog`` naming it."""
     prepare_parsing()
     return hinting_parser_class()(prog=prog, description=description)

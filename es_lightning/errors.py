@@ -1,13 +1,6 @@
-"""Errors that are the user's to fix: a setting, a path or a data file is wrong.
-
-The ``es-lightning`` command prints such an error as one line, ``es-lightning: error: <message>``,
-and exits with status 2, without a traceback (``--debug`` shows it); every other exception is a
-bug. Raise them with a message that names the setting or file and says what would be accepted::
-
-    raise ConfigError(f"ESStrategy: sigma must be > 0, got {sigma}")
-
-They subclass the built-in exceptions the same checks raised before (``ValueError``, and
-``FileNotFoundError`` / ``KeyError`` for the variants).
+"""Errors that are the user's to fix: a setting, a path or a data file is wrong. The command prints
+one as ``es-lightning: error: <message>`` and exits 2; they subclass the built-in exceptions the
+same checks raised before (``ValueError``, ``FileNotFoundError``, ``KeyError``).
 """
 
 from __future__ import annotations
@@ -24,8 +17,7 @@ class MissingPathError(ConfigError, FileNotFoundError):
 
 
 class UnknownNameError(ConfigError, KeyError):
-    """A name (task, suite, ...) that nothing is registered under (a ``KeyError`` too); the message
-    lists the known names."""
+    """A name nothing is registered under (a ``KeyError`` too); the message lists the known names."""
 
     __str__ = ValueError.__str__  # the message as given, not KeyError's quoted repr
 
@@ -40,6 +32,5 @@ def _chain(error: BaseException) -> Iterator[BaseException]:
 
 
 def find_config_error(error: BaseException) -> ConfigError | None:
-    """``error`` itself when it is a :class:`ConfigError`, else the first one it was raised from or
-    while handling (jsonargparse wraps them); ``None`` when there is none."""
+    """``error`` or the first ConfigError it was raised from or while handling, else ``None``."""
     return next((e for e in _chain(error) if isinstance(e, ConfigError)), None)

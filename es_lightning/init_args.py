@@ -26,8 +26,7 @@ class RecordsInit:
 
 
 def recorded_init_args(obj: Any) -> dict[str, Any] | None:
-    """The arguments ``obj``'s constructor was called with, by parameter name (``**kwargs``
-    flattened), or ``None`` when they were not recorded."""
+    """The arguments ``obj``'s constructor was called with, or ``None``."""
     call = obj.__dict__.get("_init_call") if hasattr(obj, "__dict__") else None
     if call is None:
         return None
@@ -60,9 +59,7 @@ def class_path(kind: type) -> str:
 
 
 def to_config(value: Any) -> Any:
-    """``value`` as a recipe writes it: plain values as they are, a dataclass as its fields, an
-    object with recorded arguments as ``{class_path, init_args}``, a function as its import path,
-    anything else (data in memory, an object built elsewhere) as its description."""
+    """``value`` as a recipe writes it (``{class_path, init_args}``, an import path, a description)."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, os.PathLike):
@@ -93,8 +90,7 @@ def to_config(value: Any) -> Any:
 
 
 def signature_defaults(kind: type) -> dict[str, Any]:
-    """Every constructor parameter of ``kind`` with a default, by name, following ``**kwargs`` up
-    the MRO as ``es-lightning fit`` resolves ``init_args``."""
+    """Every constructor parameter of ``kind`` with a default, following ``**kwargs`` up the MRO."""
     out: dict[str, Any] = {}
     for klass in kind.__mro__:
         init = klass.__dict__.get("__init__")

@@ -1,13 +1,5 @@
-"""ReasoningModule: the model, its tokenizer, the prompt format and the task, shared by ES and GRPO.
-
-It knows nothing about the optimizer. It turns dataset rows into prompt token ids and scores the
-completions a rollout produced for them::
-
-    module = ReasoningModule(model="Qwen/Qwen2.5-1.5B-Instruct", task=GSM8K())
-    prompt_ids = module.encode(rows)                    # list[list[int]]
-    outputs = rollout.generate(prompt_ids, module.train_sampling)
-    scores = module.score(rows, outputs)               # list[list[Score]]  (prompt, sample)
-"""
+"""ReasoningModule: the model, its tokenizer, the prompt format and the task, shared by ES and GRPO;
+it turns rows into prompt token ids and scores the completions, knowing nothing of the optimizer."""
 
 from __future__ import annotations
 
@@ -105,8 +97,7 @@ class ReasoningModule(RecordsInit):
         self.max_prompt_tokens = max_prompt_tokens
 
     def check_model_source(self) -> None:
-        """Fail early (ConfigError saying where it looked) when the model or tokenizer is no model
-        folder, built-in name or hub id in the cache or on the hub."""
+        """Fail early when the model or tokenizer cannot be found, saying where it looked."""
         from es_lightning.models.source import check_model_source
 
         check_model_source(self.model, "module.model", self.loading)
@@ -182,9 +173,7 @@ class ReasoningModule(RecordsInit):
         return clone
 
     def with_model(self, model: str) -> ReasoningModule:
-        """The same task and prompt format on other weights (e.g. a checkpoint folder).
-
-        The tokenizer stays the original one (checkpoints carry a copy of it)."""
+        """The same task and prompt format (and tokenizer) on other weights."""
         clone = object.__new__(ReasoningModule)
         clone.__dict__.update({k: v for k, v in self.__dict__.items() if k != "tokenizer"})
         clone.model = str(model)

@@ -1,16 +1,11 @@
-"""Presets by name: evaluation suites, evaluation protocols and instrument sets, defined once.
+"""Presets by name: evaluation suites, evaluation protocols and instrument sets, defined once::
 
-A recipe names a preset instead of pasting it::
-
-    eval_tasks: easy                                  # a suite: GSM8K + the easy held-out suite
-    eval_tasks: [hard_math, hard_heldout]             # several suites, merged in order
+    eval_tasks: [hard_math, hard_heldout]             # suites, merged in order
     evaluation: {protocol: paper, max_tokens: 64}     # a protocol, with some fields changed
     callbacks: [weight_change, {class_path: my_pkg.MyCallback}]   # instrument sets and entries
 
-A protocol or instrument set name is expanded inside the ``fit`` parser's type check
-(:func:`accept_names`), so the resolved configuration holds the values, never the name; a suite
-name is resolved by ``fit`` (:func:`resolve_eval_tasks`). docs/paper.md and docs/running.md say
-what each stands for.
+Names are expanded inside the ``fit`` parser's type check (:func:`accept_names`), so the resolved
+configuration holds the values; docs/running.md says what each stands for.
 """
 
 from __future__ import annotations
@@ -56,8 +51,7 @@ T = TypeVar("T", bound=Named)
 
 
 class Registry(dict[str, T], Generic[T]):
-    """Registered things by name: the same thing again is fine, another under a taken name is
-    refused, an unknown name lists the known ones (then ``hint``)."""
+    """Registered things by name; another under a taken name is refused, an unknown name listed."""
 
     def __init__(self, kind: str, plural: str, hint: str = "", sort: bool = False) -> None:
         super().__init__()
@@ -91,9 +85,7 @@ TaskFactory = Callable[[], Task]
 
 @dataclass(frozen=True)
 class Suite:
-    """A named set of evaluation tasks: metric name -> a callable building a fresh :class:`Task`
-    (a task class or a function), and which of them are held out (outside the training domain,
-    averaged on their own under ``heldout_average``)."""
+    """A named set of evaluation tasks (metric name → task factory) and which are held out."""
 
     name: str
     tasks: Mapping[str, TaskFactory]
@@ -123,9 +115,7 @@ def register_suite(suite: Suite) -> Suite:
 
 
 def resolve_eval_tasks(eval_tasks: Mapping[str, Task] | str | Sequence[str] | None) -> dict[str, Task] | None:
-    """Tasks by metric name from a suite name, a list of suite names (merged in order; a name two
-    suites share must come from one factory), or the mapping itself; ``None`` stays ``None``.
-    ConfigError for an unknown or empty suite list or a conflicting name."""
+    """Tasks by metric name from a suite name, a list of them (merged in order), or the mapping."""
     if eval_tasks is None or isinstance(eval_tasks, Mapping):
         return None if eval_tasks is None else dict(eval_tasks)
     names = [eval_tasks] if isinstance(eval_tasks, str) else list(eval_tasks)
@@ -143,9 +133,7 @@ def resolve_eval_tasks(eval_tasks: Mapping[str, Task] | str | Sequence[str] | No
 
 
 def average_groups(task_names: Iterable[str], training_task: str | None = None) -> dict[str, list[str]]:
-    """The ``heldout_average`` and ``in_domain_average`` groups of the evaluated ``task_names``
-    for ``average_over_tasks`` (``training_task`` counts as in-domain), each only when two or more
-    of its tasks were evaluated."""
+    """The ``heldout_average`` and ``in_domain_average`` groups of ``task_names`` with two tasks or more."""
     names = [n for n in task_names if n != AVERAGE_KEY]
     heldout_names = {t for suite in SUITES.values() for t in suite.heldout}
     in_domain_names = {t for suite in SUITES.values() for t in suite.training_domain}
@@ -233,8 +221,7 @@ def register_protocol(protocol: EvalProtocol) -> EvalProtocol:
 
 
 def _read_yaml(text: str, argument: str | None = None) -> Any:
-    """Inline YAML from the command line; text that does not read is refused naming ``argument``,
-    or (no ``argument``) returned as ``None`` for jsonargparse to report."""
+    """Inline YAML from the command line (refused naming ``argument``, or ``None``)."""
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as err:
@@ -249,8 +236,7 @@ def _is_word(value: str, pattern: re.Pattern[str] = re.compile(r"\w+")) -> bool:
 
 
 def expand_protocol(value: Any) -> Any:
-    """``value`` with a protocol name (``"paper"`` or ``{"protocol": "paper", ...}``) replaced by its
-    settings; anything else unchanged. UnknownNameError for an unknown name."""
+    """``value`` with a protocol name replaced by its settings; anything else unchanged."""
     if isinstance(value, str) and (value in PROTOCOLS or _is_word(value)):
         return PROTOCOLS.find(value).settings()
     if isinstance(value, str) and value.lstrip().startswith("{") and PROTOCOL_KEY in value:
@@ -290,8 +276,7 @@ for _name, _samples, _tokens, _ks, _description in (
 # -- instrument sets ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class InstrumentSet:
-    """A named list of callbacks, each ``{"class_path": ..., "init_args": {...}}``, checked by the
-    parser like written ones."""
+    """A named list of callback entries, checked by the parser like written ones."""
 
     name: str
     callbacks: tuple[dict[str, Any], ...]
@@ -318,8 +303,7 @@ def register_instrument_set(instruments: InstrumentSet) -> InstrumentSet:
 
 
 def expand_instruments(value: Any) -> Any:
-    """``value`` with instrument set names replaced by their entries, in place in a list; anything
-    else unchanged. UnknownNameError for a bare lower-case word that names no set."""
+    """``value`` with instrument set names replaced by their entries; anything else unchanged."""
     if isinstance(value, str) and _is_word(value, _NAME):
         return INSTRUMENT_SETS.find(value).entries()
     if isinstance(value, str) and value.lstrip().startswith("["):
@@ -390,8 +374,7 @@ EXPANSIONS: dict[str, tuple[Callable[[Any], Any], Registry[Any]]] = {
 
 
 def accept_names(parser: Any) -> Any:
-    """Let ``parser``'s ``evaluation`` and ``callbacks`` take names, expanded inside its own check
-    of each argument, their ``--help`` listing them. Returns ``parser``."""
+    """Let ``parser``'s ``evaluation`` and ``callbacks`` take names. Returns ``parser``."""
     for dest, (expand, registry) in EXPANSIONS.items():
         action = next((a for a in parser._actions if a.dest == dest), None)
         if action is None or not hasattr(action, "_check_type"):

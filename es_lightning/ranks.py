@@ -1,17 +1,9 @@
 """Ranks that fail together: a failure on one rank of a multi-rank run ends every rank, at once and
-in one line.
-
-Otherwise a reward function raising on rank 1 leaves the other ranks waiting in their next
-collective until the process group times out. Work that can fail on one rank alone runs inside
-:func:`fail_together` on **every** rank, right before the next collective::
+in one line, instead of leaving the others in their next collective::
 
     with fail_together():               # every rank
         local = evaluate_members(...)   # generation and your reward functions: may raise on one rank
     rewards = all_reduce(local.rewards)  # reached by every rank, or by none
-
-The failed rank re-raises its error, the others raise :class:`PeerRankError`, so the run prints one
-error. Under Fabric's launcher the child processes then exit 0 (:func:`exit_status`), so Fabric
-does not kill rank 0 before it shuts its engines down.
 """
 
 from __future__ import annotations
@@ -58,8 +50,7 @@ def _device() -> torch.device:
 
 @contextmanager
 def fail_together() -> Iterator[None]:
-    """Run the block, then agree with every rank on whether any block raised (one ``all_reduce``):
-    the block's own error on a rank that raised, :class:`PeerRankError` on the others."""
+    """Run the block, then agree with every rank whether any raised (one ``all_reduce``)."""
     world = _group_size()
     if world == 1:
         yield
@@ -85,20 +76,17 @@ def fail_together() -> Iterator[None]:
 
 
 def shared(error: BaseException) -> bool:
-    """Whether every rank learned of ``error`` through :func:`fail_together` (or it is a
-    :class:`PeerRankError`): the other ranks stop by themselves, none is left waiting."""
+    """Whether every rank learned of ``error`` through :func:`fail_together`."""
     return isinstance(error, PeerRankError) or bool(getattr(error, _SHARED, False))
 
 
 def started_by_fabric() -> bool:
-    """This process is one that Fabric's launcher started for a local rank above 0 (not rank 0's
-    own process, nor a ``torchrun`` or SLURM rank)."""
+    """Whether Fabric's launcher started this process for a local rank above 0."""
     local = os.environ.get("LOCAL_RANK", "").strip()
     external = any(v in os.environ for v in ("TORCHELASTIC_RUN_ID", "SLURM_PROCID"))
     return local.isdigit() and int(local) > 0 and not external
 
 
 def exit_status(error: BaseException, status: int) -> int:
-    """The status this process exits with for ``error``: 0 in a process Fabric's launcher started
-    when the ranks shared the failure (rank 0 carries the status)."""
+    """The exit status for ``error``: 0 in a Fabric-started process after a shared failure."""
     return 0 if shared(error) and started_by_fabric() else status

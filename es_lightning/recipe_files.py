@@ -1,7 +1,5 @@
-"""Recipe files checked before the parser reads them, so that a file that is no recipe is named
-with its cause in one line: every ``--config`` file must be UTF-8 text holding one YAML mapping
-(``recipe r.yaml line 2: a tab indents it; YAML indents with spaces``).
-"""
+"""Recipe files checked before the parser reads them: every ``--config`` file must be UTF-8 text
+holding one YAML mapping, else one line says why."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Weights on disk, by name: which files hold a model's weights, read one tensor at a time, written
-in shards.
-
-A model's *stored* weights are its most precise: an es-lightning checkpoint's fp32 master, else its
-``*.safetensors`` (:func:`weight_files`). They are read as ``(name, tensor)`` pairs
-(:func:`iter_weights`) or by name (:class:`WeightIndex`), and written in transformers-style shards
-with at most one in memory (:func:`write_weights`).
-"""
+"""Weights on disk, by name: which files hold a model's weights (:func:`weight_files`: an
+es-lightning checkpoint's fp32 master, else its ``*.safetensors``), read one tensor at a time and
+written in shards."""
 
 from __future__ import annotations
 
@@ -44,8 +39,7 @@ def master_files(model: str | Path) -> list[str]:
 
 
 def served_files(model: str | Path, revision: str | None = None) -> list[str]:
-    """The ``*.safetensors`` weights of a local folder or of a hub id in the local cache (at
-    ``revision``, default ``main``; a local folder has no revision)."""
+    """The ``*.safetensors`` of a local folder or of a cached hub id at ``revision``."""
     folder = Path(model)
     if not folder.is_dir():
         from huggingface_hub import snapshot_download
@@ -62,8 +56,7 @@ def served_files(model: str | Path, revision: str | None = None) -> list[str]:
 
 
 def weight_files(model: str | Path, revision: str | None = None) -> list[str]:
-    """The most precise weights of ``model``: an es-lightning checkpoint's fp32 master when it has
-    one, else its ``*.safetensors`` files (local folder, or hub cache at ``revision``)."""
+    """The most precise weights of ``model``: a checkpoint's fp32 master, else its safetensors."""
     return master_files(model) or served_files(model, revision)
 
 
@@ -73,8 +66,7 @@ def iter_weights(
     device: torch.device | str = "cpu",
     dtype: torch.dtype | None = torch.float32,
 ) -> Iterator[tuple[str, torch.Tensor]]:
-    """``(name, tensor)`` from safetensors ``files``, one tensor in memory at a time (keeping only
-    ``names`` when given; cast to ``dtype`` unless it is ``None``)."""
+    """``(name, tensor)`` from ``files``, one tensor in memory at a time."""
     from safetensors import safe_open
 
     for f in files:
@@ -127,8 +119,7 @@ def load_weights(files: Iterable[str], **kwargs: Any) -> dict[str, torch.Tensor]
 
 
 class ShardedWriter:
-    """Writes ``(name, tensor)`` pairs as ``{prefix}.safetensors`` or, past ``shard_bytes``, as
-    transformers-style shards with an index; holds at most one shard in memory."""
+    """Writes ``(name, tensor)`` pairs as one file or transformers-style shards, one in memory."""
 
     def __init__(self, folder: Path, prefix: str, shard_bytes: int = SHARD_BYTES) -> None:
         self.folder, self.prefix, self.shard_bytes = Path(folder), prefix, shard_bytes
@@ -178,8 +169,7 @@ def write_weights(
     master_folder: Path | None,
     shard_bytes: int = SHARD_BYTES,
 ) -> int:
-    """``model.safetensors`` in ``serving_dtype`` and, when ``master_folder`` is given, the fp32
-    ``master.safetensors`` there, both from one pass over ``weights``; returns the tensor count."""
+    """``model.safetensors`` in ``serving_dtype`` and the fp32 master, from one pass; the count."""
     served = ShardedWriter(folder, "model", shard_bytes)
     master = ShardedWriter(master_folder, MASTER_PREFIX, shard_bytes) if master_folder else None
     count = 0

@@ -30,8 +30,7 @@ def evaluate_points(
     dtype: str,
     completions_dir: Path,
 ) -> list[dict[str, Any]]:
-    """Score every point's model on ``task``'s test split, in order, on one engine started on
-    ``checkpoint``; returns the points with their summaries."""
+    """Score every point's model on ``task``'s test split on one engine started on ``checkpoint``."""
     from es_lightning.module import ReasoningModule
 
     rows = task.load("test")  # fail on bad data before the engine starts

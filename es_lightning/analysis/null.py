@@ -163,8 +163,7 @@ def null_block(
     taus: Sequence[float],
     inputs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``null`` block beside a view's statistics (``modelled: false`` with the reason when v is
-    unknown)."""
+    """The ``null`` block beside a view's statistics (``modelled: false`` and why, when v is unknown)."""
     extra = {"inputs": dict(inputs)} if inputs is not None else {}
     variance, source = walk_variance(walks, view["numel"])
     if variance is None:

@@ -123,8 +123,7 @@ class LowRankNoise:
         device: torch.device | str | None = None,
         dtype: torch.dtype = torch.float32,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Stacked factors of ``members`` for a batched forward: A (M, d_out, r) scaled by
-        sign·σ/√r and B (M, d_in, r)."""
+        """Stacked factors of ``members``: A (M, d_out, r) scaled by sign·σ/√r, and B (M, d_in, r)."""
         pairs = [lowrank_factors(seed, name, shape, self.rank, device) for seed, _ in members]
         scales = torch.tensor([sign * sigma * self.scale for _, sign in members], dtype=torch.float32)
         a = torch.stack([p[0] for p in pairs]) * scales.to(pairs[0][0].device)[:, None, None]

@@ -98,8 +98,7 @@ def run_level_signal(reliability: float, directions: float, updates: float) -> f
 
 @dataclass(frozen=True)
 class RunSignal:
-    """ρ̄ with its interval and the run-level signal with its bounds (``applied``: T per run,
-    ``directions``: N)."""
+    """ρ̄ with its interval and the run-level signal with its bounds (``applied``: T, ``directions``: N)."""
 
     interval: ReliabilityInterval
     directions: int

@@ -24,6 +24,9 @@ How we depart from the public ES code:
   (the naive ``p.add_(σε); …; p.sub_(σε)`` in bf16 drifts).
 - A torch optimizer: :func:`assign_es_grad_` sets ``p.grad = −(1/N)·Σ_s c_s ε_s``, so
   ``SGD(lr=α)`` is exactly plain ES and ``Adam(lr=α)`` an option that rescales per coordinate.
+- Common random numbers: members share prompts and sampling seed, each response its own stream;
+  optional extras: antithetic pairs, a permuted-reward null, signal diagnostics, low-rank (EGGROLL)
+  directions served in one generation call.
 
 :func:`kappa_pair` = Var_j(R(θ+σε_j) − R(θ−σε_j)) / Var_i(R_i): about 2 when a pair's members are
 uncoupled, below 1 when pairing cancels evaluation noise.

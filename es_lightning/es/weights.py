@@ -297,8 +297,7 @@ def es_weights_from_files(
     names: set[str] | None = None,
     noise: LowRankNoise | None = None,
 ) -> ESWeights:
-    """The centre read in fp32 on ``device`` from ``files`` (with a checkpoint's optimizer state),
-    not yet written into the serving model."""
+    """The centre read in fp32 on ``device`` from ``files``, not yet written into the served model."""
     from es_lightning.weight_files import load_weights
 
     master = load_weights(files, names=names, device=device)

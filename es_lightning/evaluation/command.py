@@ -1,6 +1,8 @@
 """The ``evaluate`` command: Pass@K / Maj@K of a model (generated here) or of saved completions::
 
-es-lightning evaluate --task gsm8k --completions samples.jsonl --output scores.json
+    es-lightning evaluate --task gsm8k --completions samples.jsonl --output scores.json
+
+:func:`run_evaluate` is the command; its docstring is the ``--help``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Re-score saved completions: a JSONL file of dataset rows, each with its sampled completions::
 
-{"question": "...", "answer": "... #### 18", "completions": ["...", "..."], "greedy": "..."}
+    {"question": "...", "answer": "... #### 18", "completions": ["...", "..."], "greedy": "..."}
+
+:func:`write_completions_file` writes it, :func:`score_completions_file` re-scores it.
 """
 
 from __future__ import annotations
@@ -68,8 +70,7 @@ def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[int], list[list[s
 
 
 def score_completions_file(task: Task, path: str | Path, ks: Sequence[int] | None = None) -> dict[str, float]:
-    """Score every completion of the file at ``path`` with ``task``'s verifier and summarise
-    (MissingPathError, or ConfigError naming a bad line)."""
+    """Score and summarise every completion of the file at ``path`` with ``task``'s verifier."""
     path = Path(path)
     if not path.is_file():
         raise MissingPathError(f"score_completions_file: {str(path)!r} does not exist")

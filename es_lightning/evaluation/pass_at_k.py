@@ -47,8 +47,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 def pass_at_k_curve(
     correct_counts: Sequence[int], n: int, ks: Sequence[int] | None = None
 ) -> dict[int, float]:
-    """``{k: mean pass@k}`` over prompts with ``correct_counts`` of ``n`` samples each, every ``k``
-    at once (the ratio for ``c`` correct is a cumulative product of the terms ``1 - k/i``)."""
+    """``{k: mean pass@k}`` over prompts with ``correct_counts`` of ``n``, all ``k`` in one product."""
     n = _check_int("n", n)
     if n < 1:
         raise ValueError(f"pass@k: n (samples per prompt) must be >= 1, got n={n}")

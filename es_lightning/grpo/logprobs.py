@@ -24,8 +24,7 @@ def pack_sequences(
     responses: Sequence[Sequence[int]],
     pad_id: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Right-pad B (prompt, response) pairs into one batch: ``(input_ids, attention_mask,
-    response_mask, L)``, each (B, L)."""
+    """Right-pad B (prompt, response) pairs: ``(input_ids, attention_mask, response_mask, L)``."""
     if len(prompts) != len(responses):
         raise ValueError(
             f"pack_sequences: prompts and responses must have the same length, got {len(prompts)} and {len(responses)}"
@@ -57,8 +56,7 @@ def token_logprobs_and_entropy(
     response_mask: torch.Tensor,
     temperature: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token log-probabilities (with graph) and entropies (detached) in one forward, (B, L)
-    float32, position j scoring x_j."""
+    """Per-token log-probabilities (with graph) and entropies (detached), (B, L), in one forward."""
     if input_ids.ndim != 2:
         raise ValueError(
             f"token_logprobs_and_entropy: input_ids must have shape (B, L), got {tuple(input_ids.shape)}"

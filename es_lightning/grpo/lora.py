@@ -105,8 +105,7 @@ def hf_name(peft_name: str) -> str:
 
 @torch.no_grad()
 def merged_weights(model: torch.nn.Module, adapted_only: bool = False) -> Iterator[tuple[str, torch.Tensor]]:
-    """Every parameter of ``model`` under its HF name, fp32, adapters merged (``adapted_only``: only
-    the targeted layers)."""
+    """Every parameter of ``model`` under its HF name, fp32, adapters merged (or ``adapted_only``)."""
     from peft.tuners.lora import LoraLayer
 
     layers = {f"{name}.base_layer.weight": m for name, m in model.named_modules() if isinstance(m, LoraLayer)}

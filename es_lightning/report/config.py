@@ -108,8 +108,7 @@ class DriftSettings:
 
 @dataclass
 class TrajectorySettings:
-    """GRPO's path: its checkpoints at ``steps`` and every ``every`` updates, evaluated with the
-    final protocol."""
+    """GRPO's path: its checkpoints at ``steps`` and every ``every`` updates, evaluated at the end."""
 
     method: str = "grpo"
     """The method whose path the others are judged against (a name in ``methods``); the shorthand

@@ -62,8 +62,7 @@ def draw_pass_at_k(ax: Any, report: dict[str, Any], rows: dict[str, dict[str, An
 
 
 def plot_pareto(report: dict[str, Any], k: str, path: Path) -> Path:
-    """Pass@1 against Pass@k: methods, trajectories, the base's temperature path and sampling box,
-    and the non-dominated end points' frontier dashed."""
+    """Pass@1 against Pass@k: methods, trajectories, the base's temperature path and frontier."""
     fig, (ax,) = new_figure()
     draw_pareto(ax, report, k)
     return save(fig, path)

@@ -11,7 +11,7 @@ from typing import Any
 
 
 def report_command() -> str | None:
-    """The ``es-lightning ...`` command line when this process is one (for REPORT.md)."""
+    """The ``es-lightning ...`` command line when this process is one (for REPORT.md and TUNE.md)."""
     program = Path(sys.argv[0]) if sys.argv else Path()
     ours = program.name == "es-lightning" or (
         program.name == "__main__.py" and program.parent.name == "es_lightning"

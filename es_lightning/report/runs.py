@@ -331,8 +331,7 @@ def run_all(
     command: Callable[[RunSpec], list[str]] = measured_command,
     after_each: Callable[[list[RunOutcome]], None] | None = None,
 ) -> list[RunOutcome]:
-    """Run (or reuse) every spec in order; ``after_each(outcomes)`` follows each finished or reused
-    run, while its checkpoints are there."""
+    """Run (or reuse) every spec in order, ``after_each(outcomes)`` after each one."""
     from tqdm.auto import tqdm
 
     finished = [spec for spec in specs if is_finished(spec.run_dir)]

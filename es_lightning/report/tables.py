@@ -180,39 +180,19 @@ def drift(report: dict[str, Any]) -> list[str]:
         out += ["No drift measured (no `es-lightning analyze` output and no `drift/rel_l2` logged).", ""]
         return out + figure(report, "drift.png")
     taus = data.get("taus") or []
+
+    def row(m: str, view: dict[str, Any], label: str, source: str) -> list[str]:
+        sparsity = view.get("sparsity") or {}
+        cells = [fmt_stat(view.get("rel_l2"), spec=".3g"), *(fmt_stat(sparsity.get(t), **PCT) for t in taus)]
+        return [m, label, source, *cells]
+
     body = []
     for m, d in methods.items():
-        body.append(
-            [
-                m,
-                "stored",
-                d["source"],
-                fmt_stat(d.get("rel_l2"), spec=".3g"),
-                *(fmt_stat((d.get("sparsity") or {}).get(t), **PCT) for t in taus),
-            ]
-        )
+        body.append(row(m, d, "stored", d["source"]))
         if d.get("bf16"):
-            view = d["bf16"]
-            body.append(
-                [
-                    m,
-                    "bf16",
-                    "analyze",
-                    fmt_stat(view.get("rel_l2"), spec=".3g"),
-                    *(fmt_stat((view.get("sparsity") or {}).get(t), **PCT) for t in taus),
-                ]
-            )
+            body.append(row(m, d["bf16"], "bf16", "analyze"))
         if d.get("null"):
-            view = d["null"]
-            body.append(
-                [
-                    m,
-                    "random-walk null",
-                    "closed form",
-                    fmt_stat(view.get("rel_l2"), spec=".3g"),
-                    *(fmt_stat((view.get("sparsity") or {}).get(t), **PCT) for t in taus),
-                ]
-            )
+            body.append(row(m, d["null"], "random-walk null", "closed form"))
         elif d["source"] == "analyze":
             reason = d.get("null_reason") or "not written"
             body.append([m, "random-walk null", reason, "–", *("–" for _ in taus)])

@@ -118,8 +118,7 @@ class Rollout(RecordsInit, ABC):
     def score_logprobs(
         self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
     ) -> list[list[float]]:
-        """log π of every token of each response under the served weights (temperature 1); only
-        re-scoring ES members needs it."""
+        """log π of every token of each response under the served weights (temperature 1)."""
         raise NotImplementedError(f"{type(self).__name__} cannot score given responses (score_logprobs)")
 
     @abstractmethod
@@ -136,8 +135,7 @@ class Rollout(RecordsInit, ABC):
         optimizer: OptimizerName = "sgd",
         optimizer_state: str | None = None,
     ) -> None:
-        """Hold and serve the ES centre θ as fp32 master weights read from ``weight_files`` (with
-        ``optimizer``'s state when resuming); only ES needs it."""
+        """Hold and serve the ES centre θ as fp32 master weights read from ``weight_files``."""
         raise NotImplementedError(f"{type(self).__name__} cannot hold an ES centre (es_init)")
 
     @property

@@ -52,8 +52,7 @@ def sample_rows(
 
 
 class RowSampler:
-    """A logits processor that samples every row from its own stream (scores 0 at the sampled token,
-    −inf elsewhere, so greedy decoding keeps it)."""
+    """A logits processor sampling each row from its own stream (greedy decoding keeps its pick)."""
 
     def __init__(self, row_seeds: Sequence[int | None], sampling: SamplingConfig) -> None:
         streams = []

@@ -1,9 +1,11 @@
 """The low-rank ES part of a rollout: every member of a population served in one generation call::
 
-engine.es_reserve_population(N, r)            # before the engine starts: room for N members
-engine.es_init(...)
-engine.es_use_lowrank(r, fixed)               # perturb, restore and update with A Bᵀ/√r
-outputs = engine.es_generate_population(prompts, sampling, members, σ, sampling_seeds)
+    engine.es_reserve_population(N, r)            # before the engine starts: room for N members
+    engine.es_init(...)
+    engine.es_use_lowrank(r, fixed)               # perturb, restore and update with A Bᵀ/√r
+    outputs = engine.es_generate_population(prompts, sampling, members, σ, sampling_seeds)
+
+Transformers serves members with forward hooks, vLLM with LoRA adapters.
 """
 
 from __future__ import annotations
@@ -26,8 +28,7 @@ class PopulationEngine(ABC):
 
     @abstractmethod
     def es_use_lowrank(self, rank: int | None, fixed: Collection[str] = ()) -> None:
-        """From now on use low-rank directions of rank ``rank`` (``None``: full rank), ``fixed``
-        held still; call after ``es_init``."""
+        """Use low-rank directions of rank ``rank`` (``None``: full rank), ``fixed`` held still."""
 
     @abstractmethod
     def es_generate_population(
@@ -38,5 +39,4 @@ class PopulationEngine(ABC):
         sigma: float,
         sampling_seeds: Sequence[int],
     ) -> list[list[RolloutOutput]]:
-        """Every member's responses to ``prompts`` (``[m][j]``), member m = (seed, sign) serving
-        θ + sign·σ·A_seed B_seedᵀ/√r, each response its own stream."""
+        """Every member's responses to ``prompts`` (``[m][j]``), member m serving θ + sign·σ·A Bᵀ/√r."""

@@ -88,8 +88,7 @@ class ReasoningStrategy(RecordsInit, ABC):
     def prepare(
         self, fabric: Fabric, module: ReasoningModule, rollout: Rollout, resume: Checkpoint | None
     ) -> None:
-        """Once per run on every rank, before the first update: take the starting weights (or
-        ``resume``'s) into what the strategy optimizes and make the engine serve them."""
+        """Once per run on every rank: take the starting (or ``resume``'s) weights and serve them."""
 
     @abstractmethod
     def training_step(

@@ -13,19 +13,8 @@ One update t (the paper's Algorithm 1; symbols σ, α, N, z_i, ε_i as there):
    (:mod:`es_lightning.strategies.es_update`); a checksum of the centre must agree on every rank.
 6. Signal diagnostics of the true rewards and the no-signal warning (:mod:`es_lightning.es.diagnostics`).
 
-How this departs from the public ES-for-LLM code:
-
-1. Noise is independent per tensor, regenerated in float32 from (seed_i, the parameter's name);
-   or read from a shared table (``noise: table``).
-2. The centre is an fp32 master written into the engine (cast once): restore is bit-exact.
-3. The seed schedule is replayable: resuming at update t redraws the same population.
-4. Common random numbers: members share prompts and sampling seed; each response has its own
-   stream (:mod:`es_lightning.rollout.seeds`).
-5. Optional antithetic pairs under either budget, with the κ_pair diagnostic; optional Adam.
-6. Per-update signal diagnostics and an optional permuted-reward null.
-7. The update is accumulated while the population runs: no ε is drawn twice.
-8. Optional low-rank directions (EGGROLL, ``perturbation: lowrank``), a rank's members generated
-   in one call (forward hooks on transformers, LoRA adapters on vLLM).
+How this departs from the public ES-for-LLM code is listed in :mod:`es_lightning.es.update`;
+here, every rank takes its share of the population and the same step.
 
 No backward pass, so the model is never wrapped in DDP: the process group carries seeds, rewards,
 checksums and, with several ranks, the update's directions.
@@ -338,7 +327,6 @@ class Gathered:
 def member_sampling_seeds(
     run_seed: int, step: int, population_size: int, mode: MemberSamplingSeeds
 ) -> list[int]:
-    """The sampling seed of every member of update ``step``: one for all, or one each (streams
-    that never meet)."""
+    """The sampling seed of every member of update ``step``: one for all, or one each."""
     base = seed_schedule(run_seed ^ 0x5A5A, step, 1)[0] % (2**31)
     return [base] * population_size if mode == "common" else spaced_seeds(base, population_size)

@@ -81,8 +81,7 @@ def evaluate_members(
     record_rewards: bool,
     keeps_centre_samples: bool,
 ) -> MemberResults:
-    """Evaluate ``members`` on ``rows`` one after another (``fixed_rollouts``: re-scoring the
-    centre's responses; ``record_rewards``: handing each R_i to the centre)."""
+    """Evaluate ``members`` on ``rows`` one after another (``record_rewards``: R_i to the centre)."""
     prompt_ids, es = module.encode(rows), rollout.es
     out = MemberResults.empty(population.size, len(rows))
     fixed = None

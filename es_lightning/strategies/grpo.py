@@ -50,7 +50,7 @@ from es_lightning.grpo.lora import (
 from es_lightning.grpo.loss import GRPOLoss
 from es_lightning.grpo.optimize import PolicyBatch, optimize_policy
 from es_lightning.grpo.schedule import Schedule, lr_multiplier, resolve_warmup
-from es_lightning.grpo.settings import GRPOSettings, build_settings, settings_hparams
+from es_lightning.grpo.settings import SETTING_NAMES, GRPOSettings, build_settings, settings_hparams
 from es_lightning.ranks import fail_together
 from es_lightning.rollout.base import Rollout
 from es_lightning.strategies.base import ReasoningStrategy, Row, StepResult
@@ -137,25 +137,8 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
         process_group_backend: str | None = None,
         **kwargs: Any,
     ) -> None:
-        self.settings, self.loss = build_settings(
-            group_size=group_size,
-            learning_rate=learning_rate,
-            lr_schedule=lr_schedule,
-            warmup_steps=warmup_steps,
-            warmup_ratio=warmup_ratio,
-            weight_decay=weight_decay,
-            adam_betas=adam_betas,
-            clip_eps=clip_eps,
-            clip_eps_high=clip_eps_high,
-            beta=beta,
-            advantage=advantage,
-            loss_aggregation=loss_aggregation,
-            inner_iterations=inner_iterations,
-            micro_batch_size=micro_batch_size,
-            max_grad_norm=max_grad_norm,
-            gradient_checkpointing=gradient_checkpointing,
-            lora=lora,
-        )
+        settings = {name: value for name, value in locals().items() if name in SETTING_NAMES}
+        self.settings, self.loss = build_settings(**settings)  # in the signature's order
         if lora is not None and isinstance(self, FSDPStrategy):
             raise ConfigError("GRPOFSDPStrategy: lora is not supported under FSDP; use GRPOStrategy (DDP)")
         if lora is not None:
@@ -179,8 +162,7 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
     def prepare(
         self, fabric: Fabric, module: ReasoningModule, rollout: Rollout, resume: Checkpoint | None
     ) -> None:
-        """Load the trainer model (fp32) and AdamW, from the checkpoint's Fabric state when
-        resuming or the previous stage's fp32 master in a pipeline."""
+        """Load the trainer model (fp32) and AdamW, or a checkpoint's or the previous stage's."""
         from transformers import AutoModelForCausalLM
 
         model = AutoModelForCausalLM.from_pretrained(
@@ -255,8 +237,7 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
             yield name, p.detach()
 
     def sync_weights(self, rollout: Rollout, everything: bool = False) -> None:
-        """Give the engine what changed of the trainer's weights: all of them, or with LoRA the
-        adapted layers' merged weights (``everything``: all regardless)."""
+        """Give the engine what changed: all weights, or with LoRA the adapted layers' merged ones."""
         if self.settings.lora is not None and not everything:
             rollout.load_weights(merged_weights(self._unwrapped(), adapted_only=True))
         else:

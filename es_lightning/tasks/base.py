@@ -154,8 +154,7 @@ class Task(RecordsInit, ABC):
     def reward_fn(
         self, completions: Sequence[Any], prompts: Sequence[Any] | None = None, **columns: Any
     ) -> list[float]:
-        """Rewards in TRL's reward-function signature; keywords that are not one value per
-        completion are ignored, a conversational completion is scored on its last message."""
+        """Rewards in TRL's reward-function signature (keywords not aligned with completions ignored)."""
         n = len(completions)
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
         aligned = {k: v for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == n}

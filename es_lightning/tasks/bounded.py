@@ -20,8 +20,7 @@ _local = threading.local()
 
 
 def _serve(conn: _Duplex) -> None:
-    """The worker's loop: ``("load", function, warm)`` imports and warms ``function``,
-    ``("call", function, args)`` calls it; each answered ``(ok, result or error)``."""
+    """The worker's loop: ``load`` and ``call`` messages, each answered ``(ok, result or error)``."""
     while True:
         try:
             kind, function, args = conn.recv()
@@ -117,8 +116,7 @@ def call_within(
     *args: Any,
     warm: tuple[Any, ...] | None = None,
 ) -> T:
-    """``function(*args)`` in this thread's worker; ``on_timeout`` (worker killed) when it has not
-    answered within ``seconds``, counted after the worker started and loaded ``function``."""
+    """``function(*args)`` in this thread's worker; ``on_timeout`` (worker killed) past ``seconds``."""
     conn = _worker(function, warm)
     conn.send(("call", function, args))
     try:

@@ -1,6 +1,8 @@
 """``echo``: repeat a digit string; a generated task whose reward a random tiny model can move::
 
-reward = w · (1/L) · Σ_{j<L} [a[j] is a digit] + (1 − w) · (1/L) · Σ_{j<L} [a[j] == digits[j]]
+    reward = w · (1/L) · Σ_{j<L} [a[j] is a digit] + (1 − w) · (1/L) · Σ_{j<L} [a[j] == digits[j]]
+
+so rewards vary across an ES population even for a random model.
 """
 
 from __future__ import annotations

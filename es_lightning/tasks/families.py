@@ -27,8 +27,7 @@ from es_lightning.tasks.data import DataSource
 
 
 def held_out(n_rows: int, size: int, seed: int) -> set[int]:
-    """The positions of the ``size`` of ``n_rows`` train rows held out as validation: the first of a
-    ``seed``-shuffled order (a smaller slice is part of a larger one)."""
+    """The positions of the ``size`` train rows held out as validation: a seeded shuffle's first."""
     if not 1 <= size < n_rows:
         raise ConfigError(
             f"a validation slice of {size} rows leaves no training rows of {n_rows}; lower "

@@ -58,8 +58,7 @@ def call_reward_function(
     columns: dict[str, list[Any]],
     given: dict[str, Any] | None = None,
 ) -> list[float | None]:
-    """``func(prompts=..., completions=..., **columns, **given)``, checked to give one finite float
-    (or ``None``) per completion."""
+    """``func(prompts=..., completions=..., **columns, **given)``, checked: a finite float per completion."""
     given = dict(given or {})
     if "completion_ids" not in given and _requires(func, "completion_ids"):
         raise RewardFunctionError(

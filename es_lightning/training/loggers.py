@@ -111,8 +111,7 @@ class RunTensorBoardLogger(TensorBoardLogger):
 
 
 def tensorboard_logger(folder: str | Path, purge_step: int = 0) -> TensorBoardLogger:
-    """The run's TensorBoard files in ``{folder}/tensorboard/``, each starting with a restart marker
-    at ``purge_step`` so a resumed run's repeated steps replace the old ones."""
+    """The run's TensorBoard files, each restarting at ``purge_step`` (a resume replaces steps)."""
     return RunTensorBoardLogger(
         folder, name="tensorboard", version="", default_hp_metric=False, purge_step=purge_step
     )

@@ -35,8 +35,7 @@ def run_artifacts(output_dir: str | Path) -> list[Path]:
 def prepare_run_dir(
     output_dir: str | Path, resume: bool | str, overwrite: bool, python: bool = False
 ) -> None:
-    """Check (and for ``overwrite``, or ``resume: auto`` without a checkpoint, clear) the run
-    folder; ConfigError when it holds a run and neither is set (``python``: naming Python settings)."""
+    """Check (for ``overwrite`` or a fresh ``resume: auto``, clear) the run folder; else ConfigError."""
     if launched_rank() > 0:
         return
     if resume == "auto":

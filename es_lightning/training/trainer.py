@@ -63,8 +63,7 @@ from es_lightning.training.user_hooks import call_hook, log_metrics
 
 
 class Trainer:
-    """Fit a :class:`ReasoningModule` with an ES or GRPO Fabric strategy (``step_offset``: a
-    pipeline stage's, putting the loggers' steps on the pipeline's axis)."""
+    """Fit a :class:`ReasoningModule` with an ES or GRPO Fabric strategy."""
 
     should_stop: bool = False
 
@@ -376,8 +375,7 @@ class Trainer:
     def evaluate_sets(
         self, eval_sets: list[EvalSet], tag: str, prefix: str = "eval", config: EvalConfig | None = None
     ) -> dict[str, dict[str, float]]:
-        """Evaluate ``sets`` on the ranks' engines, write and log them (``config``: the run's
-        unless given); call it on every rank: rank 0 returns the summaries."""
+        """Evaluate ``sets`` on every rank's engine, write and log them; rank 0 returns the summaries."""
         config = config or self.evaluation
         if config is None:
             raise ConfigError("Trainer.evaluate_sets: no evaluation settings (give config or evaluation)")

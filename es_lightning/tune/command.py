@@ -8,25 +8,18 @@ Running again reuses finished trials; the rule recorded in the folder may not ch
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from es_lightning.errors import ConfigError
 from es_lightning.report.config import split_overrides
+from es_lightning.report.output import report_command
 from es_lightning.tune.config import Selection, TuneMethod, check_overrides
 
+if TYPE_CHECKING:
+    from es_lightning.tune.grid import GridPoint
+
 PLAN_NAME = "tune_plan.json"
-
-
-def command_text() -> str | None:
-    """The ``es-lightning tune ...`` command line when this process is one (for TUNE.md)."""
-    program = Path(sys.argv[0]) if sys.argv else Path()
-    ours = program.name == "es-lightning" or (
-        program.name == "__main__.py" and program.parent.name == "es_lightning"
-    )
-    return shlex.join(["es-lightning", *sys.argv[1:]]) if ours else None
 
 
 def _record_plan(output_dir: Path, plan: dict[str, Any]) -> None:
@@ -128,7 +121,7 @@ def run_tune(
         )
         for method, spec in methods.items()
     }
-    tune = {"command": command_text(), "config": config, "trials": records, "methods": summaries}
+    tune = {"command": report_command(), "config": config, "trials": records, "methods": summaries}
     (output_dir / "tune.json").write_text(json.dumps(tune, indent=2))
     (output_dir / "TUNE.md").write_text(render(tune))
     chosen = {m: (s["chosen"] or {}).get("label") for m, s in summaries.items()}
@@ -215,17 +208,30 @@ def _method_summary(
     if floor is not None and not summary["unfinished"] and best is None:
         summary["below_min_score"] = floor
     if best is not None:
-        overrides = points[best.label].overrides()
-        recipe = output_dir / "chosen" / f"{method}.yaml"
-        _chosen_recipe(parser, method, spec, budget, overrides, recipe)
-        summary["chosen"] = {
-            "label": best.label,
-            "settings": dict(points[best.label].settings),
-            "score": best.score,
-            "overrides": overrides,
-            "recipe": str(recipe),
-        }
+        summary["chosen"] = _chosen(parser, method, spec, budget, output_dir, points[best.label], best.score)
     return summary
+
+
+def _chosen(
+    parser: Any,
+    method: str,
+    spec: TuneMethod,
+    budget: list[str],
+    output_dir: Path,
+    point: GridPoint,
+    score: float,
+) -> dict[str, Any]:
+    """The chosen configuration, its recipe written into ``output_dir/chosen``."""
+    overrides = point.overrides()
+    recipe = output_dir / "chosen" / f"{method}.yaml"
+    _chosen_recipe(parser, method, spec, budget, overrides, recipe)
+    return {
+        "label": point.label,
+        "settings": dict(point.settings),
+        "score": score,
+        "overrides": overrides,
+        "recipe": str(recipe),
+    }
 
 
 def tune_parser() -> Any:

@@ -66,8 +66,7 @@ def _set_aside(run_dir: Path) -> Path:
 
 
 def run_trial(trial: Trial, launch: bool = True, timeout_s: float | None = None) -> TrialResult:
-    """Reuse ``trial`` when finished with the same settings, else run it (``launch``), setting a
-    finished one with other settings aside."""
+    """Reuse ``trial`` when finished with the same settings, else run it (``launch``)."""
     run_dir = trial.spec.run_dir
     recorded = run_dir / SETTINGS_NAME
     stale = (

@@ -79,6 +79,40 @@ def _learning_note(method: str, summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def _method_section(
+    method: str, summary: dict[str, Any], trials: list[dict[str, Any]], trial_callbacks: bool
+) -> list[str]:
+    """One method's section: its recipe, its configurations' table and what was chosen."""
+    lines = [f"## {method}", "", f"Recipe `{summary['recipe']}`."]
+    if summary.get("removed_callbacks"):
+        why = "they may read the test split" if trial_callbacks else "trial_callbacks: false"
+        lines.append(f"Callbacks removed from its trials ({why}): {', '.join(summary['removed_callbacks'])}.")
+    lines += ["", *_method_table(method, summary, trials), ""]
+    chosen = summary.get("chosen")
+    if chosen is None and summary.get("below_min_score") is not None:
+        lines += [
+            f"Nothing chosen: no configuration's score reached the rule's minimum, "
+            f"{summary['below_min_score']:g}.",
+            "",
+        ]
+        return lines
+    if chosen is None:
+        unfinished = summary.get("unfinished") or []
+        lines += [
+            f"Not yet chosen: {len(unfinished)} of {len(summary['candidates'])} configurations have not "
+            f"finished on every seed ({', '.join(unfinished)}); the rule is applied to the whole grid only.",
+            "",
+        ]
+        return lines
+    lines += _learning_note(method, summary)
+    lines += [
+        f"Chosen: **{chosen['label']}** (score {chosen['score']:+.3f}), i.e. `{' '.join(chosen['overrides'])}`; "
+        f"its recipe (the method's recipe, the budget and these values; evaluating the test split): `{chosen['recipe']}`.",
+        "",
+    ]
+    return lines
+
+
 def render(tune: dict[str, Any]) -> str:
     """The markdown text of ``TUNE.md`` for the content of ``tune.json``."""
     config = tune["config"]
@@ -95,39 +129,7 @@ def render(tune: dict[str, Any]) -> str:
         "",
     ]
     for method, summary in tune["methods"].items():
-        lines += [f"## {method}", "", f"Recipe `{summary['recipe']}`."]
-        if summary.get("removed_callbacks"):
-            why = (
-                "they may read the test split"
-                if config.get("trial_callbacks", True)
-                else "trial_callbacks: false"
-            )
-            lines.append(
-                f"Callbacks removed from its trials ({why}): {', '.join(summary['removed_callbacks'])}."
-            )
-        lines += ["", *_method_table(method, summary, tune["trials"]), ""]
-        chosen = summary.get("chosen")
-        if chosen is None and summary.get("below_min_score") is not None:
-            lines += [
-                f"Nothing chosen: no configuration's score reached the rule's minimum, "
-                f"{summary['below_min_score']:g}.",
-                "",
-            ]
-            continue
-        if chosen is None:
-            unfinished = summary.get("unfinished") or []
-            lines += [
-                f"Not yet chosen: {len(unfinished)} of {len(summary['candidates'])} configurations have not "
-                f"finished on every seed ({', '.join(unfinished)}); the rule is applied to the whole grid only.",
-                "",
-            ]
-            continue
-        lines += _learning_note(method, summary)
-        lines += [
-            f"Chosen: **{chosen['label']}** (score {chosen['score']:+.3f}), i.e. `{' '.join(chosen['overrides'])}`; "
-            f"its recipe (the method's recipe, the budget and these values; evaluating the test split): `{chosen['recipe']}`.",
-            "",
-        ]
+        lines += _method_section(method, summary, tune["trials"], config.get("trial_callbacks", True))
     recipes = {m: s["chosen"]["recipe"] for m, s in tune["methods"].items() if s.get("chosen")}
     if recipes:
         lines += ["## For `es-lightning report`", "", "```yaml", "methods:"]

@@ -138,8 +138,7 @@ class VLLMEngine:
         return kwargs
 
     def threads_bind(self) -> str:
-        """``VLLM_CPU_OMP_THREADS_BIND`` for this engine: the setting, the variable, vLLM's ``auto``
-        for one rank, or this rank's share of the cores."""
+        """``VLLM_CPU_OMP_THREADS_BIND`` for this engine (``auto`` for one rank, else its cores)."""
         given = self.cpu_threads_bind or os.environ.get("VLLM_CPU_OMP_THREADS_BIND")
         if given:
             return given

@@ -15,8 +15,7 @@ ENV = "ES_LIGHTNING_TRAINER"
 
 
 def _start_time(pid: int) -> float | None:
-    """When process ``pid`` started (``None`` if gone), in clock ticks since boot on Linux (a stepped
-    wall clock does not move it)."""
+    """When process ``pid`` started (``None`` if gone), in ticks since boot: no wall-clock steps."""
     if os.path.exists("/proc/self/stat"):
         try:
             with open(f"/proc/{pid}/stat", "rb") as stat:

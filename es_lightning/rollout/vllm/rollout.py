@@ -129,8 +129,7 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
 
     @override
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
-        """Write ``named_tensors`` into every worker in chunks of ``stream_chunk_bytes`` through
-        temporary safetensors files; a pending ES restore is written first."""
+        """Write ``named_tensors`` into every worker, chunk by chunk through safetensors files."""
         from safetensors.torch import save_file
 
         self._serve_centre()  # the tensors may cover only part of the model

@@ -35,8 +35,7 @@ def _keep_cpu_linear_weights() -> None:
 
 
 def _rewind_cpu_generators_by_state() -> None:
-    """Rewind CPU generators by state (vLLM's ``set_offset`` rewind is CUDA-only), so seeded samples
-    do not depend on how the scheduler chunked the prompts."""
+    """Rewind CPU generators by state (vLLM's ``set_offset`` is CUDA-only), so chunking changes nothing."""
     import numpy as np
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
@@ -103,8 +102,7 @@ class WorkerExtension:
         return self.model_runner.model  # type: ignore[attr-defined]
 
     def load_weights_from_file(self, path: str, refresh: bool = True) -> int:
-        """Load HF-named tensors from a safetensors file with the model's own loader
-        (``refresh=False``: a load's files but the last, so the CPU kernels are repacked once)."""
+        """Load HF-named tensors from a file with the model's own loader (``refresh``: repack after)."""
         from safetensors.torch import load_file
 
         tensors = load_file(path, device="cpu")
