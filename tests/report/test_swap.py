@@ -30,12 +30,26 @@ CONTROL = "es_permuted"
 ES_METHODS = ("es", "es_lowrank")
 
 
+def _pairs(folder: Path) -> int:
+    """How many seeds have both a finished ES run and a finished control run in ``folder``."""
+    done = {
+        method: {
+            run.name
+            for run in (folder / "runs" / method).glob("seed*")
+            if (run / "eval" / "after.json").is_file()
+        }
+        for method in ("es", CONTROL)
+    }
+    return len(done["es"] & done[CONTROL])
+
+
 def _found() -> list[tuple[Path, str]]:
-    """The committed summaries with ES and its control, and their report recipe."""
+    """The committed summaries with ES and its control finished on at least 3 seeds (a study still
+    running is judged once it has them), and their report recipe."""
     out = []
     for folders, recipe in STUDIES:
         for folder in (ROOT / f for f in folders):
-            if (folder / "runs" / "es").is_dir() and (folder / "runs" / CONTROL).is_dir():
+            if _pairs(folder) >= 3:
                 out.append((folder, recipe))
                 break
     return out
