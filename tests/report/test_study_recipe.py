@@ -3,11 +3,14 @@ its header promises (nothing is run)."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import yaml
 
 from es_lightning.report.command import build_plan, report_parser
 from es_lightning.report.runs import plan_runs, resolved_key
+from es_lightning.training import command
 from tests.helpers import REPO
 
 RECIPE = REPO / "recipes" / "report_study_cpu.yaml"
@@ -26,9 +29,14 @@ def _plan(tmp_path, quick: bool = False):
 
 @pytest.fixture(scope="module")
 def resolved(tmp_path_factory):
+    """Every run's resolved configuration. One ``fit`` parser resolves them all: a fresh parser
+    per run (what ``resolved_key`` builds) rebuilds each strategy's, task's and rollout's argument
+    parser from its signature and docstrings, three times the work for the same text."""
     tmp = tmp_path_factory.mktemp("study")
     specs = plan_runs(_plan(tmp))
-    return {spec.name: yaml.safe_load(resolved_key(spec)) for spec in specs}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(command, "fit_parser", functools.cache(command.fit_parser))
+        return {spec.name: yaml.safe_load(resolved_key(spec)) for spec in specs}
 
 
 def _lr(config: dict) -> float:
