@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -71,6 +72,13 @@ def applied(correlations: Sequence[float], skipped: Sequence[bool | float]) -> l
     return [float(c) for c, s in zip(correlations, skipped) if not float(s) > 0]
 
 
+@lru_cache(maxsize=1024)
+def _t_quantile(level: float, df: int) -> float:
+    """:func:`t_quantile`, remembered: a run is judged again and again at the same few degrees of
+    freedom (the monitor every window, a report over many runs), and each is a bisection."""
+    return t_quantile(level, df)
+
+
 def reliability_interval(correlations: Sequence[float], level: float = 0.95) -> ReliabilityInterval:
     """ρ̄ with the t interval of the mean finite correlation mapped through Spearman–Brown."""
     if not 0.0 < level < 1.0:
@@ -83,7 +91,7 @@ def reliability_interval(correlations: Sequence[float], level: float = 0.95) -> 
     mean = float(finite.mean())
     if n == 1:
         return ReliabilityInterval(spearman_brown(mean), math.nan, math.nan, 1, level)
-    half = t_quantile((1.0 + level) / 2.0, n - 1) * float(finite.std(ddof=1)) / math.sqrt(n)
+    half = _t_quantile((1.0 + level) / 2.0, n - 1) * float(finite.std(ddof=1)) / math.sqrt(n)
     return ReliabilityInterval(
         spearman_brown(mean), spearman_brown(mean - half), spearman_brown(mean + half), n, level
     )
