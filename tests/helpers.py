@@ -38,6 +38,9 @@ evaluation: null
 """
 """The smallest real ES run: a random tiny model, the echo task, transformers rollouts (seconds)."""
 
+REDRAW_TWO_UPDATES = ("--strategy.init_args.update", "redraw", "--trainer.max_steps", "2")
+"""Overrides of ``TINY_ES_RECIPE`` for the rank-invariance runs: the update redrawn, two updates."""
+
 DISTRIBUTED_VARS = (
     "MASTER_ADDR",
     "MASTER_PORT",

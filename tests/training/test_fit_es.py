@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from es_lightning.training.loggers import read_metrics
-from tests.helpers import REPO, TINY_ES_RECIPE, assert_bit_identical, fit
+from tests.helpers import REDRAW_TWO_UPDATES, REPO, TINY_ES_RECIPE, assert_bit_identical, fit
 
 pytestmark = pytest.mark.integration
 
@@ -28,21 +28,20 @@ def _master(out: Path, step: int) -> dict[str, torch.Tensor]:
 _assert_bit_identical = assert_bit_identical
 
 
-def test_population_on_one_or_two_ranks_gives_the_same_update(tmp_path):
+def test_population_on_one_or_two_ranks_gives_the_same_update(tmp_path, es_one_rank_redraw_run):
     """With the update redrawn, two ranks split its tensors and exchange the directions: the centre
     after two updates is one rank's, bit for bit (the accumulated update's sums over two ranks
     differ in float32 summation order only: ``tests/strategies/test_es_update.py``)."""
-    redraw = ("--strategy.init_args.update", "redraw", "--trainer.max_steps", "2")
-    one = _fit(tmp_path, "one", *redraw, "--trainer.devices", "1")
-    two = _fit(tmp_path, "two", *redraw, "--trainer.devices", "2")
+    one = es_one_rank_redraw_run
+    two = _fit(tmp_path, "two", *REDRAW_TWO_UPDATES, "--trainer.devices", "2")
     _assert_bit_identical(_master(one, 2), _master(two, 2))
     m1, m2 = read_metrics(one / "metrics.jsonl"), read_metrics(two / "metrics.jsonl")
     assert [m["train/reward_mean"] for m in m1] == [m["train/reward_mean"] for m in m2]
     assert any(m["es/skipped"] == 0.0 for m in m1), "the run should have made at least one update"
 
 
-def test_resume_is_bit_exact(tmp_path):
-    straight = _fit(tmp_path, "straight", "--trainer.max_steps", "4")
+def test_resume_is_bit_exact(tmp_path, es_straight_run):
+    straight = es_straight_run
     resumed = _fit(tmp_path, "resumed", "--trainer.max_steps", "2")
     _fit(tmp_path, "resumed", "--trainer.max_steps", "4", "--trainer.resume", "true")
     _assert_bit_identical(_master(straight, 4), _master(resumed, 4))
@@ -56,13 +55,13 @@ def test_resume_is_bit_exact(tmp_path):
     assert (resumed / "checkpoints/latest").read_text().strip() == "step-000004"
 
 
-def test_checkpoint_loads_in_transformers(tmp_path):
+def test_checkpoint_loads_in_transformers(es_straight_run):
     from transformers import AutoModelForCausalLM
 
-    out = _fit(tmp_path, "ckpt", "--trainer.max_steps", "1")
-    ckpt = out / "checkpoints" / "step-000001"
+    out = es_straight_run
+    ckpt = out / "checkpoints" / "step-000004"
     model = AutoModelForCausalLM.from_pretrained(ckpt)
-    master = _master(out, 1)
+    master = _master(out, 4)
     for name, p in model.named_parameters():
         assert torch.equal(p.detach(), master[name]), name
     assert (out / "config.yaml").is_file() and list((out / "tensorboard").glob("events.out.tfevents.*"))

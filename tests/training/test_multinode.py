@@ -14,11 +14,9 @@ import pytest
 from safetensors.torch import load_file
 
 from es_lightning.training.loggers import read_metrics
-from tests.helpers import TINY_ES_RECIPE, assert_bit_identical, fit, subprocess_env
+from tests.helpers import REDRAW_TWO_UPDATES, TINY_ES_RECIPE, assert_bit_identical, subprocess_env
 
 pytestmark = pytest.mark.integration
-
-REDRAW = ("--strategy.init_args.update", "redraw", "--trainer.max_steps", "2")
 
 
 def _free_port() -> int:
@@ -35,7 +33,7 @@ def _two_nodes(tmp_path: Path) -> Path:
     config, out, port = tmp_path / "two_nodes.yaml", tmp_path / "two_nodes", _free_port()
     config.write_text(TINY_ES_RECIPE)
     fit_args = ["-m", "es_lightning", "fit", "--config", str(config), "--trainer.output_dir", str(out)]
-    fit_args += ["--trainer.num_nodes", "2", "--trainer.devices", "1", *REDRAW]
+    fit_args += ["--trainer.num_nodes", "2", "--trainer.devices", "1", *REDRAW_TWO_UPDATES]
     nodes = []
     for node_rank in (0, 1):
         launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1"]
@@ -55,8 +53,8 @@ def _two_nodes(tmp_path: Path) -> Path:
     return out
 
 
-def test_two_nodes_give_the_one_rank_run(tmp_path):
-    one = fit(tmp_path, "one", *REDRAW, "--trainer.devices", "1", recipe=TINY_ES_RECIPE)
+def test_two_nodes_give_the_one_rank_run(tmp_path, es_one_rank_redraw_run):
+    one = es_one_rank_redraw_run
     two = _two_nodes(tmp_path)
     assert_bit_identical(_master(one), _master(two))
     m1, m2 = read_metrics(one / "metrics.jsonl"), read_metrics(two / "metrics.jsonl")
