@@ -4,6 +4,7 @@ checkpoint named explicitly is refused in one line before anything is written.""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -91,12 +92,12 @@ def _one_error(proc: subprocess.CompletedProcess) -> str:
     return errors[0]
 
 
-def test_refused_and_finished_resumes_write_nothing(tmp_path):
+def test_refused_and_finished_resumes_write_nothing(tmp_path, es_two_updates_run):
     """A finished run resumed is a no-op that says so; a resume with a changed setting, or from a
     damaged checkpoint named explicitly, is refused in one line; none of them writes a file."""
-    out = fit(
-        tmp_path, "run", "--trainer.max_steps", "2", "--trainer.checkpoint_every", "1", recipe=TINY_ES_RECIPE
-    )
+    (tmp_path / "run.yaml").write_text(TINY_ES_RECIPE)  # its recipe: 2 updates, checkpoint_every 1
+    out = tmp_path / "run"
+    shutil.copytree(es_two_updates_run, out)  # a finished run of this test's own, to damage
     target = _ckpt(out, 2)
     before = _files(out)
 

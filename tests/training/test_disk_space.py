@@ -100,7 +100,9 @@ def test_a_write_the_disk_refuses_removes_its_partial_folder(small_disks, name):
     assert list((kept[name] / "run" / "checkpoints").iterdir()) == []  # the partial folder is gone
 
 
-def test_a_run_resumed_after_a_full_disk_ends_as_an_uninterrupted_run(small_disks, tmp_path):
+def test_a_run_resumed_after_a_full_disk_ends_as_an_uninterrupted_run(
+    small_disks, tmp_path, es_two_updates_run
+):
     """The run the full disk stopped after update 1, resumed where there is room, reaches the same
     weights, bit for bit, as the same run never stopped."""
     _, kept = small_disks
@@ -108,7 +110,7 @@ def test_a_run_resumed_after_a_full_disk_ends_as_an_uninterrupted_run(small_disk
     resumed = tmp_path / "resumed"
     shutil.copytree(kept["second"] / "run", resumed)
     two_steps = ("--trainer.max_steps", "2", "--trainer.checkpoint_every", "1")
-    straight = fit(tmp_path, "straight", *two_steps, recipe=TINY_ES_RECIPE)
+    straight = es_two_updates_run  # the same recipe and settings, never stopped
     fit(tmp_path, "resumed", *two_steps, "--trainer.resume", "true", recipe=TINY_ES_RECIPE)
     final = {out: Checkpoint(out / "checkpoints" / "step-000002") for out in (straight, resumed)}
     assert final[resumed].state["step"] == 2
