@@ -87,9 +87,19 @@ def _check_instruments(out, es: bool):
     assert "attribution/top_k/text_summary" in events.Tags()["tensors"]
 
 
-@pytest.mark.parametrize(("name", "recipe"), [("es", ES), ("grpo", GRPO)])
-def test_every_instrument_logs_on_a_real_run(tmp_path, name, recipe):
-    out = fit(tmp_path, name, "--trainer.max_steps", "4", recipe=recipe)
+@pytest.fixture(scope="module")
+def es_straight_run(tmp_path_factory):
+    """The ES run with every instrument, four updates without a stop: what the instruments log,
+    and what a run stopped after two and resumed must log again. Tests never write into it."""
+    return fit(tmp_path_factory.mktemp("es"), "es", "--trainer.max_steps", "4", recipe=ES)
+
+
+@pytest.mark.parametrize("name", ["es", "grpo"])
+def test_every_instrument_logs_on_a_real_run(tmp_path, name, request):
+    if name == "es":
+        out = request.getfixturevalue("es_straight_run")
+    else:
+        out = fit(tmp_path, name, "--trainer.max_steps", "4", recipe=GRPO)
     _check_instruments(out, es=name == "es")
     # the drift curve equals `es-lightning analyze` on the final checkpoint
     from es_lightning.analysis.command import run_analyze
@@ -107,8 +117,8 @@ def test_every_instrument_logs_on_a_real_run(tmp_path, name, recipe):
     assert [e["name"] for e in record["top_k"]] == [e["name"] for e in result["top_k"][:10]]
 
 
-def test_resume_continues_the_curves(tmp_path):
-    straight = fit(tmp_path, "straight", "--trainer.max_steps", "4", recipe=ES)
+def test_resume_continues_the_curves(tmp_path, es_straight_run):
+    straight = es_straight_run
     resumed = fit(tmp_path, "resumed", "--trainer.max_steps", "2", recipe=ES)
     state = Checkpoint(resumed / "checkpoints" / "step-000002").callbacks_state()
     assert state["0:TokenEntropy"]["history"].keys() == {0, 2}
