@@ -102,9 +102,18 @@ def run_analyze(
     Returns:
         What ``output`` holds.
     """
-    tau_list, export_taus, task = _check_settings(
-        taus, export_thresholded, top_k, threshold_view, device, evaluate, keep_exports
-    )
+    tau_list = parse_taus(taus, "taus")  # every setting is checked before any weight is read
+    export_taus = parse_taus(export_thresholded, "export_thresholded")
+    if top_k < 1:
+        raise ConfigError(f"--top_k must be >= 1, got {top_k}")
+    if threshold_view not in VIEWS:
+        raise ConfigError(f"--threshold_view must be one of {VIEWS}, got {threshold_view!r}")
+    if device != "auto":
+        try:
+            torch.device(device)
+        except RuntimeError as err:
+            raise ConfigError(f"--device {device!r}: {err}") from None
+    task = _resolve_task(evaluate, export_taus, keep_exports)
     evaluation = evaluation or EvalConfig()
     output = Path(output)
     base_w, ckpt_w, compare_w = _locate_models(base, checkpoint, compare)
@@ -152,31 +161,6 @@ def run_analyze(
         output.write_text(json.dumps(result, indent=2))
     print(f"written: {output}")
     return result
-
-
-def _check_settings(
-    taus: str | list[float],
-    export_thresholded: str | list[float] | None,
-    top_k: int,
-    threshold_view: View,
-    device: str,
-    evaluate: str | Task | None,
-    keep_exports: bool,
-) -> tuple[list[float], list[float], Task | None]:
-    """The thresholds τ, the export thresholds and the evaluation task, checked before any weight."""
-    tau_list = parse_taus(taus, "taus")
-    export_taus = parse_taus(export_thresholded, "export_thresholded")
-    if top_k < 1:
-        raise ConfigError(f"--top_k must be >= 1, got {top_k}")
-    if threshold_view not in VIEWS:
-        raise ConfigError(f"--threshold_view must be one of {VIEWS}, got {threshold_view!r}")
-    if device != "auto":
-        try:
-            torch.device(device)
-        except RuntimeError as err:
-            raise ConfigError(f"--device {device!r}: {err}") from None
-    task = _resolve_task(evaluate, export_taus, keep_exports)
-    return tau_list, export_taus, task
 
 
 def _locate_models(
