@@ -29,7 +29,6 @@ from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import DTypeName
 from es_lightning.rollout.base import Rollout
-from es_lightning.rollout.default import default_rollout
 from es_lightning.tasks.base import Task
 from es_lightning.weight_files import WeightIndex, iter_weights
 
@@ -102,18 +101,9 @@ def run_analyze(
     Returns:
         What ``output`` holds.
     """
-    tau_list = parse_taus(taus, "taus")  # every setting is checked before any weight is read
-    export_taus = parse_taus(export_thresholded, "export_thresholded")
-    if top_k < 1:
-        raise ConfigError(f"--top_k must be >= 1, got {top_k}")
-    if threshold_view not in VIEWS:
-        raise ConfigError(f"--threshold_view must be one of {VIEWS}, got {threshold_view!r}")
-    if device != "auto":
-        try:
-            torch.device(device)
-        except RuntimeError as err:
-            raise ConfigError(f"--device {device!r}: {err}") from None
-    task = _resolve_task(evaluate, export_taus, keep_exports)
+    tau_list, export_taus, task = _check_settings(
+        taus, export_thresholded, top_k, threshold_view, device, evaluate, keep_exports
+    )
     evaluation = evaluation or EvalConfig()
     output = Path(output)
     base_w, ckpt_w, compare_w = _locate_models(base, checkpoint, compare)
@@ -134,33 +124,39 @@ def run_analyze(
     if export_taus:
         root = Path(export_dir) if export_dir is not None else output.with_name(f"{output.stem}_thresholded")
         provenance = {"base": base, "checkpoint": checkpoint}
-        exports = export_all(
-            export_taus,
-            index,
-            ckpt_w.files,
-            ckpt_w.folder,
-            root,
-            threshold_view,
-            keep_exports,
-            provenance,
-            bar,
-        )
-        if task is None:
-            result["thresholded"] = list(exports)
-        else:  # one engine scores the checkpoint, each export as it is written, then the base
-            analysis = result if threshold_view == "stored" else result["bf16"]
-            png = output.with_name(f"{output.stem}_sparsity_curve.png")
-            if device == "auto":
-                device = "cuda" if torch.cuda.is_available() else "cpu"
-            curve = sparsity_curve(
-                analysis, ckpt_w.folder, exports, task, evaluation, rollout or default_rollout(),
-                torch.device(device), dtype, root / "completions", png, base_w.folder,
-            )  # fmt: skip
-            result.update(curve)
-            print(format_curve(result["sparsity_curve"], result["sparsity_curve_base"]))
+        png = output.with_name(f"{output.stem}_sparsity_curve.png")
+        _export_thresholded(
+            result, index, ckpt_w, export_taus, root, threshold_view, keep_exports, provenance, bar,
+            task, evaluation, rollout, device, dtype, png, base_w.folder,
+        )  # fmt: skip
         output.write_text(json.dumps(result, indent=2))
     print(f"written: {output}")
     return result
+
+
+def _check_settings(
+    taus: str | list[float],
+    export_thresholded: str | list[float] | None,
+    top_k: int,
+    threshold_view: View,
+    device: str,
+    evaluate: str | Task | None,
+    keep_exports: bool,
+) -> tuple[list[float], list[float], Task | None]:
+    """The thresholds τ, the export thresholds and the evaluation task, checked before any weight."""
+    tau_list = parse_taus(taus, "taus")
+    export_taus = parse_taus(export_thresholded, "export_thresholded")
+    if top_k < 1:
+        raise ConfigError(f"--top_k must be >= 1, got {top_k}")
+    if threshold_view not in VIEWS:
+        raise ConfigError(f"--threshold_view must be one of {VIEWS}, got {threshold_view!r}")
+    if device != "auto":
+        try:
+            torch.device(device)
+        except RuntimeError as err:
+            raise ConfigError(f"--device {device!r}: {err}") from None
+    task = _resolve_task(evaluate, export_taus, keep_exports)
+    return tau_list, export_taus, task
 
 
 def _locate_models(
@@ -206,6 +202,64 @@ def _analyze_model(
         stored["null"] = null_block(stored, model_walks.walks, tau_list, model_walks.describe())
         bf16["null"] = {"modelled": False, "reason": BF16_NOT_MODELLED}
     return {**head, **stored, "bf16": bf16}
+
+
+def _export_thresholded(
+    result: dict[str, Any],
+    index: WeightIndex,
+    ckpt_w: ModelWeights,
+    export_taus: list[float],
+    root: Path,
+    threshold_view: View,
+    keep_exports: bool,
+    provenance: dict[str, str],
+    bar: Callable[[str], Any],
+    task: Task | None,
+    evaluation: EvalConfig,
+    rollout: Rollout | None,
+    device: str,
+    dtype: DTypeName,
+    png: Path,
+    base_folder: Path,
+) -> None:
+    """Export θ_τ for each τ under ``root``, and with a task add the sparsity curve to ``result``."""
+    exports = export_all(
+        export_taus,
+        index,
+        ckpt_w.files,
+        ckpt_w.folder,
+        root,
+        threshold_view,
+        keep_exports,
+        provenance,
+        bar,
+    )
+    if task is None:
+        result["thresholded"] = list(exports)
+        return
+    if rollout is None:
+        from es_lightning.rollout.default import default_rollout
+
+        rollout = default_rollout()
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    analysis = result if threshold_view == "stored" else result["bf16"]
+    result.update(
+        sparsity_curve(
+            analysis,
+            ckpt_w.folder,
+            exports,
+            task,
+            evaluation,
+            rollout,
+            torch.device(device),
+            dtype,
+            root / "completions",
+            png,
+            base_folder,
+        )
+    )
+    print(format_curve(result["sparsity_curve"], result["sparsity_curve_base"]))
 
 
 def _resolve_task(evaluate: str | Task | None, export_taus: list[float], keep_exports: bool) -> Task | None:

@@ -48,6 +48,13 @@ class PairAnalyzer:
         for accumulator in (self.drift, self.sparsity, self.top):
             accumulator.add(name, theta0, theta, delta)
 
+    def merge(self, other: PairAnalyzer) -> PairAnalyzer:
+        """Add ``other``'s tensors (another shard of the same model, same settings); returns ``self``."""
+        self.drift.merge(other.drift)
+        self.sparsity.merge(other.sparsity)
+        self.top.merge(other.top)
+        return self
+
     def result(self) -> dict[str, Any]:
         """The fields of the three accumulators in one dict, plus ``"view"``."""
         return {"view": self.view, **self.drift.result(), **self.sparsity.result(), **self.top.result()}

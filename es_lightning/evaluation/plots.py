@@ -17,7 +17,13 @@ from es_lightning.evaluation.percent_axis import Z_95, binomial_se, clamp_percen
 def pow2_ticks(ks: list[int]) -> list[int]:
     """Powers of two between the smallest and largest K, plus both ends."""
     lo, hi = min(ks), max(ks)
-    return sorted({lo, hi, *(2**i for i in range(hi.bit_length()) if lo <= 2**i <= hi)})
+    ticks = {lo, hi}
+    p = 1
+    while p <= hi:
+        if p >= lo:
+            ticks.add(p)
+        p *= 2
+    return sorted(ticks)
 
 
 def plot_pass_at_k(

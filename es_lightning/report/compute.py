@@ -6,10 +6,11 @@ wall-clock and memory are the whole process's (:mod:`~es_lightning.report.measur
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from es_lightning.report.readers import Series, read_json, read_series
+from es_lightning.report.readers import Series, read_series
 from es_lightning.report.stats import stat, stat_json
 
 FIELDS = ("updates", "rollouts", "generated_tokens", "train_seconds", "wall_seconds", "peak_rss_mb")
@@ -23,7 +24,10 @@ def _by_step(series: dict[str, Series], key: str) -> dict[int, float]:
 
 def read_measure(path: Path) -> dict[str, float | None]:
     """``wall_seconds`` and ``peak_rss_mb`` of a measured run (``None`` each when not recorded)."""
-    data = read_json(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
     data = data if isinstance(data, dict) else {}
     return {k: data.get(k) for k in ("wall_seconds", "peak_rss_mb")}
 

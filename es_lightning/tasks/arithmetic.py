@@ -18,7 +18,7 @@ from typing import Any
 
 from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Score
-from es_lightning.tasks.families import GeneratedTask, check_at_least
+from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
 
 _ANSWER_MARK = "A:"
@@ -80,7 +80,8 @@ class Arithmetic(GeneratedTask):
         n_validation: int = 200,
         **kwargs: Any,
     ) -> None:
-        check_at_least("arithmetic", max_number=(max_number, 1))
+        if max_number < 1:
+            raise ConfigError(f"arithmetic: max_number must be at least 1, got {max_number}")
         super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test, seed=seed, **kwargs)
         sizes = {"n_train": (n_train, self.train), "n_validation": (n_validation, self.validation)}
         sizes["n_test"] = (n_test, self.test)
@@ -94,10 +95,25 @@ class Arithmetic(GeneratedTask):
 
     # -- data ---------------------------------------------------------------------------------
     def generate_split(self, split: str) -> list[dict[str, Any]]:
-        """The first problems of a stream not in :meth:`kept_apart`: validation's stream is test's."""
-        n, seen = self.split_size(split), self.kept_apart(split, _key)
-        rng = random.Random(f"arithmetic-{self.seed}-{'train' if split == 'train' else 'test'}")
-        seen = {key for key in seen if all(1 <= x <= self.max_number for x in key)}
+        if split == "test":
+            return self._draw("test", self.n_test, exclude=set())
+        test = {_key(row) for row in self.split_rows("test")}
+        if split == "validation":  # the test stream: the problems after the (generated) test split
+            return self._draw("test", self.n_validation, exclude=test, split="validation")
+        validation = (
+            {_key(row) for row in self.split_rows("validation")}
+            if self.n_validation or self.validation
+            else set()
+        )
+        return self._draw("train", self.n_train, exclude=test | validation)
+
+    def _draw(
+        self, stream: str, n: int, exclude: set[tuple[int, int, int]], split: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The first ``n`` problems of ``stream`` not in ``exclude``, for ``split`` (default: ``stream``)."""
+        split = split or stream
+        rng = random.Random(f"arithmetic-{self.seed}-{stream}")
+        seen = {key for key in exclude if all(1 <= x <= self.max_number for x in key)}
         if n > self.max_number**3 - len(seen):
             others = "the test split" if split != "train" else "the test and validation splits"
             raise ConfigError(

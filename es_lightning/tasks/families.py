@@ -19,19 +19,11 @@ from __future__ import annotations
 import copy
 import random
 from abc import abstractmethod
-from collections.abc import Callable, Collection, Hashable
 from typing import Any, ClassVar
 
 from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Task, check_split
 from es_lightning.tasks.data import DataSource
-
-
-def check_at_least(task: str, **sizes: tuple[int, int]) -> None:
-    """Refuse an ``arg=(given, least)`` with ``given < least`` (ConfigError naming ``task`` and ``arg``)."""
-    for arg, (given, least) in sizes.items():
-        if given < least:
-            raise ConfigError(f"{task}: {arg} must be at least {least}, got {given}")
 
 
 def held_out(n_rows: int, size: int, seed: int) -> set[int]:
@@ -163,7 +155,9 @@ class GeneratedTask(Task):
         n_validation: int = 0,
         **kwargs: Any,
     ) -> None:
-        check_at_least(self.name, n_train=(n_train, 0), n_validation=(n_validation, 0), n_test=(n_test, 0))
+        for arg, given in (("n_train", n_train), ("n_validation", n_validation), ("n_test", n_test)):
+            if given < 0:
+                raise ConfigError(f"{self.name}: {arg} must be at least 0, got {given}")
         super().__init__(train=train, test=test, validation=validation, **kwargs)
         self.n_train, self.n_validation, self.n_test, self.seed = n_train, n_validation, n_test, seed
 
@@ -182,40 +176,6 @@ class GeneratedTask(Task):
         if self.source(split) is not None:
             return super().load(split)
         return self.generate_split(split)
-
-    def kept_apart(self, split: str, key: Callable[[dict[str, Any]], Hashable]) -> set[Any]:
-        """The ``key`` of every row ``split`` must not repeat: the test split's for validation, the
-        test and (when it has rows) validation splits' for train."""
-        earlier = {"test": [], "validation": ["test"], "train": ["test", "validation"]}[split]
-        if not (self.n_validation or self.validation):
-            earlier = [s for s in earlier if s != "validation"]
-        return {key(row) for s in earlier for row in self.split_rows(s)}
-
-    def draw_unique(
-        self,
-        rng: random.Random,
-        draw: Callable[[random.Random], dict[str, Any] | None],
-        n: int,
-        key: Callable[[dict[str, Any]], Hashable],
-        exclude: Collection[Hashable] = (),
-        settings: str = "",
-    ) -> list[dict[str, Any]]:
-        """The first ``n`` rows ``draw(rng)`` makes whose ``key`` is new and not in ``exclude``
-        (``None``: no row), in at most ``100 n + 1000`` draws (ConfigError naming ``settings``)."""
-        rows: list[dict[str, Any]] = []
-        seen = set(exclude)
-        for _ in range(100 * n + 1000):
-            if len(rows) == n:
-                return rows
-            row = draw(rng)
-            if row is not None and key(row) not in seen:
-                seen.add(key(row))
-                rows.append(row)
-        if len(rows) == n:
-            return rows
-        raise ConfigError(
-            f"{self.name}: found only {len(rows)} distinct problems of the {n} asked for with {settings}"
-        )
 
     @abstractmethod
     def generate_split(self, split: str) -> list[dict[str, Any]]:

@@ -73,14 +73,30 @@ def run_fit(
     eval_tasks = resolve_eval_tasks(eval_tasks)  # a suite name or names -> {metric name: Task}
     if (strategy is None) == (stages is None):
         raise ConfigError("fit: give exactly one of `strategy` or `stages`")
-    rollout = rollout or default_rollout()
     if stages is not None:
         return run_pipeline(
-            module, stages, rollout, trainer, evaluation, eval_tasks, callbacks, hparams, loggers
+            module,
+            stages,
+            rollout or default_rollout(),
+            trainer,
+            evaluation,
+            eval_tasks,
+            callbacks,
+            hparams,
+            loggers,
         )
-    return Trainer(
-        module, strategy, rollout, trainer, evaluation, eval_tasks, callbacks, hparams, loggers
-    ).fit()
+    trainer_obj = Trainer(
+        module=module,
+        strategy=strategy,
+        rollout=rollout or default_rollout(),
+        config=trainer,
+        evaluation=evaluation,
+        eval_tasks=eval_tasks,
+        callbacks=callbacks,
+        hparams=hparams,
+        loggers=loggers,
+    )
+    return trainer_obj.fit()
 
 
 def fit_parser() -> Any:

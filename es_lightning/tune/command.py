@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from es_lightning.errors import ConfigError
 from es_lightning.report.config import split_overrides
 from es_lightning.report.output import report_command
 from es_lightning.tune.config import Selection, TuneMethod, check_overrides
+
+if TYPE_CHECKING:
+    from es_lightning.tune.grid import GridPoint
 
 PLAN_NAME = "tune_plan.json"
 
@@ -98,20 +101,9 @@ def run_tune(
     check_overrides(budget_tokens, "the budget")
     check_overrides(validation_tokens, "validation_overrides")
     output_dir = Path(output_dir)
-    config = {  # the resolved settings, as tune.json records them
-        "methods": {m: {"recipe": s.recipe, "grid": s.grid} for m, s in methods.items()},
-        "selection": {
-            "metric": selection.metric,
-            "rule": selection.rule,
-            **({"control": selection.control, "min_score": selection.min_score} if selection.control else {}),
-            "description": selection.describe(),
-        },
-        "budget": budget_tokens,
-        "validation_overrides": validation_tokens,
-        "seeds": seeds,
-        "trial_callbacks": trial_callbacks,
-        "output_dir": str(output_dir),
-    }
+    config = _tune_config(
+        methods, selection, budget_tokens, validation_tokens, seeds, trial_callbacks, output_dir
+    )
     trials, removed = plan_trials(
         methods, selection, budget_tokens, validation_tokens, seeds, output_dir, trial_callbacks
     )
@@ -135,6 +127,32 @@ def run_tune(
     chosen = {m: (s["chosen"] or {}).get("label") for m, s in summaries.items()}
     print(f"[tune] chosen: {chosen}; written: {output_dir / 'TUNE.md'}", flush=True)
     return tune
+
+
+def _tune_config(
+    methods: dict[str, TuneMethod],
+    selection: Selection,
+    budget_tokens: list[str],
+    validation_tokens: list[str],
+    seeds: list[int],
+    trial_callbacks: bool,
+    output_dir: Path,
+) -> dict[str, Any]:
+    """The resolved settings, as recorded under ``config`` in ``tune.json``."""
+    return {
+        "methods": {m: {"recipe": s.recipe, "grid": s.grid} for m, s in methods.items()},
+        "selection": {
+            "metric": selection.metric,
+            "rule": selection.rule,
+            **({"control": selection.control, "min_score": selection.min_score} if selection.control else {}),
+            "description": selection.describe(),
+        },
+        "budget": budget_tokens,
+        "validation_overrides": validation_tokens,
+        "seeds": seeds,
+        "trial_callbacks": trial_callbacks,
+        "output_dir": str(output_dir),
+    }
 
 
 def _method_summary(
@@ -189,18 +207,31 @@ def _method_summary(
     best = None if summary["unfinished"] else choose(eligible)
     if floor is not None and not summary["unfinished"] and best is None:
         summary["below_min_score"] = floor
-    if best is not None:  # its recipe written into output_dir/chosen
-        point = points[best.label]
-        overrides, recipe = point.overrides(), output_dir / "chosen" / f"{method}.yaml"
-        _chosen_recipe(parser, method, spec, budget, overrides, recipe)
-        summary["chosen"] = {
-            "label": point.label,
-            "settings": dict(point.settings),
-            "score": best.score,
-            "overrides": overrides,
-            "recipe": str(recipe),
-        }
+    if best is not None:
+        summary["chosen"] = _chosen(parser, method, spec, budget, output_dir, points[best.label], best.score)
     return summary
+
+
+def _chosen(
+    parser: Any,
+    method: str,
+    spec: TuneMethod,
+    budget: list[str],
+    output_dir: Path,
+    point: GridPoint,
+    score: float,
+) -> dict[str, Any]:
+    """The chosen configuration, its recipe written into ``output_dir/chosen``."""
+    overrides = point.overrides()
+    recipe = output_dir / "chosen" / f"{method}.yaml"
+    _chosen_recipe(parser, method, spec, budget, overrides, recipe)
+    return {
+        "label": point.label,
+        "settings": dict(point.settings),
+        "score": score,
+        "overrides": overrides,
+        "recipe": str(recipe),
+    }
 
 
 def tune_parser() -> Any:
