@@ -42,6 +42,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_vllm)
 
 
+@pytest.fixture(autouse=True)
+def _same_working_folder():
+    """A test that leaves the process in another folder fails (and the folder is restored): every
+    later test reading ``recipes/...`` would fail for a reason far from its own."""
+    before = os.getcwd()
+    yield
+    after = os.getcwd()
+    if after != before:
+        os.chdir(before)
+        pytest.fail(f"the test left the working folder at {after} (was {before})")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Built-in models are built into a per-session cache, never the user's."""

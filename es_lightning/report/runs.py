@@ -308,18 +308,25 @@ def _attempt(spec: RunSpec, timeout_s: float | None, argv: list[str]) -> RunOutc
     return RunOutcome(spec, "failed", code, seconds, error=f"{error}\n{tail(log)}".strip(), log=str(log))
 
 
+_PARSING = threading.Lock()
+
+
 def resolved_key(spec: RunSpec) -> str | None:
-    """The run's resolved ``fit`` configuration as text (output folder aside), or ``None``."""
+    """The run's resolved ``fit`` configuration as text (output folder aside), or ``None``.
+
+    One parse at a time: jsonargparse changes the process's working folder to the recipe's while it
+    reads it, so two threads parsing at once can leave the process in the wrong folder."""
     if spec.command != "fit":
         return None
     try:
         from es_lightning.training.command import fit_parser
         from es_lightning.training.stage_args import expand_stage_args
 
-        parser = fit_parser()
         argv = command_line(spec)[4:]  # --config ... (without the interpreter, -m es_lightning and fit)
         argv[argv.index("--trainer.output_dir") + 1] = "RUN_DIR"
-        return parser.dump(parser.parse_args(expand_stage_args(parser, argv)))
+        with _PARSING:
+            parser = fit_parser()
+            return parser.dump(parser.parse_args(expand_stage_args(parser, argv)))
     except (Exception, SystemExit):  # an unparsable recipe fails when it runs, with its own log
         return None
 

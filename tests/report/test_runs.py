@@ -510,3 +510,29 @@ def test_an_evaluation_another_report_process_runs_is_busy_not_repeated(tmp_path
         record = logged_record("p", argv, log, out.exists)
     assert record["status"] == "busy" and record["error"] == BUSY and not out.exists()
     assert logged_record("p", argv, log, out.exists)["status"] == "finished" and out.exists()
+
+
+def test_runs_resolved_in_threads_leave_the_working_folder_alone(tmp_path):
+    """jsonargparse reads a recipe from inside the recipe's folder; parses in two threads at once
+    (two report workers in one process) must not leave the process there."""
+    import os
+    import shutil
+    import threading
+
+    from es_lightning.report.runs import resolved_key
+    from tests.helpers import REPO
+
+    shutil.copy(REPO / "recipes" / "coverage_cpu_es.yaml", tmp_path / "es.yaml")
+    specs = [
+        RunSpec("es", None, s, str(tmp_path / "es.yaml"), (), tmp_path / "runs" / f"seed{s}")
+        for s in range(4)
+    ]
+    keys: dict[int, str | None] = {}
+    threads = [threading.Thread(target=lambda s=s: keys.setdefault(s.seed, resolved_key(s))) for s in specs]
+    before = os.getcwd()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert os.getcwd() == before
+    assert all(keys[s] is not None and "RUN_DIR" in keys[s] for s in range(8))
