@@ -525,7 +525,7 @@ def test_runs_resolved_in_threads_leave_the_working_folder_alone(tmp_path):
     shutil.copy(REPO / "recipes" / "coverage_cpu_es.yaml", tmp_path / "es.yaml")
     specs = [
         RunSpec("es", None, s, str(tmp_path / "es.yaml"), (), tmp_path / "runs" / f"seed{s}")
-        for s in range(4)
+        for s in range(8)
     ]
     keys: dict[int, str | None] = {}
     threads = [threading.Thread(target=lambda s=s: keys.setdefault(s.seed, resolved_key(s))) for s in specs]
