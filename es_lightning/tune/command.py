@@ -89,7 +89,7 @@ def run_tune(
         The content of ``tune.json``.
     """
     from es_lightning.tune.launch import run_trial
-    from es_lightning.tune.markdown import render
+    from es_lightning.tune.page import render
     from es_lightning.tune.trials import FitParser, plan_trials
 
     if not methods:

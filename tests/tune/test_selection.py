@@ -102,7 +102,7 @@ def test_learned_reads_the_paired_bootstrap_of_the_validation_outcomes(tmp_path)
 
 
 def test_tune_md_says_when_no_configuration_learned():
-    from es_lightning.tune.markdown import _learning_note
+    from es_lightning.tune.page import _learning_note
 
     def summary(*learned):
         return {"candidates": [{"label": f"c{i}", "learned": v} for i, v in enumerate(learned)]}
@@ -182,7 +182,7 @@ def test_over_control_needs_its_control_and_delta_last_refuses_one():
 
 
 def test_tune_md_shows_each_configuration_against_its_control_and_when_none_reaches_the_floor():
-    from es_lightning.tune.markdown import render
+    from es_lightning.tune.page import render
 
     grid = {
         "strategy.init_args.learning_rate": [0.003],
