@@ -80,8 +80,7 @@ class Arithmetic(GeneratedTask):
         n_validation: int = 200,
         **kwargs: Any,
     ) -> None:
-        if max_number < 1:
-            raise ConfigError(f"arithmetic: max_number must be at least 1, got {max_number}")
+        self.check_at_least(max_number=(max_number, 1))
         super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test, seed=seed, **kwargs)
         sizes = {"n_train": (n_train, self.train), "n_validation": (n_validation, self.validation)}
         sizes["n_test"] = (n_test, self.test)
@@ -95,23 +94,13 @@ class Arithmetic(GeneratedTask):
 
     # -- data ---------------------------------------------------------------------------------
     def generate_split(self, split: str) -> list[dict[str, Any]]:
-        if split == "test":
-            return self._draw("test", self.n_test, exclude=set())
-        test = {_key(row) for row in self.split_rows("test")}
-        if split == "validation":  # the test stream: the problems after the (generated) test split
-            return self._draw("test", self.n_validation, exclude=test, split="validation")
-        validation = (
-            {_key(row) for row in self.split_rows("validation")}
-            if self.n_validation or self.validation
-            else set()
-        )
-        return self._draw("train", self.n_train, exclude=test | validation)
+        stream = "train" if split == "train" else "test"  # validation: the test problems after test
+        return self._draw(stream, self.split_size(split), self.kept_apart(split, _key), split)
 
     def _draw(
-        self, stream: str, n: int, exclude: set[tuple[int, int, int]], split: str | None = None
+        self, stream: str, n: int, exclude: set[tuple[int, int, int]], split: str
     ) -> list[dict[str, Any]]:
-        """The first ``n`` problems of ``stream`` not in ``exclude``, for ``split`` (default: ``stream``)."""
-        split = split or stream
+        """The first ``n`` problems of ``stream`` not in ``exclude``, for ``split``."""
         rng = random.Random(f"arithmetic-{self.seed}-{stream}")
         seen = {key for key in exclude if all(1 <= x <= self.max_number for x in key)}
         if n > self.max_number**3 - len(seen):
