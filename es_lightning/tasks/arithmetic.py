@@ -21,7 +21,8 @@ from es_lightning.tasks.base import Score
 from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
 
-_ANSWER_MARK = "A:"
+ANSWER_MARK = "A:"
+"""What comes before the final answer in the worked solutions of ``arithmetic`` and ``countdown_tiny``."""
 _INTEGER = re.compile(r"[+-]?[0-9]{1,12}")  # ASCII digits only: int() would accept "\u0661\u0664"
 
 
@@ -33,16 +34,19 @@ def true_value(row: dict[str, Any]) -> int:
 def worked_solution(row: dict[str, Any]) -> str:
     """The target completion of ``row`` (no trailing newline): ``"12+7=19\\n19-5=14\\nA: 14"``."""
     a, b, c = int(row["a"]), int(row["b"]), int(row["c"])
-    return f"{a}+{b}={a + b}\n{a + b}-{c}={a + b - c}\n{_ANSWER_MARK} {a + b - c}"
+    return f"{a}+{b}={a + b}\n{a + b}-{c}={a + b - c}\n{ANSWER_MARK} {a + b - c}"
+
+
+def answer_line(completion: str) -> str | None:
+    """The rest of the line after the last ``A:``, stripped; ``None`` when there is no ``A:``."""
+    at = completion.rfind(ANSWER_MARK)
+    return None if at < 0 else completion[at + len(ANSWER_MARK) :].split("\n", 1)[0].strip()
 
 
 def extract_answer(completion: str) -> str | None:
     """The canonical integer after the last ``A:`` (rules 1-2 of the module docstring), or ``None``."""
-    at = completion.rfind(_ANSWER_MARK)
-    if at < 0:
-        return None
-    text = completion[at + len(_ANSWER_MARK) :].split("\n", 1)[0].strip()
-    if not _INTEGER.fullmatch(text):
+    text = answer_line(completion)
+    if text is None or not _INTEGER.fullmatch(text):
         return None
     return str(int(text))
 

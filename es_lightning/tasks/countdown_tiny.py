@@ -22,12 +22,12 @@ from functools import lru_cache
 from typing import Any
 
 from es_lightning.errors import ConfigError
+from es_lightning.tasks.arithmetic import ANSWER_MARK, answer_line
 from es_lightning.tasks.base import Score
 from es_lightning.tasks.countdown import evaluate, format_value, problem_key
 from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
 
-_ANSWER_MARK = "A:"
 _MAX_ANSWER_CHARS = 200
 
 Step = tuple[int, str, int, int]
@@ -84,16 +84,15 @@ def solution_expression(nums: list[int], steps: tuple[Step, ...]) -> str:
 def worked_solution(nums: list[int], steps: tuple[Step, ...]) -> str:
     """The target completion for one step sequence (``5*3=15\\n15+7=22\\nA: (5*3)+7``)."""
     lines = [f"{a}{op}{b}={value}" for a, op, b, value in steps]
-    return "\n".join([*lines, f"{_ANSWER_MARK} {solution_expression(nums, steps)}"])
+    return "\n".join([*lines, f"{ANSWER_MARK} {solution_expression(nums, steps)}"])
 
 
 def extract_expression(completion: str) -> str | None:
     """The expression after the last ``A:`` (rule 1 of the module docstring), or ``None``."""
-    at = completion.rfind(_ANSWER_MARK)
-    if at < 0:
+    line = answer_line(completion)
+    if line is None:
         return None
-    text = completion[at + len(_ANSWER_MARK) :].split("\n", 1)[0].split("=", 1)[0].strip()
-    return text or None
+    return line.split("=", 1)[0].strip() or None
 
 
 def _literals(expression: str) -> list[int]:
