@@ -74,15 +74,9 @@ class DatasetTask(Task):
         validation_seed: int = 0,
         **kwargs: Any,
     ) -> None:
-        given = [
-            name
-            for name, value in (
-                ("validation", validation),
-                ("validation_size", validation_size),
-                ("validation_fraction", validation_fraction),
-            )
-            if value is not None
-        ]
+        choices = (validation, validation_size, validation_fraction)
+        names = ("validation", "validation_size", "validation_fraction")
+        given = [name for name, value in zip(names, choices) if value is not None]
         if len(given) > 1:
             raise ConfigError(
                 f"{self.name}: give one of {' and '.join(given)} (each sets the validation split)"
