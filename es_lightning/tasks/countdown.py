@@ -121,8 +121,16 @@ class Countdown(GeneratedTask):
 
     # -- data ---------------------------------------------------------------------------------
     def generate_split(self, split: str) -> list[dict[str, Any]]:
+        """Rows ``start`` to ``start + split_size`` of the seeded stream of unique problems."""
         start = {"test": 0, "validation": self.n_test, "train": self.n_test + self.n_validation}[split]
-        return self.generate(start + self.split_size(split))[start:]
+        rng = random.Random(self.seed)
+        settings = (
+            f"num_numbers={self.num_numbers}, max_number={self.max_number}, max_target={self.max_target}"
+        )
+        rows = self.draw_unique(
+            start + self.split_size(split), lambda: self._draw(rng), problem_key, settings=settings
+        )
+        return rows[start:]
 
     def _draw(self, rng: random.Random) -> dict[str, Any] | None:
         nums = [rng.randint(1, self.max_number) for _ in range(self.num_numbers)]
@@ -142,14 +150,6 @@ class Countdown(GeneratedTask):
         if not 1 <= target <= self.max_target:
             return None
         return {"nums": nums, "target": int(target), "solution": solution[1:-1]}
-
-    def generate(self, n: int) -> list[dict[str, Any]]:
-        """The first ``n`` unique problems of this task's seeded stream (module rules above)."""
-        rng = random.Random(self.seed)
-        settings = (
-            f"num_numbers={self.num_numbers}, max_number={self.max_number}, max_target={self.max_target}"
-        )
-        return self.draw_unique(n, lambda: self._draw(rng), problem_key, settings=settings)
 
     # -- prompts and verification -------------------------------------------------------------
     def question(self, row: dict[str, Any]) -> str:

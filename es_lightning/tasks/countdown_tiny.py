@@ -187,17 +187,15 @@ class CountdownTiny(GeneratedTask):
 
     # -- data ---------------------------------------------------------------------------------
     def generate_split(self, split: str) -> list[dict[str, Any]]:
-        return self.generate(self.split_size(split), exclude=self.kept_apart(split, problem_key))
-
-    def generate(
-        self, n: int, exclude: set[tuple[tuple[int, ...], int]] | None = None
-    ) -> list[dict[str, Any]]:
-        """The first ``n`` unique problems of the seeded stream not in ``exclude``."""
+        """The first :meth:`split_size` problems of the seeded stream that no kept-apart split holds."""
         rng = random.Random(f"countdown_tiny-{self.seed}")
         settings = (
             f"max_number={self.max_number}, max_target={self.max_target}, min_solutions={self.min_solutions}"
         )
-        return self.draw_unique(n, lambda: self._draw(rng), problem_key, exclude or (), settings)
+        exclude = self.kept_apart(split, problem_key)
+        return self.draw_unique(
+            self.split_size(split), lambda: self._draw(rng), problem_key, exclude, settings
+        )
 
     def _draw(self, rng: random.Random) -> dict[str, Any] | None:
         count = 4 if rng.random() < self.four_number_fraction else 3
