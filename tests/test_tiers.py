@@ -58,7 +58,7 @@ def test_cli_runs_python_children_and_torchrun_are_refused():
 
 
 def test_task_verifiers_and_other_programs_are_allowed():
-    assert child_kind([sys.executable, "-c", f"{VERIFIER_WORKER}; serve_fds(3, 4)"]) is None
+    assert child_kind([sys.executable, "-c", f"{VERIFIER_WORKER}; serve_fd(3)"]) is None
     assert child_kind([sys.executable, "-I", "-S", "-B", CHILD_SCRIPT]) is None
     assert child_kind([sys.executable, "-c", "import sys, json; print(json.dumps(sys.path))"]) is None
     assert child_kind(["git", "rev-parse", "HEAD"]) is None

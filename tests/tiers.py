@@ -36,7 +36,7 @@ from es_lightning.sandbox.isolation import CHILD_SCRIPT
 INTEGRATION = "integration"
 ENGINE_FIXTURES = frozenset({"vllm_engine", "vllm_rollout"})
 """Fixtures that hand a test a vLLM engine: a test asking for one is ``integration`` by itself."""
-VERIFIER_WORKER = "from es_lightning.tasks.bounded import serve_fds"
+VERIFIER_WORKER = "from es_lightning.tasks.bounded import serve_fd"
 ALLOWED_CODE = (VERIFIER_WORKER, "import sys, json; print(json.dumps(sys.path))")
 """``python -c`` programs the fast tier allows: the math verifier's worker, typeshed_client's probe."""
 WRAPPERS = frozenset(

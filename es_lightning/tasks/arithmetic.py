@@ -21,7 +21,8 @@ from es_lightning.tasks.base import Score
 from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
 
-_ANSWER_MARK = "A:"
+ANSWER_MARK = "A:"
+"""What comes before the final answer in the worked solutions of ``arithmetic`` and ``countdown_tiny``."""
 _INTEGER = re.compile(r"[+-]?[0-9]{1,12}")  # ASCII digits only: int() would accept "\u0661\u0664"
 
 
@@ -33,16 +34,19 @@ def true_value(row: dict[str, Any]) -> int:
 def worked_solution(row: dict[str, Any]) -> str:
     """The target completion of ``row`` (no trailing newline): ``"12+7=19\\n19-5=14\\nA: 14"``."""
     a, b, c = int(row["a"]), int(row["b"]), int(row["c"])
-    return f"{a}+{b}={a + b}\n{a + b}-{c}={a + b - c}\n{_ANSWER_MARK} {a + b - c}"
+    return f"{a}+{b}={a + b}\n{a + b}-{c}={a + b - c}\n{ANSWER_MARK} {a + b - c}"
+
+
+def answer_line(completion: str) -> str | None:
+    """The rest of the line after the last ``A:``, stripped; ``None`` when there is no ``A:``."""
+    at = completion.rfind(ANSWER_MARK)
+    return None if at < 0 else completion[at + len(ANSWER_MARK) :].split("\n", 1)[0].strip()
 
 
 def extract_answer(completion: str) -> str | None:
     """The canonical integer after the last ``A:`` (rules 1-2 of the module docstring), or ``None``."""
-    at = completion.rfind(_ANSWER_MARK)
-    if at < 0:
-        return None
-    text = completion[at + len(_ANSWER_MARK) :].split("\n", 1)[0].strip()
-    if not _INTEGER.fullmatch(text):
+    text = answer_line(completion)
+    if text is None or not _INTEGER.fullmatch(text):
         return None
     return str(int(text))
 
@@ -80,8 +84,7 @@ class Arithmetic(GeneratedTask):
         n_validation: int = 200,
         **kwargs: Any,
     ) -> None:
-        if max_number < 1:
-            raise ConfigError(f"arithmetic: max_number must be at least 1, got {max_number}")
+        self.check_at_least(max_number=(max_number, 1))
         super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test, seed=seed, **kwargs)
         sizes = {"n_train": (n_train, self.train), "n_validation": (n_validation, self.validation)}
         sizes["n_test"] = (n_test, self.test)
@@ -95,23 +98,13 @@ class Arithmetic(GeneratedTask):
 
     # -- data ---------------------------------------------------------------------------------
     def generate_split(self, split: str) -> list[dict[str, Any]]:
-        if split == "test":
-            return self._draw("test", self.n_test, exclude=set())
-        test = {_key(row) for row in self.split_rows("test")}
-        if split == "validation":  # the test stream: the problems after the (generated) test split
-            return self._draw("test", self.n_validation, exclude=test, split="validation")
-        validation = (
-            {_key(row) for row in self.split_rows("validation")}
-            if self.n_validation or self.validation
-            else set()
-        )
-        return self._draw("train", self.n_train, exclude=test | validation)
+        stream = "train" if split == "train" else "test"  # validation: the test problems after test
+        return self._draw(stream, self.split_size(split), self.kept_apart(split, _key), split)
 
     def _draw(
-        self, stream: str, n: int, exclude: set[tuple[int, int, int]], split: str | None = None
+        self, stream: str, n: int, exclude: set[tuple[int, int, int]], split: str
     ) -> list[dict[str, Any]]:
-        """The first ``n`` problems of ``stream`` not in ``exclude``, for ``split`` (default: ``stream``)."""
-        split = split or stream
+        """The first ``n`` problems of ``stream`` not in ``exclude``, for ``split``."""
         rng = random.Random(f"arithmetic-{self.seed}-{stream}")
         seen = {key for key in exclude if all(1 <= x <= self.max_number for x in key)}
         if n > self.max_number**3 - len(seen):

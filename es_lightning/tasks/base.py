@@ -110,16 +110,11 @@ class Task(RecordsInit, ABC):
         if missing:
             absent = [c for c in missing if c not in row]
             null = [c for c in missing if c in row]
-            what = " and ".join(
-                part
-                for part in (
-                    f"lacks column(s) {absent}" if absent else "",
-                    f"lacks a value for column(s) {null} (missing or null)" if null else "",
-                )
-                if part
-            )
+            parts = [f"lacks column(s) {absent}"] if absent else []
+            if null:
+                parts.append(f"lacks a value for column(s) {null} (missing or null)")
             raise ConfigError(
-                f"{self.name}: {where} {what}; it has {sorted(k for k, v in row.items() if v is not None)}. "
+                f"{self.name}: {where} {' and '.join(parts)}; it has {sorted(k for k, v in row.items() if v is not None)}. "
                 "Map the dataset's names with `column_map` in the data source."
             )
         for column, expected in self.column_types.items():

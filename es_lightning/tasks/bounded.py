@@ -6,6 +6,7 @@ sympy expanding ``\\boxed{9^{9^{9}}}``). One worker per calling thread; an excep
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -19,8 +20,10 @@ STARTUP_S = 600.0
 _local = threading.local()
 
 
-def _serve(conn: _Duplex) -> None:
-    """The worker's loop: ``load`` and ``call`` messages, each answered ``(ok, result or error)``."""
+def serve_fd(fd: int) -> None:
+    """A worker's entry point (``python -c``): serve the ``load`` and ``call`` messages that arrive
+    on the socket ``fd``, each answered ``(ok, result or error)``."""
+    conn = Connection(fd)
     while True:
         try:
             kind, function, args = conn.recv()
@@ -33,48 +36,19 @@ def _serve(conn: _Duplex) -> None:
             conn.send((False, error))
 
 
-def serve_fds(read_fd: int, write_fd: int) -> None:
-    """A worker's entry point (``python -c``): serve the calls that arrive on ``read_fd``."""
-    inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
-    _serve(_Duplex(inbox, outbox))
-
-
-class _Duplex:
-    """Two one-way pipes as one connection: ``recv`` from the first, ``send`` and ``poll`` as named."""
-
-    def __init__(self, inbox: Connection, outbox: Connection) -> None:
-        self.inbox, self.outbox = inbox, outbox
-
-    def recv(self) -> Any:
-        return self.inbox.recv()
-
-    def send(self, obj: Any) -> None:
-        self.outbox.send(obj)
-
-    def poll(self, seconds: float) -> bool:
-        return self.inbox.poll(seconds)
-
-    def close(self) -> None:
-        self.inbox.close()
-        self.outbox.close()
-
-
-def _start() -> tuple[subprocess.Popen, _Duplex]:
-    """A worker process: a fresh interpreter (not ``__main__`` again), this import path, two pipes."""
-    to_worker_r, to_worker_w = os.pipe()
-    from_worker_r, from_worker_w = os.pipe()
-    code = f"from es_lightning.tasks.bounded import serve_fds; serve_fds({to_worker_r}, {from_worker_w})"
+def _start() -> tuple[subprocess.Popen, Connection]:
+    """A worker process: a fresh interpreter (not ``__main__`` again), this import path, one socket."""
+    parent, child = socket.socketpair()
+    code = f"from es_lightning.tasks.bounded import serve_fd; serve_fd({child.fileno()})"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    process = subprocess.Popen(
-        [sys.executable, "-c", code], pass_fds=(to_worker_r, from_worker_w), env=env, stdin=subprocess.DEVNULL
-    )
-    os.close(to_worker_r)
-    os.close(from_worker_w)
-    conn = _Duplex(Connection(from_worker_r, writable=False), Connection(to_worker_w, readable=False))
-    return process, conn
+    with child:
+        process = subprocess.Popen(
+            [sys.executable, "-c", code], pass_fds=(child.fileno(),), env=env, stdin=subprocess.DEVNULL
+        )
+    return process, Connection(parent.detach())
 
 
-def _worker(function: Callable[..., Any], warm: tuple[Any, ...] | None) -> _Duplex:
+def _worker(function: Callable[..., Any], warm: tuple[Any, ...] | None) -> Connection:
     """This thread's worker, started (and ``function`` loaded, warmed on ``warm``) if need be."""
     worker = getattr(_local, "worker", None)
     if worker is None or worker[0].poll() is not None:
@@ -88,7 +62,7 @@ def _worker(function: Callable[..., Any], warm: tuple[Any, ...] | None) -> _Dupl
     return conn
 
 
-def _answer(conn: _Duplex, seconds: float, what: str) -> Any:
+def _answer(conn: Connection, seconds: float, what: str) -> Any:
     if not conn.poll(seconds):
         stop_worker()
         raise TimeoutError(f"the verifier's worker process did not {what} within {seconds} s")

@@ -16,7 +16,6 @@ from collections import Counter
 from fractions import Fraction
 from typing import Any
 
-from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Score
 from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
@@ -67,8 +66,14 @@ def evaluate(expression: str, nums: list[int]) -> Fraction:
     return result
 
 
-def _format_value(value: Fraction) -> str:
+def format_value(value: Fraction) -> str:
+    """An exact value as majority vote compares it: ``"7"`` or ``"7/2"``."""
     return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+
+
+def problem_key(row: dict[str, Any]) -> tuple[tuple[int, ...], int]:
+    """What makes two problems the same: the sorted numbers and the target."""
+    return tuple(sorted(int(n) for n in row["nums"])), int(row["target"])
 
 
 @register_task
@@ -108,21 +113,24 @@ class Countdown(GeneratedTask):
         n_validation: int = 200,
         **kwargs: Any,
     ) -> None:
-        sizes = {
-            "num_numbers": (num_numbers, 2),
-            "max_number": (max_number, 1),
-            "max_target": (max_target, 1),
-        }
-        for arg, (given, low) in sizes.items():
-            if given < low:
-                raise ConfigError(f"countdown: {arg} must be at least {low}, got {given}")
+        self.check_at_least(
+            num_numbers=(num_numbers, 2), max_number=(max_number, 1), max_target=(max_target, 1)
+        )
         super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test, seed=seed, **kwargs)
         self.num_numbers, self.max_number, self.max_target = num_numbers, max_number, max_target
 
     # -- data ---------------------------------------------------------------------------------
     def generate_split(self, split: str) -> list[dict[str, Any]]:
+        """Rows ``start`` to ``start + split_size`` of the seeded stream of unique problems."""
         start = {"test": 0, "validation": self.n_test, "train": self.n_test + self.n_validation}[split]
-        return self.generate(start + self.split_size(split))[start:]
+        rng = random.Random(self.seed)
+        settings = (
+            f"num_numbers={self.num_numbers}, max_number={self.max_number}, max_target={self.max_target}"
+        )
+        rows = self.draw_unique(
+            start + self.split_size(split), lambda: self._draw(rng), problem_key, settings=settings
+        )
+        return rows[start:]
 
     def _draw(self, rng: random.Random) -> dict[str, Any] | None:
         nums = [rng.randint(1, self.max_number) for _ in range(self.num_numbers)]
@@ -143,28 +151,6 @@ class Countdown(GeneratedTask):
             return None
         return {"nums": nums, "target": int(target), "solution": solution[1:-1]}
 
-    def generate(self, n: int) -> list[dict[str, Any]]:
-        """The first ``n`` unique problems of this task's seeded stream (module rules above)."""
-        rng = random.Random(self.seed)
-        rows: list[dict[str, Any]] = []
-        seen: set[tuple[tuple[int, ...], int]] = set()
-        for _ in range(100 * n + 1000):
-            if len(rows) == n:
-                return rows
-            row = self._draw(rng)
-            if row is None:
-                continue
-            key = (tuple(sorted(row["nums"])), row["target"])
-            if key not in seen:
-                seen.add(key)
-                rows.append(row)
-        if len(rows) == n:
-            return rows
-        raise ConfigError(
-            f"countdown: found only {len(rows)} distinct problems of the {n} asked for with "
-            f"num_numbers={self.num_numbers}, max_number={self.max_number}, max_target={self.max_target}"
-        )
-
     # -- prompts and verification -------------------------------------------------------------
     def question(self, row: dict[str, Any]) -> str:
         nums = ", ".join(str(n) for n in row["nums"])
@@ -183,4 +169,4 @@ class Countdown(GeneratedTask):
             value = evaluate(expression, [int(n) for n in row["nums"]])
         except (ValueError, ZeroDivisionError, RecursionError):
             return Score(reward=0.0, answer=None)
-        return Score(reward=float(value == int(row["target"])), answer=_format_value(value))
+        return Score(reward=float(value == int(row["target"])), answer=format_value(value))

@@ -22,12 +22,12 @@ from functools import lru_cache
 from typing import Any
 
 from es_lightning.errors import ConfigError
+from es_lightning.tasks.arithmetic import ANSWER_MARK, answer_line
 from es_lightning.tasks.base import Score
-from es_lightning.tasks.countdown import evaluate
+from es_lightning.tasks.countdown import evaluate, format_value, problem_key
 from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
 
-_ANSWER_MARK = "A:"
 _MAX_ANSWER_CHARS = 200
 
 Step = tuple[int, str, int, int]
@@ -84,16 +84,15 @@ def solution_expression(nums: list[int], steps: tuple[Step, ...]) -> str:
 def worked_solution(nums: list[int], steps: tuple[Step, ...]) -> str:
     """The target completion for one step sequence (``5*3=15\\n15+7=22\\nA: (5*3)+7``)."""
     lines = [f"{a}{op}{b}={value}" for a, op, b, value in steps]
-    return "\n".join([*lines, f"{_ANSWER_MARK} {solution_expression(nums, steps)}"])
+    return "\n".join([*lines, f"{ANSWER_MARK} {solution_expression(nums, steps)}"])
 
 
 def extract_expression(completion: str) -> str | None:
     """The expression after the last ``A:`` (rule 1 of the module docstring), or ``None``."""
-    at = completion.rfind(_ANSWER_MARK)
-    if at < 0:
+    line = answer_line(completion)
+    if line is None:
         return None
-    text = completion[at + len(_ANSWER_MARK) :].split("\n", 1)[0].split("=", 1)[0].strip()
-    return text or None
+    return line.split("=", 1)[0].strip() or None
 
 
 def _literals(expression: str) -> list[int]:
@@ -172,14 +171,12 @@ class CountdownTiny(GeneratedTask):
         n_validation: int = 200,
         **kwargs: Any,
     ) -> None:
-        sizes = {
-            "max_number": (max_number, 1),
-            "max_target": (max_target, 1),
-            "min_solutions": (min_solutions, 1),
-        }
-        for arg, (given, low) in {**sizes, "max_value": (max_value, max_target)}.items():
-            if given < low:
-                raise ConfigError(f"countdown_tiny: {arg} must be at least {low}, got {given}")
+        self.check_at_least(
+            max_number=(max_number, 1),
+            max_target=(max_target, 1),
+            min_solutions=(min_solutions, 1),
+            max_value=(max_value, max_target),
+        )
         if not 0.0 <= four_number_fraction <= 1.0:
             raise ConfigError(
                 f"countdown_tiny: four_number_fraction must be in [0, 1], got {four_number_fraction}"
@@ -190,37 +187,14 @@ class CountdownTiny(GeneratedTask):
 
     # -- data ---------------------------------------------------------------------------------
     def generate_split(self, split: str) -> list[dict[str, Any]]:
-        if split == "test":
-            return self.generate(self.n_test)
-        test = {_key(row) for row in self.split_rows("test")}
-        if split == "validation":  # the problems after the (generated) test split
-            return self.generate(self.n_validation, exclude=test)
-        validation = (
-            {_key(row) for row in self.split_rows("validation")}
-            if self.n_validation or self.validation
-            else set()
-        )
-        return self.generate(self.n_train, exclude=test | validation)
-
-    def generate(
-        self, n: int, exclude: set[tuple[tuple[int, ...], int]] | None = None
-    ) -> list[dict[str, Any]]:
-        """The first ``n`` unique problems of the seeded stream not in ``exclude``."""
+        """The first :meth:`split_size` problems of the seeded stream that no kept-apart split holds."""
         rng = random.Random(f"countdown_tiny-{self.seed}")
-        rows: list[dict[str, Any]] = []
-        seen = set(exclude or ())
-        for _ in range(100 * n + 1000):
-            if len(rows) == n:
-                return rows
-            row = self._draw(rng)
-            if row is not None and _key(row) not in seen:
-                seen.add(_key(row))
-                rows.append(row)
-        if len(rows) == n:
-            return rows
-        raise ConfigError(
-            f"countdown_tiny: found only {len(rows)} distinct problems of the {n} asked for with "
+        settings = (
             f"max_number={self.max_number}, max_target={self.max_target}, min_solutions={self.min_solutions}"
+        )
+        exclude = self.kept_apart(split, problem_key)
+        return self.draw_unique(
+            self.split_size(split), lambda: self._draw(rng), problem_key, exclude, settings
         )
 
     def _draw(self, rng: random.Random) -> dict[str, Any] | None:
@@ -248,15 +222,7 @@ class CountdownTiny(GeneratedTask):
     def score(self, completion: str, row: dict[str, Any]) -> Score:
         verdict, value = check(completion, row)
         valid = verdict in ("correct", "wrong_value")
-        answer = None if value is None else _format_value(value)
+        answer = None if value is None else format_value(value)
         return Score(
             reward=float(verdict == "correct"), answer=answer, extra={"valid_expression": float(valid)}
         )
-
-
-def _format_value(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-
-
-def _key(row: dict[str, Any]) -> tuple[tuple[int, ...], int]:
-    return tuple(sorted(int(n) for n in row["nums"])), int(row["target"])

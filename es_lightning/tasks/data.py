@@ -14,6 +14,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -192,10 +193,7 @@ class _Origin:
         counts = [len(found) if found is not None else _count_rows(f) for f, found in zip(files, lines)]
         if any(c is None for c in counts) or sum(counts) != total:  # type: ignore[arg-type]
             return cls(files, lines, None)
-        offsets = [0]
-        for count in counts[:-1]:
-            offsets.append(offsets[-1] + count)  # type: ignore[operator]
-        return cls(files, lines, offsets)
+        return cls(files, lines, [0, *accumulate(counts[:-1])])  # type: ignore[list-item]
 
     def where(self, position: int) -> str:
         if self.offsets is None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import random
 from abc import abstractmethod
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, ClassVar
 
 from es_lightning.errors import ConfigError
@@ -73,15 +74,9 @@ class DatasetTask(Task):
         validation_seed: int = 0,
         **kwargs: Any,
     ) -> None:
-        given = [
-            name
-            for name, value in (
-                ("validation", validation),
-                ("validation_size", validation_size),
-                ("validation_fraction", validation_fraction),
-            )
-            if value is not None
-        ]
+        choices = (validation, validation_size, validation_fraction)
+        names = ("validation", "validation_size", "validation_fraction")
+        given = [name for name, value in zip(names, choices) if value is not None]
         if len(given) > 1:
             raise ConfigError(
                 f"{self.name}: give one of {' and '.join(given)} (each sets the validation split)"
@@ -155,11 +150,15 @@ class GeneratedTask(Task):
         n_validation: int = 0,
         **kwargs: Any,
     ) -> None:
-        for arg, given in (("n_train", n_train), ("n_validation", n_validation), ("n_test", n_test)):
-            if given < 0:
-                raise ConfigError(f"{self.name}: {arg} must be at least 0, got {given}")
+        self.check_at_least(n_train=(n_train, 0), n_validation=(n_validation, 0), n_test=(n_test, 0))
         super().__init__(train=train, test=test, validation=validation, **kwargs)
         self.n_train, self.n_validation, self.n_test, self.seed = n_train, n_validation, n_test, seed
+
+    def check_at_least(self, **bounds: tuple[float, float]) -> None:
+        """Refuse the first ``arg=(given, low)`` with ``given < low`` (ConfigError naming ``arg``)."""
+        for arg, (given, low) in bounds.items():
+            if given < low:
+                raise ConfigError(f"{self.name}: {arg} must be at least {low}, got {given}")
 
     def split_size(self, split: str) -> int:
         """``n_train``, ``n_validation`` or ``n_test`` for ``split``."""
@@ -180,3 +179,38 @@ class GeneratedTask(Task):
     @abstractmethod
     def generate_split(self, split: str) -> list[dict[str, Any]]:
         """The generated rows of ``split``: :meth:`split_size` rows, the same for the same settings."""
+
+    def kept_apart(self, split: str, key: Callable[[dict[str, Any]], Hashable]) -> set[Any]:
+        """The ``key`` of every row ``split`` must not repeat: none for test, the test rows' for
+        validation, the test and validation rows' for train."""
+        if split == "test":
+            return set()
+        keys = {key(row) for row in self.split_rows("test")}
+        if split == "train" and (self.n_validation or self.validation):
+            keys |= {key(row) for row in self.split_rows("validation")}
+        return keys
+
+    def draw_unique(
+        self,
+        n: int,
+        draw: Callable[[], dict[str, Any] | None],
+        key: Callable[[dict[str, Any]], Hashable],
+        exclude: Iterable[Hashable] = (),
+        settings: str = "",
+    ) -> list[dict[str, Any]]:
+        """The first ``n`` rows ``draw()`` makes whose ``key`` is new and not in ``exclude`` (a
+        ``None`` row is skipped); ConfigError naming ``settings`` after ``100 * n + 1000`` draws."""
+        rows: list[dict[str, Any]] = []
+        seen = set(exclude)
+        for _ in range(100 * n + 1000):
+            if len(rows) == n:
+                return rows
+            row = draw()
+            if row is not None and key(row) not in seen:
+                seen.add(key(row))
+                rows.append(row)
+        if len(rows) == n:
+            return rows
+        raise ConfigError(
+            f"{self.name}: found only {len(rows)} distinct problems of the {n} asked for with {settings}"
+        )

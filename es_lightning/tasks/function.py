@@ -12,7 +12,6 @@ default that is none of TRL's arguments is a dataset column, checked at load tim
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,7 +20,7 @@ from es_lightning.tasks.base import Score
 from es_lightning.tasks.data import DataSource
 from es_lightning.tasks.families import DatasetTask
 from es_lightning.tasks.registry import register_task
-from es_lightning.tasks.reward_calls import call_reward_function
+from es_lightning.tasks.reward_calls import call_reward_function, required_parameters
 from es_lightning.tasks.reward_context import TRL_ARGUMENTS, current_reward_context, trl_arguments
 
 RewardFunc = Callable[..., Sequence[float | None]]
@@ -48,16 +47,7 @@ def reward_columns(func: Callable) -> tuple[str, ...]:
     >>> reward_columns(exact)
     ('answer',)
     """
-    try:
-        parameters = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):  # a builtin without a signature: nothing to check
-        return ()
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return tuple(
-        p.name
-        for p in parameters
-        if p.kind in kinds and p.default is inspect.Parameter.empty and p.name not in TRL_ARGUMENTS
-    )
+    return tuple(name for name in required_parameters(func) if name not in TRL_ARGUMENTS)
 
 
 def is_conversation(prompt: Any) -> bool:

@@ -79,20 +79,16 @@ def normalize_boxed(content: str) -> str:
     return "0" if value == 0 else format(value.normalize(), "f")
 
 
-def _math_verify(gold: str, pred: str, timeout_s: int | None) -> bool:
-    from math_verify import parse, verify
-
-    gold_parsed = parse("\\boxed{" + gold + "}", parsing_timeout=timeout_s)
-    pred_parsed = parse("\\boxed{" + pred + "}", parsing_timeout=timeout_s)
-    if not gold_parsed or not pred_parsed:
-        return False
-    return bool(verify(gold_parsed, pred_parsed, timeout_seconds=timeout_s))
-
-
 def _checked(gold: str, pred: str, timeout_s: int) -> bool:
     """math-verify in the worker process (its main thread: its own alarms apply there too)."""
     try:
-        return _math_verify(gold, pred, timeout_s)
+        from math_verify import parse, verify
+
+        gold_parsed = parse("\\boxed{" + gold + "}", parsing_timeout=timeout_s)
+        pred_parsed = parse("\\boxed{" + pred + "}", parsing_timeout=timeout_s)
+        return bool(
+            gold_parsed and pred_parsed and verify(gold_parsed, pred_parsed, timeout_seconds=timeout_s)
+        )
     except Exception:  # math-verify may raise on exotic input; that is a wrong answer
         log.debug("math-verify failed on %r vs %r", gold, pred, exc_info=True)
         return False

@@ -60,7 +60,7 @@ def call_reward_function(
 ) -> list[float | None]:
     """``func(prompts=..., completions=..., **columns, **given)``, checked: a finite float per completion."""
     given = dict(given or {})
-    if "completion_ids" not in given and _requires(func, "completion_ids"):
+    if "completion_ids" not in given and "completion_ids" in required_parameters(func):
         raise RewardFunctionError(
             f"{describe(func)} ({where(func)}) takes completion_ids, which completions scored from "
             "their text alone (es-lightning evaluate --completions) do not have; give the parameter "
@@ -77,10 +77,7 @@ def call_reward_function(
             if row is not None
             else f" on a batch of {len(prompts)} rows"
         )
-        message = str(err).splitlines()[0] if str(err) else ""
-        raise RewardFunctionError(
-            f"{describe(func)} ({where(func, err)}) raised {type(err).__name__}: {message}{at}"
-        ) from err
+        raise _raised(f"{describe(func)} ({where(func, err)})", err, at) from err
     return check_rewards(func, returned, len(completions))
 
 
@@ -126,44 +123,43 @@ def _failing_row(
     if len(prompts) <= 1:
         return 0 if prompts else None
     quiet = {**given, **{k: _nothing for k in ("log_extra", "log_metric") if k in given}}
-    for i in range(len(prompts)):
-        one = {
-            **quiet,
-            **({"completion_ids": [given["completion_ids"][i]]} if "completion_ids" in given else {}),
-        }
+
+    def call_one(i: int) -> None:
+        ids = {"completion_ids": [given["completion_ids"][i]]} if "completion_ids" in given else {}
+        one_row = {k: [v[i]] for k, v in columns.items()}
+        awaited(func(prompts=[prompts[i]], completions=[completions[i]], **one_row, **{**quiet, **ids}))
+
+    return _first_failing(len(prompts), call_one)
+
+
+def _first_failing(count: int, call_one: Callable[[int], Any]) -> int | None:
+    """The first of rows ``0 .. count - 1`` on which ``call_one(row)`` raises, or ``None``."""
+    for i in range(count):
         try:
-            awaited(
-                func(
-                    prompts=[prompts[i]],
-                    completions=[completions[i]],
-                    **{k: [v[i]] for k, v in columns.items()},
-                    **one,
-                )
-            )
+            call_one(i)
         except Exception:
             return i
     return None
+
+
+def _raised(name: str, err: Exception, at: str) -> RewardFunctionError:
+    """The one-line error for user code ``name`` that raised ``err`` (``at``: on which row)."""
+    message = str(err).splitlines()[0] if str(err) else ""
+    return RewardFunctionError(f"{name} raised {type(err).__name__}: {message}{at}")
 
 
 def _nothing(*args: Any, **kwargs: Any) -> None:
     return None
 
 
-def _requires(func: Callable, name: str) -> bool:
-    """Whether ``func`` has a parameter ``name`` without a default."""
+def required_parameters(func: Callable) -> tuple[str, ...]:
+    """``func``'s parameters that take a keyword and have no default (none without a signature)."""
     try:
-        parameter = inspect.signature(func).parameters.get(name)
-    except (TypeError, ValueError):
-        return False
-    return (
-        parameter is not None
-        and parameter.default is inspect.Parameter.empty
-        and parameter.kind
-        in (
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            inspect.Parameter.KEYWORD_ONLY,
-        )
-    )
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+        return ()
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(p.name for p in parameters if p.kind in kinds and p.default is inspect.Parameter.empty)
 
 
 def awaited(returned: Any) -> Any:
@@ -225,12 +221,10 @@ def call_task_scores(
     except Exception as err:
         if not user_code:
             raise
-        row = _failing_task_row(task, completions, rows)
+        count = min(len(completions), len(rows))
+        row = _first_failing(count, lambda i: task.score_many([completions[i]], [rows[i]]))
         at = f" on row {row} (completion: {_short(completions[row])})" if row is not None else ""
-        message = str(err).splitlines()[0] if str(err) else ""
-        raise RewardFunctionError(
-            f"{name} ({where(method, err)}) raised {type(err).__name__}: {message}{at}"
-        ) from err
+        raise _raised(f"{name} ({where(method, err)})", err, at) from err
     if len(scores) != len(completions):
         raise RewardFunctionError(
             f"{name} ({where(method)}) returned {len(scores)} scores for {len(completions)} completions"
@@ -255,12 +249,3 @@ def _takes_ids(task: Any) -> bool:
 
 def _ours(method: Any) -> bool:
     return str(getattr(method, "__module__", "")).startswith("es_lightning.")
-
-
-def _failing_task_row(task: Any, completions: Sequence[str], rows: Sequence[dict[str, Any]]) -> int | None:
-    for i, (completion, row) in enumerate(zip(completions, rows)):
-        try:
-            task.score_many([completion], [row])
-        except Exception:
-            return i
-    return None
