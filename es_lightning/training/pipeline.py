@@ -15,13 +15,14 @@ from typing import Any
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 
 from es_lightning.checkpoint import Checkpoint, latest_checkpoint, newest_intact_checkpoint
+from es_lightning.console import launched_rank
 from es_lightning.errors import ConfigError
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.strategies.base import ReasoningStrategy
 from es_lightning.training.batches import steps_for_epochs
 from es_lightning.training.lock import hold_run_lock
 from es_lightning.training.loggers import tensorboard_logger
-from es_lightning.training.run_dir import launched_rank, prepare_run_dir
+from es_lightning.training.run_dir import prepare_run_dir
 
 
 @dataclass
@@ -80,13 +81,13 @@ def run_pipeline(
     stages: list[Stage],
     rollout: Any,
     config: Any,
-    evaluation: Any = None,
-    eval_tasks: dict | None = None,
-    callbacks: list[Any] | None = None,
     hparams: dict[str, Any] | None = None,
     loggers: list[Any] | None = None,
+    **shared: Any,
 ) -> dict[str, Any]:
-    """Run the stages one after another; returns ``{stage_name: trainer results}``."""
+    """Run the stages one after another; returns ``{stage_name: trainer results}``. ``shared``: what
+    every stage's :class:`~es_lightning.training.trainer.Trainer` gets as it is (``evaluation``,
+    ``eval_tasks``, ``callbacks``)."""
 
     names = stage_names(stages)
     if len(set(names)) != len(names):
@@ -109,24 +110,10 @@ def run_pipeline(
                 stages=stages,
                 rollout=rollout,
                 trainer=config,
-                evaluation=evaluation,
-                eval_tasks=eval_tasks,
-                callbacks=callbacks,
                 loggers=loggers,
+                **shared,
             )
-        return _run_stages(
-            module,
-            stages,
-            names,
-            budgets,
-            rollout,
-            config,
-            evaluation,
-            eval_tasks,
-            callbacks,
-            hparams,
-            loggers,
-        )
+        return _run_stages(module, stages, names, budgets, rollout, config, hparams, loggers, shared)
 
 
 def _run_stages(
@@ -136,11 +123,9 @@ def _run_stages(
     budgets: list[int],
     rollout: Any,
     config: Any,
-    evaluation: Any,
-    eval_tasks: dict | None,
-    callbacks: list[Any] | None,
     hparams: dict[str, Any] | None,
     loggers: list[Any] | None,
+    shared: dict[str, Any],
 ) -> dict[str, Any]:
     from es_lightning.training.trainer import Trainer
 
@@ -172,15 +157,13 @@ def _run_stages(
             stage.strategy,
             copy.deepcopy(rollout),
             stage_cfg,
-            evaluation,
-            eval_tasks,
-            callbacks,
             hparams={**(hparams or {}), "stage": {"index": i + 1, "name": name, "updates": steps}},
             loggers=[
                 *(loggers or []),
                 tensorboard_logger(config.output_dir, _purge_step(i, earlier, resumed_at)),
             ],
             step_offset=earlier,
+            **shared,
         )
         results[name] = trainer.fit()
         model, offset = str(latest_checkpoint(out)), offset + steps

@@ -37,7 +37,7 @@ from es_lightning.checkpoint import (
     write_model_meta,
 )
 from es_lightning.checkpoint_space import check_checkpoint_space
-from es_lightning.console import say
+from es_lightning.console import launched_rank, say
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import ReasoningModule
@@ -56,7 +56,7 @@ from es_lightning.training.model_card import write_model_card
 from es_lightning.training.resume import check_resume_compatible, finished_message
 from es_lightning.training.reward_progress import RewardProgress
 from es_lightning.training.run_config import record_trainer_run
-from es_lightning.training.run_dir import launched_rank, prepare_run_dir, prune_checkpoints
+from es_lightning.training.run_dir import prepare_run_dir, prune_checkpoints
 from es_lightning.training.samples import log_samples, truncate_samples
 from es_lightning.training.signals import RunInterrupted, StopSignals, stop_requested_by_callback
 from es_lightning.training.user_hooks import call_hook, log_metrics
