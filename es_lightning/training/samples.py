@@ -12,7 +12,7 @@ from typing import Any
 
 from lightning.fabric.loggers import CSVLogger, Logger, TensorBoardLogger
 
-from es_lightning.checkpoint import atomic_write_text
+from es_lightning.checkpoint_manifest import atomic_write_text
 from es_lightning.console import warn
 from es_lightning.strategies.base import Sample
 from es_lightning.training.loggers import truncate_metrics
