@@ -183,7 +183,7 @@ def _print_pipeline_table(output_dir: Path, names: list[str]) -> None:
     """The starting model's evaluation next to each stage's (read from the stages' ``eval/``)."""
     import json
 
-    from es_lightning.training.eval_outputs import print_columns
+    from es_lightning.training.eval_sets import print_columns
 
     files = {"before": output_dir / f"stage1_{names[0]}" / "eval" / "before.json"}
     for i, name in enumerate(names):

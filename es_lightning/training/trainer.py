@@ -48,8 +48,7 @@ from es_lightning.tasks.reward_context import reward_context
 from es_lightning.training.batches import batch_rows, steps_for_epochs
 from es_lightning.training.callbacks import callbacks_state, check_callbacks, load_callbacks_state
 from es_lightning.training.config import TrainerConfig
-from es_lightning.training.eval_outputs import print_before_after
-from es_lightning.training.eval_sets import EvalSet, evaluate_sets, load_eval_sets
+from es_lightning.training.eval_sets import EvalSet, evaluate_sets, load_eval_sets, print_before_after
 from es_lightning.training.lock import hold_run_lock
 from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorboard_logger, truncate_metrics
 from es_lightning.training.model_card import write_model_card
