@@ -98,9 +98,7 @@ def run_pipeline(
         total = steps_for_epochs(len(rows), config.batch_size, config.epochs)
     budgets = split_budget(total, stages)
     with hold_run_lock(config.output_dir, enabled=launched_rank() == 0):  # one process per folder
-        prepare_run_dir(
-            config.output_dir, config.resume, config.overwrite, python=True
-        )  # one pipeline per folder
+        prepare_run_dir(config.output_dir, config.resume, config.overwrite, python=True)  # one per folder
         if hparams is None and launched_rank() == 0:  # from Python: config.yaml as the CLI's
             from es_lightning.training.run_config import record_python_run
 
