@@ -20,7 +20,7 @@ import yaml
 
 from es_lightning.errors import ConfigError, find_config_error
 from es_lightning.recipe_files import check_recipe_files
-from es_lightning.training.stage_args import expand_fit_command
+from es_lightning.training.stage_args import STAGE_ARG, expand_stage_args
 
 DEBUG_ENV = "ES_LIGHTNING_DEBUG"
 """``ES_LIGHTNING_DEBUG=1`` is ``--debug``: errors in the settings show their traceback."""
@@ -102,6 +102,16 @@ def requested_command(args: Sequence[str]) -> str | None:
     return next((a for a in args if a in COMMANDS), None)
 
 
+def _expand_stage_args(args: list[str]) -> list[str]:
+    """The command line with a ``fit`` command's ``--stages.<name>.<key>`` arguments expanded."""
+    at = next((i + 1 for i, a in enumerate(args) if a in COMMANDS), None)
+    if at is None or args[at - 1] != "fit" or not any(STAGE_ARG.match(a) for a in args):
+        return args
+    from es_lightning.training.command import fit_parser
+
+    return [*args[:at], *expand_stage_args(fit_parser(), args[at:])]
+
+
 def package_version() -> str:
     """The installed distribution's version, else ``es_lightning.__version__``."""
     from importlib.metadata import PackageNotFoundError, version
@@ -122,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = debug_requested(args)
     try:
         check_recipe_files(args)  # a file that is no recipe, named with its cause
-        args = expand_fit_command(args)  # --stages.es.<key>: a pipeline stage's setting
+        args = _expand_stage_args(args)  # --stages.es.<key>: a pipeline stage's setting
     except ConfigError as err:
         if debug:
             raise
