@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -121,9 +120,7 @@ def evaluate_model(
     from es_lightning.module import ReasoningModule
 
     rows = {name: task.load(evaluation.split) for name, task in tasks.items()}  # bad data: before the engine
-    first = ReasoningModule(
-        model, next(iter(tasks.values())), dtype=dtype, **asdict(loading or ModelLoading())
-    )
+    first = ReasoningModule(model, next(iter(tasks.values())), dtype=dtype, **vars(loading or ModelLoading()))
     first.check_model_source()
     rollout.setup(first.model, device, first.torch_dtype(device), first.loading)
     if hasattr(rollout, "start"):
