@@ -9,8 +9,8 @@ the values back as ``hparams.yaml`` records them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import Field, field, fields, is_dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import field, fields, is_dataclass
 from typing import Any, TypeVar
 
 from es_lightning.errors import ConfigError
@@ -33,26 +33,20 @@ def one_of(default: T, choices: Sequence[Any]) -> T:
     return checked(default, lambda value: value in choices, rule)
 
 
-def _shown(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value  # YAML's and the CLI's spelling
-
-
-def _fields(*classes: type) -> Iterator[Field[Any]]:
+def invalid_settings(values: Mapping[str, Any], *classes: type) -> list[str]:
+    """``name=value (must be rule)`` for every value failing its same-named checked field."""
+    checks: dict[str, tuple[Callable[[Any], bool], str]] = {}
     for cls in classes:
         if not is_dataclass(cls):
             raise TypeError(f"{cls!r} is not a dataclass")
-        yield from fields(cls)
-
-
-def invalid_settings(values: Mapping[str, Any], *classes: type) -> list[str]:
-    """``name=value (must be rule)`` for every value failing its same-named checked field."""
-    checks = {f.name: f.metadata[CHECK] for f in _fields(*classes) if CHECK in f.metadata}
+        checks.update({f.name: f.metadata[CHECK] for f in fields(cls) if CHECK in f.metadata})
     bad = []
     for name, value in values.items():
         if name in checks:
             ok, rule = checks[name]
             if not ok(value):
-                bad.append(f"{name}={_shown(value)!r} (must be {rule})")
+                shown = list(value) if isinstance(value, tuple) else value  # YAML's and the CLI's spelling
+                bad.append(f"{name}={shown!r} (must be {rule})")
     return bad
 
 

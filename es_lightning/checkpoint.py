@@ -29,11 +29,13 @@ from es_lightning.checkpoint_manifest import (
     MANIFEST_FILE,
     DamagedCheckpointError,
     Verdict,
+    atomic_write_text,
+    fsync_path,
     verify_checkpoint,
     write_manifest,
 )
 from es_lightning.checkpoint_space import refuse_full_disk
-from es_lightning.console import say
+from es_lightning.console import say, warn
 from es_lightning.errors import MissingPathError
 from es_lightning.ranks import fail_together
 from es_lightning.weight_files import (
@@ -144,7 +146,7 @@ def resolve_resume(resume: bool | str, output_dir: str | Path) -> Path | None:
             f"trainer.resume: checkpoint {path} is damaged: {verdict.problem}; name another "
             "checkpoint, or give `true` to resume from the newest intact one"
         )
-    _say_once(_resuming_line(verdict))
+    say(_resuming_line(verdict), once=True)
     return path
 
 
@@ -157,9 +159,7 @@ def check_if_checkpoint(path: str | Path | None, what: str) -> None:
     if not verdict.intact:
         raise DamagedCheckpointError(f"{what}: checkpoint {folder} is damaged: {verdict.problem}")
     if not verdict.verified:
-        _say_once(
-            f"warning: checkpoint {folder} is unverified (no {MANIFEST_FILE}: written by an older version)"
-        )
+        warn(f"checkpoint {folder} is unverified (no {MANIFEST_FILE}: written by an older version)")
 
 
 def newest_intact_checkpoint(output_dir: str | Path) -> Path | None:
@@ -178,8 +178,8 @@ def newest_intact_checkpoint(output_dir: str | Path) -> Path | None:
         verdict = verify_checkpoint(folder)
         if verdict.intact:
             for bad in damaged:
-                _say_once(f"warning: checkpoint {bad.path} is damaged ({bad.problem}); skipped")
-            _say_once(_resuming_line(verdict))
+                warn(f"checkpoint {bad.path} is damaged ({bad.problem}); skipped")
+            say(_resuming_line(verdict), once=True)
             return folder
         damaged.append(verdict)
     if damaged:
@@ -196,11 +196,6 @@ def _resuming_line(verdict: Verdict) -> str:
     return (
         f"warning: resuming from {verdict.path} unverified (no {MANIFEST_FILE}: written by an older version)"
     )
-
-
-def _say_once(message: str) -> None:
-    """``es-lightning: <message>`` on stderr, once per process, from the first process of a launch."""
-    say(message, once=True)
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -248,35 +243,15 @@ def _seal(
     if final.exists():
         shutil.rmtree(final)
     tmp.rename(final)
-    _fsync(final.parent)
+    fsync_path(final.parent)
     atomic_write_text(final.parent / "latest", final.name + "\n")
 
 
 def _fsync_tree(folder: Path) -> None:
     for root, _, files in os.walk(folder):
         for name in files:
-            _fsync(Path(root, name))
-    _fsync(folder)
-
-
-def _fsync(folder: Path) -> None:
-    """fsync a file or folder by its path."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a synced temporary file and a rename."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync(path.parent)
+            fsync_path(Path(root, name))
+    fsync_path(folder)
 
 
 def save_checkpoint(

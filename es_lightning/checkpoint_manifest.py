@@ -1,5 +1,6 @@
 """A checkpoint's manifest: every file's size and CRC-32, written last, so truncation and corruption
-are found before a checkpoint is used (:func:`verify_checkpoint`)."""
+are found before a checkpoint is used (:func:`verify_checkpoint`); files written whole or not at all
+(:func:`atomic_write_text`)."""
 
 from __future__ import annotations
 
@@ -52,14 +53,28 @@ def write_manifest(folder: str | Path) -> Path:
         p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "crc32": file_crc32(p)} for p in files
     }
     manifest = {"format": MANIFEST_FORMAT, "checksum": "crc32", "files": entries}
-    target = folder / MANIFEST_FILE
-    tmp = folder / f".{MANIFEST_FILE}.tmp"
+    atomic_write_text(folder / MANIFEST_FILE, json.dumps(manifest, indent=1))
+    return folder / MANIFEST_FILE
+
+
+def fsync_path(path: Path) -> None:
+    """fsync a file or folder by its path."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a synced temporary file and a rename."""
+    tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w") as f:
-        f.write(json.dumps(manifest, indent=1))
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, target)
-    return target
+    os.replace(tmp, path)
+    fsync_path(path.parent)
 
 
 _verdicts: dict[Path, tuple[tuple, Verdict]] = {}

@@ -7,11 +7,12 @@ Each command sits beside its subsystem; only the parser of the subcommand named 
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 import sys
 import traceback
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import yaml
 
 from es_lightning.errors import ConfigError, find_config_error
 from es_lightning.recipe_files import check_recipe_files
-from es_lightning.training.stage_args import expand_fit_command
+from es_lightning.training.stage_args import STAGE_ARG, expand_stage_args
 
 DEBUG_ENV = "ES_LIGHTNING_DEBUG"
 """``ES_LIGHTNING_DEBUG=1`` is ``--debug``: errors in the settings show their traceback."""
@@ -28,30 +29,6 @@ USER_ERROR_STATUS = 2
 ENGINE_ERROR_STATUS = 1
 """Exit status of a run ended by its rollout engine (a call past its timeout, engine processes
 that died); a run stopped by SIGTERM/SIGINT exits with 128 + the signal's number."""
-
-
-def _fit_parser() -> Any:
-    from es_lightning.training.command import fit_parser
-
-    return fit_parser()
-
-
-def _evaluate_parser() -> Any:
-    from es_lightning.evaluation.command import evaluate_parser
-
-    return evaluate_parser()
-
-
-def _analyze_parser() -> Any:
-    from es_lightning.analysis.command import analyze_parser
-
-    return analyze_parser()
-
-
-def _report_parser() -> Any:
-    from es_lightning.report.command import report_parser
-
-    return report_parser()
 
 
 def _compare_parser() -> Any:
@@ -64,22 +41,34 @@ def _compare_parser() -> Any:
     return parser
 
 
-def _tune_parser() -> Any:
-    from es_lightning.tune.command import tune_parser
-
-    return tune_parser()
-
-
-COMMANDS: dict[str, tuple[str, Callable[[], Any]]] = {
-    "fit": ("Post-train a model (ES or GRPO strategy).", _fit_parser),
-    "evaluate": ("Pass@K / Maj@K of a model or of saved completions.", _evaluate_parser),
-    "analyze": ("Drift, update sparsity and layer attribution of a checkpoint.", _analyze_parser),
-    "report": ("Run or reuse base/ES/GRPO/sequential runs and write REPORT.md.", _report_parser),
-    "compare": ("The final evaluations of runs side by side.", _compare_parser),
-    "tune": ("Each method's grid on the validation split, one budget; writes TUNE.md.", _tune_parser),
+COMMANDS: dict[str, tuple[str, str]] = {
+    "fit": ("Post-train a model (ES or GRPO strategy).", "es_lightning.training.command"),
+    "evaluate": ("Pass@K / Maj@K of a model or of saved completions.", "es_lightning.evaluation.command"),
+    "analyze": (
+        "Drift, update sparsity and layer attribution of a checkpoint.",
+        "es_lightning.analysis.command",
+    ),
+    "report": (
+        "Run or reuse base/ES/GRPO/sequential runs and write REPORT.md.",
+        "es_lightning.report.command",
+    ),
+    "compare": ("The final evaluations of runs side by side.", "es_lightning.report.compare"),
+    "tune": (
+        "Each method's grid on the validation split, one budget; writes TUNE.md.",
+        "es_lightning.tune.command",
+    ),
 }
-"""``{subcommand: (its line in --help, its parser)}``; a parser is built only for the subcommand a
-command line names, so ``--version`` and ``--help`` import no model library."""
+"""``{subcommand: (its line in --help, the module of its parser and runner)}``: the module holds
+``{subcommand}_parser`` (``compare``'s is here) and ``run_{subcommand}``. A parser is built only
+for the subcommand a command line names, so ``--version`` and ``--help`` import no model library."""
+
+
+def _command(name: str, what: str) -> Any:
+    """Subcommand ``name``'s ``parser`` builder or its ``run`` function, its module imported."""
+    if name == "compare" and what == "parser":
+        return _compare_parser
+    module = importlib.import_module(COMMANDS[name][1])
+    return getattr(module, f"{name}_parser" if what == "parser" else f"run_{name}")
 
 
 def build_parser(commands: Collection[str] = tuple(COMMANDS)) -> Any:
@@ -98,8 +87,12 @@ def build_parser(commands: Collection[str] = tuple(COMMANDS)) -> Any:
         f"es-lightning --debug fit ...); {DEBUG_ENV}=1 does the same.",
     )
     subcommands = parser.add_subcommands(dest="subcommand")
-    for name, (line, build) in COMMANDS.items():
-        sub = build() if name in commands else ArgumentParser(prog=f"es-lightning {name}", description=line)
+    for name, (line, _) in COMMANDS.items():
+        sub = (
+            _command(name, "parser")()
+            if name in commands
+            else ArgumentParser(prog=f"es-lightning {name}", description=line)
+        )
         subcommands.add_subcommand(name, sub, help=line)
     return parser
 
@@ -107,6 +100,16 @@ def build_parser(commands: Collection[str] = tuple(COMMANDS)) -> Any:
 def requested_command(args: Sequence[str]) -> str | None:
     """The subcommand a command line names: its first word that is one (``None``: none)."""
     return next((a for a in args if a in COMMANDS), None)
+
+
+def _expand_stage_args(args: list[str]) -> list[str]:
+    """The command line with a ``fit`` command's ``--stages.<name>.<key>`` arguments expanded."""
+    at = next((i + 1 for i, a in enumerate(args) if a in COMMANDS), None)
+    if at is None or args[at - 1] != "fit" or not any(STAGE_ARG.match(a) for a in args):
+        return args
+    from es_lightning.training.command import fit_parser
+
+    return [*args[:at], *expand_stage_args(fit_parser(), args[at:])]
 
 
 def package_version() -> str:
@@ -129,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = debug_requested(args)
     try:
         check_recipe_files(args)  # a file that is no recipe, named with its cause
-        args = expand_fit_command(args)  # --stages.es.<key>: a pipeline stage's setting
+        args = _expand_stage_args(args)  # --stages.es.<key>: a pipeline stage's setting
     except ConfigError as err:
         if debug:
             raise
@@ -225,42 +228,27 @@ def _run(parser: Any, cfg: Any) -> None:
     kwargs = {k: v for k, v in init[name].items() if k != "config"}
     _check_checkpoints(name, kwargs)
     if name == "fit":
-        from es_lightning.training.command import finished_run, prepare_fit, run_fit
-        from es_lightning.training.lock import release_run_lock
-
-        module, trainer = kwargs["module"], kwargs["trainer"]
-        out_dir = prepare_fit(
-            trainer, kwargs.get("stages") is not None, kwargs.get("strategy"), module.task.name
-        )
-        try:  # prepare_fit took the folder's lock
-            evaluates_after = trainer.eval_after and kwargs.get("evaluation") is not None
-            finished = None if kwargs.get("stages") is not None else finished_run(trainer, evaluates_after)
-            if finished is not None:  # nothing is written or started
-                print(f"es-lightning: {finished}", file=sys.stderr, flush=True)
-                return
-            sub = parser._subcommands_action._name_parser_map["fit"]
-            dumped = dump_resolved(sub, cfg[name])
-            (out_dir / "config.yaml").write_text(dumped)
-            run_fit(**kwargs, hparams=yaml.safe_load(dumped))
-        finally:
-            release_run_lock(out_dir)
-    elif name == "report":
-        from es_lightning.report import run_report
-
-        run_report(**kwargs)
-    elif name == "analyze":
-        from es_lightning.analysis.command import run_analyze
-
-        run_analyze(**kwargs)
-    elif name == "compare":
-        from es_lightning.report.compare import run_compare
-
-        run_compare(**kwargs)
-    elif name == "tune":
-        from es_lightning.tune import run_tune
-
-        run_tune(**kwargs)
+        _run_fit(parser, cfg, kwargs)
     else:
-        from es_lightning.evaluation.command import run_evaluate
+        _command(name, "run")(**kwargs)
 
-        run_evaluate(**kwargs)
+
+def _run_fit(parser: Any, cfg: Any, kwargs: dict[str, Any]) -> None:
+    """``fit``: its folder checked and locked, ``config.yaml`` written, then the run."""
+    from es_lightning.training.command import finished_run, prepare_fit, run_fit
+    from es_lightning.training.lock import release_run_lock
+
+    module, trainer = kwargs["module"], kwargs["trainer"]
+    out_dir = prepare_fit(trainer, kwargs.get("stages") is not None, kwargs.get("strategy"), module.task.name)
+    try:  # prepare_fit took the folder's lock
+        evaluates_after = trainer.eval_after and kwargs.get("evaluation") is not None
+        finished = None if kwargs.get("stages") is not None else finished_run(trainer, evaluates_after)
+        if finished is not None:  # nothing is written or started
+            print(f"es-lightning: {finished}", file=sys.stderr, flush=True)
+            return
+        sub = parser._subcommands_action._name_parser_map["fit"]
+        dumped = dump_resolved(sub, cfg.fit)
+        (out_dir / "config.yaml").write_text(dumped)
+        run_fit(**kwargs, hparams=yaml.safe_load(dumped))
+    finally:
+        release_run_lock(out_dir)

@@ -40,28 +40,31 @@ _CLASS_PATHS: dict[str, list[str]] = {
 }
 
 
-def expanding(check: Callable[..., Any], expand: Callable[[Any], Any]) -> Callable[..., Any]:
-    """``check`` (jsonargparse's type check of one argument) run on the value with names expanded."""
+def expand_names(parser: Any, dest: str, expand: Callable[[Any], Any], note: str) -> bool:
+    """Let ``parser``'s typed argument ``dest`` take names: jsonargparse's type check of a value runs
+    on ``expand(value)``, and ``note`` ends its help. Whether ``parser`` has such an argument."""
+    action = next((a for a in parser._actions if a.dest == dest), None)
+    if action is None or not hasattr(action, "_check_type"):
+        return False
+    check = action._check_type
 
     @functools.wraps(check)
     def check_expanded(value: Any, *args: Any, **kwargs: Any) -> Any:
         return check(expand(value), *args, **kwargs)
 
-    return check_expanded
+    action._check_type = check_expanded
+    action.help = f"{action.help or ''} {note}"
+    return True
 
 
 def accept_short_names(parser: Any) -> Any:
     """Let ``parser``'s ``strategy`` and ``rollout`` take the short names of :data:`ALIASES`."""
     for option, names in ALIASES.items():
-        action = next((a for a in parser._actions if a.dest == option), None)
-        if action is None or not hasattr(action, "_check_type"):
-            continue
 
         def expand(value: Any, names: dict[str, str] = names) -> Any:
             return names.get(value, value) if isinstance(value, str) else value
 
-        action._check_type = expanding(action._check_type, expand)
-        action.help = f"{action.help or ''} Short names: {', '.join(names)}."
+        expand_names(parser, option, expand, f"Short names: {', '.join(names)}.")
     return parser
 
 

@@ -12,15 +12,15 @@ import sys
 _said: set[str] = set()
 
 
-def first_process() -> bool:
-    """Whether this is the first process of a launch."""
-    ranks = (os.environ.get(name, "") for name in ("RANK", "LOCAL_RANK", "NODE_RANK"))
-    return not any(r.strip().isdigit() and int(r) > 0 for r in ranks)
+def launched_rank() -> int:
+    """The largest of the launch variables' ranks (0 in a single process or the first of a launch)."""
+    ranks = [os.environ.get(name, "") for name in ("RANK", "LOCAL_RANK", "NODE_RANK")]
+    return max((int(r) for r in ranks if r.strip().isdigit()), default=0)
 
 
 def say(message: str, once: bool = False) -> None:
     """``es-lightning: <message>`` on stderr from the first process (``once`` per process)."""
-    if not first_process() or (once and message in _said):
+    if launched_rank() > 0 or (once and message in _said):
         return
     _said.add(message)
     print(f"es-lightning: {_one_line(message)}", file=sys.stderr, flush=True)

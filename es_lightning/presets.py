@@ -19,7 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import yaml
 
-from es_lightning.cli_hints import expanding
+from es_lightning.cli_hints import expand_names
 from es_lightning.errors import ConfigError, UnknownNameError
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.evaluation.summary import AVERAGE_KEY
@@ -376,9 +376,6 @@ EXPANSIONS: dict[str, tuple[Callable[[Any], Any], Registry[Any]]] = {
 def accept_names(parser: Any) -> Any:
     """Let ``parser``'s ``evaluation`` and ``callbacks`` take names. Returns ``parser``."""
     for dest, (expand, registry) in EXPANSIONS.items():
-        action = next((a for a in parser._actions if a.dest == dest), None)
-        if action is None or not hasattr(action, "_check_type"):
+        if not expand_names(parser, dest, expand, f"Names: {registry.describe()}."):
             raise ValueError(f"accept_names: the parser has no typed argument {dest!r}")
-        action._check_type = expanding(action._check_type, expand)
-        action.help = f"{action.help or ''} Names: {registry.describe()}."
     return parser

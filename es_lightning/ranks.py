@@ -34,37 +34,24 @@ def status_of(error: BaseException) -> int:
     return USER_ERROR_STATUS if find_config_error(error) is not None else FAILURE_STATUS
 
 
-def _group_size() -> int:
-    import torch.distributed as dist
-
-    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
-
-
-def _device() -> torch.device:
-    import torch.distributed as dist
-
-    if dist.get_backend() == "nccl":
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
-
-
 @contextmanager
 def fail_together() -> Iterator[None]:
     """Run the block, then agree with every rank whether any raised (one ``all_reduce``)."""
-    world = _group_size()
+    import torch.distributed as dist
+
+    world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
     if world == 1:
         yield
         return
-    import torch.distributed as dist
-
     error: Exception | None = None
     try:
         yield
     except Exception as err:  # a signal (BaseException) is the signal handlers' to share
         error = err
     rank = dist.get_rank()
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
     mine = torch.tensor(
-        [float(status_of(error)) if error else 0.0, float(world - rank) if error else 0.0], device=_device()
+        [float(status_of(error)) if error else 0.0, float(world - rank) if error else 0.0], device=device
     )
     dist.all_reduce(mine, op=dist.ReduceOp.MAX)
     status, first = int(mine[0].item()), world - int(mine[1].item())

@@ -119,18 +119,8 @@ def evaluate_model(
     from es_lightning.evaluation.plots import plot_pass_at_k
     from es_lightning.module import ReasoningModule
 
-    rows = {
-        name: task.load(evaluation.split) for name, task in tasks.items()
-    }  # fail on bad data before the engine starts
-    loading = loading or ModelLoading()
-    first = ReasoningModule(
-        model=model,
-        task=next(iter(tasks.values())),
-        dtype=dtype,
-        revision=loading.revision,
-        trust_remote_code=loading.trust_remote_code,
-        model_kwargs=loading.model_kwargs,
-    )
+    rows = {name: task.load(evaluation.split) for name, task in tasks.items()}  # bad data: before the engine
+    first = ReasoningModule(model, next(iter(tasks.values())), dtype=dtype, **vars(loading or ModelLoading()))
     first.check_model_source()
     rollout.setup(first.model, device, first.torch_dtype(device), first.loading)
     if hasattr(rollout, "start"):

@@ -63,8 +63,10 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         """Refuse nonsensical settings, naming each (:class:`~es_lightning.errors.ConfigError`)."""
-        if self.num_samples < 1:
-            raise ConfigError(f"evaluation.num_samples must be >= 1, got {self.num_samples}")
+        for name in ("num_samples", "max_tokens", "limit"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"evaluation.{name} must be >= 1, got {value}")
         if self.ks is not None and not self.ks:
             raise ConfigError("evaluation.ks is an empty list; give K values or null (every K in 1..M)")
         bad = [k for k in self.ks or [] if not 1 <= k <= self.num_samples]
@@ -73,16 +75,12 @@ class EvalConfig:
                 f"evaluation.ks {bad} out of range 1..num_samples={self.num_samples} "
                 "(Pass@K needs K <= M samples per prompt; raise num_samples or drop those K)"
             )
-        if self.limit is not None and self.limit < 1:
-            raise ConfigError(f"evaluation.limit must be >= 1, got {self.limit}")
         if self.split not in EVAL_SPLITS:
             raise ConfigError(f"evaluation.split must be one of {', '.join(EVAL_SPLITS)}, got {self.split!r}")
         if not self.temperature >= 0:
             raise ConfigError(f"evaluation.temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"evaluation.top_p must be in (0, 1], got {self.top_p}")
-        if self.max_tokens < 1:
-            raise ConfigError(f"evaluation.max_tokens must be >= 1, got {self.max_tokens}")
         check_generation_options(
             "evaluation", self.top_k, self.min_p, self.repetition_penalty, self.generation_kwargs
         )

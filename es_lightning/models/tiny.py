@@ -42,9 +42,10 @@ def build_tokenizer():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from tokenizers.pre_tokenizers import ByteLevel
     from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import bytes_to_unicode  # GPT-2's byte -> character map
 
     alphabet = ByteLevel.alphabet()
-    byte_to_char = _bytes_to_unicode()
+    byte_to_char = bytes_to_unicode()
     chars = [byte_to_char[ord(c)] for c in CHARS]
     assert all(c in alphabet for c in chars)
     vocab = {tok: i for i, tok in enumerate([PAD, BOS, EOS, *chars])}
@@ -60,22 +61,6 @@ def build_tokenizer():
         unk_token=PAD,
         model_max_length=512,
     )
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte -> printable-character map (the byte-level BPE alphabet)."""
-    keep = (
-        list(range(ord("!"), ord("~") + 1))
-        + list(range(ord("¡"), ord("¬") + 1))
-        + list(range(ord("®"), ord("ÿ") + 1))
-    )
-    chars, extra = list(keep), 0
-    for b in range(256):
-        if b not in keep:
-            keep.append(b)
-            chars.append(256 + extra)
-            extra += 1
-    return dict(zip(keep, map(chr, chars)))
 
 
 def build_tiny_model(

@@ -107,10 +107,9 @@ class Callback(RecordsInit):
 
 def check_callbacks(callbacks: list[Any] | None) -> list[Any]:
     """``callbacks`` as a list, each a :class:`Callback` or an object with a hook; else refused."""
-    checked = []
-    for i, cb in enumerate(callbacks or []):
+    checked = list(callbacks or [])
+    for i, cb in enumerate(checked):
         if isinstance(cb, Callback):
-            checked.append(cb)
             continue
         if isinstance(cb, (str, bytes, dict, type)) or not any(callable(getattr(cb, h, None)) for h in HOOKS):
             raise TypeError(
@@ -118,7 +117,6 @@ def check_callbacks(callbacks: list[Any] | None) -> list[Any]:
                 "es_lightning.callbacks.Callback (or an object with one of the hooks "
                 f"{', '.join(HOOKS)}), e.g. `{{class_path: es_lightning.callbacks.ParameterDrift}}`"
             )
-        checked.append(cb)
     return checked
 
 

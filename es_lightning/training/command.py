@@ -8,6 +8,7 @@ from typing import Any
 
 from lightning.fabric.loggers import Logger
 
+from es_lightning.console import launched_rank
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import ReasoningModule
@@ -73,21 +74,8 @@ def run_fit(
     eval_tasks = resolve_eval_tasks(eval_tasks)  # a suite name or names -> {metric name: Task}
     if (strategy is None) == (stages is None):
         raise ConfigError("fit: give exactly one of `strategy` or `stages`")
-    if stages is not None:
-        return run_pipeline(
-            module,
-            stages,
-            rollout or default_rollout(),
-            trainer,
-            evaluation,
-            eval_tasks,
-            callbacks,
-            hparams,
-            loggers,
-        )
-    trainer_obj = Trainer(
+    run: dict[str, Any] = dict(
         module=module,
-        strategy=strategy,
         rollout=rollout or default_rollout(),
         config=trainer,
         evaluation=evaluation,
@@ -96,7 +84,9 @@ def run_fit(
         hparams=hparams,
         loggers=loggers,
     )
-    return trainer_obj.fit()
+    if stages is not None:
+        return run_pipeline(stages=stages, **run)
+    return Trainer(strategy=strategy, **run).fit()
 
 
 def fit_parser() -> Any:
@@ -133,7 +123,7 @@ def prepare_fit(
     from es_lightning.checkpoint import Checkpoint, resolve_resume
     from es_lightning.training.lock import acquire_run_lock, release_run_lock
     from es_lightning.training.resume import check_resume_compatible
-    from es_lightning.training.run_dir import launched_rank, prepare_run_dir
+    from es_lightning.training.run_dir import prepare_run_dir
 
     out_dir = Path(trainer.output_dir)
     resume = None if has_stages else resolve_resume(trainer.resume, out_dir)

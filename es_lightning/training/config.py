@@ -93,8 +93,10 @@ class TrainerConfig:
             raise ConfigError(f"trainer.max_steps must be >= 0, got {self.max_steps}")
         if not (math.isfinite(self.epochs) and self.epochs > 0):
             raise ConfigError(f"trainer.epochs must be > 0, got {self.epochs}")
-        if self.batch_size < 1:
-            raise ConfigError(f"trainer.batch_size must be >= 1, got {self.batch_size}")
+        for name in ("batch_size", "train_limit", "log_samples", "num_nodes"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"trainer.{name} must be >= 1, got {value}")
         if self.keep_last is not None and self.keep_last < 1:
             raise ConfigError(f"trainer.keep_last must be >= 1 or null, got {self.keep_last}")
         if self.overwrite and self.resume not in (False, "", "false", "False"):
@@ -109,12 +111,6 @@ class TrainerConfig:
             raise ConfigError(f"trainer.checkpoint_steps must be updates >= 1, got {bad}")
         if len(set(self.checkpoint_steps)) != len(self.checkpoint_steps):
             raise ConfigError(f"trainer.checkpoint_steps repeats a step: {self.checkpoint_steps}")
-        if self.log_samples < 1:
-            raise ConfigError(f"trainer.log_samples must be >= 1, got {self.log_samples}")
-        if self.train_limit is not None and self.train_limit < 1:
-            raise ConfigError(f"trainer.train_limit must be >= 1, got {self.train_limit}")
-        if self.num_nodes < 1:
-            raise ConfigError(f"trainer.num_nodes must be >= 1, got {self.num_nodes}")
         if isinstance(self.devices, int) and not isinstance(self.devices, bool) and self.devices < 1:
             raise ConfigError(f"trainer.devices must be >= 1 (or e.g. 'auto'), got {self.devices}")
         if self.precision is not None and self.precision not in get_args(Precision):

@@ -1,19 +1,24 @@
-"""The trainer's evaluations: its evaluation sets (:func:`load_eval_sets`), and their evaluation on
-every rank's engine (:func:`evaluate_sets`, the trainer's and the callbacks' one path)."""
+"""The trainer's evaluations: its evaluation sets (:func:`load_eval_sets`), their evaluation on
+every rank's engine (:func:`evaluate_sets`, the trainer's and the callbacks' one path), and what a
+run writes about them (:func:`write_eval_outputs`: JSON summaries, completions, a Pass@K plot; the
+tables printed)."""
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
 from es_lightning.errors import ConfigError
-from es_lightning.evaluation.runner import EvalConfig, evaluate_rows_sharded
+from es_lightning.evaluation.columns import print_table
+from es_lightning.evaluation.runner import EvalConfig, EvalResult, evaluate_rows_sharded
+from es_lightning.evaluation.strict_json import strict_dumps
 from es_lightning.evaluation.summary import AVERAGE_KEY, average_over_tasks, metric_names
 from es_lightning.presets import HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY, average_groups
 from es_lightning.tasks.base import Task
-from es_lightning.training.eval_outputs import write_eval_outputs
 
 if TYPE_CHECKING:
     from es_lightning.training.callbacks import TrainerView
@@ -75,3 +80,36 @@ def evaluate_sets(
         for key in (AVERAGE_KEY, *groups):
             trainer.log(metric_names(key, summaries[key], prefix=prefix))
     return summaries
+
+
+def write_eval_outputs(
+    eval_dir: Path, tag: str, task: str, result: EvalResult, split: str | None = None
+) -> None:
+    """Write ``{tag}.json``, ``{tag}_{task}_completions.jsonl`` and ``pass_at_k_{task}.png``."""
+    eval_dir.mkdir(parents=True, exist_ok=True)
+    summary_file = eval_dir / f"{tag}.json"
+    summaries = json.loads(summary_file.read_text()) if summary_file.is_file() else {}
+    summaries[task] = {**result.summary, **({"split": split} if split is not None else {})}
+    summary_file.write_text(strict_dumps(summaries, indent=2))  # non-finite numbers as null
+    result.write_completions(eval_dir / f"{tag}_{task}_completions.jsonl")
+
+    from es_lightning.evaluation.plots import plot_pass_at_k
+
+    curves, problems = {}, {}
+    for f in sorted(eval_dir.glob("*.json"), key=lambda p: (p.stem != "before", p.stat().st_mtime)):
+        data = json.loads(f.read_text()).get(task, {})
+        curve = {int(k.split("@")[1]): v for k, v in data.items() if k.startswith("pass@")}
+        if curve:
+            curves[f.stem], problems[f.stem] = curve, data.get("n_prompts")
+    path = eval_dir / f"pass_at_k_{task}.png"  # the noise band is the first evaluation's (before)
+    plot_pass_at_k(curves, path, title=f"{task}: Pass@K", problems=problems)
+
+
+def print_before_after(before: dict[str, Any], after: dict[str, Any]) -> None:
+    """The ``before`` / ``after`` table with a ``change`` column (percentage points)."""
+    print_table({"before": before, "after": after}, difference="change")
+
+
+def print_columns(columns: dict[str, dict[str, Any]]) -> None:
+    """One column per evaluation, as :func:`~es_lightning.evaluation.columns.format_table` lays them out."""
+    print_table(columns)

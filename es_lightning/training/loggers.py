@@ -132,7 +132,7 @@ def log_hyperparams(loggers: list[Logger], hparams: dict[str, Any]) -> None:
 
 def truncate_metrics(path: str | Path, after_step: int) -> int:
     """Drop the records of ``path`` logged after ``after_step``; how many were dropped."""
-    from es_lightning.checkpoint import atomic_write_text
+    from es_lightning.checkpoint_manifest import atomic_write_text
 
     path = Path(path)
     if not path.is_file():

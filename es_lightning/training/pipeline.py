@@ -15,13 +15,14 @@ from typing import Any
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 
 from es_lightning.checkpoint import Checkpoint, latest_checkpoint, newest_intact_checkpoint
+from es_lightning.console import launched_rank
 from es_lightning.errors import ConfigError
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.strategies.base import ReasoningStrategy
 from es_lightning.training.batches import steps_for_epochs
 from es_lightning.training.lock import hold_run_lock
 from es_lightning.training.loggers import tensorboard_logger
-from es_lightning.training.run_dir import launched_rank, prepare_run_dir
+from es_lightning.training.run_dir import prepare_run_dir
 
 
 @dataclass
@@ -80,13 +81,13 @@ def run_pipeline(
     stages: list[Stage],
     rollout: Any,
     config: Any,
-    evaluation: Any = None,
-    eval_tasks: dict | None = None,
-    callbacks: list[Any] | None = None,
     hparams: dict[str, Any] | None = None,
     loggers: list[Any] | None = None,
+    **shared: Any,
 ) -> dict[str, Any]:
-    """Run the stages one after another; returns ``{stage_name: trainer results}``."""
+    """Run the stages one after another; returns ``{stage_name: trainer results}``. ``shared``: what
+    every stage's :class:`~es_lightning.training.trainer.Trainer` gets as it is (``evaluation``,
+    ``eval_tasks``, ``callbacks``)."""
 
     names = stage_names(stages)
     if len(set(names)) != len(names):
@@ -97,9 +98,7 @@ def run_pipeline(
         total = steps_for_epochs(len(rows), config.batch_size, config.epochs)
     budgets = split_budget(total, stages)
     with hold_run_lock(config.output_dir, enabled=launched_rank() == 0):  # one process per folder
-        prepare_run_dir(
-            config.output_dir, config.resume, config.overwrite, python=True
-        )  # one pipeline per folder
+        prepare_run_dir(config.output_dir, config.resume, config.overwrite, python=True)  # one per folder
         if hparams is None and launched_rank() == 0:  # from Python: config.yaml as the CLI's
             from es_lightning.training.run_config import record_python_run
 
@@ -109,24 +108,10 @@ def run_pipeline(
                 stages=stages,
                 rollout=rollout,
                 trainer=config,
-                evaluation=evaluation,
-                eval_tasks=eval_tasks,
-                callbacks=callbacks,
                 loggers=loggers,
+                **shared,
             )
-        return _run_stages(
-            module,
-            stages,
-            names,
-            budgets,
-            rollout,
-            config,
-            evaluation,
-            eval_tasks,
-            callbacks,
-            hparams,
-            loggers,
-        )
+        return _run_stages(module, stages, names, budgets, rollout, config, hparams, loggers, shared)
 
 
 def _run_stages(
@@ -136,11 +121,9 @@ def _run_stages(
     budgets: list[int],
     rollout: Any,
     config: Any,
-    evaluation: Any,
-    eval_tasks: dict | None,
-    callbacks: list[Any] | None,
     hparams: dict[str, Any] | None,
     loggers: list[Any] | None,
+    shared: dict[str, Any],
 ) -> dict[str, Any]:
     from es_lightning.training.trainer import Trainer
 
@@ -172,15 +155,13 @@ def _run_stages(
             stage.strategy,
             copy.deepcopy(rollout),
             stage_cfg,
-            evaluation,
-            eval_tasks,
-            callbacks,
             hparams={**(hparams or {}), "stage": {"index": i + 1, "name": name, "updates": steps}},
             loggers=[
                 *(loggers or []),
                 tensorboard_logger(config.output_dir, _purge_step(i, earlier, resumed_at)),
             ],
             step_offset=earlier,
+            **shared,
         )
         results[name] = trainer.fit()
         model, offset = str(latest_checkpoint(out)), offset + steps
@@ -200,7 +181,7 @@ def _print_pipeline_table(output_dir: Path, names: list[str]) -> None:
     """The starting model's evaluation next to each stage's (read from the stages' ``eval/``)."""
     import json
 
-    from es_lightning.training.eval_outputs import print_columns
+    from es_lightning.training.eval_sets import print_columns
 
     files = {"before": output_dir / f"stage1_{names[0]}" / "eval" / "before.json"}
     for i, name in enumerate(names):

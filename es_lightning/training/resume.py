@@ -42,36 +42,13 @@ def check_resume_compatible(
     ``allow_changes``: ``True``, a list of keys, or ``None`` for the trainer's setting."""
     if allow_changes is None:
         allow_changes = trainer_config.resume_allow_changes
-    changes = recorded_changes(checkpoint, strategy_name, strategy_hparams, trainer_config, task_name)
-    refused = [key for key in changes if not _allowed(key, allow_changes)]
-    lines = [f"{key}: {old!r} → {new!r}" for key, (old, new) in changes.items()]
-    if refused:
-        listed = "\n".join(f"  {key}: {changes[key][0]!r} → {changes[key][1]!r}" for key in refused)
-        raise ConfigError(
-            f"trainer.resume: {checkpoint.path} was written with other settings than this run's:\n"
-            f"{listed}\n"
-            "A resume with them changed would not continue that run. Restore them, start a new run "
-            "(another trainer.output_dir), or allow the changes with trainer.resume_allow_changes: "
-            f"true (or a list of the keys, e.g. [{refused[0]}])"
-        )
-    return lines
-
-
-def recorded_changes(
-    checkpoint: Checkpoint,
-    strategy_name: str,
-    strategy_hparams: Mapping[str, Any],
-    trainer_config: TrainerConfig,
-    task_name: str | None = None,
-) -> dict[str, tuple[Any, Any]]:
-    """``{key: (checkpoint's value, run's value)}`` of every guarded setting that differs."""
     recorded = checkpoint.hparams() or {}
     old_strategy = dict(recorded.get("strategy") or {})
     old_trainer = dict(recorded.get("trainer") or {})
     old_name = old_strategy.pop("name", None) or checkpoint.strategy
     if "seed" not in old_trainer and "seed" in checkpoint.state:
         old_trainer["seed"] = checkpoint.state["seed"]
-    changes: dict[str, tuple[Any, Any]] = {}
+    changes: dict[str, tuple[Any, Any]] = {}  # guarded key: (checkpoint's value, run's value)
     if old_name is not None and old_name != strategy_name:
         changes["strategy.name"] = (old_name, strategy_name)
     else:  # the settings of another strategy are not comparable
@@ -85,7 +62,18 @@ def recorded_changes(
     old_task = recorded.get("task")
     if task_name is not None and old_task is not None and old_task != task_name:
         changes["task"] = (old_task, task_name)
-    return changes
+    refused = [key for key in changes if not _allowed(key, allow_changes)]
+    lines = [f"{key}: {old!r} → {new!r}" for key, (old, new) in changes.items()]
+    if refused:
+        listed = "\n".join(f"  {key}: {changes[key][0]!r} → {changes[key][1]!r}" for key in refused)
+        raise ConfigError(
+            f"trainer.resume: {checkpoint.path} was written with other settings than this run's:\n"
+            f"{listed}\n"
+            "A resume with them changed would not continue that run. Restore them, start a new run "
+            "(another trainer.output_dir), or allow the changes with trainer.resume_allow_changes: "
+            f"true (or a list of the keys, e.g. [{refused[0]}])"
+        )
+    return lines
 
 
 def _same(old: Any, new: Any) -> bool:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Collection
 from pathlib import Path
 
 from es_lightning.checkpoint import checkpoints_root, latest_checkpoint
+from es_lightning.console import launched_rank
 from es_lightning.errors import ConfigError
 
 RUN_ARTIFACTS = (
@@ -63,12 +63,6 @@ def prepare_run_dir(
             shutil.rmtree(path)
         else:
             path.unlink()
-
-
-def launched_rank() -> int:
-    """The largest of the launch variables' ranks (0 in a single process or on rank 0)."""
-    ranks = [os.environ.get(name, "") for name in ("RANK", "LOCAL_RANK", "NODE_RANK")]
-    return max((int(r) for r in ranks if r.strip().isdigit()), default=0)
 
 
 def _pipeline_checkpoints(output_dir: str | Path) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 
 from lightning.fabric.loggers import CSVLogger, Logger, TensorBoardLogger
 
-from es_lightning.checkpoint import atomic_write_text
+from es_lightning.checkpoint_manifest import atomic_write_text
 from es_lightning.console import warn
 from es_lightning.strategies.base import Sample
 from es_lightning.training.loggers import truncate_metrics
@@ -37,26 +37,14 @@ def log_samples(
     logged_at = step if global_step is None else global_step
     path = Path(output_dir) / SAMPLES_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
+    rows: list[list[Any]] = []
     with path.open("a", encoding="utf-8") as f:
         for sample in samples:
+            values = {column: getattr(sample, column) for column in COLUMNS[1:]}  # member .. completion
             record = {"step": step, **({"global_step": global_step} if global_step is not None else {})}
-            record.update(member=sample.member, reward=sample.reward, advantage=sample.advantage)
-            record.update(rewards=sample.rewards, logged=_plain(sample.logged))
-            record.update(prompt=sample.prompt, completion=sample.completion)
+            record.update(values, logged=_plain(sample.logged))
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    rows = [
-        [
-            logged_at,
-            s.member,
-            s.reward,
-            s.advantage,
-            _pairs(s.rewards),
-            _pairs(s.logged),
-            s.prompt,
-            s.completion,
-        ]
-        for s in samples
-    ]
+            rows.append([logged_at, *(_pairs(v) if isinstance(v, dict) else v for v in values.values())])
     for logger in loggers:
         _to_logger(logger, rows, logged_at)
 

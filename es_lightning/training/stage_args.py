@@ -102,15 +102,3 @@ def expand_stage_args(parser: Any, args: list[str]) -> list[str]:
     for selector, key, value in found:
         set_key(stages[stage_index(stages, selector)], key, value)
     return [*rest, "--stages", json.dumps(stages)]
-
-
-def expand_fit_command(args: list[str]) -> list[str]:
-    """The ``es-lightning`` arguments with a ``fit`` command's stage arguments expanded."""
-    commands = {"fit", "evaluate", "analyze", "report", "compare", "tune"}
-    command = next((i for i, a in enumerate(args) if a in commands), None)
-    if command is None or args[command] != "fit" or not any(STAGE_ARG.match(a) for a in args):
-        return args
-    from es_lightning.training.command import fit_parser
-
-    at = command + 1
-    return [*args[:at], *expand_stage_args(fit_parser(), args[at:])]

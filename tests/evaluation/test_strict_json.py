@@ -11,7 +11,7 @@ from es_lightning.evaluation.runner import EvalResult
 from es_lightning.evaluation.strict_json import finite_or_none, strict_dumps
 from es_lightning.evaluation.summary import is_correct, summarize
 from es_lightning.tasks.base import Score
-from es_lightning.training.eval_outputs import write_eval_outputs
+from es_lightning.training.eval_sets import write_eval_outputs
 
 
 def _strict_loads(text: str):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from es_lightning.evaluation.columns import format_table
-from es_lightning.training.eval_outputs import print_before_after, print_columns
+from es_lightning.training.eval_sets import print_before_after, print_columns
 
 BEFORE = {"arithmetic": {"pass@1": 0.477, "pass@16": 1.0, "greedy": 0.795, "mean_reward": 0.477}}
 AFTER = {"arithmetic": {"pass@1": 0.7271, "pass@16": 1.0, "greedy": 0.97, "mean_reward": 0.7271}}
