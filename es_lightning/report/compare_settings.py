@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from es_lightning.report.readers import module_args, run_config
+
 MODULE_KEYS = ("model", "tokenizer", "revision", "chat_template", "plain_template", "max_prompt_tokens")
 """The ``module`` settings compared (the task is compared under ``task.*``)."""
 EVAL_JSON_KEYS = ("n_prompts", "n_samples", "split")
@@ -26,24 +28,12 @@ def _flatten(value: Any, prefix: str) -> dict[str, Any]:
     return out
 
 
-def _init_args(section: Any) -> dict[str, Any]:
-    """A ``class_path``/``init_args`` section's arguments, or the section itself when it is plain."""
-    if not isinstance(section, Mapping):
-        return {}
-    return dict(section.get("init_args") or {}) if "class_path" in section else dict(section)
-
-
 def run_settings(run_dir: Path, final: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The compared settings of one run, or ``None``."""
-    import yaml
-
-    try:
-        config = yaml.safe_load((Path(run_dir) / "config.yaml").read_text())
-    except (OSError, yaml.YAMLError):
-        config = None
+    config = run_config(run_dir)
     out: dict[str, Any] = {}
-    if isinstance(config, Mapping):
-        module = _init_args(config.get("module"))
+    if config is not None:
+        module = module_args(config)
         out.update({key: module[key] for key in MODULE_KEYS if key in module})
         if "task" in module:
             out.update(_flatten(module["task"], "task"))

@@ -18,6 +18,18 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def interval_cell(
+    block: dict[str, Any] | None, key: str, spec: str, low: str = "low", high: str = "high"
+) -> str:
+    """``estimate [low, high]`` of a block's fields (the estimate alone without both bounds), ``–`` absent."""
+    if not block or block.get(key) is None:
+        return "–"
+    bounds = [block.get(low), block.get(high)]
+    if any(b is None for b in bounds):
+        return format(block[key], spec)
+    return f"{format(block[key], spec)} [{format(bounds[0], spec)}, {format(bounds[1], spec)}]"
+
+
 def figure(report: dict[str, Any], name: str) -> list[str]:
     """The figure's image link, or why it was not drawn."""
     if name in report.get("figures", {}):

@@ -13,7 +13,7 @@ import yaml
 
 from es_lightning.report.config import ReportPlan, TrajectorySettings, split_overrides
 from es_lightning.report.outcomes import Outcomes, evaluation_outcomes
-from es_lightning.report.readers import pass_at_k, read_json, stages
+from es_lightning.report.readers import module_args, pass_at_k, read_json, stages
 from es_lightning.report.runs import logged_record
 
 
@@ -47,16 +47,14 @@ def _task_spec(config: dict[str, Any], task: str) -> Any:
     eval_tasks = config.get("eval_tasks")
     if isinstance(eval_tasks, dict) and task in eval_tasks:
         return eval_tasks[task]
-    module = config.get("module") or {}
-    module = module.get("init_args", module)
+    module = module_args(config)
     return module.get("task") if eval_tasks is None and module.get("task") else task
 
 
 def evaluate_config(run_dir: Path, checkpoint: Path, task: str | list[str], output: Path) -> dict[str, Any]:
     """The ``evaluate`` settings that repeat the run's final evaluation on ``checkpoint``."""
     config = yaml.safe_load((Path(run_dir) / "config.yaml").read_text()) or {}
-    module = config.get("module") or {}
-    module = module.get("init_args", module)
+    module = module_args(config)
     accelerator = (config.get("trainer") or {}).get("accelerator", "auto")
     spec = [_task_spec(config, t) for t in task] if isinstance(task, list) else _task_spec(config, task)
     out: dict[str, Any] = {
