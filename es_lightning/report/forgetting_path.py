@@ -9,13 +9,13 @@ from typing import Any
 from es_lightning.report.config import FORGETTING, ReportPlan
 from es_lightning.report.outcomes import Outcomes
 from es_lightning.report.readers import run_updates
-from es_lightning.report.trajectory import budget, path_records, point_name, point_outcomes
+from es_lightning.report.trajectory import budget, path_records, point_file, point_name, point_outcomes
 
 Dirs = dict[int, Path]
 
 
 def forgetting_point_file(plan: ReportPlan, method: str, seed: int, step: int) -> Path:
-    return plan.output_dir / "trajectory" / FORGETTING / method / f"seed{seed}" / f"step-{step:06d}.json"
+    return point_file(plan, seed, step, f"{FORGETTING}/{method}")
 
 
 def run_forgetting_path(plan: ReportPlan, runs: dict[str, Dirs], launch: bool) -> list[dict[str, Any]]:
@@ -26,12 +26,7 @@ def run_forgetting_path(plan: ReportPlan, runs: dict[str, Dirs], launch: bool) -
     tasks = [plan.forgetting.in_domain, plan.forgetting.out_of_domain]
     records = []
     for method in settings.paths:
-
-        def out_file(seed: int, step: int, method: str = method) -> Path:
-            return forgetting_point_file(plan, method, seed, step)
-
-        label = f"trajectory/{FORGETTING}/{method}"
-        records += path_records(settings, runs.get(method, {}), tasks, out_file, label, launch)
+        records += path_records(plan, settings, runs.get(method, {}), tasks, f"{FORGETTING}/{method}", launch)
     return records
 
 

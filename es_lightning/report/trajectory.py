@@ -23,7 +23,8 @@ def point_name(method: str, step: int) -> str:
 
 
 def point_file(plan: ReportPlan, seed: int, step: int, method: str | None = None) -> Path:
-    """Where the report's evaluation of ``method``'s (default: the primary path's) checkpoint goes."""
+    """Where the report's evaluation of ``method``'s (default: the primary path's) checkpoint goes
+    (``forgetting/<method>``: the forgetting setting's)."""
     method = method or plan.trajectory.primary
     return plan.output_dir / "trajectory" / method / f"seed{seed}" / f"step-{step:06d}.json"
 
@@ -91,22 +92,25 @@ def evaluate_point(
 
 
 def path_records(
+    plan: ReportPlan,
     settings: TrajectorySettings,
     runs: dict[int, Path],
     task: str | list[str],
-    out_file: Callable[[int, int], Path],
-    label: str,
+    method: str,
     launch: bool,
 ) -> list[dict[str, Any]]:
-    """Evaluate the path's checkpoints of every seed's run; one record per point."""
+    """Evaluate the path's checkpoints of every seed's run of ``method`` (``forgetting/<method>`` in
+    the forgetting setting) into :func:`point_file`; one record per point."""
     records = []
     for seed, run_dir in sorted(runs.items()):
         if len(stages(run_dir)) > 1:
-            records.append({"name": f"{label}/seed{seed}", "status": "failed", "error": "a pipeline"})
+            records.append(
+                {"name": f"trajectory/{method}/seed{seed}", "status": "failed", "error": "a pipeline"}
+            )
             continue
         for step, checkpoint in sorted(checkpoints_at(run_dir, settings.wants).items()):
-            out = out_file(seed, step)
-            name = f"{label}/seed{seed}/step-{step:06d}"
+            out = point_file(plan, seed, step, method)
+            name = f"trajectory/{method}/seed{seed}/step-{step:06d}"
             if final_step(run_dir) == step:
                 records.append({"name": name, "status": "reused"})
                 continue
@@ -123,12 +127,7 @@ def run_trajectory(
     if not settings.enabled or task is None or settings.via == "eval_every":
         return records
     for method in settings.paths:
-        runs = finished.get(method, {})
-
-        def out_file(seed: int, step: int, method: str = method) -> Path:
-            return point_file(plan, seed, step, method)
-
-        records += path_records(settings, runs, task, out_file, f"trajectory/{method}", launch)
+        records += path_records(plan, settings, finished.get(method, {}), task, method, launch)
     return records
 
 
