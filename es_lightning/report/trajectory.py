@@ -146,11 +146,6 @@ def point_outcomes(out: Path, run_dir: Path, step: int, task: str) -> Outcomes |
     return found or evaluation_outcomes(Path(run_dir) / "eval", f"step-{step:06d}", task)
 
 
-def point_summary(out: Path, run_dir: Path, step: int, task: str) -> dict[int, float]:
-    data = read_json(out) or read_json(Path(run_dir) / "eval" / f"step-{step:06d}.json")
-    return pass_at_k((data or {}).get(task))
-
-
 def budget(runs: dict[int, Path], updates: int | None) -> int | None:
     """The method's budget: ``updates``, else (a run sized by epochs) its final checkpoint's update."""
     if not updates and runs:
@@ -169,7 +164,8 @@ def collect_path(
         per_seed[str(seed)] = {}
         for step in steps:
             out = point_file(plan, seed, step, method)
-            curve = point_summary(out, run_dir, step, task)
+            data = read_json(out) or read_json(Path(run_dir) / "eval" / f"step-{step:06d}.json")
+            curve = pass_at_k((data or {}).get(task))
             if curve:
                 per_seed[str(seed)][str(step)] = {str(k): v for k, v in curve.items()}
             points.setdefault(point_name(method, step), {})[seed] = point_outcomes(out, run_dir, step, task)
