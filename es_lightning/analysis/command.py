@@ -112,7 +112,13 @@ def run_analyze(
     output.parent.mkdir(parents=True, exist_ok=True)
 
     index = WeightIndex(base_w.files)
-    bar = _progress_bars(len(base_w.specs), progress)
+    from tqdm.auto import tqdm
+
+    def bar(desc: str) -> Any:  # a tqdm factory over the base's tensors
+        return partial(
+            tqdm, desc=desc, total=len(base_w.specs), unit="tensor", disable=not progress, leave=False
+        )
+
     result: dict[str, Any] = {"base": base, "base_stored_as": base_w.stored_as, "taus": tau_list}
     result.update(_analyze_model(index, ckpt_w, "checkpoint", walks, tau_list, top_k, bar))
     if compare_w is not None and compare_walks is not None:
@@ -185,16 +191,6 @@ def _locate_models(
     if compare_w is not None:
         check_pair(base_w.specs, compare_w.specs, f"--base {base}", f"--compare {compare}")
     return base_w, ckpt_w, compare_w
-
-
-def _progress_bars(total: int, progress: bool) -> Callable[[str], Any]:
-    """``bar(desc)``: a tqdm factory over the ``total`` tensors of a model (silent unless ``progress``)."""
-    from tqdm.auto import tqdm
-
-    def bar(desc: str) -> Any:
-        return partial(tqdm, desc=desc, total=total, unit="tensor", disable=not progress, leave=False)
-
-    return bar
 
 
 def _analyze_model(
