@@ -65,11 +65,11 @@ def rerender(path: Path, output_dir: Path, verdicts: VerdictSettings | None = No
         "drift": {"methods": {}, "ratio": None, "taus": []},
         "ablations": {},
         "pareto": {},
+        "runs": [],
+        "failures": [],
     }
     for key, value in empty.items():
         report.setdefault(key, value)
-    report.setdefault("runs", [])
-    report.setdefault("failures", [])
     report.update(judge(report))
     written = write_report(report, Path(output_dir))
     print(f"[report] judged {path} again: {written}", flush=True)
