@@ -34,13 +34,7 @@ def merged_verdicts(saved: dict[str, Any] | None, given: VerdictSettings) -> dic
     default = VerdictSettings()
     known = {f.name for f in fields(VerdictSettings)}
     out = {**asdict(default), **{k: v for k, v in (saved or {}).items() if k in known}}
-    out.update(
-        {
-            f.name: getattr(given, f.name)
-            for f in fields(VerdictSettings)
-            if getattr(given, f.name) != getattr(default, f.name)
-        }
-    )
+    out.update({k: v for k, v in asdict(given).items() if v != getattr(default, k)})
     VerdictSettings(**out)  # validates
     return out
 
