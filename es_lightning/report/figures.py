@@ -66,19 +66,13 @@ def draw_pareto(ax: Any, report: dict[str, Any], k: str) -> None:
             xs, ys = [100 * c["1"] for c in seeds], [100 * c[k] for c in seeds]
             ax.scatter(xs, ys, s=12, alpha=0.35, color=color(name, i))
             xs_shown, ys_shown = xs_shown + xs, ys_shown + ys
-        xerr, yerr = (spread(rows[name][key]["sd"], rows[name][key]["n"]) for key in ("1", k))
+        sds = (spread(rows[name][key]["sd"], rows[name][key]["n"]) for key in ("1", k))
+        xerr, yerr = (None if sd is None else 100 * sd for sd in sds)  # percent
         ax.errorbar(
-            100 * x,
-            100 * y,
-            xerr=None if xerr is None else 100 * xerr,
-            yerr=None if yerr is None else 100 * yerr,
-            fmt="o",
-            color=color(name, i),
-            capsize=3,
-            label=name,
+            100 * x, 100 * y, xerr=xerr, yerr=yerr, fmt="o", color=color(name, i), capsize=3, label=name
         )
-        xs_shown += [100 * x - 100 * (xerr or 0), 100 * x + 100 * (xerr or 0)]
-        ys_shown += [100 * y - 100 * (yerr or 0), 100 * y + 100 * (yerr or 0)]
+        xs_shown += [100 * x - (xerr or 0), 100 * x + (xerr or 0)]
+        ys_shown += [100 * y - (yerr or 0), 100 * y + (yerr or 0)]
         if name in data["non_dominated"]:
             ax.scatter(
                 [100 * x], [100 * y], s=220, facecolors="none", edgecolors=color(name, i), linewidths=1.5

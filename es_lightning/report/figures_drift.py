@@ -88,13 +88,8 @@ def _functional(ax: Any, report: dict[str, Any], curves: dict[str, Any]) -> None
             (v["s_tau"]["mean"], v["pass@1"]["mean"]) for _, v in points if v.get("s_tau") and v.get("pass@1")
         ]
         label = f"{m} (empirical null)" if "permuted" in m else m
-        ax.plot(
-            [100 * x for x, _ in points],
-            [100 * y for _, y in points],
-            marker="o",
-            color=color(m, i),
-            label=label,
-        )
+        xs, ys = [100 * x for x, _ in points], [100 * y for _, y in points]
+        ax.plot(xs, ys, marker="o", color=color(m, i), label=label)
     bases = [d.get("sparsity_curve_base") or {} for d in curves.values()]
     engine_base = [b["pass@1"]["mean"] for b in bases if b.get("pass@1")]
     base = _base_pass(report, "1")
@@ -102,13 +97,8 @@ def _functional(ax: Any, report: dict[str, Any], curves: dict[str, Any]) -> None
         label = "base, scored as the exports"
         ax.axhline(100 * engine_base[0], color="black", linewidth=1, linestyle=":", label=label)
     elif base:
-        base_line(
-            ax,
-            100 * base["estimate"],
-            100 * base["low"],
-            100 * base["high"],
-            f"base Pass@1 ({level_label(report)} bootstrap band)",
-        )
+        label = f"base Pass@1 ({level_label(report)} bootstrap band)"
+        base_line(ax, 100 * base["estimate"], 100 * base["low"], 100 * base["high"], label)
     ax.set(xlabel="s_τ of the export (%): updates zeroed", ylabel="Pass@1 (%)", title="functional sparsity")
 
 
