@@ -240,16 +240,8 @@ def _forgetting(report: dict[str, Any]) -> list[str]:
                 if before is None or after is None:
                     rows.append([method, task, f"{k}", "–", "–", "–"])
                     continue
-                rows.append(
-                    [
-                        method,
-                        task,
-                        f"{k}",
-                        f"{100 * before['estimate']:.1f}",
-                        f"{100 * after['estimate']:.1f}",
-                        fmt_interval(row.get(f"delta@{k}"), **PCT),
-                    ]
-                )
+                rates = [f"{100 * found['estimate']:.1f}" for found in (before, after)]
+                rows.append([method, task, f"{k}", *rates, fmt_interval(row.get(f"delta@{k}"), **PCT)])
     out += [table(["method", "task", "K", "before", "after", "Δ (points)"], rows), ""]
     return out
 

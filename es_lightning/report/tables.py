@@ -269,16 +269,9 @@ def ablations(report: dict[str, Any]) -> list[str]:
         for label, r in rows.items():
             ref = "–" if r.get("reference") is None else f"{r['reference']:.4f}"
             cells = [fmt_stat(r.get(k), **PCT) for k in ks]
-            body.append(
-                [
-                    label,
-                    str(r["runs"]),
-                    fmt_stat(r.get("final_reward"), spec=".3f"),
-                    *cells,
-                    fmt_stat(r.get("kappa_pair"), spec=".4f"),
-                    ref,
-                ]
-            )
+            reward = fmt_stat(r.get("final_reward"), spec=".3f")
+            kappa = fmt_stat(r.get("kappa_pair"), spec=".4f")
+            body.append([label, str(r["runs"]), reward, *cells, kappa, ref])
         header = [
             data["parameter"] or "variant",
             "runs",
