@@ -47,7 +47,22 @@ def run_compare(
     """
     if not runs:
         raise ConfigError("compare: give at least one run folder")
-    columns, folders = _read_columns([Path(run) for run in runs], start)
+    columns: dict[str, dict[str, Any]] = {}  # {column: final evaluation}, the start column first
+    folders: dict[str, Path] = {}  # {column: run folder}
+    for run in map(Path, runs):
+        if not run.is_dir():
+            raise MissingPathError(f"compare: run folder {str(run)!r} does not exist")
+        after = read_after(run)
+        if after is None:
+            raise ConfigError(
+                f"compare: {run} has no final evaluation (eval/after.json); did the run finish?"
+            )
+        if start and not columns and (before := read_before(run)) is not None:
+            columns[START] = before
+        label, n = run.name, 2
+        while label in columns:  # two runs of the same folder name
+            label, n = f"{run.name} ({n})", n + 1
+        columns[label], folders[label] = after, run
     if task is not None:
         if not any(task in summaries for summaries in columns.values()):
             known = sorted({t for summaries in columns.values() for t in summaries})
@@ -59,29 +74,6 @@ def run_compare(
     if output is not None:
         _write(Path(output), columns, table, record)
     return columns
-
-
-def _read_columns(runs: list[Path], start: bool) -> tuple[dict[str, dict[str, Any]], dict[str, Path]]:
-    """``({column: final evaluation}, {column: run folder})``, the start column first when asked."""
-    columns: dict[str, dict[str, Any]] = {}
-    folders: dict[str, Path] = {}
-    for run in runs:
-        if not run.is_dir():
-            raise MissingPathError(f"compare: run folder {str(run)!r} does not exist")
-        after = read_after(run)
-        if after is None:
-            raise ConfigError(
-                f"compare: {run} has no final evaluation (eval/after.json); did the run finish?"
-            )
-        if start and not columns:
-            before = read_before(run)
-            if before is not None:
-                columns[START] = before
-        label, n = run.name, 2
-        while label in columns:  # two runs of the same folder name
-            label, n = f"{run.name} ({n})", n + 1
-        columns[label], folders[label] = after, run
-    return columns, folders
 
 
 def check_settings(columns: dict[str, dict[str, Any]], folders: dict[str, Path]) -> dict[str, Any]:
