@@ -112,13 +112,7 @@ def run_analyze(
     output.parent.mkdir(parents=True, exist_ok=True)
 
     index = WeightIndex(base_w.files)
-    from tqdm.auto import tqdm
-
-    def bar(desc: str) -> Any:  # a tqdm factory over the base's tensors
-        return partial(
-            tqdm, desc=desc, total=len(base_w.specs), unit="tensor", disable=not progress, leave=False
-        )
-
+    bar = _progress_bars(len(base_w.specs), progress)
     result: dict[str, Any] = {"base": base, "base_stored_as": base_w.stored_as, "taus": tau_list}
     result.update(_analyze_model(index, ckpt_w, "checkpoint", walks, tau_list, top_k, bar))
     if compare_w is not None and compare_walks is not None:
@@ -130,26 +124,11 @@ def run_analyze(
     if export_taus:
         root = Path(export_dir) if export_dir is not None else output.with_name(f"{output.stem}_thresholded")
         provenance = {"base": base, "checkpoint": checkpoint}
-        exports = export_all(
-            export_taus, index, ckpt_w.files, ckpt_w.folder, root, threshold_view, keep_exports, provenance, bar,
+        png = output.with_name(f"{output.stem}_sparsity_curve.png")
+        _export_thresholded(
+            result, index, ckpt_w, export_taus, root, threshold_view, keep_exports, provenance, bar,
+            task, evaluation, rollout, device, dtype, png, base_w.folder,
         )  # fmt: skip
-        if task is None:
-            result["thresholded"] = list(exports)
-        else:  # each export is scored as it is written, then the base
-            if rollout is None:
-                from es_lightning.rollout.default import default_rollout
-
-                rollout = default_rollout()
-            if device == "auto":
-                device = "cuda" if torch.cuda.is_available() else "cpu"
-            analysis = result if threshold_view == "stored" else result["bf16"]
-            png = output.with_name(f"{output.stem}_sparsity_curve.png")
-            curve = sparsity_curve(
-                analysis, ckpt_w.folder, exports, task, evaluation, rollout, torch.device(device), dtype,
-                root / "completions", png, base_w.folder,
-            )  # fmt: skip
-            result.update(curve)
-            print(format_curve(result["sparsity_curve"], result["sparsity_curve_base"]))
         output.write_text(json.dumps(result, indent=2))
     print(f"written: {output}")
     return result
@@ -193,6 +172,16 @@ def _locate_models(
     return base_w, ckpt_w, compare_w
 
 
+def _progress_bars(total: int, progress: bool) -> Callable[[str], Any]:
+    """``bar(desc)``: a tqdm factory over the ``total`` tensors of a model (silent unless ``progress``)."""
+    from tqdm.auto import tqdm
+
+    def bar(desc: str) -> Any:
+        return partial(tqdm, desc=desc, total=total, unit="tensor", disable=not progress, leave=False)
+
+    return bar
+
+
 def _analyze_model(
     index: WeightIndex,
     model: ModelWeights,
@@ -213,6 +202,64 @@ def _analyze_model(
         stored["null"] = null_block(stored, model_walks.walks, tau_list, model_walks.describe())
         bf16["null"] = {"modelled": False, "reason": BF16_NOT_MODELLED}
     return {**head, **stored, "bf16": bf16}
+
+
+def _export_thresholded(
+    result: dict[str, Any],
+    index: WeightIndex,
+    ckpt_w: ModelWeights,
+    export_taus: list[float],
+    root: Path,
+    threshold_view: View,
+    keep_exports: bool,
+    provenance: dict[str, str],
+    bar: Callable[[str], Any],
+    task: Task | None,
+    evaluation: EvalConfig,
+    rollout: Rollout | None,
+    device: str,
+    dtype: DTypeName,
+    png: Path,
+    base_folder: Path,
+) -> None:
+    """Export θ_τ for each τ under ``root``, and with a task add the sparsity curve to ``result``."""
+    exports = export_all(
+        export_taus,
+        index,
+        ckpt_w.files,
+        ckpt_w.folder,
+        root,
+        threshold_view,
+        keep_exports,
+        provenance,
+        bar,
+    )
+    if task is None:
+        result["thresholded"] = list(exports)
+        return
+    if rollout is None:
+        from es_lightning.rollout.default import default_rollout
+
+        rollout = default_rollout()
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    analysis = result if threshold_view == "stored" else result["bf16"]
+    result.update(
+        sparsity_curve(
+            analysis,
+            ckpt_w.folder,
+            exports,
+            task,
+            evaluation,
+            rollout,
+            torch.device(device),
+            dtype,
+            root / "completions",
+            png,
+            base_folder,
+        )
+    )
+    print(format_curve(result["sparsity_curve"], result["sparsity_curve_base"]))
 
 
 def _resolve_task(evaluate: str | Task | None, export_taus: list[float], keep_exports: bool) -> Task | None:
