@@ -135,25 +135,13 @@ def format_null(data: dict[str, Any], label: str = "checkpoint") -> str:
 def format_curve(curve: list[dict[str, Any]], base: dict[str, Any] | None = None) -> str:
     """The sparsity curve as a table, the base model last when given."""
     view = curve[0].get("view", "stored") if curve else "stored"
+
+    def row(label: str, p: dict[str, Any]) -> list[str]:
+        s_tau, pass1, greedy = (_percent(p.get(key)) for key in ("s_tau", "pass@1", "greedy"))
+        return [label, s_tau, f"{p.get('reverted', 0):,}", pass1, greedy]
+
     rows = [["τ", f"s_τ ({view})", "reverted", "pass@1", "greedy"]]
-    rows += [
-        [
-            f"{p['tau']:g}",
-            _percent(p.get("s_tau")),
-            f"{p.get('reverted', 0):,}",
-            _percent(p.get("pass@1")),
-            _percent(p.get("greedy")),
-        ]
-        for p in curve
-    ]
-    if base is not None:
-        rows.append(
-            [
-                "base",
-                _percent(1.0),
-                f"{base.get('reverted', 0):,}",
-                _percent(base.get("pass@1")),
-                _percent(base.get("greedy")),
-            ]
-        )
+    rows += [row(f"{p['tau']:g}", p) for p in curve]
+    if base is not None:  # every update reverted: s_τ = 1
+        rows.append(row("base", {**base, "s_tau": 1.0}))
     return "\nsparsity curve (Pass@1 of the thresholded checkpoints)\n" + pad_columns(rows)

@@ -169,13 +169,10 @@ def _stage_chain(checkpoint: Checkpoint) -> list[Checkpoint]:
     return [*chain, checkpoint]
 
 
-def _is_stage(checkpoint: Checkpoint) -> bool:
-    return (checkpoint.path.parent.parent.parent / "pipeline.json").is_file()
-
-
 def _label(checkpoint: Checkpoint) -> str:
     run_dir = checkpoint.path.parent.parent
-    return f"{run_dir.name}/{checkpoint.path.name}" if _is_stage(checkpoint) else str(checkpoint.path)
+    is_stage = (run_dir.parent / "pipeline.json").is_file()
+    return f"{run_dir.name}/{checkpoint.path.name}" if is_stage else str(checkpoint.path)
 
 
 def _resolved(model: str) -> str:

@@ -23,16 +23,12 @@ LEFT_OUT = ("--taus", "--top_k", "--threshold_view", "--keep_exports", "--export
 """``drift.extra_args`` flags of analyze alone, which leave the base's samples as they are."""
 
 
-def _flag(token: str) -> str:
-    return token.split("=", 1)[0]
-
-
 def evaluate_args(extra_args: list[str]) -> list[str] | str:
     """The ``evaluate`` arguments of ``drift.extra_args``, or why the base cannot be scored apart."""
     tokens, passed, keep = split_overrides(extra_args), [], False
     for token in tokens:
         if token.startswith("--"):
-            flag = _flag(token)
+            flag = token.split("=", 1)[0]
             if flag.startswith(PASSED):
                 keep = True
             elif flag.startswith(LEFT_OUT):

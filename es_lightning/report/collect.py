@@ -36,15 +36,11 @@ def collect_evaluations(
     """Pass@K of base and every method: per seed, mean ± sd, and the paired difference to base."""
     per_seed: dict[str, dict[int, dict[int, float]]] = {"base": {}}
     base_file = _curve(read_after(base_dir), task) if base_dir is not None else {}
-    for seed in plan.seeds:
-        if base_file:
-            per_seed["base"][seed] = base_file
-            continue
-        for dirs in methods.values():  # the first method run of this seed that evaluated the start
-            curve = _curve(read_before(dirs[seed]), task) if seed in dirs else {}
-            if curve:
-                per_seed["base"][seed] = curve
-                break
+    for seed in plan.seeds:  # the base run's, else the first method run of the seed that evaluated the start
+        runs = [dirs[seed] for dirs in methods.values() if seed in dirs]
+        curve = base_file or next((c for d in runs if (c := _curve(read_before(d), task))), None)
+        if curve:
+            per_seed["base"][seed] = curve
     for method, dirs in methods.items():
         per_seed[method] = {s: c for s, d in sorted(dirs.items()) if (c := _curve(read_after(d), task))}
     rows: dict[str, Any] = {}
@@ -204,12 +200,9 @@ def collect_outcome_block(
         return None
     found: dict[str, dict[int, Outcomes | None]] = {"base": {}}
     own = evaluation_outcomes(base_dir / "eval", "after", task) if base_dir is not None else None
-    for seed in plan.seeds:
-        if own is not None:
-            found["base"][seed] = own
-            continue
+    for seed in plan.seeds:  # the base run's, else the first method run of the seed with the start's
         runs = [dirs[seed] for dirs in methods.values() if seed in dirs]
-        found["base"][seed] = next((o for d in runs if (o := run_outcomes(d, "before", task))), None)
+        found["base"][seed] = own or next((o for d in runs if (o := run_outcomes(d, "before", task))), None)
     for method, dirs in methods.items():
         found[method] = {seed: run_outcomes(d, "after", task) for seed, d in sorted(dirs.items())}
     found.update(points or {})

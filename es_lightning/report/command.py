@@ -216,8 +216,7 @@ def run_report(
             out_of_domain, margin}``): each method post-trains a two-skill model on one task, both
             tasks are evaluated before and after; "ES's held-out skill does not collapse" is
             judged on it (see :mod:`~es_lightning.report.forgetting`); ``trajectory: {method:
-            grpo, steps: [...]}`` evaluates that method's checkpoints on both tasks
-            (:mod:`~es_lightning.report.forgetting_path`).
+            grpo, steps: [...]}`` evaluates that method's checkpoints on both tasks.
         sharpening: the base model evaluated with the final protocol at other temperatures
             (``{temperatures: [0.4, 0.5, 0.55, 0.6]}``): its temperature path, entering the
             outcomes as ``base@T0.4``, ... (see :mod:`~es_lightning.report.sharpening`).
@@ -284,7 +283,7 @@ def _analyse(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Analyses and checkpoint evaluations of the finished runs (reusing what is written)."""
     from es_lightning.report.collect import choose_task
-    from es_lightning.report.forgetting_path import run_forgetting_path
+    from es_lightning.report.forgetting import run_forgetting_path
     from es_lightning.report.sharpening import run_sharpening
     from es_lightning.report.trajectory import run_trajectory
     from es_lightning.report.weight_drift import run_analyses

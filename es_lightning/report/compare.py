@@ -1,13 +1,18 @@
 """``es-lightning compare``: the final evaluations of several runs side by side, after a warning
-naming every setting they differ in (:mod:`~es_lightning.report.compare_settings`)::
+naming every setting they differ in::
 
     es-lightning compare runs/demo_cpu runs/demo_cpu_grpo --output runs/compare
+
+The settings checked are those the numbers depend on (model, prompts, task, evaluation, and what
+the final evaluation covered). A key some runs lack is skipped: a setting added since keeps the old
+behaviour by default.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +20,14 @@ from es_lightning.errors import ConfigError, MissingPathError
 from es_lightning.evaluation.change_plot import plot_change_from_start
 from es_lightning.evaluation.columns import format_table
 from es_lightning.evaluation.plots import plot_pass_at_k
-from es_lightning.report.compare_settings import differing, run_settings, warning_text
-from es_lightning.report.readers import pass_at_k, read_after, read_before
+from es_lightning.report.readers import module_args, pass_at_k, read_after, read_before, run_config
 
 START = "start"
 """The column of the starting model's evaluation."""
+MODULE_KEYS = ("model", "tokenizer", "revision", "chat_template", "plain_template", "max_prompt_tokens")
+"""The ``module`` settings compared (the task is compared under ``task.*``)."""
+EVAL_JSON_KEYS = ("n_prompts", "n_samples", "split")
+"""The keys of each task's final evaluation compared."""
 
 
 def run_compare(
@@ -39,7 +47,22 @@ def run_compare(
     """
     if not runs:
         raise ConfigError("compare: give at least one run folder")
-    columns, folders = _read_columns([Path(run) for run in runs], start)
+    columns: dict[str, dict[str, Any]] = {}  # {column: final evaluation}, the start column first
+    folders: dict[str, Path] = {}  # {column: run folder}
+    for run in map(Path, runs):
+        if not run.is_dir():
+            raise MissingPathError(f"compare: run folder {str(run)!r} does not exist")
+        after = read_after(run)
+        if after is None:
+            raise ConfigError(
+                f"compare: {run} has no final evaluation (eval/after.json); did the run finish?"
+            )
+        if start and not columns and (before := read_before(run)) is not None:
+            columns[START] = before
+        label, n = run.name, 2
+        while label in columns:  # two runs of the same folder name
+            label, n = f"{run.name} ({n})", n + 1
+        columns[label], folders[label] = after, run
     if task is not None:
         if not any(task in summaries for summaries in columns.values()):
             known = sorted({t for summaries in columns.values() for t in summaries})
@@ -51,29 +74,6 @@ def run_compare(
     if output is not None:
         _write(Path(output), columns, table, record)
     return columns
-
-
-def _read_columns(runs: list[Path], start: bool) -> tuple[dict[str, dict[str, Any]], dict[str, Path]]:
-    """``({column: final evaluation}, {column: run folder})``, the start column first when asked."""
-    columns: dict[str, dict[str, Any]] = {}
-    folders: dict[str, Path] = {}
-    for run in runs:
-        if not run.is_dir():
-            raise MissingPathError(f"compare: run folder {str(run)!r} does not exist")
-        after = read_after(run)
-        if after is None:
-            raise ConfigError(
-                f"compare: {run} has no final evaluation (eval/after.json); did the run finish?"
-            )
-        if start and not columns:
-            before = read_before(run)
-            if before is not None:
-                columns[START] = before
-        label, n = run.name, 2
-        while label in columns:  # two runs of the same folder name
-            label, n = f"{run.name} ({n})", n + 1
-        columns[label], folders[label] = after, run
-    return columns, folders
 
 
 def check_settings(columns: dict[str, dict[str, Any]], folders: dict[str, Path]) -> dict[str, Any]:
@@ -105,3 +105,68 @@ def _write(output: Path, columns: dict[str, dict[str, Any]], table: str, record:
             path = output / f"change_{name}.png"
             title = f"{name}: Pass@K change from the start"
             plot_change_from_start(curves, START, path, title=title, problems=problems)
+
+
+def _flatten(value: Any, prefix: str) -> dict[str, Any]:
+    """``{"a.b.c": leaf}`` of nested mappings (lists and scalars are leaves)."""
+    if not isinstance(value, Mapping):
+        return {prefix: value}
+    out: dict[str, Any] = {}
+    for key, inner in value.items():
+        out.update(_flatten(inner, f"{prefix}.{key}"))
+    return out
+
+
+def run_settings(run_dir: Path, final: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The compared settings of one run, or ``None``."""
+    config = run_config(run_dir)
+    out: dict[str, Any] = {}
+    if config is not None:
+        module = module_args(config)
+        out.update({key: module[key] for key in MODULE_KEYS if key in module})
+        if "task" in module:
+            out.update(_flatten(module["task"], "task"))
+        if isinstance(config.get("evaluation"), Mapping):
+            out.update(_flatten(config["evaluation"], "evaluation"))
+        if "eval_tasks" in config:
+            out["eval_tasks"] = json.dumps(config["eval_tasks"], sort_keys=True)
+    for task, summary in (final or {}).items():
+        if isinstance(summary, Mapping):
+            out.update({f"{task}.{key}": summary[key] for key in EVAL_JSON_KEYS if key in summary})
+    return out or None
+
+
+def differing(settings: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{key: {run: value}}`` for every key all runs hold and not all with the same value.
+
+    >>> differing({"a": {"evaluation.temperature": 0.6, "model": "m"},
+    ...            "b": {"evaluation.temperature": 1.0, "model": "m", "evaluation.top_k": 0}})
+    {'evaluation.temperature': {'a': 0.6, 'b': 1.0}}
+    """
+    if len(settings) < 2:
+        return {}
+    runs = list(settings.values())
+    shared = [key for key in runs[0] if all(key in other for other in runs[1:])]
+    return {
+        key: {label: values[key] for label, values in settings.items()}
+        for key in shared
+        if any(other[key] != runs[0][key] for other in runs[1:])
+    }
+
+
+def warning_text(differences: Mapping[str, Mapping[str, Any]], unknown: list[str]) -> str | None:
+    """The warning ``compare`` prints, or ``None`` when there is nothing to warn about."""
+    lines = []
+    if differences:
+        lines.append(
+            f"es-lightning: warning: the runs differ in {', '.join(differences)}; their numbers are "
+            "not comparable as they stand:"
+        )
+        for key, values in differences.items():
+            lines.append(f"  {key}: " + ", ".join(f"{label} {value!r}" for label, value in values.items()))
+    if unknown:
+        lines.append(
+            f"es-lightning: warning: no config.yaml in {', '.join(unknown)}: "
+            "their evaluation settings, task and starting model are not checked"
+        )
+    return "\n".join(lines) or None

@@ -10,16 +10,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from es_lightning.report.readers import Series, read_series
+from es_lightning.report.readers import read_series
 from es_lightning.report.stats import stat, stat_json
 
 FIELDS = ("updates", "rollouts", "generated_tokens", "train_seconds", "wall_seconds", "peak_rss_mb")
 MEASURED = "report_run_measure.json"
 """The file :func:`~es_lightning.report.runs.measured_command` writes into a report's run."""
-
-
-def _by_step(series: dict[str, Series], key: str) -> dict[int, float]:
-    return dict(series.get(key, []))
 
 
 def read_measure(path: Path) -> dict[str, float | None]:
@@ -35,9 +31,10 @@ def read_measure(path: Path) -> dict[str, float | None]:
 def run_compute(run_dir: Path, measure_name: str = MEASURED) -> dict[str, float | None]:
     """Totals over the run's updates, with its measured wall-clock and peak memory."""
     series = read_series(run_dir)
-    seconds = _by_step(series, "time/step")
-    rate, generate = _by_step(series, "time/tokens_per_s"), _by_step(series, "time/generate")
-    length = _by_step(series, "train/response_len")
+    seconds, rate, generate, length = (
+        dict(series.get(key, []))
+        for key in ("time/step", "time/tokens_per_s", "time/generate", "train/response_len")
+    )
     steps = sorted(seconds)
     out: dict[str, float | None] = {"updates": float(len(steps)) if steps else None}
     out["train_seconds"] = sum(seconds.values()) if steps else None

@@ -14,7 +14,7 @@ from typing import Any
 
 from es_lightning.report.readers import read_series
 from es_lightning.report.stats import t_quantile
-from es_lightning.report.tables import table
+from es_lightning.report.tables import interval_cell, table
 
 Dirs = dict[int, Path]
 LEVEL = 0.95
@@ -133,13 +133,7 @@ def collect_diversity(
 
 
 def _cell(interval: dict[str, Any] | None, sign: bool = False) -> str:
-    if not interval:
-        return "–"
-    spec = "+.4f" if sign else ".4f"
-    mean = format(interval["mean"], spec)
-    if interval.get("low") is None:
-        return mean
-    return f"{mean} [{format(interval['low'], spec)}, {format(interval['high'], spec)}]"
+    return interval_cell(interval, "mean", "+.4f" if sign else ".4f")
 
 
 def _plain(method: str, control: str, name: str, groups: dict[str, Any], diff: dict[str, Any] | None) -> str:

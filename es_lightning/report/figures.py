@@ -13,15 +13,8 @@ from es_lightning.report.figures_drift import has_ablation, has_drift, plot_abla
 from es_lightning.report.figures_training import plot_entropy, plot_heldout
 
 
-def plot_pass_at_k(report: dict[str, Any], rows: dict[str, dict[str, Any]], path: Path) -> Path:
-    """Pass@K in percent against K: one line per method with its ± sd band and the base's band."""
-    fig, (ax,) = new_figure()
-    draw_pass_at_k(ax, report, rows)
-    return save(fig, path)
-
-
 def draw_pass_at_k(ax: Any, report: dict[str, Any], rows: dict[str, dict[str, Any]]) -> None:
-    """The content of :func:`plot_pass_at_k` on ``ax``."""
+    """Pass@K in percent against K: one line per method with its ± sd band and the base's band."""
     ks_all: set[int] = set()
     shown: list[float] = []
     seeds = 1
@@ -61,15 +54,8 @@ def draw_pass_at_k(ax: Any, report: dict[str, Any], rows: dict[str, dict[str, An
     ax.legend(loc="lower right", fontsize=7)
 
 
-def plot_pareto(report: dict[str, Any], k: str, path: Path) -> Path:
-    """Pass@1 against Pass@k: methods, trajectories, the base's temperature path and frontier."""
-    fig, (ax,) = new_figure()
-    draw_pareto(ax, report, k)
-    return save(fig, path)
-
-
 def draw_pareto(ax: Any, report: dict[str, Any], k: str) -> None:
-    """The content of :func:`plot_pareto` on ``ax``."""
+    """Pass@1 against Pass@k: methods, trajectories, the base's temperature path and frontier."""
     data, rows = report["pareto"][k], report["evaluations"]["pass_at_k"]
     per_seed = report["evaluations"].get("per_seed") or {}
     xs_shown: list[float] = []
@@ -80,19 +66,13 @@ def draw_pareto(ax: Any, report: dict[str, Any], k: str) -> None:
             xs, ys = [100 * c["1"] for c in seeds], [100 * c[k] for c in seeds]
             ax.scatter(xs, ys, s=12, alpha=0.35, color=color(name, i))
             xs_shown, ys_shown = xs_shown + xs, ys_shown + ys
-        xerr, yerr = (spread(rows[name][key]["sd"], rows[name][key]["n"]) for key in ("1", k))
+        sds = (spread(rows[name][key]["sd"], rows[name][key]["n"]) for key in ("1", k))
+        xerr, yerr = (None if sd is None else 100 * sd for sd in sds)  # percent
         ax.errorbar(
-            100 * x,
-            100 * y,
-            xerr=None if xerr is None else 100 * xerr,
-            yerr=None if yerr is None else 100 * yerr,
-            fmt="o",
-            color=color(name, i),
-            capsize=3,
-            label=name,
+            100 * x, 100 * y, xerr=xerr, yerr=yerr, fmt="o", color=color(name, i), capsize=3, label=name
         )
-        xs_shown += [100 * x - 100 * (xerr or 0), 100 * x + 100 * (xerr or 0)]
-        ys_shown += [100 * y - 100 * (yerr or 0), 100 * y + 100 * (yerr or 0)]
+        xs_shown += [100 * x - (xerr or 0), 100 * x + (xerr or 0)]
+        ys_shown += [100 * y - (yerr or 0), 100 * y + (yerr or 0)]
         if name in data["non_dominated"]:
             ax.scatter(
                 [100 * x], [100 * y], s=220, facecolors="none", edgecolors=color(name, i), linewidths=1.5
@@ -163,41 +143,40 @@ def _line(
     return xs, ys
 
 
+def _one_panel(report: dict[str, Any], path: Path, draw: Any, *args: Any) -> Path:
+    """A one-panel figure of ``draw(ax, report, *args)`` saved to ``path``."""
+    fig, (ax,) = new_figure()
+    draw(ax, report, *args)
+    return save(fig, path)
+
+
 def make_figures(report: dict[str, Any], output_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Draw every figure whose inputs exist; ``({name: file}, {name: why it was skipped})``."""
     made: dict[str, str] = {}
     skipped: dict[str, str] = {}
     rows = {m: r for m, r in (report["evaluations"].get("pass_at_k") or {}).items() if any(r.values())}
 
-    def attempt(name: str, ready: bool, why: str, draw: Any) -> None:
+    def attempt(name: str, ready: bool, why: str, plot: Any, *args: Any) -> None:
+        """``plot(report, path, *args)`` unless the figure's inputs are absent (``ready``: present)."""
         if not ready:
             skipped[name] = why
             return
         try:
-            made[name] = draw(output_dir / name).name
+            made[name] = plot(report, output_dir / name, *args).name
         except Exception as err:  # a figure must not cost the report
             skipped[name] = f"drawing failed: {type(err).__name__}: {err}"
 
-    attempt("pass_at_k.png", bool(rows), "no finished evaluation", lambda p: plot_pass_at_k(report, rows, p))
+    attempt("pass_at_k.png", bool(rows), "no finished evaluation", _one_panel, draw_pass_at_k, rows)
     for k in report["config"]["pareto_ks"]:
         ready = bool((report.get("pareto") or {}).get(str(k)))
         why = f"no evaluation has pass@1 and pass@{k}"
-        attempt(f"pareto_pass1_pass{k}.png", ready, why, lambda p, k=k: plot_pareto(report, str(k), p))
+        attempt(f"pareto_pass1_pass{k}.png", ready, why, _one_panel, draw_pareto, str(k))
     curves = report.get("curves") or {}
-    attempt(
-        "entropy.png",
-        bool(curves.get("entropy")),
-        "no run logged entropy/<task>",
-        lambda p: plot_entropy(report, p),
-    )
-    attempt(
-        "heldout.png",
-        bool(curves.get("heldout")),
-        "no run logged heldout/<task>/pass@<k>",
-        lambda p: plot_heldout(report, p),
-    )
-    attempt("drift.png", has_drift(report), "no es-lightning analyze output", lambda p: plot_drift(report, p))
-    attempt(
-        "ablations.png", has_ablation(report), "no finished ablation run", lambda p: plot_ablations(report, p)
-    )
+    for name, ready, why, plot in (
+        ("entropy.png", bool(curves.get("entropy")), "no run logged entropy/<task>", plot_entropy),
+        ("heldout.png", bool(curves.get("heldout")), "no run logged heldout/<task>/pass@<k>", plot_heldout),
+        ("drift.png", has_drift(report), "no es-lightning analyze output", plot_drift),
+        ("ablations.png", has_ablation(report), "no finished ablation run", plot_ablations),
+    ):
+        attempt(name, ready, why, plot)
     return made, skipped

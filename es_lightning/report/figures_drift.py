@@ -72,15 +72,9 @@ def _kinds(ax: Any, kinds: dict[str, Any]) -> None:
     names = sorted({k for d in kinds.values() for k in d["top_k_by_kind"]})
     bars = {m: [_mean_sd(d["top_k_by_kind"].get(k)) for k in names] for m, d in kinds.items()}
     grouped_bars(ax, names, {m: ([h for h, _ in b], [e for _, e in b]) for m, b in bars.items()})
-    null = next(
-        (
-            (d.get("null") or {}).get("top_k_by_kind")
-            for d in kinds.values()
-            if (d.get("null") or {}).get("top_k_by_kind")
-        ),
-        None,
-    )
-    if null:
+    nulls = [found for d in kinds.values() if (found := (d.get("null") or {}).get("top_k_by_kind"))]
+    if nulls:
+        null = nulls[0]
         xs = [j + 0.4 - 0.4 / max(len(kinds), 1) for j in range(len(names))]
         ys = [null[k]["mean"] if null.get(k) else float("nan") for k in names]
         ax.scatter(xs, ys, marker="D", color="black", zorder=3, label="null: parameter share × k")
@@ -93,35 +87,18 @@ def _functional(ax: Any, report: dict[str, Any], curves: dict[str, Any]) -> None
         points = [
             (v["s_tau"]["mean"], v["pass@1"]["mean"]) for _, v in points if v.get("s_tau") and v.get("pass@1")
         ]
-        label = m if m == "es" else f"{m} (empirical null)" if "permuted" in m else m
-        ax.plot(
-            [100 * x for x, _ in points],
-            [100 * y for _, y in points],
-            marker="o",
-            color=color(m, i),
-            label=label,
-        )
-    engine_base = next(
-        (
-            b["pass@1"]["mean"]
-            for d in curves.values()
-            if (b := d.get("sparsity_curve_base")) and b.get("pass@1")
-        ),
-        None,
-    )
+        label = f"{m} (empirical null)" if "permuted" in m else m
+        xs, ys = [100 * x for x, _ in points], [100 * y for _, y in points]
+        ax.plot(xs, ys, marker="o", color=color(m, i), label=label)
+    bases = [d.get("sparsity_curve_base") or {} for d in curves.values()]
+    engine_base = [b["pass@1"]["mean"] for b in bases if b.get("pass@1")]
     base = _base_pass(report, "1")
-    if engine_base is not None:  # the base scored as the curve's points were (same engine and seed)
-        ax.axhline(
-            100 * engine_base, color="black", linewidth=1, linestyle=":", label="base, scored as the exports"
-        )
+    if engine_base:  # the base scored as the curve's points were (same engine and seed)
+        label = "base, scored as the exports"
+        ax.axhline(100 * engine_base[0], color="black", linewidth=1, linestyle=":", label=label)
     elif base:
-        base_line(
-            ax,
-            100 * base["estimate"],
-            100 * base["low"],
-            100 * base["high"],
-            f"base Pass@1 ({level_label(report)} bootstrap band)",
-        )
+        label = f"base Pass@1 ({level_label(report)} bootstrap band)"
+        base_line(ax, 100 * base["estimate"], 100 * base["low"], 100 * base["high"], label)
     ax.set(xlabel="s_τ of the export (%): updates zeroed", ylabel="Pass@1 (%)", title="functional sparsity")
 
 

@@ -73,13 +73,8 @@ def plot_heldout(report: dict[str, Any], path: Path) -> Path:
                 base_line(ax, 100 * base, 100 * base - half, 100 * base + half, label)
                 shown += [100 * base - half, 100 * base + half]
             elif base is not None:
-                ax.axhline(
-                    100 * base,
-                    color="black",
-                    linewidth=1,
-                    linestyle=":",
-                    label=f"base pass@{k} (P not logged)",
-                )
+                label = f"base pass@{k} (P not logged)"
+                ax.axhline(100 * base, color="black", linewidth=1, linestyle=":", label=label)
         ax.set_ylim(*percent_limits(shown))  # inside [0, 100], at least 10 points: noise is not magnified
         ax.set(xlabel="update", ylabel="pass@k (%)", title=f"held-out {task}")
         ax.grid(True, alpha=0.3)

@@ -32,6 +32,17 @@ RULES = (
 )
 
 
+COMPUTE_COLUMNS = {
+    "updates": ("updates", ".0f"),
+    "rollouts": ("rollouts", ".0f"),
+    "generated_tokens": ("generated tokens", ".3g"),
+    "train_seconds": ("training seconds", ".0f"),
+    "wall_seconds": ("wall seconds", ".0f"),
+    "peak_rss_mb": ("peak MiB", ".0f"),
+}
+"""Each compute field's column header and number format."""
+
+
 def _preregistration(report: dict[str, Any]) -> list[str]:
     found = report.get("preregistration") or {}
     if not found:
@@ -193,28 +204,11 @@ def _compute(report: dict[str, Any]) -> list[str]:
     out = ["### Compute per method", "", "What each method's results above cost:", ""]
     if not compute:
         return out + ["Not recorded (this report has no compute block).", ""]
-    specs = {
-        "updates": ".0f",
-        "rollouts": ".0f",
-        "generated_tokens": ".3g",
-        "train_seconds": ".0f",
-        "wall_seconds": ".0f",
-        "peak_rss_mb": ".0f",
-    }
     body = [
-        [m, *(fmt_stat(c.get(f), spec=specs[f]) if c.get(f) else "not recorded" for f in FIELDS)]
+        [m, *(fmt_stat(c.get(f), spec=COMPUTE_COLUMNS[f][1]) if c.get(f) else "not recorded" for f in FIELDS)]
         for m, c in compute.items()
     ]
-    head = [
-        "method",
-        "updates",
-        "rollouts",
-        "generated tokens",
-        "training seconds",
-        "wall seconds",
-        "peak MiB",
-    ]
-    out += [table(head, body), ""]
+    out += [table(["method", *(COMPUTE_COLUMNS[f][0] for f in FIELDS)], body), ""]
     out += [
         "Rollouts, tokens and training seconds count the training updates only (evaluations and callbacks "
         "excluded); wall seconds and peak resident memory are of the whole run (engine start, evaluations "
@@ -246,16 +240,8 @@ def _forgetting(report: dict[str, Any]) -> list[str]:
                 if before is None or after is None:
                     rows.append([method, task, f"{k}", "–", "–", "–"])
                     continue
-                rows.append(
-                    [
-                        method,
-                        task,
-                        f"{k}",
-                        f"{100 * before['estimate']:.1f}",
-                        f"{100 * after['estimate']:.1f}",
-                        fmt_interval(row.get(f"delta@{k}"), **PCT),
-                    ]
-                )
+                rates = [f"{100 * found['estimate']:.1f}" for found in (before, after)]
+                rows.append([method, task, f"{k}", *rates, fmt_interval(row.get(f"delta@{k}"), **PCT)])
     out += [table(["method", "task", "K", "before", "after", "Δ (points)"], rows), ""]
     return out
 

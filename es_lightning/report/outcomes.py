@@ -30,12 +30,13 @@ class Outcomes:
     """Per problem, 1 when its greedy answer was correct (``None``: the evaluation had no greedy pass)."""
 
 
+def _first_file(folder: Path, names: list[str]) -> Path | None:
+    return next((Path(folder) / name for name in names if (Path(folder) / name).is_file()), None)
+
+
 def completions_file(eval_dir: Path, tag: str, task: str) -> Path | None:
     """``{tag}_{task}_completions.jsonl`` (a run's), else ``{tag}_completions.jsonl`` (evaluate's)."""
-    for name in (f"{tag}_{task}_completions.jsonl", f"{tag}_completions.jsonl"):
-        if (Path(eval_dir) / name).is_file():
-            return Path(eval_dir) / name
-    return None
+    return _first_file(eval_dir, [f"{tag}_{task}_completions.jsonl", f"{tag}_completions.jsonl"])
 
 
 def counts_name(completions_name: str) -> str:
@@ -47,10 +48,7 @@ def counts_name(completions_name: str) -> str:
 
 def counts_file(eval_dir: Path, tag: str, task: str) -> Path | None:
     """``{tag}_{task}_counts.json``, else ``{tag}_counts.json`` (what the summaries keep of them)."""
-    for name in (f"{tag}_{task}_completions.jsonl", f"{tag}_completions.jsonl"):
-        if (Path(eval_dir) / counts_name(name)).is_file():
-            return Path(eval_dir) / counts_name(name)
-    return None
+    return _first_file(eval_dir, [f"{tag}_{task}{COUNTS_SUFFIX}", f"{tag}{COUNTS_SUFFIX}"])
 
 
 def problem_id(row: dict[str, Any]) -> str:

@@ -61,25 +61,13 @@ def read_frozen(document: Path) -> dict[str, Any] | None:
 def check(verdicts: dict[str, Any], document: str | None) -> dict[str, Any]:
     """Whether ``verdicts`` and the installed rule code match the frozen rules of ``document``."""
     if not document:
-        return {
-            "status": "not pre-registered",
-            "document": None,
-            "differences": ["no pre-registration named"],
-        }
+        return _not_registered(None, "no pre-registration named")
     path = Path(document)
     if not path.is_file():
-        return {
-            "status": "not pre-registered",
-            "document": document,
-            "differences": [f"{document} not found"],
-        }
+        return _not_registered(document, f"{document} not found")
     frozen = read_frozen(path)
     if frozen is None:
-        return {
-            "status": "not pre-registered",
-            "document": document,
-            "differences": ["its rules are not frozen yet"],
-        }
+        return _not_registered(document, "its rules are not frozen yet")
     now = fingerprint()
     differences = [
         f"rule code {name} differs"
@@ -100,6 +88,10 @@ def check(verdicts: dict[str, Any], document: str | None) -> dict[str, Any]:
         "commit": frozen.get("analysis_commit"),
         "differences": differences,
     }
+
+
+def _not_registered(document: str | None, why: str) -> dict[str, Any]:
+    return {"status": "not pre-registered", "document": document, "differences": [why]}
 
 
 def _comparable(verdicts: dict[str, Any]) -> dict[str, Any]:

@@ -108,21 +108,27 @@ def final_checkpoint(run_dir: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def starting_model(run_dir: Path) -> str | None:
-    """``module.model`` of the run's resolved ``config.yaml`` (the model training started from)."""
+def run_config(run_dir: Path) -> dict[str, Any] | None:
+    """The run's resolved ``config.yaml``, or ``None`` when it is absent or not a YAML mapping."""
     import yaml
 
-    path = Path(run_dir) / "config.yaml"
     try:
-        config = yaml.safe_load(path.read_text())
+        config = yaml.safe_load((Path(run_dir) / "config.yaml").read_text())
     except (OSError, yaml.YAMLError):
         return None
-    module = (config or {}).get("module") if isinstance(config, dict) else None
-    if not isinstance(module, dict):
-        return None
-    model = module.get("model") or (module.get("init_args") or {}).get(
-        "model"
-    )  # CLI writes class_path/init_args
+    return config if isinstance(config, dict) else None
+
+
+def module_args(config: dict[str, Any]) -> dict[str, Any]:
+    """The ``module`` section's arguments (its ``init_args`` where the CLI wrote class_path/init_args)."""
+    module = config.get("module")
+    found = module.get("init_args", module) if isinstance(module, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def starting_model(run_dir: Path) -> str | None:
+    """``module.model`` of the run's resolved ``config.yaml`` (the model training started from)."""
+    model = module_args(run_config(run_dir) or {}).get("model")
     return str(model) if model else None
 
 
@@ -131,11 +137,8 @@ def run_updates(run_dir: Path) -> int | None:
     plan = stages(run_dir)
     if plan[0][1]:
         return sum(updates for _, updates in plan)
-    import yaml
-
     try:
-        config = yaml.safe_load((Path(run_dir) / "config.yaml").read_text())
-        steps = config["trainer"]["max_steps"]
-    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        steps = (run_config(run_dir) or {})["trainer"]["max_steps"]
+    except (KeyError, TypeError):
         return None
     return int(steps) if isinstance(steps, int) else None

@@ -34,13 +34,7 @@ def merged_verdicts(saved: dict[str, Any] | None, given: VerdictSettings) -> dic
     default = VerdictSettings()
     known = {f.name for f in fields(VerdictSettings)}
     out = {**asdict(default), **{k: v for k, v in (saved or {}).items() if k in known}}
-    out.update(
-        {
-            f.name: getattr(given, f.name)
-            for f in fields(VerdictSettings)
-            if getattr(given, f.name) != getattr(default, f.name)
-        }
-    )
+    out.update({k: v for k, v in asdict(given).items() if v != getattr(default, k)})
     VerdictSettings(**out)  # validates
     return out
 
@@ -65,11 +59,11 @@ def rerender(path: Path, output_dir: Path, verdicts: VerdictSettings | None = No
         "drift": {"methods": {}, "ratio": None, "taus": []},
         "ablations": {},
         "pareto": {},
+        "runs": [],
+        "failures": [],
     }
     for key, value in empty.items():
         report.setdefault(key, value)
-    report.setdefault("runs", [])
-    report.setdefault("failures", [])
     report.update(judge(report))
     written = write_report(report, Path(output_dir))
     print(f"[report] judged {path} again: {written}", flush=True)

@@ -237,13 +237,9 @@ def logged_record(name: str, argv: list[str], log: Path, wrote: Callable[[], boo
         if not mine:
             return {"name": name, "status": "busy", "returncode": None, "seconds": 0.0, "log": str(log),
                     "error": BUSY}  # fmt: skip
-        return _logged_record(name, argv, log, wrote)
-
-
-def _logged_record(name: str, argv: list[str], log: Path, wrote: Callable[[], bool]) -> dict[str, Any]:
-    start = time.perf_counter()
-    code = run_logged(argv, log)
-    ok = code == 0 and wrote()
+        start = time.perf_counter()
+        code = run_logged(argv, log)
+        ok = code == 0 and wrote()
     return {
         "name": name,
         "status": "finished" if ok else "failed",

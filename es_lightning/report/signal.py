@@ -11,9 +11,9 @@ from typing import Any
 
 from es_lightning.es.diagnostics import correlation_from_reliability, pooled_reliability
 from es_lightning.es.run_signal import RunSignal, applied, measure_run_signal
-from es_lightning.report.readers import read_series
+from es_lightning.report.readers import read_series, run_config
 from es_lightning.report.stats import fmt_stat, stat, stat_json
-from es_lightning.report.tables import table
+from es_lightning.report.tables import interval_cell, table
 
 Dirs = dict[int, Path]
 LEVEL = 0.95
@@ -22,13 +22,8 @@ LEVEL = 0.95
 
 def es_settings(run_dir: Path) -> dict[str, Any] | None:
     """The ES strategy's ``init_args`` in the run's ``config.yaml``, or ``None``."""
-    import yaml
-
-    try:
-        config = yaml.safe_load((Path(run_dir) / "config.yaml").read_text())
-    except (OSError, yaml.YAMLError):
-        return None
-    if not isinstance(config, dict):
+    config = run_config(run_dir)
+    if config is None:
         return None
     strategies = [config.get("strategy")] + [
         s.get("strategy") for s in config.get("stages") or [] if isinstance(s, dict)
@@ -158,16 +153,6 @@ def collect_signal(
     return {name: found for name, dirs in groups.items() if (found := _group(dirs)) is not None}
 
 
-def _interval(block: dict[str, Any] | None, key: str, low: str, high: str, spec: str) -> str:
-    """``estimate [low, high]`` of a block's fields, ``–`` when absent."""
-    if not block or block.get(key) is None:
-        return "–"
-    bounds = [block.get(low), block.get(high)]
-    if any(b is None for b in bounds):
-        return format(block[key], spec)
-    return f"{format(block[key], spec)} [{format(bounds[0], spec)}, {format(bounds[1], spec)}]"
-
-
 def _percent(value: Any) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
 
@@ -199,7 +184,7 @@ def signal_section(report: dict[str, Any]) -> list[str]:
     for name, row in signal.items():
         pooled, pairs = row.get("pooled"), row.get("antithetic")
         signal_block = pairs if pairs and pairs.get("signal") is not None else pooled
-        signal_cell = _interval(signal_block, "signal", "signal_low", "signal_high", ".1f")
+        signal_cell = interval_cell(signal_block, "signal", ".1f", "signal_low", "signal_high")
         if (signal_block or {}).get("rewards_permuted"):
             signal_cell = "0 (rewards permuted)"
         updates = (row.get("updates") or {}).get("mean", 0)
@@ -208,9 +193,9 @@ def signal_section(report: dict[str, Any]) -> list[str]:
                 name,
                 f"{updates:.0f}",
                 _percent((pooled or {}).get("excluded")),
-                _interval(pooled, "reliability", "low", "high", ".3f"),
+                interval_cell(pooled, "reliability", ".3f"),
                 signal_cell,
-                _interval(pairs, "reliability", "low", "high", ".3f"),
+                interval_cell(pairs, "reliability", ".3f"),
                 fmt_stat(row.get("flip_rate"), scale=100.0),
                 fmt_stat(row.get("skipped"), scale=100.0),
             ]

@@ -18,6 +18,18 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def interval_cell(
+    block: dict[str, Any] | None, key: str, spec: str, low: str = "low", high: str = "high"
+) -> str:
+    """``estimate [low, high]`` of a block's fields (the estimate alone without both bounds), ``–`` absent."""
+    if not block or block.get(key) is None:
+        return "–"
+    bounds = [block.get(low), block.get(high)]
+    if any(b is None for b in bounds):
+        return format(block[key], spec)
+    return f"{format(block[key], spec)} [{format(bounds[0], spec)}, {format(bounds[1], spec)}]"
+
+
 def figure(report: dict[str, Any], name: str) -> list[str]:
     """The figure's image link, or why it was not drawn."""
     if name in report.get("figures", {}):
@@ -257,16 +269,9 @@ def ablations(report: dict[str, Any]) -> list[str]:
         for label, r in rows.items():
             ref = "–" if r.get("reference") is None else f"{r['reference']:.4f}"
             cells = [fmt_stat(r.get(k), **PCT) for k in ks]
-            body.append(
-                [
-                    label,
-                    str(r["runs"]),
-                    fmt_stat(r.get("final_reward"), spec=".3f"),
-                    *cells,
-                    fmt_stat(r.get("kappa_pair"), spec=".4f"),
-                    ref,
-                ]
-            )
+            reward = fmt_stat(r.get("final_reward"), spec=".3f")
+            kappa = fmt_stat(r.get("kappa_pair"), spec=".4f")
+            body.append([label, str(r["runs"]), reward, *cells, kappa, ref])
         header = [
             data["parameter"] or "variant",
             "runs",

@@ -13,7 +13,7 @@ import yaml
 
 from es_lightning.report.config import ReportPlan, TrajectorySettings, split_overrides
 from es_lightning.report.outcomes import Outcomes, evaluation_outcomes
-from es_lightning.report.readers import pass_at_k, read_json, stages
+from es_lightning.report.readers import module_args, pass_at_k, read_json, stages
 from es_lightning.report.runs import logged_record
 
 
@@ -23,7 +23,8 @@ def point_name(method: str, step: int) -> str:
 
 
 def point_file(plan: ReportPlan, seed: int, step: int, method: str | None = None) -> Path:
-    """Where the report's evaluation of ``method``'s (default: the primary path's) checkpoint goes."""
+    """Where the report's evaluation of ``method``'s (default: the primary path's) checkpoint goes
+    (``forgetting/<method>``: the forgetting setting's)."""
     method = method or plan.trajectory.primary
     return plan.output_dir / "trajectory" / method / f"seed{seed}" / f"step-{step:06d}.json"
 
@@ -47,16 +48,14 @@ def _task_spec(config: dict[str, Any], task: str) -> Any:
     eval_tasks = config.get("eval_tasks")
     if isinstance(eval_tasks, dict) and task in eval_tasks:
         return eval_tasks[task]
-    module = config.get("module") or {}
-    module = module.get("init_args", module)
+    module = module_args(config)
     return module.get("task") if eval_tasks is None and module.get("task") else task
 
 
 def evaluate_config(run_dir: Path, checkpoint: Path, task: str | list[str], output: Path) -> dict[str, Any]:
     """The ``evaluate`` settings that repeat the run's final evaluation on ``checkpoint``."""
     config = yaml.safe_load((Path(run_dir) / "config.yaml").read_text()) or {}
-    module = config.get("module") or {}
-    module = module.get("init_args", module)
+    module = module_args(config)
     accelerator = (config.get("trainer") or {}).get("accelerator", "auto")
     spec = [_task_spec(config, t) for t in task] if isinstance(task, list) else _task_spec(config, task)
     out: dict[str, Any] = {
@@ -93,22 +92,25 @@ def evaluate_point(
 
 
 def path_records(
+    plan: ReportPlan,
     settings: TrajectorySettings,
     runs: dict[int, Path],
     task: str | list[str],
-    out_file: Callable[[int, int], Path],
-    label: str,
+    method: str,
     launch: bool,
 ) -> list[dict[str, Any]]:
-    """Evaluate the path's checkpoints of every seed's run; one record per point."""
+    """Evaluate the path's checkpoints of every seed's run of ``method`` (``forgetting/<method>`` in
+    the forgetting setting) into :func:`point_file`; one record per point."""
     records = []
     for seed, run_dir in sorted(runs.items()):
         if len(stages(run_dir)) > 1:
-            records.append({"name": f"{label}/seed{seed}", "status": "failed", "error": "a pipeline"})
+            records.append(
+                {"name": f"trajectory/{method}/seed{seed}", "status": "failed", "error": "a pipeline"}
+            )
             continue
         for step, checkpoint in sorted(checkpoints_at(run_dir, settings.wants).items()):
-            out = out_file(seed, step)
-            name = f"{label}/seed{seed}/step-{step:06d}"
+            out = point_file(plan, seed, step, method)
+            name = f"trajectory/{method}/seed{seed}/step-{step:06d}"
             if final_step(run_dir) == step:
                 records.append({"name": name, "status": "reused"})
                 continue
@@ -125,12 +127,7 @@ def run_trajectory(
     if not settings.enabled or task is None or settings.via == "eval_every":
         return records
     for method in settings.paths:
-        runs = finished.get(method, {})
-
-        def out_file(seed: int, step: int, method: str = method) -> Path:
-            return point_file(plan, seed, step, method)
-
-        records += path_records(settings, runs, task, out_file, f"trajectory/{method}", launch)
+        records += path_records(plan, settings, finished.get(method, {}), task, method, launch)
     return records
 
 
@@ -147,11 +144,6 @@ def point_outcomes(out: Path, run_dir: Path, step: int, task: str) -> Outcomes |
     """A path point's outcomes: the report's evaluation ``out``, else the run's ``eval/step-{step}``."""
     found = evaluation_outcomes(out.parent, out.stem, task)
     return found or evaluation_outcomes(Path(run_dir) / "eval", f"step-{step:06d}", task)
-
-
-def point_summary(out: Path, run_dir: Path, step: int, task: str) -> dict[int, float]:
-    data = read_json(out) or read_json(Path(run_dir) / "eval" / f"step-{step:06d}.json")
-    return pass_at_k((data or {}).get(task))
 
 
 def budget(runs: dict[int, Path], updates: int | None) -> int | None:
@@ -172,7 +164,8 @@ def collect_path(
         per_seed[str(seed)] = {}
         for step in steps:
             out = point_file(plan, seed, step, method)
-            curve = point_summary(out, run_dir, step, task)
+            data = read_json(out) or read_json(Path(run_dir) / "eval" / f"step-{step:06d}.json")
+            curve = pass_at_k((data or {}).get(task))
             if curve:
                 per_seed[str(seed)][str(step)] = {str(k): v for k, v in curve.items()}
             points.setdefault(point_name(method, step), {})[seed] = point_outcomes(out, run_dir, step, task)

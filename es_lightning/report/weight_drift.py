@@ -19,14 +19,10 @@ def analysis_file(plan: ReportPlan, method: str, seed: int) -> Path:
 
 
 def _wants_curve(plan: ReportPlan, method: str) -> bool:
+    """Whether ``method``'s analyses evaluate thresholded exports (the sparsity curve)."""
     drift = plan.drift
-    active = not plan.quick or drift.quick_sparsity_curve
-    return (
-        active
-        and method in drift.sparsity_curve_methods
-        and bool(drift.export_thresholded)
-        and bool(drift.evaluate)
-    )
+    wanted = method in drift.sparsity_curve_methods and bool(drift.export_thresholded and drift.evaluate)
+    return wanted and (not plan.quick or drift.quick_sparsity_curve)
 
 
 def analyze_command(plan: ReportPlan, run_dir: Path, output: Path, curve: bool) -> list[str] | str:

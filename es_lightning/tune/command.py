@@ -36,21 +36,6 @@ def _record_plan(output_dir: Path, plan: dict[str, Any]) -> None:
     path.write_text(json.dumps(plan, indent=2))
 
 
-def _chosen_recipe(
-    parser: Any, method: str, spec: TuneMethod, budget: list[str], overrides: list[str], path: Path
-) -> None:
-    cfg = parser.parse(
-        ["--config", spec.recipe, *budget, *overrides], f"method {method}'s chosen configuration"
-    )
-    header = (
-        f"# {method}: {spec.recipe} with the configuration es-lightning tune chose on the validation\n"
-        f"# split ({' '.join(overrides)}) and the tuning budget ({' '.join(budget) or 'none'}).\n"
-        f"# Launch: es-lightning fit --config {path}\n"
-    )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(header + parser.dump(cfg))
-
-
 def run_tune(
     methods: dict[str, TuneMethod],
     selection: Selection,
@@ -224,7 +209,16 @@ def _chosen(
     """The chosen configuration, its recipe written into ``output_dir/chosen``."""
     overrides = point.overrides()
     recipe = output_dir / "chosen" / f"{method}.yaml"
-    _chosen_recipe(parser, method, spec, budget, overrides, recipe)
+    cfg = parser.parse(
+        ["--config", spec.recipe, *budget, *overrides], f"method {method}'s chosen configuration"
+    )
+    header = (
+        f"# {method}: {spec.recipe} with the configuration es-lightning tune chose on the validation\n"
+        f"# split ({' '.join(overrides)}) and the tuning budget ({' '.join(budget) or 'none'}).\n"
+        f"# Launch: es-lightning fit --config {recipe}\n"
+    )
+    recipe.parent.mkdir(parents=True, exist_ok=True)
+    recipe.write_text(header + parser.dump(cfg))
     return {
         "label": point.label,
         "settings": dict(point.settings),

@@ -65,20 +65,15 @@ class TuneMethod:
     order given), e.g. ``{strategy.init_args.sigma: [1.0e-3, 3.0e-3]}``."""
 
     def __post_init__(self) -> None:
+        where = f"tune: method recipe {self.recipe}"
         if not self.grid:
-            raise ConfigError(
-                f"tune: method recipe {self.recipe}: the grid is empty; give parameters and values"
-            )
+            raise ConfigError(f"{where}: the grid is empty; give parameters and values")
         for parameter, values in self.grid.items():
             if not values:
-                raise ConfigError(
-                    f"tune: method recipe {self.recipe}: grid parameter {parameter!r} has no values"
-                )
+                raise ConfigError(f"{where}: grid parameter {parameter!r} has no values")
             labels = [str(v) for v in values]
             if len(set(labels)) != len(labels):
-                raise ConfigError(
-                    f"tune: method recipe {self.recipe}: grid parameter {parameter!r} repeats values {values}"
-                )
+                raise ConfigError(f"{where}: grid parameter {parameter!r} repeats values {values}")
             check_overrides([f"--{parameter.lstrip('-')}"], f"the grid of {self.recipe}")
 
 

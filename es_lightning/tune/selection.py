@@ -140,12 +140,7 @@ def over_control(records: list[dict[str, Any]], pairs: dict[str, str]) -> list[d
             if done and mine.get("outcomes") and theirs.get("outcomes"):
                 a, b = mine["outcomes"], theirs["outcomes"]
                 if a["problems"] == b["problems"] and a["m"] == b["m"]:
-                    outcomes = {
-                        "problems": a["problems"],
-                        "m": a["m"],
-                        "before": b["after"],
-                        "after": a["after"],
-                    }
+                    outcomes = {**a, "before": b["after"]}  # the control's after stands as the before
             out.append(
                 {
                     "label": label,

@@ -12,8 +12,7 @@ from es_lightning.errors import ConfigError
 from es_lightning.report.claims import judge
 from es_lightning.report.command import build_plan
 from es_lightning.report.config import ForgettingSettings, TrajectorySettings
-from es_lightning.report.forgetting import collect_forgetting
-from es_lightning.report.forgetting_path import forgetting_point_file, run_forgetting_path
+from es_lightning.report.forgetting import collect_forgetting, forgetting_point_file, run_forgetting_path
 from es_lightning.report.markdown import render
 from es_lightning.report.runs import plan_runs
 from es_lightning.report.trajectory import evaluate_config

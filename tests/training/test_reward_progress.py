@@ -134,7 +134,7 @@ def test_a_fit_from_a_dataset_gives_trainer_state_and_logs_each_functions_reward
         assert m["train/rewards/reward_by_tokens/mean"] == pytest.approx(m["train/tokens"])  # completion_ids
         assert m["train/accuracy"] == m["train/rewards/logging_reward/mean"] == 0.0  # log_metric; no \boxed{}
         assert all(m[f"train/rewards/{n}/std"] >= 0 for n in names)
-    from es_lightning.report.compare_settings import run_settings
+    from es_lightning.report.compare import run_settings
 
     settings = run_settings(tmp_path / "run", None)  # what `es-lightning compare` checks: config.yaml
     assert settings["model"] == str(tiny_model_path) and settings["task.init_args.name"] == "digits"
