@@ -43,8 +43,6 @@ class ESWeights:
         write: Writer,
         serving_dtype: torch.dtype,
         optimizer: OptimizerName = "sgd",
-        adam_betas: tuple[float, float] = (0.9, 0.999),
-        adam_eps: float = 1e-8,
         noise: LowRankNoise | None = None,
     ) -> None:
         if optimizer not in ("sgd", "adam"):
@@ -54,7 +52,6 @@ class ESWeights:
         self.serving_dtype = serving_dtype
         self.optimizer_name = optimizer
         self._adam: torch.optim.Adam | None = None
-        self._adam_betas, self._adam_eps = adam_betas, adam_eps
         self.accumulator = RewardAccumulator()
         self.noise = noise
         self.table: NoiseTable | None = None
@@ -248,7 +245,7 @@ class ESWeights:
         return norm
 
     def _new_adam(self, lr: float) -> torch.optim.Adam:
-        return torch.optim.Adam(list(self.master.values()), lr=lr, betas=self._adam_betas, eps=self._adam_eps)
+        return torch.optim.Adam(list(self.master.values()), lr=lr)  # betas (0.9, 0.999), eps 1e-8
 
     def checksum(self) -> float:
         """Sum of the fp32 master in float64 (equal centres give equal checksums)."""
@@ -295,13 +292,12 @@ def es_weights_from_files(
     optimizer: OptimizerName = "sgd",
     optimizer_state: str | None = None,
     names: set[str] | None = None,
-    noise: LowRankNoise | None = None,
 ) -> ESWeights:
     """The centre read in fp32 on ``device`` from ``files``, not yet written into the served model."""
     from es_lightning.weight_files import load_weights
 
     master = load_weights(files, names=names, device=device)
-    weights = ESWeights(master, write, serving_dtype, optimizer=optimizer, noise=noise)
+    weights = ESWeights(master, write, serving_dtype, optimizer=optimizer)
     if optimizer_state is not None:
         weights.load_state_dict(torch.load(optimizer_state, map_location=device, weights_only=True))
     return weights

@@ -48,8 +48,7 @@ from es_lightning.es.noise_table import check_table_size
 from es_lightning.es.normalize import normalize_rewards
 from es_lightning.es.update import Population, kappa_pair, member_coefficients
 from es_lightning.ranks import fail_together
-from es_lightning.rollout.base import Rollout
-from es_lightning.rollout.population_engine import PopulationEngine
+from es_lightning.rollout.base import PopulationEngine, Rollout
 from es_lightning.rollout.seeds import spaced_seeds
 from es_lightning.strategies.base import PopulationResult, ReasoningStrategy, Row, StepResult
 from es_lightning.strategies.es_lowrank import check_lowrank_rollout, use_lowrank

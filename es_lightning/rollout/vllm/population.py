@@ -13,8 +13,7 @@ import torch
 from typing_extensions import override
 
 from es_lightning.errors import ConfigError
-from es_lightning.rollout.base import RolloutOutput, SamplingConfig
-from es_lightning.rollout.population_engine import PopulationEngine
+from es_lightning.rollout.base import PopulationEngine, RolloutOutput, SamplingConfig
 
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 """The ``max_lora_rank`` values vLLM accepts."""
@@ -33,7 +32,7 @@ def lora_slot_rank(rank: int) -> int:
 
 
 class VLLMPopulation(PopulationEngine):
-    """:class:`~es_lightning.rollout.population_engine.PopulationEngine` for ``VLLMRollout``."""
+    """:class:`~es_lightning.rollout.base.PopulationEngine` for ``VLLMRollout``."""
 
     lowrank_targets_served = ("linear",)
     engine_kwargs: dict[str, Any]
