@@ -12,8 +12,6 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["REWARD_CONTROLS", "RewardControl", "control_permutation", "controlled_rewards"]
-
 RewardControl = Literal["none", "permuted"]
 REWARD_CONTROLS: tuple[str, ...] = ("none", "permuted")
 

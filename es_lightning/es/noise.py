@@ -14,8 +14,6 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["param_seed", "noise_like", "seed_schedule"]
-
 _MASK63 = (1 << 63) - 1
 
 

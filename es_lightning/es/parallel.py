@@ -16,8 +16,6 @@ from typing import TypeVar
 
 import torch
 
-__all__ = ["map_tensors", "tensor_threads"]
-
 R = TypeVar("R")
 
 _pools: dict[int, tuple[ThreadPoolExecutor, frozenset[int]]] = {}

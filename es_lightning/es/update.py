@@ -47,18 +47,6 @@ from es_lightning.es.noise_table import NoiseTable
 from es_lightning.es.normalize import Normalization, is_degenerate, normalize_rewards
 from es_lightning.es.parallel import map_tensors
 
-__all__ = [
-    "ANTITHETIC_BUDGETS",
-    "AntitheticBudget",
-    "Direction",
-    "Population",
-    "apply_direction",
-    "member_coefficients",
-    "apply_es_update",
-    "assign_es_grad_",
-    "kappa_pair",
-]
-
 _MASTER_DTYPES = (torch.float32, torch.float64)
 
 AntitheticBudget = Literal["rollouts", "directions"]

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["STREAM_STRIDE", "chunk_seed", "sample_seed", "sample_seeds", "spaced_seeds"]
-
 _MASK63 = (1 << 63) - 1
 
 STREAM_STRIDE = 1 << 32

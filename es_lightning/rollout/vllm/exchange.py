@@ -11,8 +11,6 @@ from collections.abc import Iterator, Mapping
 
 import torch
 
-__all__ = ["exchange_file", "unflatten"]
-
 
 @contextlib.contextmanager
 def exchange_file(numbers: int) -> Iterator[str]:
