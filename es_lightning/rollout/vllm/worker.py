@@ -205,7 +205,7 @@ class WorkerExtension:
 
     def es_stage_directions_from_file(self, names: list[str], path: str) -> None:
         """Keep the summed directions of ``names`` from ``path`` until :meth:`es_apply_staged`."""
-        from es_lightning.rollout.vllm.exchange import unflatten
+        from es_lightning.rollout.vllm.es_centre import unflatten
 
         staged = self._staged
         shapes = {n: tuple(self._es.master[n].shape) for n in names}
