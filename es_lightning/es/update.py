@@ -102,11 +102,6 @@ class Population:
         seeds = seed_schedule(run_seed, step, population_size)
         return cls(seeds=seeds, signs=[1.0] * population_size, antithetic=False)
 
-    @staticmethod
-    def member_count(population_size: int, antithetic: bool, budget: AntitheticBudget = "rollouts") -> int:
-        """Members of :meth:`sample`'s population: 2N for antithetic ``directions``, else N."""
-        return 2 * population_size if antithetic and budget == "directions" else population_size
-
     @property
     def size(self) -> int:
         """M, the number of members (evaluations): the N of the update's 1/N."""

@@ -89,14 +89,12 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         super().__post_init__()  # every setting checked, every bad one named
         # the field keeps the backend asked for; Fabric keeps the one it resolves in _process_group_backend
         DDPStrategy.__init__(self, process_group_backend=self.process_group_backend)
+        # N of the run-level signal: the members, or the antithetic pairs (N/2 with antithetic_budget:
+        # rollouts, N with directions)
+        halved = self.antithetic and self.antithetic_budget == "rollouts"
+        directions = self.population_size // 2 if halved else self.population_size
         window, threshold = self.signal_window, self.signal_threshold
-        self._signal = None if window is None else SignalMonitor(window, threshold, self.signal_directions)
-
-    @property
-    def signal_directions(self) -> int:
-        """N of the run-level signal: the members, or the antithetic pairs."""
-        members = Population.member_count(self.population_size, self.antithetic, self.antithetic_budget)
-        return members // 2 if self.antithetic else members
+        self._signal = None if window is None else SignalMonitor(window, threshold, directions)
 
     @override
     def hparams(self) -> dict[str, Any]:

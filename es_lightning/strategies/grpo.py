@@ -361,8 +361,6 @@ class GRPOFSDPStrategy(_GRPO, FSDPStrategy):
     """GRPO over FSDP (``strategy: grpo_fsdp``): parameters, gradients and AdamW state are sharded
     across ranks; FSDP arguments pass through ``kwargs``."""
 
-    strategy_name = "grpo"
-
     @classmethod
     @override
     def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
