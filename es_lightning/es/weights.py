@@ -225,8 +225,6 @@ class ESWeights:
         else:
             before = {n: m.clone() for n, m in self.master.items()}
             if self._adam is None:
-                for m in self.master.values():
-                    m.requires_grad_(True)
                 self._adam = self._new_adam(lr)
             for group in self._adam.param_groups:  # α may differ from the one a resumed state was made with
                 group["lr"] = lr
@@ -245,7 +243,10 @@ class ESWeights:
         return norm
 
     def _new_adam(self, lr: float) -> torch.optim.Adam:
-        return torch.optim.Adam(list(self.master.values()), lr=lr)  # betas (0.9, 0.999), eps 1e-8
+        """Adam over the master tensors (betas (0.9, 0.999), eps 1e-8), which now carry gradients."""
+        for m in self.master.values():
+            m.requires_grad_(True)
+        return torch.optim.Adam(list(self.master.values()), lr=lr)
 
     def checksum(self) -> float:
         """Sum of the fp32 master in float64 (equal centres give equal checksums)."""
@@ -278,8 +279,6 @@ class ESWeights:
         if state.get("optimizer") is not None:
             if self.optimizer_name != "adam":
                 raise ValueError("ESWeights: the checkpoint holds Adam state but the optimizer is 'sgd'")
-            for m in self.master.values():
-                m.requires_grad_(True)
             self._adam = self._new_adam(0.0)
             self._adam.load_state_dict(state["optimizer"])
 
