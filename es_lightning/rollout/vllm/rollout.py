@@ -1,4 +1,5 @@
-"""Generation, scoring and weight loads through a vLLM engine: :class:`VLLMRollout`."""
+"""Generation, scoring and weight loads through a vLLM engine: :class:`VLLMRollout`, with vLLM's
+requests and results in the rollout contract's terms (prompts, completions, log-probs)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import tempfile
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from typing_extensions import override
@@ -14,14 +15,17 @@ from typing_extensions import override
 from es_lightning.errors import ConfigError
 from es_lightning.es.weights import OptimizerName
 from es_lightning.models.loading import ModelLoading
-from es_lightning.rollout.base import PopulationEngine, Rollout, RolloutOutput, SamplingConfig
+from es_lightning.rollout.base import Completion, PopulationEngine, Rollout, RolloutOutput, SamplingConfig
 from es_lightning.rollout.generation_options import check_known_kwargs
 from es_lightning.rollout.seeds import sample_seeds
 from es_lightning.rollout.vllm.engine import VLLMEngine, vllm_available
 from es_lightning.rollout.vllm.es_centre import WorkerESWeights
-from es_lightning.rollout.vllm.outputs import rollout_outputs, token_logprob, tokens_prompt
 from es_lightning.rollout.vllm.population import IN_MEMORY, lora_slot_rank
 from es_lightning.weight_files import weight_files as default_weight_files
+
+if TYPE_CHECKING:
+    from vllm.inputs import TokensPrompt
+    from vllm.logprobs import Logprob
 
 
 class VLLMRollout(VLLMEngine, Rollout, PopulationEngine):
@@ -261,3 +265,33 @@ def weight_chunks(
         size += nbytes
     if chunk:
         yield chunk
+
+
+def rollout_outputs(
+    prompts: Sequence[Sequence[int]], results: Sequence[Any], sampling: SamplingConfig
+) -> list[RolloutOutput]:
+    """vLLM's results for ``prompts`` × ``sampling.n`` one-response requests, prompt by prompt."""
+    outputs = []
+    for i, prompt in enumerate(prompts):
+        completions = []
+        for c in (r.outputs[0] for r in results[i * sampling.n : (i + 1) * sampling.n]):
+            ids = list(c.token_ids)
+            logps = None
+            if sampling.logprobs and c.logprobs is not None:
+                logps = [token_logprob(step, t) for t, step in zip(ids, c.logprobs)]
+            finish = "stop" if c.finish_reason == "stop" else "length"
+            completions.append(Completion(text=c.text, token_ids=ids, logprobs=logps, finish_reason=finish))
+        outputs.append(RolloutOutput(prompt_token_ids=list(prompt), completions=completions))
+    return outputs
+
+
+def tokens_prompt(token_ids: list[int]) -> TokensPrompt:
+    """vLLM's request for ``token_ids``, built as the plain dict a ``TokensPrompt`` is."""
+    return cast("TokensPrompt", {"prompt_token_ids": token_ids})
+
+
+def token_logprob(position: dict[int, Logprob] | None, token: int) -> float:
+    """log π(``token``) at one position of vLLM's logprobs."""
+    if position is None:
+        raise RuntimeError(f"VLLMRollout: vLLM returned no logprobs at the position of token {token}")
+    return position[token].logprob
