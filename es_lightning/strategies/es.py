@@ -62,6 +62,7 @@ from es_lightning.strategies.metrics import (
     response_metrics,
     reward_metrics,
     reward_names,
+    timed,
     with_advantages,
 )
 from es_lightning.weight_files import weight_files
@@ -201,7 +202,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         local.timings["perturb_restore"] -= fold_s
         local.timings["update"] = fold_s
         lr, normalization = self.learning_rate, self.normalization
-        with local.timed("update"):
+        with timed(local.timings, "update"):
             return take_update(self, es, coeffs, update_rewards, accumulated, lr, normalization)
 
     def _evaluate(

@@ -5,9 +5,6 @@ instead (:class:`FixedRollouts`, :mod:`es_lightning.es.rescoring`)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -18,7 +15,7 @@ from es_lightning.es.rescoring import importance_weights, rescored_rewards
 from es_lightning.es.update import Population
 from es_lightning.evaluation.summary import is_correct
 from es_lightning.strategies.base import Row, Sample
-from es_lightning.strategies.metrics import response_stats, reward_names, text_samples
+from es_lightning.strategies.metrics import response_stats, reward_names, text_samples, timed
 
 if TYPE_CHECKING:
     from es_lightning.module import ReasoningModule
@@ -47,15 +44,6 @@ class MemberResults:
             rewards=torch.zeros(population_size, dtype=torch.float64),
             per_prompt=torch.zeros(2, population_size, n_prompts, dtype=torch.float64),
         )
-
-    @contextmanager
-    def timed(self, phase: str) -> Iterator[None]:
-        """Add the seconds of the block to ``timings[phase]``."""
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - t0
 
     def record(self, i: int, module: ReasoningModule, rows: list[Row], outputs: list[RolloutOutput]) -> None:
         """Score member ``i``'s ``outputs``; the first member recorded gives the samples."""
@@ -122,7 +110,7 @@ def evaluate_members(
     out = MemberResults.empty(population.size, len(rows))
     fixed = None
     if fixed_rollouts:  # sampled once at the centre, re-scored by every member
-        with out.timed("generate"):
+        with timed(out.timings, "generate"):
             fixed = FixedRollouts(
                 rollout, module, rows, prompt_ids, replace(sampling, seed=sampling_seeds[0])
             )
@@ -131,17 +119,17 @@ def evaluate_members(
             out.responses, out.samples = fixed.stats, fixed.samples
     for i in members:
         seed, sign = population.members[i]
-        with out.timed("perturb_restore"):
+        with timed(out.timings, "perturb_restore"):
             es.perturb(seed, sign, sigma)
         if fixed is None:
-            with out.timed("generate"):
+            with timed(out.timings, "generate"):
                 outputs = rollout.generate(prompt_ids, replace(sampling, seed=sampling_seeds[i]))
-            with out.timed("score"):
+            with timed(out.timings, "score"):
                 out.record(i, module, rows, outputs)
         else:
-            with out.timed("score"):
+            with timed(out.timings, "score"):
                 out.rewards[i], out.per_prompt[0, i], out.per_prompt[1, i] = fixed.rescore(rollout)
-        with out.timed("perturb_restore"):
+        with timed(out.timings, "perturb_restore"):
             if record_rewards:
                 es.record_reward(float(out.rewards[i]))
             es.restore()
@@ -161,11 +149,11 @@ def evaluate_population(
     """Evaluate the low-rank ``members`` on ``rows`` in one generation call."""
     out = MemberResults.empty(population.size, len(rows))
     chosen = [population.members[i] for i in members]
-    with out.timed("generate"):
+    with timed(out.timings, "generate"):
         outputs = engine.es_generate_population(
             module.encode(rows), sampling, chosen, sigma, [sampling_seeds[i] for i in members]
         )
-    with out.timed("score"):
+    with timed(out.timings, "score"):
         for i, member_outputs in zip(members, outputs, strict=True):
             out.record(i, module, rows, member_outputs)
     return out
