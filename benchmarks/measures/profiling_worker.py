@@ -55,7 +55,7 @@ class ProfilingWorker(WorkerExtension):
             t2 = time.perf_counter()
             self._served_model().load_weights(weights=iter(perturbed))
             t3 = time.perf_counter()
-            self._refresh_cpu_kernels()
+            self.refresh_cpu_kernels()
             t4 = time.perf_counter()
             es.write_centre()
             t5 = time.perf_counter()

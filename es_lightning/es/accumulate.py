@@ -20,8 +20,6 @@ import torch
 from es_lightning.es.noise_table import NoiseTable
 from es_lightning.es.parallel import map_tensors
 
-__all__ = ["RewardAccumulator", "LINEAR_NORMALIZATIONS"]
-
 LINEAR_NORMALIZATIONS: tuple[str, ...] = ("zscore", "none")
 """Normalisations whose z is an affine function of R (the accumulated update applies)."""
 

@@ -7,31 +7,21 @@ signal. π is a pure function of (run seed, update), so a resumed run redraws it
 
 from __future__ import annotations
 
-import hashlib
 from typing import Literal
 
 import numpy as np
 
-__all__ = ["REWARD_CONTROLS", "RewardControl", "control_permutation", "controlled_rewards"]
+from es_lightning.es.noise import blake2b_u64
 
 RewardControl = Literal["none", "permuted"]
 REWARD_CONTROLS: tuple[str, ...] = ("none", "permuted")
-
-
-def _key(run_seed: int, step: int, member: int) -> int:
-    h = hashlib.blake2b(digest_size=8, person=b"es-reward-perm")
-    for part in (run_seed, step, member):
-        data = str(int(part)).encode("ascii")
-        h.update(len(data).to_bytes(8, "little"))
-        h.update(data)
-    return int.from_bytes(h.digest(), "little") >> 1
 
 
 def control_permutation(run_seed: int, step: int, n: int) -> np.ndarray:
     """π of update ``step``: a permutation of 0..n−1, a pure function of its arguments."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    keys = [_key(run_seed, step, i) for i in range(n)]
+    keys = [blake2b_u64(run_seed, step, i, person=b"es-reward-perm") >> 1 for i in range(n)]
     return np.array(sorted(range(n), key=lambda i: (keys[i], i)), dtype=np.int64)
 
 

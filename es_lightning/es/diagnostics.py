@@ -27,21 +27,6 @@ from es_lightning.es.run_signal import measure_run_signal, spearman_brown
 SIGNAL_LEVEL = 0.95
 """The two-sided level of the run-level signal's interval that the no-signal warning reads."""
 
-__all__ = [
-    "SignalMonitor",
-    "antithetic_split_half_correlation",
-    "constant_reward_message",
-    "correlation_from_reliability",
-    "flip_rate",
-    "no_signal_message",
-    "no_signal_reason",
-    "pair_differences",
-    "pooled_reliability",
-    "spearman_brown",
-    "split_half_correlation",
-    "split_half_reliability",
-]
-
 
 def _member_prompt(member_prompt_rewards: np.ndarray) -> np.ndarray:
     r = np.asarray(member_prompt_rewards, dtype=np.float64)

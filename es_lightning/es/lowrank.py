@@ -26,17 +26,6 @@ from es_lightning.es.update import Direction
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-__all__ = [
-    "LOWRANK_TARGETS",
-    "PERTURBATIONS",
-    "LowRankNoise",
-    "LowRankTargets",
-    "Perturbation",
-    "embedding_weight_names",
-    "is_perturbed",
-    "lowrank_factors",
-]
-
 Perturbation = Literal["full", "lowrank"]
 PERTURBATIONS: tuple[str, ...] = ("full", "lowrank")
 LowRankTargets = Literal["matrices", "linear"]

@@ -14,30 +14,28 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["param_seed", "noise_like", "seed_schedule"]
 
-_MASK63 = (1 << 63) - 1
-
-
-def _blake2b_u63(*parts: bytes, person: bytes) -> int:
+def blake2b_u64(*parts: int | bytes, person: bytes) -> int:
+    """64 bits of BLAKE2b over ``parts``, an int as its decimal digits (any int, negative too),
+    every part length-prefixed so ("ab", "c") and ("a", "bc") hash differently."""
     h = hashlib.blake2b(digest_size=8, person=person)
     for part in parts:
-        # Length-prefix every part so ("ab", "c") and ("a", "bc") hash differently.
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    return int.from_bytes(h.digest(), "little") & _MASK63
+        data = part if isinstance(part, bytes) else str(int(part)).encode("ascii")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return int.from_bytes(h.digest(), "little")
 
 
-def _int_bytes(x: int) -> bytes:
-    """Canonical bytes of an arbitrary (possibly negative) Python int."""
-    return str(int(x)).encode("ascii")
+def seed63(*parts: int | bytes, person: bytes) -> int:
+    """A generator seed from ``parts``: the low 63 bits of :func:`blake2b_u64`."""
+    return blake2b_u64(*parts, person=person) & ((1 << 63) - 1)
 
 
 def param_seed(seed: int, name: str) -> int:
     """Generator seed of parameter ``name`` under ``seed``: 63 bits of BLAKE2b over (seed, name)."""
     if not isinstance(name, str):
         raise TypeError(f"parameter name must be a str, got {type(name).__name__}")
-    return _blake2b_u63(_int_bytes(seed), name.encode("utf-8"), person=b"es-param-seed")
+    return seed63(seed, name.encode("utf-8"), person=b"es-param-seed")
 
 
 def noise_like(
@@ -66,5 +64,4 @@ def seed_schedule(run_seed: int, step: int, n: int) -> list[int]:
     since changing it breaks resuming old runs."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    rs, st = _int_bytes(run_seed), _int_bytes(step)
-    return [_blake2b_u63(rs, st, _int_bytes(i), person=b"es-seed-sched") for i in range(n)]
+    return [seed63(run_seed, step, i, person=b"es-seed-sched") for i in range(n)]

@@ -17,15 +17,6 @@ import torch
 from es_lightning.errors import ConfigError
 from es_lightning.es.noise import param_seed
 
-__all__ = [
-    "NOISE_SOURCES",
-    "TABLE_SEED",
-    "NoiseSource",
-    "NoiseTable",
-    "check_table_size",
-    "noise_table",
-]
-
 NoiseSource = Literal["generator", "table"]
 NOISE_SOURCES: tuple[str, ...] = ("generator", "table")
 TABLE_SEED = 123

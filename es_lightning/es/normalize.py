@@ -12,8 +12,6 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["NORMALIZATIONS", "Normalization", "normalize_rewards", "is_degenerate"]
-
 Normalization = Literal["zscore", "rank", "none"]
 NORMALIZATIONS: tuple[str, ...] = ("zscore", "rank", "none")
 

@@ -8,6 +8,7 @@ runtime would keep it on one core). CUDA tensors run serially.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -15,8 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import torch
-
-__all__ = ["map_tensors", "tensor_threads"]
 
 R = TypeVar("R")
 
@@ -33,10 +32,8 @@ def _process_cores() -> set[int]:
     cores: set[int] = set()
     try:
         for tid in os.listdir("/proc/self/task"):
-            try:
+            with contextlib.suppress(OSError):  # the thread ended
                 cores |= os.sched_getaffinity(int(tid))
-            except OSError:  # the thread ended
-                pass
     except (OSError, AttributeError):  # not Linux
         return set()
     return cores
@@ -46,10 +43,8 @@ def _spread(cores: frozenset[int]) -> None:
     """Set up a pool thread: one torch thread of its own (the pool is the parallelism), any of ``cores``."""
     torch.set_num_threads(1)  # per thread: OpenMP's thread count is the calling thread's setting
     if cores:
-        try:
+        with contextlib.suppress(OSError):
             os.sched_setaffinity(0, cores)  # 0: the calling thread
-        except OSError:
-            pass
 
 
 def _on_cores(
@@ -57,10 +52,8 @@ def _on_cores(
 ) -> R:
     """``fn(name, tensor)`` on a pool thread allowed on ``cores`` again."""
     if cores and os.sched_getaffinity(0) != cores:
-        try:
+        with contextlib.suppress(OSError):
             os.sched_setaffinity(0, cores)
-        except OSError:
-            pass
     with torch.no_grad():
         return fn(name, tensor)
 

@@ -34,16 +34,6 @@ import numpy as np
 
 from es_lightning.es.student_t import t_quantile
 
-__all__ = [
-    "ReliabilityInterval",
-    "RunSignal",
-    "applied",
-    "measure_run_signal",
-    "reliability_interval",
-    "run_level_signal",
-    "spearman_brown",
-]
-
 
 @dataclass(frozen=True)
 class ReliabilityInterval:

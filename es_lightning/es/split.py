@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["assign_tensors", "chunk_names"]
-
 
 def assign_tensors(numels: Mapping[str, int], world_size: int) -> dict[str, int]:
     """The rank that computes each tensor's direction (greedy balance of the numbers to draw)."""

@@ -29,17 +29,12 @@ import numpy as np
 from es_lightning.es.diversity import check_rates
 
 
-def _z(z: np.ndarray, n: int) -> np.ndarray:
-    z = np.asarray(z, dtype=np.float64)
-    if z.shape != (n,) or not np.all(np.isfinite(z)):
-        raise ValueError(f"z must be {n} finite numbers (one per member), got shape {z.shape}")
-    return z
-
-
 def alignment_covariance(z: np.ndarray, success: np.ndarray) -> float:
     """mean_x (1/N) Σ_i (z_i − z̄)(p_i(x) − p̄(x)) for ``success[i, x]`` = p_i(x), shape (N, P)."""
     p = check_rates(success)
-    z = _z(z, p.shape[0])
+    z = np.asarray(z, dtype=np.float64)
+    if z.shape != (p.shape[0],) or not np.all(np.isfinite(z)):
+        raise ValueError(f"z must be {p.shape[0]} finite numbers (one per member), got shape {z.shape}")
     return float(((z - z.mean())[:, None] * (p - p.mean(axis=0))).mean(axis=0).mean())
 
 

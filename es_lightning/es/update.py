@@ -47,18 +47,6 @@ from es_lightning.es.noise_table import NoiseTable
 from es_lightning.es.normalize import Normalization, is_degenerate, normalize_rewards
 from es_lightning.es.parallel import map_tensors
 
-__all__ = [
-    "ANTITHETIC_BUDGETS",
-    "AntitheticBudget",
-    "Direction",
-    "Population",
-    "apply_direction",
-    "member_coefficients",
-    "apply_es_update",
-    "assign_es_grad_",
-    "kappa_pair",
-]
-
 _MASTER_DTYPES = (torch.float32, torch.float64)
 
 AntitheticBudget = Literal["rollouts", "directions"]
@@ -113,11 +101,6 @@ class Population:
             return cls(seeds=seeds, signs=[1.0, -1.0] * directions, antithetic=True)
         seeds = seed_schedule(run_seed, step, population_size)
         return cls(seeds=seeds, signs=[1.0] * population_size, antithetic=False)
-
-    @staticmethod
-    def member_count(population_size: int, antithetic: bool, budget: AntitheticBudget = "rollouts") -> int:
-        """Members of :meth:`sample`'s population: 2N for antithetic ``directions``, else N."""
-        return 2 * population_size if antithetic and budget == "directions" else population_size
 
     @property
     def size(self) -> int:

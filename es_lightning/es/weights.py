@@ -43,8 +43,6 @@ class ESWeights:
         write: Writer,
         serving_dtype: torch.dtype,
         optimizer: OptimizerName = "sgd",
-        adam_betas: tuple[float, float] = (0.9, 0.999),
-        adam_eps: float = 1e-8,
         noise: LowRankNoise | None = None,
     ) -> None:
         if optimizer not in ("sgd", "adam"):
@@ -54,7 +52,6 @@ class ESWeights:
         self.serving_dtype = serving_dtype
         self.optimizer_name = optimizer
         self._adam: torch.optim.Adam | None = None
-        self._adam_betas, self._adam_eps = adam_betas, adam_eps
         self.accumulator = RewardAccumulator()
         self.noise = noise
         self.table: NoiseTable | None = None
@@ -228,8 +225,6 @@ class ESWeights:
         else:
             before = {n: m.clone() for n, m in self.master.items()}
             if self._adam is None:
-                for m in self.master.values():
-                    m.requires_grad_(True)
                 self._adam = self._new_adam(lr)
             for group in self._adam.param_groups:  # α may differ from the one a resumed state was made with
                 group["lr"] = lr
@@ -248,7 +243,10 @@ class ESWeights:
         return norm
 
     def _new_adam(self, lr: float) -> torch.optim.Adam:
-        return torch.optim.Adam(list(self.master.values()), lr=lr, betas=self._adam_betas, eps=self._adam_eps)
+        """Adam over the master tensors (betas (0.9, 0.999), eps 1e-8), which now carry gradients."""
+        for m in self.master.values():
+            m.requires_grad_(True)
+        return torch.optim.Adam(list(self.master.values()), lr=lr)
 
     def checksum(self) -> float:
         """Sum of the fp32 master in float64 (equal centres give equal checksums)."""
@@ -281,8 +279,6 @@ class ESWeights:
         if state.get("optimizer") is not None:
             if self.optimizer_name != "adam":
                 raise ValueError("ESWeights: the checkpoint holds Adam state but the optimizer is 'sgd'")
-            for m in self.master.values():
-                m.requires_grad_(True)
             self._adam = self._new_adam(0.0)
             self._adam.load_state_dict(state["optimizer"])
 
@@ -295,13 +291,12 @@ def es_weights_from_files(
     optimizer: OptimizerName = "sgd",
     optimizer_state: str | None = None,
     names: set[str] | None = None,
-    noise: LowRankNoise | None = None,
 ) -> ESWeights:
     """The centre read in fp32 on ``device`` from ``files``, not yet written into the served model."""
     from es_lightning.weight_files import load_weights
 
     master = load_weights(files, names=names, device=device)
-    weights = ESWeights(master, write, serving_dtype, optimizer=optimizer, noise=noise)
+    weights = ESWeights(master, write, serving_dtype, optimizer=optimizer)
     if optimizer_state is not None:
         weights.load_state_dict(torch.load(optimizer_state, map_location=device, weights_only=True))
     return weights

@@ -15,8 +15,6 @@ from typing import Literal
 
 import torch
 
-__all__ = ["ADVANTAGE_MODES", "AdvantageMode", "compute_advantages"]
-
 AdvantageMode = Literal["group", "batch", "none"]
 ADVANTAGE_MODES: tuple[str, ...] = ("group", "batch", "none")
 

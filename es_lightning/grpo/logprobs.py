@@ -16,8 +16,6 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-__all__ = ["pack_sequences", "token_logprobs_and_entropy"]
-
 
 def pack_sequences(
     prompts: Sequence[Sequence[int]],

@@ -57,11 +57,6 @@ class LoRASettings:
         if bad:
             raise ConfigError(f"LoRASettings: invalid {'; '.join(bad)}")
 
-    @property
-    def scaling(self) -> float:
-        """α/r."""
-        return self.alpha / self.rank
-
 
 def require_peft() -> None:
     """A clear error when LoRA is asked for and peft is not installed."""
@@ -98,11 +93,6 @@ def wrap_with_lora(model: torch.nn.Module, settings: LoRASettings) -> Any:
         return get_peft_model(model, config)
 
 
-def hf_name(peft_name: str) -> str:
-    """The plain HF name of a PeftModel parameter."""
-    return peft_name.removeprefix("base_model.model.").replace(".base_layer.", ".")
-
-
 @torch.no_grad()
 def merged_weights(model: torch.nn.Module, adapted_only: bool = False) -> Iterator[tuple[str, torch.Tensor]]:
     """Every parameter of ``model`` under its HF name, fp32, adapters merged (or ``adapted_only``)."""
@@ -119,7 +109,7 @@ def merged_weights(model: torch.nn.Module, adapted_only: bool = False) -> Iterat
             for adapter in layer.active_adapters:
                 # every LoRA layer type defines get_delta_weight; their base class does not declare it
                 weight = weight + layer.get_delta_weight(adapter).float()  # pyright: ignore[reportAttributeAccessIssue]
-        yield hf_name(name), weight
+        yield name.removeprefix("base_model.model.").replace(".base_layer.", "."), weight  # the HF name
 
 
 def engine_holds_frozen_weights(engine_model: str | Path, serving_dtype: torch.dtype) -> bool:

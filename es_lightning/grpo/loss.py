@@ -21,8 +21,6 @@ import torch
 
 from es_lightning.checked import checked, field_values, invalid_settings, one_of, refuse_invalid
 
-__all__ = ["GRPOLoss", "LossAggregation", "LossStats", "grpo_loss", "k3_kl"]
-
 LossAggregation = Literal["token_mean", "sequence_mean"]
 
 

@@ -27,10 +27,6 @@ class PolicyBatch:
     response_mask: torch.Tensor  # (S, L), 1 on response tokens
     advantages: torch.Tensor  # (S,), Â of each sequence
 
-    def micro_batches(self, size: int) -> list[slice]:
-        """The sequences in consecutive slices of at most ``size``."""
-        return [slice(i, i + size) for i in range(0, self.input_ids.shape[0], size)]
-
     def on(self, device: torch.device, rows: slice) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``rows``' input ids, attention and response mask on ``device``, each (s, L)."""
         return (
@@ -56,7 +52,7 @@ def optimize_policy(
     """One optimizer step per entry of ``learning_rates`` on one batch; the first step's statistics."""
     inner_iterations = len(learning_rates)
     total_tokens = float(batch.response_mask.sum())
-    chunks = batch.micro_batches(micro_batch_size)
+    chunks = [slice(i, i + micro_batch_size) for i in range(0, len(batch.input_ids), micro_batch_size)]
     old_logps, ref_logps = _fixed_logps(
         fabric, model, reference, batch, chunks, inner_iterations > 1, temperature
     )

@@ -53,6 +53,5 @@ def build_settings(**values: Any) -> tuple[GRPOSettings, GRPOLoss]:
 
 
 def settings_hparams(settings: GRPOSettings, loss: GRPOLoss) -> dict[str, Any]:
-    """Every GRPO setting once as a plain value, as ``hparams.yaml`` records them."""
-    values = {**plain_values(settings), **plain_values(loss)}
-    return {name: values[name] for name in SETTING_NAMES}
+    """Every GRPO setting once as a plain value, in :data:`SETTING_NAMES`' order (``hparams.yaml``)."""
+    return {**plain_values(settings), **plain_values(loss)}

@@ -7,12 +7,20 @@ Backends take prompts as token ids and return ``n`` completions per prompt::
 
 ES holds the centre θ where generation runs (:meth:`Rollout.es_init`, :attr:`Rollout.es`), so only
 seeds and scalars cross a process boundary.
+
+A low-rank ES population is generated in one call by an engine that is also a
+:class:`PopulationEngine` (transformers serves members with forward hooks, vLLM with LoRA adapters)::
+
+    engine.es_reserve_population(N, r)            # before the engine starts: room for N members
+    engine.es_init(...)
+    engine.es_use_lowrank(r, fixed)               # perturb, restore and update with A Bᵀ/√r
+    outputs = engine.es_generate_population(prompts, sampling, members, σ, sampling_seeds)
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -161,6 +169,32 @@ class Rollout(RecordsInit, ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class PopulationEngine(ABC):
+    """Low-rank ES members generated together, each batch row under its own member's weights."""
+
+    lowrank_targets_served: tuple[str, ...] = ("matrices", "linear")
+    """The ``lowrank_targets`` this engine can serve (:class:`~es_lightning.es.lowrank.LowRankTargets`)."""
+
+    def es_reserve_population(self, members: int, rank: int) -> None:
+        """Before the engine starts: room for ``members`` low-rank members of rank ``rank``."""
+        return None
+
+    @abstractmethod
+    def es_use_lowrank(self, rank: int | None, fixed: Collection[str] = ()) -> None:
+        """Use low-rank directions of rank ``rank`` (``None``: full rank), ``fixed`` held still."""
+
+    @abstractmethod
+    def es_generate_population(
+        self,
+        prompts: Sequence[Sequence[int]],
+        sampling: SamplingConfig,
+        members: Sequence[tuple[int, float]],
+        sigma: float,
+        sampling_seeds: Sequence[int],
+    ) -> list[list[RolloutOutput]]:
+        """Every member's responses to ``prompts`` (``[m][j]``), member m serving θ + sign·σ·A Bᵀ/√r."""
 
 
 def weights_digest(module: torch.nn.Module) -> str:

@@ -13,9 +13,15 @@ from es_lightning.errors import ConfigError
 from es_lightning.es.lowrank import LowRankNoise
 from es_lightning.es.weights import ESWeights, OptimizerName, es_weights_from_files
 from es_lightning.models.loading import ModelLoading
-from es_lightning.rollout.base import Completion, Rollout, RolloutOutput, SamplingConfig, weights_digest
+from es_lightning.rollout.base import (
+    Completion,
+    PopulationEngine,
+    Rollout,
+    RolloutOutput,
+    SamplingConfig,
+    weights_digest,
+)
 from es_lightning.rollout.generation_options import check_known_kwargs
-from es_lightning.rollout.population_engine import PopulationEngine
 from es_lightning.rollout.seeds import chunk_seed
 from es_lightning.weight_files import weight_files as default_weight_files
 
@@ -60,15 +66,11 @@ class HFRollout(Rollout, PopulationEngine):
         self.model = model.to(self.device).eval()
 
     @property
-    def _model(self) -> Any:
+    def served_model(self) -> Any:
+        """The transformers model that generates (the weights it holds now)."""
         if self.model is None:
             raise RuntimeError("HFRollout: call setup(model_path, device, dtype) before generating")
         return self.model
-
-    @property
-    def served_model(self) -> torch.nn.Module:
-        """The torch model that generates (the weights it holds now)."""
-        return self._model
 
     @override
     @torch.inference_mode()
@@ -103,7 +105,7 @@ class HFRollout(Rollout, PopulationEngine):
         row_sampler: object | None = None,
     ) -> list[Completion]:
         """One ``generate`` call, sampled from the torch stream ``torch_seed`` or by ``row_sampler``."""
-        model, tok = self._model, self.tokenizer
+        model, tok = self.served_model, self.tokenizer
         eos = {tok.eos_token_id} | set(_as_list(model.generation_config.eos_token_id))
         eos.discard(None)
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
@@ -172,7 +174,7 @@ class HFRollout(Rollout, PopulationEngine):
             p, r = prompts[start : start + self.batch_size], responses[start : start + self.batch_size]
             ids, att, mask, _ = pack_sequences(list(p), list(r), pad)
             logp, _ = token_logprobs_and_entropy(
-                self._model, ids.to(self.device), att.to(self.device), mask.to(self.device)
+                self.served_model, ids.to(self.device), att.to(self.device), mask.to(self.device)
             )
             out.extend(row[m.bool()].tolist() for row, m in zip(logp.cpu(), mask))
         return out
@@ -181,7 +183,7 @@ class HFRollout(Rollout, PopulationEngine):
     @torch.no_grad()
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         self._serve_centre()  # the tensors may cover only part of the model
-        params = dict(self._model.named_parameters())
+        params = dict(self.served_model.named_parameters())
         for name, tensor in named_tensors:
             if name not in params:
                 raise KeyError(f"HFRollout.load_weights: the model has no parameter {name!r}")
@@ -190,12 +192,12 @@ class HFRollout(Rollout, PopulationEngine):
     @override
     def checksum(self) -> float:
         self._serve_centre()
-        return float(sum(p.detach().double().sum().item() for p in self._model.parameters()))
+        return float(sum(p.detach().double().sum().item() for p in self.served_model.parameters()))
 
     @override
     def digest(self) -> str:
         self._serve_centre()
-        return weights_digest(self._model)
+        return weights_digest(self.served_model)
 
     # -- ES: the fp32 master lives beside the HF model in this process ---------------------------
     @override
@@ -205,7 +207,7 @@ class HFRollout(Rollout, PopulationEngine):
         optimizer: OptimizerName = "sgd",
         optimizer_state: str | None = None,
     ) -> None:
-        params = dict(self._model.named_parameters())  # tied weights appear once
+        params = dict(self.served_model.named_parameters())  # tied weights appear once
         files = (
             list(weight_files)
             if weight_files
@@ -222,7 +224,7 @@ class HFRollout(Rollout, PopulationEngine):
 
     @torch.no_grad()
     def _write(self, named: Iterable[tuple[str, torch.Tensor]]) -> None:
-        params = dict(self._model.named_parameters())
+        params = dict(self.served_model.named_parameters())
         for name, tensor in named:
             params[name].copy_(tensor)
 

@@ -8,28 +8,15 @@ seeds :data:`STREAM_STRIDE` apart; streams meant to be shared get one call seed.
 
 from __future__ import annotations
 
-import hashlib
-
-__all__ = ["STREAM_STRIDE", "chunk_seed", "sample_seed", "sample_seeds", "spaced_seeds"]
-
-_MASK63 = (1 << 63) - 1
+from es_lightning.es.noise import seed63
 
 STREAM_STRIDE = 1 << 32
 """Distance between call seeds that must not share streams: more than any call's prompt count."""
 
 
-def _hash63(*parts: int, person: bytes) -> int:
-    h = hashlib.blake2b(digest_size=8, person=person)
-    for part in parts:
-        data = str(int(part)).encode("ascii")
-        h.update(len(data).to_bytes(8, "little"))  # length prefix: (1, 23) ≠ (12, 3)
-        h.update(data)
-    return int.from_bytes(h.digest(), "little") & _MASK63
-
-
 def sample_seed(seed: int, prompt: int, sample: int) -> int:
     """The generator seed of response ``sample`` to ``prompt`` of a call seeded ``seed`` (63 bits)."""
-    return _hash63(seed + prompt, sample, person=b"es-sample-seed")
+    return seed63(seed + prompt, sample, person=b"es-sample-seed")
 
 
 def sample_seeds(seed: int | None, n_prompts: int, n: int) -> list[list[int | None]]:
@@ -41,7 +28,7 @@ def sample_seeds(seed: int | None, n_prompts: int, n: int) -> list[list[int | No
 
 def chunk_seed(seed: int, first_prompt: int) -> int:
     """The torch seed of the transformers rollout's chunk starting at prompt ``first_prompt``."""
-    return _hash63(seed + first_prompt, person=b"es-chunk-seed")
+    return seed63(seed + first_prompt, person=b"es-chunk-seed")
 
 
 def spaced_seeds(base: int, count: int) -> list[int]:

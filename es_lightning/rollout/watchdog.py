@@ -7,7 +7,10 @@ call runs and, past ``timeout_s``, kills the engine and makes the call raise
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -50,7 +53,9 @@ class EngineWatchdog:
     @contextmanager
     def call(self, what: str, timeout_s: float | None | str = "default") -> Iterator[None]:
         """Run the body as the call ``what`` under the heartbeat and a timeout."""
-        self._ensure_thread()
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._watch, name="es-lightning-watchdog", daemon=True)
+            self._thread.start()
         if isinstance(timeout_s, str) and timeout_s != "default":
             raise ValueError(f"{self.name}: timeout_s must be seconds, None or 'default', got {timeout_s!r}")
         limit = self.timeout_s if isinstance(timeout_s, str) else timeout_s
@@ -85,11 +90,6 @@ class EngineWatchdog:
             f"(killed after {elapsed:.0f} s); the last checkpoint is intact. Raise the rollout's "
             "timeout (`call_timeout_s`, `start_timeout_s`) if such calls are expected to take longer."
         )
-
-    def _ensure_thread(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._watch, name="es-lightning-watchdog", daemon=True)
-            self._thread.start()
 
     def _watch(self) -> None:
         watched, beats = None, 0
@@ -129,7 +129,8 @@ class EngineWatchdog:
             self._expired = (call[0], limit, elapsed, pids)
         log.error("%s: %r ran past %g s; killing pids %s", self.name, call[0], limit, pids)
         for pid in pids:
-            _kill(pid)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:
@@ -139,13 +140,3 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-
-
-def _kill(pid: int) -> None:
-    import os
-    import signal
-
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass

@@ -48,8 +48,7 @@ from es_lightning.es.noise_table import check_table_size
 from es_lightning.es.normalize import normalize_rewards
 from es_lightning.es.update import Population, kappa_pair, member_coefficients
 from es_lightning.ranks import fail_together
-from es_lightning.rollout.base import Rollout
-from es_lightning.rollout.population_engine import PopulationEngine
+from es_lightning.rollout.base import PopulationEngine, Rollout
 from es_lightning.rollout.seeds import spaced_seeds
 from es_lightning.strategies.base import PopulationResult, ReasoningStrategy, Row, StepResult
 from es_lightning.strategies.es_lowrank import check_lowrank_rollout, use_lowrank
@@ -63,6 +62,7 @@ from es_lightning.strategies.metrics import (
     response_metrics,
     reward_metrics,
     reward_names,
+    timed,
     with_advantages,
 )
 from es_lightning.weight_files import weight_files
@@ -90,14 +90,12 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         super().__post_init__()  # every setting checked, every bad one named
         # the field keeps the backend asked for; Fabric keeps the one it resolves in _process_group_backend
         DDPStrategy.__init__(self, process_group_backend=self.process_group_backend)
+        # N of the run-level signal: the members, or the antithetic pairs (N/2 with antithetic_budget:
+        # rollouts, N with directions)
+        halved = self.antithetic and self.antithetic_budget == "rollouts"
+        directions = self.population_size // 2 if halved else self.population_size
         window, threshold = self.signal_window, self.signal_threshold
-        self._signal = None if window is None else SignalMonitor(window, threshold, self.signal_directions)
-
-    @property
-    def signal_directions(self) -> int:
-        """N of the run-level signal: the members, or the antithetic pairs."""
-        members = Population.member_count(self.population_size, self.antithetic, self.antithetic_budget)
-        return members // 2 if self.antithetic else members
+        self._signal = None if window is None else SignalMonitor(window, threshold, directions)
 
     @override
     def hparams(self) -> dict[str, Any]:
@@ -204,7 +202,7 @@ class ESStrategy(ESSettings, ReasoningStrategy, DDPStrategy):
         local.timings["perturb_restore"] -= fold_s
         local.timings["update"] = fold_s
         lr, normalization = self.learning_rate, self.normalization
-        with local.timed("update"):
+        with timed(local.timings, "update"):
             return take_update(self, es, coeffs, update_rewards, accumulated, lr, normalization)
 
     def _evaluate(

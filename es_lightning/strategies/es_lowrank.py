@@ -7,8 +7,7 @@ import torch
 from es_lightning.errors import ConfigError
 from es_lightning.es.lowrank import embedding_weight_names
 from es_lightning.models.loading import ModelLoading
-from es_lightning.rollout.base import Rollout
-from es_lightning.rollout.population_engine import PopulationEngine
+from es_lightning.rollout.base import PopulationEngine, Rollout
 from es_lightning.strategies.es_settings import ESSettings
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
@@ -18,7 +18,7 @@ from es_lightning.es.split import assign_tensors, chunk_names
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from torch.distributed import ReduceOp
+    from lightning.fabric.strategies.parallel import ParallelStrategy
 
     from es_lightning.es.handle import ESHandle
 
@@ -45,25 +45,11 @@ def reward_moments(rewards: np.ndarray, normalization: str) -> tuple[float, floa
     return float(rewards.mean()), float(rewards.std())
 
 
-class UpdateStrategy(Protocol):
-    """What the update needs of :class:`~es_lightning.strategies.ESStrategy`: its collectives."""
-
-    @property
-    def world_size(self) -> int: ...
-    @property
-    def global_rank(self) -> int: ...
-    @property
-    def root_device(self) -> torch.device: ...
-    def all_reduce(
-        self, tensor: torch.Tensor, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean"
-    ) -> torch.Tensor: ...
-
-
 @dataclass
 class RankUpdate:
     """The collective part of an update on several ranks: the strategy's all-reduce and its device."""
 
-    strategy: UpdateStrategy
+    strategy: ParallelStrategy
     es: ESHandle
 
     def _summed(
@@ -107,7 +93,7 @@ class RankUpdate:
 
 
 def take_update(
-    strategy: UpdateStrategy,
+    strategy: ParallelStrategy,
     es: ESHandle,
     coeffs: Mapping[int, float] | None,
     rewards: np.ndarray,

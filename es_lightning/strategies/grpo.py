@@ -22,7 +22,6 @@ DDP (``grpo``) or FSDP (``grpo_fsdp``); with ``lora`` only adapters train and we
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -63,6 +62,7 @@ from es_lightning.strategies.metrics import (
     reward_metrics,
     reward_names,
     text_samples,
+    timed,
 )
 from es_lightning.weight_files import load_weights, master_files
 
@@ -275,14 +275,11 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
         )
         with fail_together():  # generation and reward functions: a failure on one rank ends all ranks
             groups = sample_groups(module, rollout, rows, sampling, self.settings.advantage)
-        timings = groups.timings
-        t0 = time.perf_counter()
         temperature = sampling.temperature if sampling.temperature > 0 else 1.0
-        stats = self._optimize(fabric, groups.batch, temperature, step)
-        timings["train"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        self.sync_weights(rollout)
-        timings["sync"] = time.perf_counter() - t0
+        with timed(groups.timings, "train"):
+            stats = self._optimize(fabric, groups.batch, temperature, step)
+        with timed(groups.timings, "sync"):
+            self.sync_weights(rollout)
         metrics = self._metrics(groups, stats, reward_names(module))
         samples = []
         if self.global_rank == 0:  # each prompt's first response, with its advantage
@@ -360,8 +357,6 @@ class GRPOStrategy(_GRPO, DDPStrategy):
 class GRPOFSDPStrategy(_GRPO, FSDPStrategy):
     """GRPO over FSDP (``strategy: grpo_fsdp``): parameters, gradients and AdamW state are sharded
     across ranks; FSDP arguments pass through ``kwargs``."""
-
-    strategy_name = "grpo"
 
     @classmethod
     @override

@@ -4,7 +4,6 @@ with their advantages, packed for the trainer (:func:`sample_groups`).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -16,6 +15,7 @@ from es_lightning.grpo.advantages import AdvantageMode
 from es_lightning.grpo.optimize import PolicyBatch
 from es_lightning.rollout.seeds import spaced_seeds
 from es_lightning.strategies.base import Row
+from es_lightning.strategies.metrics import timed
 
 if TYPE_CHECKING:
     from es_lightning.module import ReasoningModule
@@ -44,19 +44,16 @@ def sample_groups(
     advantage: AdvantageMode,
 ) -> GroupRollouts:
     """G responses to each of ``rows``, scored, with advantages, packed into a :class:`PolicyBatch`."""
-    t0 = time.perf_counter()
-    prompts = module.encode(rows)
-    outputs = rollout.generate(prompts, sampling)
-    generate_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    scores = module.score(rows, outputs)
-    rewards = torch.tensor([[s.reward for s in per] for per in scores], dtype=torch.float32)  # (P, G)
-    score_s = time.perf_counter() - t0
+    timings: dict[str, float] = {}
+    with timed(timings, "generate"):
+        prompts = module.encode(rows)
+        outputs = rollout.generate(prompts, sampling)
+    with timed(timings, "score"):
+        scores = module.score(rows, outputs)
+        rewards = torch.tensor([[s.reward for s in per] for per in scores], dtype=torch.float32)  # (P, G)
     advantages = compute_advantages(rewards, mode=advantage).flatten()  # (P*G,)
     batch = policy_batch(prompts, outputs, advantages, module.tokenizer.pad_token_id)
-    return GroupRollouts(
-        outputs, scores, rewards, advantages, batch, {"generate": generate_s, "score": score_s}
-    )
+    return GroupRollouts(outputs, scores, rewards, advantages, batch, timings)
 
 
 def policy_batch(

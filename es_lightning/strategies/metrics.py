@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -123,6 +125,16 @@ def with_advantages(samples: list[Sample], z: np.ndarray | None) -> list[Sample]
     if z is None:
         return samples
     return [replace(s, advantage=float(z[s.member])) if s.member is not None else s for s in samples]
+
+
+@contextmanager
+def timed(timings: dict[str, float], phase: str) -> Iterator[None]:
+    """Add the seconds of the block to ``timings[phase]`` (logged as ``time/{phase}``)."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - t0
 
 
 def gather_values(strategy: ParallelStrategy, local: torch.Tensor) -> np.ndarray:

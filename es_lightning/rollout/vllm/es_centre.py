@@ -1,15 +1,18 @@
 """The ES centre inside a vLLM engine's workers, driven by a proxy that runs each
-:class:`~es_lightning.es.weights.ESWeights` method in every worker."""
+:class:`~es_lightning.es.weights.ESWeights` method in every worker. Float32 tensors travel between
+the trainer and a worker through a shared-memory file in ``/dev/shm`` (:func:`exchange_file`),
+instead of ``collective_rpc``'s copies."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
-
-from es_lightning.rollout.vllm.exchange import exchange_file, unflatten
 
 if TYPE_CHECKING:
     from es_lightning.rollout.vllm.engine import VLLMEngine
@@ -111,3 +114,29 @@ class WorkerESWeights:
             for name in names:
                 shape, data = chunk.pop(name)
                 yield name, torch.frombuffer(bytearray(data), dtype=torch.float32).reshape(shape)
+
+
+@contextlib.contextmanager
+def exchange_file(numbers: int) -> Iterator[str]:
+    """A fresh file for ``numbers`` float32 values in shared memory (else the temporary folder)."""
+    folder = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    fd, path = tempfile.mkstemp(prefix="es-lightning-exchange-", suffix=".f32", dir=folder)
+    try:
+        os.ftruncate(fd, 4 * max(int(numbers), 1))
+        os.close(fd)
+        yield path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def unflatten(flat: torch.Tensor, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, torch.Tensor]:
+    """Views of ``flat`` with the given shapes, one after another in ``shapes``' order."""
+    out, offset = {}, 0
+    for name, shape in shapes.items():
+        n = math.prod(shape)
+        out[name] = flat[offset : offset + n].view(shape)
+        offset += n
+    if offset != flat.numel():
+        raise ValueError(f"unflatten: {flat.numel()} numbers for shapes of {offset}")
+    return out

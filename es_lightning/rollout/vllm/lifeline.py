@@ -4,6 +4,7 @@ engine when it is gone."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -71,10 +72,8 @@ def _kill_engine_tree(trainer_pid: int) -> None:
         victims.append(parent)
     victims += me.children(recursive=True)
     for process in victims:
-        try:
+        with contextlib.suppress(psutil.Error):
             process.kill()
-        except psutil.Error:
-            pass
     os.kill(os.getpid(), signal.SIGKILL)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 
 def engine_processes() -> list[int]:
@@ -13,11 +13,9 @@ def engine_processes() -> list[int]:
 
     found = []
     for child in psutil.Process().children(recursive=True):
-        try:
+        with suppress(psutil.Error):
             if child.name().startswith("VLLM"):
                 found.append(child.pid)
-        except psutil.Error:
-            pass
     return found
 
 
@@ -27,16 +25,12 @@ def end_processes(pids: Sequence[int], grace_s: float) -> None:
 
     processes = []
     for pid in pids:
-        try:
+        with suppress(psutil.Error):
             processes.append(psutil.Process(pid))
-        except psutil.Error:
-            pass
     _, alive = psutil.wait_procs(processes, timeout=grace_s)
     for process in alive:
-        try:
+        with suppress(psutil.Error):
             process.kill()
-        except psutil.Error:
-            pass
     psutil.wait_procs(alive, timeout=5.0)
 
 

@@ -1,20 +1,16 @@
-"""A low-rank ES population in one vLLM ``generate`` call: each member is a LoRA adapter
-(``lora_A = B_sᵀ``, ``lora_B = sign·σ/√r · A_s``) built in the workers from the seeds. vLLM serves
-LoRA on linear layers only, so this needs ``lowrank_targets: linear``.
+"""A low-rank ES population in one vLLM ``generate`` call (``VLLMRollout.es_generate_population``):
+each member is a LoRA adapter (``lora_A = B_sᵀ``, ``lora_B = sign·σ/√r · A_s``) built in the workers
+from the seeds. vLLM serves LoRA on linear layers only, so this needs ``lowrank_targets: linear``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import Any
 
 import torch
-from typing_extensions import override
 
 from es_lightning.errors import ConfigError
-from es_lightning.rollout.base import RolloutOutput, SamplingConfig
-from es_lightning.rollout.population_engine import PopulationEngine
 
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 """The ``max_lora_rank`` values vLLM accepts."""
@@ -30,101 +26,6 @@ def lora_slot_rank(rank: int) -> int:
     raise ConfigError(
         f"VLLMRollout: low-rank ES rank {rank} is above vLLM's largest LoRA rank {VLLM_LORA_RANKS[-1]}"
     )
-
-
-class VLLMPopulation(PopulationEngine):
-    """:class:`~es_lightning.rollout.population_engine.PopulationEngine` for ``VLLMRollout``."""
-
-    lowrank_targets_served = ("linear",)
-    engine_kwargs: dict[str, Any]
-    llm: Any
-    _population_size: int | None = None
-
-    # provided by VLLMRollout and its bases
-    rpc: Callable[..., list[Any]]
-    _call: Callable[..., Any]
-    _serve_centre: Callable[[], None]
-    _weights_changed: Callable[[], None]
-    start: Callable[[], None]
-    sampling_params: Callable[..., list[Any]]
-
-    @override
-    def es_reserve_population(self, members: int, rank: int) -> None:
-        slots = {
-            "enable_lora": True,
-            "max_loras": members,
-            "max_cpu_loras": members,
-            "max_lora_rank": lora_slot_rank(rank),
-        }
-        if self.llm is not None:  # started: only a reservation it already holds
-            kwargs = self.engine_kwargs
-            if (
-                not kwargs.get("enable_lora")
-                or kwargs["max_loras"] < members
-                or kwargs["max_lora_rank"] < rank
-            ):
-                raise RuntimeError("VLLMRollout: es_reserve_population must come before the engine starts")
-            return
-        for key, value in slots.items():
-            given = self.engine_kwargs.get(key)
-            if given is not None and key != "max_lora_rank" and given != value:
-                raise ConfigError(
-                    f"VLLMRollout: engine_kwargs sets {key}={given!r}, but low-rank ES serves its "
-                    f"{members} members as LoRA adapters and sets {key}={value!r}; remove it"
-                )
-        slots["max_lora_rank"] = max(
-            slots["max_lora_rank"], int(self.engine_kwargs.get("max_lora_rank") or 0)
-        )
-        self.engine_kwargs.update(slots)
-        self._population_size = members
-
-    @override
-    def es_use_lowrank(self, rank: int | None, fixed: Collection[str] = ()) -> None:
-        unservable = self.rpc("es_use_lowrank", rank, sorted(fixed))[0]
-        if unservable:
-            raise ConfigError(
-                f"VLLMRollout: low-rank ES would move {unservable[0]!r} (and {len(unservable) - 1} more "
-                "matrices), which vLLM cannot serve as LoRA (it adapts linear layers only). Set "
-                "strategy.init_args.lowrank_targets: linear, or use es_lightning.rollout.hf.HFRollout"
-            )
-        self._weights_changed()
-
-    @override
-    def es_generate_population(
-        self,
-        prompts: Sequence[Sequence[int]],
-        sampling: SamplingConfig,
-        members: Sequence[tuple[int, float]],
-        sigma: float,
-        sampling_seeds: Sequence[int],
-    ) -> list[list[RolloutOutput]]:
-        """Every member's responses in one ``generate`` call (module docstring)."""
-        from vllm.lora.request import LoRARequest
-
-        from es_lightning.rollout.vllm.outputs import rollout_outputs, tokens_prompt
-
-        if not self.engine_kwargs.get("enable_lora") or len(members) > (self._population_size or 0):
-            raise RuntimeError(
-                f"VLLMRollout: es_reserve_population(N >= {len(members)}, r) before the engine starts"
-            )
-        self.start()
-        self._serve_centre()
-        ids = self.rpc("es_load_population", [(int(s), float(sign)) for s, sign in members], float(sigma))[0]
-        self._weights_changed()  # the prefix cache keys KV by adapter id, and the ids are reused
-        per_member = len(prompts) * sampling.n
-        requests = [tokens_prompt(list(p)) for _ in members for p in prompts for _ in range(sampling.n)]
-        params = [
-            p
-            for seed in sampling_seeds
-            for p in self.sampling_params(len(prompts), replace(sampling, seed=seed))
-        ]
-        loras = [LoRARequest(f"es-member-{i}", i, IN_MEMORY) for i in ids for _ in range(per_member)]
-        with self._call("generate_population") as llm:
-            results = llm.generate(requests, params, lora_request=loras, use_tqdm=False)
-        return [
-            rollout_outputs(prompts, results[m * per_member : (m + 1) * per_member], sampling)
-            for m in range(len(members))
-        ]
 
 
 def use_lowrank_in_worker(worker: Any, rank: int | None, fixed: Sequence[str]) -> list[str]:

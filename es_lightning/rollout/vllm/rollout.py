@@ -1,11 +1,13 @@
-"""Generation, scoring and weight loads through a vLLM engine: :class:`VLLMRollout`."""
+"""Generation, scoring and weight loads through a vLLM engine: :class:`VLLMRollout`, with vLLM's
+requests and results in the rollout contract's terms (prompts, completions, log-probs)."""
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from typing_extensions import override
@@ -13,20 +15,26 @@ from typing_extensions import override
 from es_lightning.errors import ConfigError
 from es_lightning.es.weights import OptimizerName
 from es_lightning.models.loading import ModelLoading
-from es_lightning.rollout.base import Rollout, RolloutOutput, SamplingConfig
+from es_lightning.rollout.base import Completion, PopulationEngine, Rollout, RolloutOutput, SamplingConfig
 from es_lightning.rollout.generation_options import check_known_kwargs
 from es_lightning.rollout.seeds import sample_seeds
 from es_lightning.rollout.vllm.engine import VLLMEngine, vllm_available
 from es_lightning.rollout.vllm.es_centre import WorkerESWeights
-from es_lightning.rollout.vllm.outputs import rollout_outputs, token_logprob, tokens_prompt
-from es_lightning.rollout.vllm.population import VLLMPopulation
+from es_lightning.rollout.vllm.population import IN_MEMORY, lora_slot_rank
 from es_lightning.weight_files import weight_files as default_weight_files
 
+if TYPE_CHECKING:
+    from vllm.inputs import TokensPrompt
+    from vllm.logprobs import Logprob
 
-class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
+
+class VLLMRollout(VLLMEngine, Rollout, PopulationEngine):
     """A vLLM ``LLM`` engine behind the rollout contract, holding the ES centre in its workers
-    and serving low-rank ES populations as LoRA adapters
-    (settings: :class:`~es_lightning.rollout.vllm.engine.VLLMEngine`)."""
+    and serving low-rank ES populations as LoRA adapters (:mod:`es_lightning.rollout.vllm.population`;
+    settings: :class:`~es_lightning.rollout.vllm.engine.VLLMEngine`)."""
+
+    lowrank_targets_served = ("linear",)
+    _population_size: int | None = None
 
     @override
     def setup(
@@ -158,6 +166,82 @@ class VLLMRollout(VLLMEngine, Rollout, VLLMPopulation):
         return self.rpc("weights_digest")[0]
 
     @override
+    def es_reserve_population(self, members: int, rank: int) -> None:
+        slots = {
+            "enable_lora": True,
+            "max_loras": members,
+            "max_cpu_loras": members,
+            "max_lora_rank": lora_slot_rank(rank),
+        }
+        if self.llm is not None:  # started: only a reservation it already holds
+            kwargs = self.engine_kwargs
+            if (
+                not kwargs.get("enable_lora")
+                or kwargs["max_loras"] < members
+                or kwargs["max_lora_rank"] < rank
+            ):
+                raise RuntimeError("VLLMRollout: es_reserve_population must come before the engine starts")
+            return
+        for key, value in slots.items():
+            given = self.engine_kwargs.get(key)
+            if given is not None and key != "max_lora_rank" and given != value:
+                raise ConfigError(
+                    f"VLLMRollout: engine_kwargs sets {key}={given!r}, but low-rank ES serves its "
+                    f"{members} members as LoRA adapters and sets {key}={value!r}; remove it"
+                )
+        slots["max_lora_rank"] = max(
+            slots["max_lora_rank"], int(self.engine_kwargs.get("max_lora_rank") or 0)
+        )
+        self.engine_kwargs.update(slots)
+        self._population_size = members
+
+    @override
+    def es_use_lowrank(self, rank: int | None, fixed: Collection[str] = ()) -> None:
+        unservable = self.rpc("es_use_lowrank", rank, sorted(fixed))[0]
+        if unservable:
+            raise ConfigError(
+                f"VLLMRollout: low-rank ES would move {unservable[0]!r} (and {len(unservable) - 1} more "
+                "matrices), which vLLM cannot serve as LoRA (it adapts linear layers only). Set "
+                "strategy.init_args.lowrank_targets: linear, or use es_lightning.rollout.hf.HFRollout"
+            )
+        self._weights_changed()
+
+    @override
+    def es_generate_population(
+        self,
+        prompts: Sequence[Sequence[int]],
+        sampling: SamplingConfig,
+        members: Sequence[tuple[int, float]],
+        sigma: float,
+        sampling_seeds: Sequence[int],
+    ) -> list[list[RolloutOutput]]:
+        """Every member's responses in one ``generate`` call (:mod:`es_lightning.rollout.vllm.population`)."""
+        from vllm.lora.request import LoRARequest
+
+        if not self.engine_kwargs.get("enable_lora") or len(members) > (self._population_size or 0):
+            raise RuntimeError(
+                f"VLLMRollout: es_reserve_population(N >= {len(members)}, r) before the engine starts"
+            )
+        self.start()
+        self._serve_centre()
+        ids = self.rpc("es_load_population", [(int(s), float(sign)) for s, sign in members], float(sigma))[0]
+        self._weights_changed()  # the prefix cache keys KV by adapter id, and the ids are reused
+        per_member = len(prompts) * sampling.n
+        requests = [tokens_prompt(list(p)) for _ in members for p in prompts for _ in range(sampling.n)]
+        params = [
+            p
+            for seed in sampling_seeds
+            for p in self.sampling_params(len(prompts), replace(sampling, seed=seed))
+        ]
+        loras = [LoRARequest(f"es-member-{i}", i, IN_MEMORY) for i in ids for _ in range(per_member)]
+        with self._call("generate_population") as llm:
+            results = llm.generate(requests, params, lora_request=loras, use_tqdm=False)
+        return [
+            rollout_outputs(prompts, results[m * per_member : (m + 1) * per_member], sampling)
+            for m in range(len(members))
+        ]
+
+    @override
     def close(self) -> None:
         """Shut the engine down, the ES centre in its workers with it."""
         self._es = None
@@ -181,3 +265,33 @@ def weight_chunks(
         size += nbytes
     if chunk:
         yield chunk
+
+
+def rollout_outputs(
+    prompts: Sequence[Sequence[int]], results: Sequence[Any], sampling: SamplingConfig
+) -> list[RolloutOutput]:
+    """vLLM's results for ``prompts`` × ``sampling.n`` one-response requests, prompt by prompt."""
+    outputs = []
+    for i, prompt in enumerate(prompts):
+        completions = []
+        for c in (r.outputs[0] for r in results[i * sampling.n : (i + 1) * sampling.n]):
+            ids = list(c.token_ids)
+            logps = None
+            if sampling.logprobs and c.logprobs is not None:
+                logps = [token_logprob(step, t) for t, step in zip(ids, c.logprobs)]
+            finish = "stop" if c.finish_reason == "stop" else "length"
+            completions.append(Completion(text=c.text, token_ids=ids, logprobs=logps, finish_reason=finish))
+        outputs.append(RolloutOutput(prompt_token_ids=list(prompt), completions=completions))
+    return outputs
+
+
+def tokens_prompt(token_ids: list[int]) -> TokensPrompt:
+    """vLLM's request for ``token_ids``, built as the plain dict a ``TokensPrompt`` is."""
+    return cast("TokensPrompt", {"prompt_token_ids": token_ids})
+
+
+def token_logprob(position: dict[int, Logprob] | None, token: int) -> float:
+    """log π(``token``) at one position of vLLM's logprobs."""
+    if position is None:
+        raise RuntimeError(f"VLLMRollout: vLLM returned no logprobs at the position of token {token}")
+    return position[token].logprob

@@ -117,9 +117,6 @@ class WorkerExtension:
 
     def refresh_cpu_kernels(self) -> None:
         """Repack every linear weight for the CPU kernels (once per weight change; nothing off CPU)."""
-        self._refresh_cpu_kernels()
-
-    def _refresh_cpu_kernels(self) -> None:
         from vllm.platforms import current_platform
 
         if not current_platform.is_cpu():
@@ -208,7 +205,7 @@ class WorkerExtension:
 
     def es_stage_directions_from_file(self, names: list[str], path: str) -> None:
         """Keep the summed directions of ``names`` from ``path`` until :meth:`es_apply_staged`."""
-        from es_lightning.rollout.vllm.exchange import unflatten
+        from es_lightning.rollout.vllm.es_centre import unflatten
 
         staged = self._staged
         shapes = {n: tuple(self._es.master[n].shape) for n in names}
@@ -225,16 +222,9 @@ class WorkerExtension:
 
     def es_weight_chunks(self, max_bytes: int) -> list[list[str]]:
         """The master's tensor names in groups of at most ``max_bytes`` (one tensor at least)."""
-        chunks: list[list[str]] = [[]]
-        size = 0
-        for name, m in self._es.master.items():
-            nbytes = m.numel() * m.element_size()
-            if chunks[-1] and size + nbytes > max_bytes:
-                chunks.append([])
-                size = 0
-            chunks[-1].append(name)
-            size += nbytes
-        return chunks
+        from es_lightning.es.split import chunk_names
+
+        return chunk_names({n: m.numel() * m.element_size() for n, m in self._es.master.items()}, max_bytes)
 
     def es_weight_chunk(self, names: list[str]) -> dict[str, tuple[list[int], bytes]]:
         """The fp32 master tensors ``names`` as (shape, raw bytes): what crosses the process boundary."""
