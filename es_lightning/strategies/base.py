@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -113,9 +113,22 @@ class ReasoningStrategy(RecordsInit, ABC):
     total_updates: int | None = None
     """The run's length in updates, set by the trainer before :meth:`prepare` (schedules use it)."""
 
-    @abstractmethod
     def hparams(self) -> dict[str, Any]:
         """The strategy's settings, recorded in each checkpoint's ``hparams.yaml``."""
+        import inspect
+
+        out: dict[str, Any] = {}
+        for name in inspect.signature(type(self).__init__).parameters:
+            value = getattr(self, name, getattr(self, f"_{name}", None))
+            if isinstance(value, (int, float, str, bool, type(None))):
+                out[name] = value
+            elif isinstance(value, (tuple, list)):
+                out[name] = list(value)
+            elif is_dataclass(value) and not isinstance(value, type):  # grouped settings (GRPO's lora)
+                out[name] = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(value).items()}
+        for skipped in ("self", "kwargs"):
+            out.pop(skipped, None)
+        return out
 
 
 def require_strategy(strategy: object) -> ReasoningStrategy:
