@@ -11,7 +11,7 @@ and prompt:
 2. After update t (the engine serves θ⁺), with the z_i the update applied: the centre samples the
    probe once more, p_θ⁺(x).
 
-Logged at step t (formulas in :mod:`es_lightning.es.diversity` and :mod:`es_lightning.es.theory`):
+Logged at step t (formulas in :mod:`es_lightning.es.diversity`):
 ``diversity/{p_pop, p_same, gap, js}`` of the members, ``diversity/{js, gap}_baseline`` of the
 copies, ``diversity/{js, gap}_excess`` (members − copies: what sampling noise alone does not
 explain), ``diversity/alignment_cov`` (cov(z_i, p_i(x)) on the probe) and, for the SGD update,
@@ -38,8 +38,12 @@ from lightning.fabric.utilities.rank_zero import rank_zero_info
 
 from es_lightning.callbacks.probe import ProbePrompts, probe_sampling_seeds, success_rates
 from es_lightning.errors import ConfigError
-from es_lightning.es.diversity import excess_diversity
-from es_lightning.es.theory import alignment_covariance, mixture_weights, transfer_error
+from es_lightning.es.diversity import (
+    alignment_covariance,
+    excess_diversity,
+    mixture_weights,
+    transfer_error,
+)
 from es_lightning.es.update import Population
 from es_lightning.strategies.es import ESStrategy
 from es_lightning.training.callbacks import Callback

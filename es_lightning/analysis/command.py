@@ -238,7 +238,7 @@ def _export_thresholded(
         result["thresholded"] = list(exports)
         return
     if rollout is None:
-        from es_lightning.rollout.default import default_rollout
+        from es_lightning.rollout import default_rollout
 
         rollout = default_rollout()
     if device == "auto":

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from es_lightning.es.run_signal import measure_run_signal, spearman_brown
+from es_lightning.es.run_signal import measure_run_signal, reliability_interval, spearman_brown
 
 SIGNAL_LEVEL = 0.95
 """The two-sided level of the run-level signal's interval that the no-signal warning reads."""
@@ -54,9 +54,7 @@ def split_half_reliability(member_prompt_rewards: np.ndarray) -> float:
 
 def pooled_reliability(correlations: Sequence[float]) -> float:
     """ρ̄: the Spearman–Brown value of the mean finite r_ab (NaN when none is finite)."""
-    values = np.asarray(correlations, dtype=np.float64)
-    finite = values[np.isfinite(values)]
-    return spearman_brown(float(finite.mean())) if finite.size else float("nan")
+    return reliability_interval(correlations).reliability
 
 
 def correlation_from_reliability(reliability: float) -> float:

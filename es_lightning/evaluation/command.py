@@ -18,8 +18,8 @@ from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
 from es_lightning.evaluation.strict_json import strict_dumps
 from es_lightning.evaluation.summary import average_over_tasks
 from es_lightning.models.loading import ModelLoading
+from es_lightning.rollout import default_rollout
 from es_lightning.rollout.base import Rollout
-from es_lightning.rollout.default import default_rollout
 from es_lightning.tasks.base import Task
 
 

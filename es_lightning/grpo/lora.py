@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from es_lightning.checked import checked, field_values, refuse_invalid
 from es_lightning.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -27,14 +28,18 @@ DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj
 class LoRASettings:
     """Low-rank adapters for GRPO (``strategy.init_args.lora``)."""
 
-    rank: int = 8
+    rank: int = checked(8, lambda rank: isinstance(rank, int) and rank >= 1, "an integer >= 1")
     """r, the rank of each adapter (B·A has rank <= r)."""
-    alpha: float = 16.0
+    alpha: float = checked(16.0, lambda alpha: math.isfinite(alpha) and alpha > 0, "> 0")
     """α; the adapter's update is scaled by α/r."""
-    dropout: float = 0.0
+    dropout: float = checked(0.0, lambda dropout: 0 <= dropout < 1, "in [0, 1)")
     """Dropout on the adapters' input during the trainer's forward passes (seeded per update, so a
     resume stays exact); 0 disables it."""
-    target_modules: tuple[str, ...] = DEFAULT_TARGETS
+    target_modules: tuple[str, ...] = checked(
+        DEFAULT_TARGETS,
+        lambda names: bool(names) and all(isinstance(t, str) and t.strip() for t in names),
+        "a non-empty list of module names",
+    )
     """Names of the linear layers that get adapters (a name matches a module whose full name is it
     or ends with ``.name``); each must match at least one linear layer of the model."""
     seed: int = 0
@@ -42,20 +47,7 @@ class LoRASettings:
 
     def __post_init__(self) -> None:
         self.target_modules = tuple(self.target_modules)
-        checks = {
-            "rank": (self.rank, isinstance(self.rank, int) and self.rank >= 1, "an integer >= 1"),
-            "alpha": (self.alpha, math.isfinite(self.alpha) and self.alpha > 0, "> 0"),
-            "dropout": (self.dropout, 0 <= self.dropout < 1, "in [0, 1)"),
-            "target_modules": (
-                list(self.target_modules),
-                bool(self.target_modules)
-                and all(isinstance(t, str) and t.strip() for t in self.target_modules),
-                "a non-empty list of module names",
-            ),
-        }
-        bad = [f"{name}={value!r} (must be {rule})" for name, (value, ok, rule) in checks.items() if not ok]
-        if bad:
-            raise ConfigError(f"LoRASettings: invalid {'; '.join(bad)}")
+        refuse_invalid("LoRASettings", field_values(self), LoRASettings)
 
 
 def require_peft() -> None:

@@ -177,7 +177,10 @@ def generate_population(
     per_member = len(prompts) * sampling.n
     if batched:
         rollout.es.serve_centre()
-        with population_hooks(rollout.served_model, rollout.es.master, _noise(rollout), members, sigma):
+        noise = rollout.es.noise
+        if noise is None:
+            raise RuntimeError("HFRollout: es_use_lowrank(rank) before generating a low-rank population")
+        with population_hooks(rollout.served_model, rollout.es.master, noise, members, sigma):
             rows = rollout.generate_rows([p for _ in members for p in prompts], sampling, seeds)
         blocks = [rows[m * per_member : (m + 1) * per_member] for m in range(len(members))]
     else:
@@ -195,9 +198,3 @@ def generate_population(
         ]
         for block in blocks
     ]
-
-
-def _noise(rollout: PopulationRollout) -> LowRankNoise:
-    if rollout.es.noise is None:
-        raise RuntimeError("HFRollout: es_use_lowrank(rank) before generating a low-rank population")
-    return rollout.es.noise

@@ -27,8 +27,6 @@ from es_lightning.sandbox.protocol import (
     parse_report,
 )
 
-__all__ = ["Isolation", "Sandbox", "SandboxResult", "SandboxUnavailableError"]
-
 Isolation = Literal["bwrap", "process"]
 BWRAP = "bwrap"
 """The bubblewrap executable, looked up on ``PATH`` when isolation is first probed."""

@@ -12,8 +12,8 @@ from es_lightning.console import launched_rank
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import ReasoningModule
+from es_lightning.rollout import default_rollout
 from es_lightning.rollout.base import Rollout
-from es_lightning.rollout.default import default_rollout
 from es_lightning.strategies.base import ReasoningStrategy
 from es_lightning.tasks.base import Task
 from es_lightning.training.callbacks import Callback

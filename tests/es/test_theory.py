@@ -1,4 +1,4 @@
-"""Alignment and transfer (es_lightning.es.theory) against plain loops, a no-signal simulation and a
+"""Alignment and transfer (es_lightning.es.diversity) against plain loops, a no-signal simulation and a
 smooth model whose centre follows the reward-weighted mixture to first order."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from es_lightning.es.diversity import alignment_covariance, bernoulli_kl, mixture_weights, transfer_error
 from es_lightning.es.normalize import normalize_rewards
-from es_lightning.es.theory import alignment_covariance, bernoulli_kl, mixture_weights, transfer_error
 
 
 def test_alignment_covariance_against_a_loop():
