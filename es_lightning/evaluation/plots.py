@@ -1,8 +1,11 @@
-"""The Pass@K profile plot: pass@K in percent against K on a log2 axis, one line per model, showing
-whether training sharpened Pass@1 at the cost of coverage at large K."""
+"""Pass@K plots. The profile: pass@K in percent against K on a log2 axis, one line per model, showing
+whether training sharpened Pass@1 at the cost of coverage at large K. The change from the start: each
+model's Pass@K minus the starting model's, in points, against the noise of a difference,
+± 1.96·√2·√(p(1 − p)/P), on an axis of at least ± 5 points."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -11,7 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from es_lightning.evaluation.percent_axis import Z_95, binomial_se, clamp_percent, percent_limits
+from es_lightning.evaluation.percent_axis import MIN_SPAN, Z_95, binomial_se, clamp_percent, percent_limits
 
 
 def pow2_ticks(ks: list[int]) -> list[int]:
@@ -119,3 +122,53 @@ def _checked_ks(curves: Mapping[str, Mapping[int, float]]) -> set[int]:
             )
         all_ks.update(int(k) for k in curve)
     return all_ks
+
+
+def plot_change_from_start(
+    curves: Mapping[str, Mapping[int, float]],
+    start: str,
+    path: str | Path,
+    title: str | None = None,
+    problems: Mapping[str, float] | None = None,
+) -> Path:
+    """Draw :func:`draw_change_from_start` to a PNG at ``path``; returns the path."""
+    return save_png(path, title, lambda ax: draw_change_from_start(ax, curves, start, problems))
+
+
+def draw_change_from_start(
+    ax: Axes,
+    curves: Mapping[str, Mapping[int, float]],
+    start: str,
+    problems: Mapping[str, float] | None = None,
+) -> None:
+    """Each curve minus ``start``'s, in points, with the zero line and the noise band."""
+    if start not in curves:
+        raise ValueError(f"draw_change_from_start: no curve {start!r} among {list(curves)}")
+    base = curves[start]
+    shown: list[float] = []
+    all_ks: set[int] = set()
+    for label, curve in curves.items():
+        ks = sorted(k for k in curve if k in base and label != start)
+        if ks:
+            change = [100.0 * (float(curve[k]) - float(base[k])) for k in ks]
+            ax.plot(
+                ks, change, marker="o" if len(ks) <= 16 else None, markersize=4, linewidth=1.8, label=label
+            )
+            shown += change
+            all_ks.update(ks)
+    if not all_ks:
+        raise ValueError(f"draw_change_from_start: no curve shares a K with {start!r}")
+    ax.axhline(0.0, color="black", linewidth=1, linestyle=":")
+    count = (problems or {}).get(start)
+    if count:
+        ks = sorted(all_ks)
+        half = [100.0 * Z_95 * math.sqrt(2.0) * binomial_se(float(base[k]), float(count)) for k in ks]
+        label = f"no change: 95% noise of a difference (binomial, P={count:g})"
+        ax.fill_between(ks, [-h for h in half], half, color="0.6", alpha=0.25, label=label)
+        shown += half
+    reach = max([MIN_SPAN / 2, *(abs(v) for v in shown)]) * 1.05
+    ax.set_ylim(-reach, reach)
+    k_axis(ax, all_ks)
+    ax.set(xlabel="K (samples per problem)", ylabel=f"pass@K − {start}'s (points)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="best", fontsize=8)

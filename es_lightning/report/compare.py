@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from es_lightning.errors import ConfigError, MissingPathError
-from es_lightning.evaluation.change_plot import plot_change_from_start
 from es_lightning.evaluation.columns import format_table
-from es_lightning.evaluation.plots import plot_pass_at_k
+from es_lightning.evaluation.plots import plot_change_from_start, plot_pass_at_k
 from es_lightning.report.readers import module_args, pass_at_k, read_after, read_before, run_config
 
 START = "start"

@@ -75,7 +75,7 @@ def test_axis_and_band_stay_inside_0_and_100():
 
 
 def test_change_from_start_is_drawn_in_points_against_the_noise_of_a_difference():
-    from es_lightning.evaluation.change_plot import draw_change_from_start
+    from es_lightning.evaluation.plots import draw_change_from_start
 
     ax = _axes()
     curves = {"start": {1: 0.40, 4: 0.70}, "es": {1: 0.4008, 4: 0.75}, "grpo": {1: 0.5, 2: 0.6}}
