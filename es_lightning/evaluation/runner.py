@@ -7,7 +7,7 @@ several ranks each takes a contiguous share (:mod:`es_lightning.evaluation.shard
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,19 +86,9 @@ class EvalConfig:
         )
 
     def sampling(self) -> SamplingConfig:
-        """The M samples' :class:`SamplingConfig`."""
-        return SamplingConfig(
-            n=self.num_samples,
-            temperature=self.temperature,
-            top_p=self.top_p,
-            max_tokens=self.max_tokens,
-            seed=self.seed,
-            stop=self.stop,
-            top_k=self.top_k,
-            min_p=self.min_p,
-            repetition_penalty=self.repetition_penalty,
-            generation_kwargs=self.generation_kwargs,
-        )
+        """The M samples' :class:`SamplingConfig`: ``n = num_samples`` and the settings named alike."""
+        alike = {f.name for f in fields(SamplingConfig)} & {f.name for f in fields(self)}
+        return SamplingConfig(n=self.num_samples, **{name: getattr(self, name) for name in alike})
 
 
 @dataclass
@@ -225,12 +215,7 @@ class _Scored:
     @classmethod
     def concat(cls, parts: list[_Scored]) -> _Scored:
         """The parts of consecutive prompt ranges, in order, as one."""
-        return cls(
-            texts=[per for p in parts for per in p.texts],
-            scores=[per for p in parts for per in p.scores],
-            lengths=[per for p in parts for per in p.lengths],
-            truncated=[per for p in parts for per in p.truncated],
-        )
+        return cls(*([per for p in parts for per in getattr(p, f.name)] for f in fields(cls)))
 
 
 def generate_in_chunks(
