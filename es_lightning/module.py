@@ -72,8 +72,7 @@ class ReasoningModule(RecordsInit):
             )
         if max_prompt_tokens < 1:
             raise ConfigError(f"ReasoningModule: max_prompt_tokens must be >= 1, got {max_prompt_tokens}")
-        from es_lightning.models.hub import looks_local
-        from es_lightning.models.loading import ModelLoading
+        from es_lightning.models.loading import ModelLoading, looks_local
         from es_lightning.models.registry import resolve_model
 
         self.model = resolve_model(str(model))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from es_lightning.errors import ConfigError, MissingPathError
-from es_lightning.models.hub import cached_config, hub_cache, hub_offline, looks_local
+from es_lightning.models.loading import cached_config, hub_cache, hub_offline, looks_local
 
 if TYPE_CHECKING:
     from es_lightning.models.loading import ModelLoading
