@@ -14,8 +14,8 @@ import torch
 
 from es_lightning.errors import ConfigError, MissingPathError
 from es_lightning.evaluation.columns import print_table
+from es_lightning.evaluation.offline import strict_dumps
 from es_lightning.evaluation.runner import EvalConfig, evaluate_rows
-from es_lightning.evaluation.strict_json import strict_dumps
 from es_lightning.evaluation.summary import average_over_tasks
 from es_lightning.models.loading import ModelLoading
 from es_lightning.rollout import default_rollout

@@ -2,18 +2,19 @@
 
     {"question": "...", "answer": "... #### 18", "completions": ["...", "..."], "greedy": "..."}
 
-:func:`write_completions_file` writes it, :func:`score_completions_file` re-scores it.
+:func:`write_completions_file` writes it, :func:`score_completions_file` re-scores it. Evaluation
+files are strict JSON: a non-finite number is written as ``null`` (:func:`strict_dumps`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from es_lightning.errors import ConfigError, MissingPathError
-from es_lightning.evaluation.strict_json import strict_dumps
 from es_lightning.evaluation.summary import summarize
 from es_lightning.tasks.base import Task
 
@@ -21,6 +22,22 @@ COMPLETIONS_KEY = "completions"
 GREEDY_KEY = "greedy"
 REWARDS_KEY = "rewards"
 GREEDY_REWARD_KEY = "greedy_reward"
+
+
+def finite_or_none(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, ±inf), however deeply nested, replaced by ``None``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(v) for v in value]
+    return value
+
+
+def strict_dumps(value: Any, **kwargs: Any) -> str:
+    """:func:`json.dumps` of :func:`finite_or_none` of ``value``, with ``allow_nan=False``."""
+    return json.dumps(finite_or_none(value), allow_nan=False, **kwargs)
 
 
 def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[int], list[list[str]], list[str] | None]:

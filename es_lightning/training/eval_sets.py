@@ -14,8 +14,8 @@ from tqdm.auto import tqdm
 
 from es_lightning.errors import ConfigError
 from es_lightning.evaluation.columns import print_table
+from es_lightning.evaluation.offline import strict_dumps
 from es_lightning.evaluation.runner import EvalConfig, EvalResult, evaluate_rows_sharded
-from es_lightning.evaluation.strict_json import strict_dumps
 from es_lightning.evaluation.summary import AVERAGE_KEY, average_over_tasks, metric_names
 from es_lightning.presets import HELDOUT_AVERAGE_KEY, IN_DOMAIN_AVERAGE_KEY, average_groups
 from es_lightning.tasks.base import Task

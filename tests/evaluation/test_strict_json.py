@@ -7,8 +7,8 @@ import math
 
 import pytest
 
+from es_lightning.evaluation.offline import finite_or_none, strict_dumps
 from es_lightning.evaluation.runner import EvalResult
-from es_lightning.evaluation.strict_json import finite_or_none, strict_dumps
 from es_lightning.evaluation.summary import is_correct, summarize
 from es_lightning.tasks.base import Score
 from es_lightning.training.eval_sets import write_eval_outputs
