@@ -32,9 +32,11 @@ class DiskSpaceError(ConfigError, OSError):
     __str__ = ValueError.__str__  # the message as given, not OSError's
 
 
-def bytes_on_disk(folder: Path) -> int:
-    """The space ``folder``'s files take on disk (allocated blocks, as ``du`` counts them)."""
-    return sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file())
+def bytes_on_disk(path: Path) -> int:
+    """The space a file, or a folder's files, take on disk (allocated blocks, as ``du`` counts them;
+    0 for a path that does not exist)."""
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    return sum(p.stat().st_blocks * 512 for p in files)
 
 
 def human_bytes(size: float) -> str:
@@ -79,7 +81,7 @@ def refuse_full_disk(root: Path, name: str, partial: Sequence[Path], keep_last: 
         cause = None if isinstance(error, DiskSpaceError) else _full_disk_cause(error, root)
         if cause is None:
             raise
-        written = sum(bytes_on_disk(p) if p.is_dir() else _file_bytes(p) for p in partial)
+        written = sum(bytes_on_disk(p) for p in partial)
         for path in partial:
             if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
@@ -146,7 +148,3 @@ def _newest_intact(root: Path) -> Path | None:
         return None
     older = sorted((p for p in root.glob("step-*") if p.is_dir() and p.name <= newest.name), reverse=True)
     return next((p for p in older if verify_checkpoint(p).intact), None)
-
-
-def _file_bytes(path: Path) -> int:
-    return path.stat().st_blocks * 512 if path.is_file() else 0
