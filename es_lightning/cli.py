@@ -236,7 +236,7 @@ def _run(parser: Any, cfg: Any) -> None:
 def _run_fit(parser: Any, cfg: Any, kwargs: dict[str, Any]) -> None:
     """``fit``: its folder checked and locked, ``config.yaml`` written, then the run."""
     from es_lightning.training.command import finished_run, prepare_fit, run_fit
-    from es_lightning.training.lock import release_run_lock
+    from es_lightning.training.run_dir import release_run_lock
 
     module, trainer = kwargs["module"], kwargs["trainer"]
     out_dir = prepare_fit(trainer, kwargs.get("stages") is not None, kwargs.get("strategy"), module.task.name)

@@ -121,9 +121,8 @@ def prepare_fit(
         DamagedCheckpointError: ``resume`` names a damaged checkpoint, or all are damaged.
     """
     from es_lightning.checkpoint import Checkpoint, resolve_resume
-    from es_lightning.training.lock import acquire_run_lock, release_run_lock
     from es_lightning.training.resume import check_resume_compatible
-    from es_lightning.training.run_dir import prepare_run_dir
+    from es_lightning.training.run_dir import acquire_run_lock, prepare_run_dir, release_run_lock
 
     out_dir = Path(trainer.output_dir)
     resume = None if has_stages else resolve_resume(trainer.resume, out_dir)

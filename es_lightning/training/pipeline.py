@@ -20,9 +20,8 @@ from es_lightning.errors import ConfigError
 from es_lightning.rollout.base import SamplingConfig
 from es_lightning.strategies.base import ReasoningStrategy
 from es_lightning.training.batches import steps_for_epochs
-from es_lightning.training.lock import hold_run_lock
 from es_lightning.training.loggers import tensorboard_logger
-from es_lightning.training.run_dir import prepare_run_dir
+from es_lightning.training.run_dir import hold_run_lock, prepare_run_dir
 
 
 @dataclass

@@ -49,13 +49,12 @@ from es_lightning.training.batches import batch_rows, steps_for_epochs
 from es_lightning.training.callbacks import callbacks_state, check_callbacks, load_callbacks_state
 from es_lightning.training.config import TrainerConfig
 from es_lightning.training.eval_sets import EvalSet, evaluate_sets, load_eval_sets, print_before_after
-from es_lightning.training.lock import hold_run_lock
 from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorboard_logger, truncate_metrics
 from es_lightning.training.model_card import write_model_card
 from es_lightning.training.resume import check_resume_compatible, finished_message
 from es_lightning.training.reward_progress import RewardProgress
 from es_lightning.training.run_config import record_trainer_run
-from es_lightning.training.run_dir import prepare_run_dir, prune_checkpoints
+from es_lightning.training.run_dir import hold_run_lock, prepare_run_dir, prune_checkpoints
 from es_lightning.training.samples import log_samples, truncate_samples
 from es_lightning.training.signals import RunInterrupted, StopSignals, stop_requested_by_callback
 from es_lightning.training.user_hooks import call_hook, log_metrics

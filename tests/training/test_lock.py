@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from es_lightning.training.lock import (
+from es_lightning.training.run_dir import (
     LOCK_FILE,
     RunLockedError,
     acquire_run_lock,
@@ -24,14 +24,14 @@ pytestmark = pytest.mark.integration
 
 HOLDER = """
 import sys, time
-from es_lightning.training.lock import acquire_run_lock
+from es_lightning.training.run_dir import acquire_run_lock
 acquire_run_lock(sys.argv[1])
 print("held", flush=True)
 time.sleep(600)
 """
 TRY = """
 import sys
-from es_lightning.training.lock import RunLockedError, acquire_run_lock
+from es_lightning.training.run_dir import RunLockedError, acquire_run_lock
 try:
     acquire_run_lock(sys.argv[1])
 except RunLockedError as err:
