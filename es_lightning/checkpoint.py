@@ -239,19 +239,15 @@ def _seal(
     (tmp / HPARAMS_FILE).write_text(yaml.safe_dump(hparams or {}, sort_keys=False))
     (tmp / STATE_FILE).write_text(json.dumps(trainer_state, indent=2))
     write_manifest(tmp)  # last: it lists every file above with its size and checksum
-    _fsync_tree(tmp)
+    for root, _, files in os.walk(tmp):
+        for name in files:
+            fsync_path(Path(root, name))
+    fsync_path(tmp)
     if final.exists():
         shutil.rmtree(final)
     tmp.rename(final)
     fsync_path(final.parent)
     atomic_write_text(final.parent / "latest", final.name + "\n")
-
-
-def _fsync_tree(folder: Path) -> None:
-    for root, _, files in os.walk(folder):
-        for name in files:
-            fsync_path(Path(root, name))
-    fsync_path(folder)
 
 
 def save_checkpoint(

@@ -21,18 +21,13 @@ SHARD_BYTES = 4 * 2**30
 """Largest weights file written; bigger models are split into shards of at most this size."""
 
 
-def _safetensors_in(folder: Path, prefix: str) -> list[str]:
-    single = folder / f"{prefix}.safetensors"
-    if single.is_file():
-        return [str(single)]
-    return sorted(str(f) for f in folder.glob(f"{prefix}-*-of-*.safetensors"))
-
-
 def master_files(model: str | Path) -> list[str]:
     """The fp32 master files of an es-lightning checkpoint folder (empty for any other model)."""
     folder = Path(model)
     for sub in sorted(folder.glob("*_state")) if folder.is_dir() else []:
-        files = _safetensors_in(sub, MASTER_PREFIX)
+        single = sub / f"{MASTER_PREFIX}.safetensors"
+        shards = sorted(str(f) for f in sub.glob(f"{MASTER_PREFIX}-*-of-*.safetensors"))
+        files = [str(single)] if single.is_file() else shards
         if files:
             return files
     return []
