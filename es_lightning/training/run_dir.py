@@ -44,7 +44,8 @@ def prepare_run_dir(
     if launched_rank() > 0:
         return
     if resume == "auto":
-        if latest_checkpoint(output_dir) is not None or _pipeline_checkpoints(output_dir):
+        folders = [Path(output_dir), *Path(output_dir).glob("stage[0-9]*_*")]  # a pipeline's stages too
+        if any(latest_checkpoint(folder) is not None for folder in folders):
             return
         overwrite = True
     elif resume not in (False, "", "false", "False"):
@@ -68,10 +69,6 @@ def prepare_run_dir(
             shutil.rmtree(path)
         else:
             path.unlink()
-
-
-def _pipeline_checkpoints(output_dir: str | Path) -> bool:
-    return any(latest_checkpoint(stage) is not None for stage in Path(output_dir).glob("stage[0-9]*_*"))
 
 
 def prune_checkpoints(

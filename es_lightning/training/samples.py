@@ -103,7 +103,11 @@ def _to_logger(logger: Logger, rows: list[list[Any]], step: int) -> None:
     if isinstance(logger, TensorBoardLogger):  # Lightning's TensorBoardLogger subclasses Fabric's
         logger.experiment.add_text(TAG, markdown_table(rows), global_step=step)
     elif isinstance(logger, CSVLogger):  # so does Lightning's CSVLogger: both have `log_dir`
-        _write_csv(Path(logger.log_dir) / CSV_FILE, rows)
+        path = Path(logger.log_dir) / CSV_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = _csv_text(rows, header=not path.is_file())
+        with path.open("a", newline="", encoding="utf-8") as f:
+            f.write(text)
     elif _is_mlflow(logger):
         run_id = logger.run_id  # starts the run when it has not started yet
         logger.experiment.log_text(run_id, markdown_table(rows), f"{TAG}/step-{step:06d}.md")
@@ -120,13 +124,6 @@ def _is_mlflow(logger: Logger) -> bool:
     except ImportError:  # pragma: no cover  (lightning.pytorch ships with lightning)
         return False
     return isinstance(logger, MLFlowLogger)
-
-
-def _write_csv(path: Path, rows: Sequence[Sequence[Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = _csv_text(rows, header=not path.is_file())
-    with path.open("a", newline="", encoding="utf-8") as f:
-        f.write(text)
 
 
 def _csv_text(rows: Sequence[Sequence[Any]], header: bool) -> str:

@@ -120,7 +120,8 @@ class Trainer:
         resume = Checkpoint(resume_path) if resume_path is not None else None
         if resume is not None:  # before any engine starts: a changed setting would not continue the run
             self._check_resume(resume)
-        finished = finished_message(resume, max_steps, self.output_dir, self._evaluates_after())
+        evaluates_after = bool(cfg.eval_after and self.evaluation is not None and self.eval_tasks)
+        finished = finished_message(resume, max_steps, self.output_dir, evaluates_after)
         if finished is not None:  # resuming a finished run changes nothing
             say(finished)
             return self.results
@@ -276,9 +277,6 @@ class Trainer:
                 f"done; {self.output_dir}: metrics.jsonl, tensorboard/ "
                 f"(tensorboard --logdir {self.output_dir}), eval/, trained model {latest}"
             )
-
-    def _evaluates_after(self) -> bool:
-        return bool(self.config.eval_after and self.evaluation is not None and self.eval_tasks)
 
     def _check_resume(self, resume: Checkpoint) -> None:
         """Refuse a resume whose settings differ from the checkpoint's (``resume_allow_changes``)."""
