@@ -224,15 +224,7 @@ def _export_thresholded(
 ) -> None:
     """Export θ_τ for each τ under ``root``, and with a task add the sparsity curve to ``result``."""
     exports = export_all(
-        export_taus,
-        index,
-        ckpt_w.files,
-        ckpt_w.folder,
-        root,
-        threshold_view,
-        keep_exports,
-        provenance,
-        bar,
+        export_taus, index, ckpt_w.files, ckpt_w.folder, root, threshold_view, keep_exports, provenance, bar
     )
     if task is None:
         result["thresholded"] = list(exports)

@@ -110,20 +110,11 @@ def format_null(data: dict[str, Any], label: str = "checkpoint") -> str:
     if "rel_l2_from_update_norms" in null:
         rows.append(["rel_l2 (logged step norms)", "", _number(null["rel_l2_from_update_norms"]), ""])
     for kind, value in null["rel_l2_by_kind"].items():
-        measured = data["rel_l2_by_kind"].get(kind)
-        rows.append(
-            [
-                f"rel_l2 {kind}",
-                _number(measured),
-                _number(value),
-                _number(ratios["rel_l2_by_kind"][kind], ".3f"),
-            ]
-        )
+        ratio = _number(ratios["rel_l2_by_kind"][kind], ".3f")
+        rows.append([f"rel_l2 {kind}", _number(data["rel_l2_by_kind"].get(kind)), _number(value), ratio])
     for tau, value in null["sparsity"].items():
-        measured = data["sparsity"].get(tau)
-        rows.append(
-            [f"s({tau})", _percent(measured), _percent(value), _number(ratios["sparsity"][tau], ".3f")]
-        )
+        ratio = _number(ratios["sparsity"][tau], ".3f")
+        rows.append([f"s({tau})", _percent(data["sparsity"].get(tau)), _percent(value), ratio])
     k = len(data.get("top_k", []))
     for kind, e in null["top_k_enrichment"].items():
         ci = e["ratio_ci"]

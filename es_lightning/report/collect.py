@@ -26,6 +26,16 @@ def choose_task(plan: ReportPlan, dirs: dict[str, Dirs]) -> str | None:
     return plan.task
 
 
+def _starts(plan: ReportPlan, methods: dict[str, Dirs], own: Any, start: Any) -> dict[int, Any]:
+    """``{seed: the base's numbers}``: ``own`` (the base run's), else ``start(run)`` of the first
+    method run of the seed that evaluated the starting model (``None``: neither)."""
+    found = {}
+    for seed in plan.seeds:
+        runs = [dirs[seed] for dirs in methods.values() if seed in dirs]
+        found[seed] = own or next((x for d in runs if (x := start(d))), None)
+    return found
+
+
 def _curve(evaluation: dict[str, Any] | None, task: str | None) -> dict[int, float]:
     return pass_at_k((evaluation or {}).get(task)) if task else {}
 
@@ -34,13 +44,9 @@ def collect_evaluations(
     plan: ReportPlan, methods: dict[str, Dirs], base_dir: Path | None, task: str | None
 ) -> dict:
     """Pass@K of base and every method: per seed, mean ± sd, and the paired difference to base."""
-    per_seed: dict[str, dict[int, dict[int, float]]] = {"base": {}}
     base_file = _curve(read_after(base_dir), task) if base_dir is not None else {}
-    for seed in plan.seeds:  # the base run's, else the first method run of the seed that evaluated the start
-        runs = [dirs[seed] for dirs in methods.values() if seed in dirs]
-        curve = base_file or next((c for d in runs if (c := _curve(read_before(d), task))), None)
-        if curve:
-            per_seed["base"][seed] = curve
+    starts = _starts(plan, methods, base_file, lambda d: _curve(read_before(d), task))
+    per_seed = {"base": {seed: curve for seed, curve in starts.items() if curve}}
     for method, dirs in methods.items():
         per_seed[method] = {s: c for s, d in sorted(dirs.items()) if (c := _curve(read_after(d), task))}
     rows: dict[str, Any] = {}
@@ -198,11 +204,8 @@ def collect_outcome_block(
     """The ``outcomes`` block: base, every method's final evaluation, then the trajectory ``points``."""
     if task is None:
         return None
-    found: dict[str, dict[int, Outcomes | None]] = {"base": {}}
     own = evaluation_outcomes(base_dir / "eval", "after", task) if base_dir is not None else None
-    for seed in plan.seeds:  # the base run's, else the first method run of the seed with the start's
-        runs = [dirs[seed] for dirs in methods.values() if seed in dirs]
-        found["base"][seed] = own or next((o for d in runs if (o := run_outcomes(d, "before", task))), None)
+    found = {"base": _starts(plan, methods, own, lambda d: run_outcomes(d, "before", task))}
     for method, dirs in methods.items():
         found[method] = {seed: run_outcomes(d, "after", task) for seed, d in sorted(dirs.items())}
     found.update(points or {})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from es_lightning.report.canvas import BAND, base_line, color, level_label, new_figure, save, spread
+from es_lightning.report.canvas import base_line, color, level_label, new_figure, save, spread
 
 
 def has_drift(report: dict[str, Any]) -> bool:
@@ -52,7 +52,7 @@ def _base_pass(report: dict[str, Any], k: str) -> dict[str, Any] | None:
     return (((report.get("intervals") or {}).get("pass_at_k") or {}).get("base") or {}).get(k)
 
 
-def _sparsity(ax: Any, methods: dict[str, Any]) -> None:
+def _sparsity(ax: Any, report: dict[str, Any], methods: dict[str, Any]) -> None:
     for i, (m, d) in enumerate(methods.items()):
         taus = sorted(d["sparsity"], key=float)
         ys = [100 * d["sparsity"][t]["mean"] for t in taus]
@@ -68,7 +68,7 @@ def _sparsity(ax: Any, methods: dict[str, Any]) -> None:
     ax.set(xscale="log", xlabel="τ", ylabel="s_τ: share with |Δ| ≤ τ (%)", title="sparsity of the update")
 
 
-def _kinds(ax: Any, kinds: dict[str, Any]) -> None:
+def _kinds(ax: Any, report: dict[str, Any], kinds: dict[str, Any]) -> None:
     names = sorted({k for d in kinds.values() for k in d["top_k_by_kind"]})
     bars = {m: [_mean_sd(d["top_k_by_kind"].get(k)) for k in names] for m, d in kinds.items()}
     grouped_bars(ax, names, {m: ([h for h, _ in b], [e for _, e in b]) for m, b in bars.items()})
@@ -108,15 +108,12 @@ def plot_drift(report: dict[str, Any], path: Path) -> Path:
     methods = {m: d for m, d in drift.items() if d.get("sparsity")}
     kinds = {m: d for m, d in drift.items() if d.get("top_k_by_kind")}
     curves = {m: d for m, d in drift.items() if d.get("sparsity_curve")}
-    panels = [p for p, has in (("sparsity", methods), ("kinds", kinds), ("curve", curves)) if has]
+    panels = [
+        (draw, data) for draw, data in ((_sparsity, methods), (_kinds, kinds), (_functional, curves)) if data
+    ]
     fig, axes = new_figure(len(panels))
-    for ax, panel in zip(axes, panels):
-        if panel == "sparsity":
-            _sparsity(ax, methods)
-        elif panel == "kinds":
-            _kinds(ax, kinds)
-        else:
-            _functional(ax, report, curves)
+    for ax, (draw, data) in zip(axes, panels):
+        draw(ax, report, data)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     return save(fig, path)
@@ -160,10 +157,8 @@ def plot_ablations(report: dict[str, Any], path: Path) -> Path:
             for metric in metrics:
                 base = _base_pass(report, metric[5:]) if metric.startswith("pass@") else None
                 if base:
-                    ax.axhline(100 * base["estimate"], color="black", linewidth=1, linestyle=":")
-                    ax.axhspan(
-                        100 * base["low"], 100 * base["high"], label=f"base {metric} (sampling band)", **BAND
-                    )
+                    label = f"base {metric} (sampling band)"
+                    base_line(ax, 100 * base["estimate"], 100 * base["low"], 100 * base["high"], label)
         ax.set(
             title=name + (": κ_pair (< 2: pairing correlates the pair)" if metrics == ["kappa_pair"] else "")
         )

@@ -28,14 +28,8 @@ def forgetting_point_file(plan: ReportPlan, method: str, seed: int, step: int) -
 
 def run_forgetting_path(plan: ReportPlan, runs: dict[str, Dirs], launch: bool) -> list[dict[str, Any]]:
     """Evaluate the path's checkpoints of the finished forgetting runs on both tasks; the records."""
-    settings = plan.forgetting.trajectory
-    if not settings.enabled or settings.via == "eval_every":
-        return []
     tasks = [plan.forgetting.in_domain, plan.forgetting.out_of_domain]
-    records = []
-    for method in settings.paths:
-        records += path_records(plan, settings, runs.get(method, {}), tasks, f"{FORGETTING}/{method}", launch)
-    return records
+    return path_records(plan, plan.forgetting.trajectory, runs, tasks, launch, FORGETTING)
 
 
 def collect_forgetting_path(

@@ -76,24 +76,12 @@ def _gain_split(report: dict[str, Any]) -> list[str]:
         "former."
     )
     out.append("")
-    rows = [
-        [
-            m,
-            fmt_interval(r.get("solved"), **PCT),
-            str(r["n_solved"]),
-            fmt_interval(r.get("unsolved"), **PCT),
-            str(r["n_unsolved"]),
-        ]
-        for m, r in split.items()
-    ]
-    return [
-        *out,
-        table(
-            ["method", "Δ Pass@1, base greedy right", "problems", "Δ Pass@1, base greedy wrong", "problems"],
-            rows,
-        ),
-        "",
-    ]
+    header = ["method", "Δ Pass@1, base greedy right", "problems", "Δ Pass@1, base greedy wrong", "problems"]
+    rows = []
+    for m, r in split.items():
+        solved, unsolved = (fmt_interval(r.get(side), **PCT) for side in ("solved", "unsolved"))
+        rows.append([m, solved, str(r["n_solved"]), unsolved, str(r["n_unsolved"])])
+    return [*out, table(header, rows), ""]
 
 
 def _reading(report: dict[str, Any]) -> list[str]:

@@ -130,9 +130,8 @@ def trajectory(report: dict[str, Any]) -> list[str]:
         ]
         return out
     intervals = (report.get("intervals") or {}).get("pass_at_k") or {}
-    ks = [
-        k for k in [1, *report["config"]["pareto_ks"]] if k in (report.get("intervals") or {}).get("ks", [])
-    ]
+    evaluated = (report.get("intervals") or {}).get("ks", []) if intervals else []
+    ks = [k for k in [1, *report["config"]["pareto_ks"]] if k in evaluated]
     when = f"every {path['every']} updates"
     if path.get("at_steps") or not path.get("every"):
         when = "at updates " + ", ".join(str(s) for s in path["steps"][1:-1])
@@ -145,9 +144,6 @@ def trajectory(report: dict[str, Any]) -> list[str]:
     for step, point in zip(path["steps"], path["points"]):
         cells = [fmt_interval((intervals.get(point) or {}).get(str(k)), sign=False, **PCT) for k in ks]
         body.append([str(step), point, *cells])
-    if not intervals:
-        body = [[str(s), p] for s, p in zip(path["steps"], path["points"])]
-        ks = []
     return out + [table(["update", "point", *(f"pass@{k}" for k in ks)], body), ""]
 
 

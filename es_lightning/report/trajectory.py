@@ -94,28 +94,33 @@ def evaluate_point(
 def path_records(
     plan: ReportPlan,
     settings: TrajectorySettings,
-    runs: dict[int, Path],
+    finished: dict[str, dict[int, Path]],
     task: str | list[str],
-    method: str,
     launch: bool,
+    group: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Evaluate the path's checkpoints of every seed's run of ``method`` (``forgetting/<method>`` in
-    the forgetting setting) into :func:`point_file`; one record per point."""
+    """Evaluate the path's checkpoints of every seed's run of each path method (``<group>/<method>``
+    in a setting's run group, e.g. the forgetting setting's) into :func:`point_file`; one record
+    per point."""
+    if not settings.enabled or settings.via == "eval_every":
+        return []
     records = []
-    for seed, run_dir in sorted(runs.items()):
-        if len(stages(run_dir)) > 1:
-            records.append(
-                {"name": f"trajectory/{method}/seed{seed}", "status": "failed", "error": "a pipeline"}
-            )
-            continue
-        for step, checkpoint in sorted(checkpoints_at(run_dir, settings.wants).items()):
-            out = point_file(plan, seed, step, method)
-            name = f"trajectory/{method}/seed{seed}/step-{step:06d}"
-            if final_step(run_dir) == step:
-                records.append({"name": name, "status": "reused"})
+    for path in settings.paths:
+        method = f"{group}/{path}" if group else path
+        for seed, run_dir in sorted(finished.get(path, {}).items()):
+            if len(stages(run_dir)) > 1:
+                records.append(
+                    {"name": f"trajectory/{method}/seed{seed}", "status": "failed", "error": "a pipeline"}
+                )
                 continue
-            config = evaluate_config(run_dir, checkpoint, task, out)
-            records.append(evaluate_point(name, config, out, settings.extra_args, launch))
+            for step, checkpoint in sorted(checkpoints_at(run_dir, settings.wants).items()):
+                out = point_file(plan, seed, step, method)
+                name = f"trajectory/{method}/seed{seed}/step-{step:06d}"
+                if final_step(run_dir) == step:
+                    records.append({"name": name, "status": "reused"})
+                    continue
+                config = evaluate_config(run_dir, checkpoint, task, out)
+                records.append(evaluate_point(name, config, out, settings.extra_args, launch))
     return records
 
 
@@ -123,12 +128,7 @@ def run_trajectory(
     plan: ReportPlan, finished: dict[str, dict[int, Path]], task: str | None, launch: bool
 ) -> list[dict[str, Any]]:
     """Evaluate every intermediate checkpoint of the path methods' finished runs; the records."""
-    settings, records = plan.trajectory, []
-    if not settings.enabled or task is None or settings.via == "eval_every":
-        return records
-    for method in settings.paths:
-        records += path_records(plan, settings, finished.get(method, {}), task, method, launch)
-    return records
+    return [] if task is None else path_records(plan, plan.trajectory, finished, task, launch)
 
 
 def final_step(run_dir: Path) -> int | None:

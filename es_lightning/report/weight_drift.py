@@ -49,7 +49,7 @@ def run_analyses(
     for method in plan.with_control(plan.drift.methods) if plan.drift.enabled else []:
         for seed, run_dir in sorted(finished.get(method, {}).items()):
             out, curve = analysis_file(plan, method, seed), _wants_curve(plan, method)
-            name, data = f"analyze/{method}/seed{seed}", read_json(analysis_file(plan, method, seed))
+            name, data = f"analyze/{method}/seed{seed}", read_json(out)
             if isinstance(data, dict) and (not curve or "sparsity_curve_base" in data):
                 records.append({"name": name, "status": "reused"})
                 continue
@@ -71,14 +71,18 @@ def run_analyses(
     return records
 
 
-def _tau_key(plan: ReportPlan, key: str) -> str | None:
-    """A τ key of the analysis (``"0.0015"``, ``"1.5e-3"``) as ``f"{tau:g}"`` of the configured τ."""
-    try:
-        value = float(key)
-    except ValueError:
-        return None
-    tau = next((t for t in plan.drift.taus if abs(t - value) <= 1e-9 * max(1.0, abs(t))), value)
-    return f"{tau:g}"
+def _tau_keyed(plan: ReportPlan, sparsity: dict[str, Any] | None) -> dict[str, Any]:
+    """An analysis' ``{τ key: s_τ}`` (keys ``"0.0015"``, ``"1.5e-3"``) keyed by ``f"{tau:g}"`` of the
+    configured τ, so that seeds line up; keys that are not numbers are left out."""
+    out = {}
+    for key, share in (sparsity or {}).items():
+        try:
+            value = float(key)
+        except ValueError:
+            continue
+        tau = next((t for t in plan.drift.taus if abs(t - value) <= 1e-9 * max(1.0, abs(t))), value)
+        out[f"{tau:g}"] = share
+    return out
 
 
 def _by_seed(files: dict[int, dict[str, Any]], get: Any) -> dict[int, float]:
@@ -96,10 +100,7 @@ def _per_key(files: dict[int, dict[str, Any]], field: str, missing: float | None
 
 def _view(plan: ReportPlan, files: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """rel-L2 and s_τ over seeds of one view (``bf16``) or of the random-walk null."""
-    sparsity = {
-        s: {k: v for key, v in (d.get("sparsity") or {}).items() if (k := _tau_key(plan, key)) is not None}
-        for s, d in files.items()
-    }
+    sparsity = {s: _tau_keyed(plan, d.get("sparsity")) for s, d in files.items()}
     return {
         "rel_l2": stat_json(stat(_by_seed(files, lambda d: d.get("rel_l2")))),
         "sparsity": _per_key({s: {"sparsity": v} for s, v in sparsity.items()}, "sparsity"),
@@ -128,9 +129,8 @@ def kind_shares(files: dict[int, dict[str, Any]]) -> dict[str, float] | None:
 
 def _method_drift(plan: ReportPlan, files: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """One method's drift over seeds: rel-L2 (overall and by kind), s_τ, top-k kinds, the curve."""
-    for data in files.values():  # τ keys as the configured τ, so seeds line up
-        sparsity = {_tau_key(plan, k): v for k, v in data.get("sparsity", {}).items()}
-        data["sparsity"] = {k: v for k, v in sparsity.items() if k is not None}
+    for data in files.values():
+        data["sparsity"] = _tau_keyed(plan, data.get("sparsity"))
     curve: dict[str, dict[str, dict[int, float]]] = {}  # {τ: {metric: {seed: value}}}
     for seed, data in files.items():
         for point in data.get("sparsity_curve", []):
