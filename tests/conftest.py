@@ -10,7 +10,6 @@ base weights back (``es_init``). Those tests are ``integration`` tests by that r
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 
 import pytest
@@ -45,14 +44,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _same_working_folder():
-    """A test that leaves the process in another folder gets the folder back, with a warning naming
-    it: otherwise every later test reading ``recipes/...`` fails for a reason far from its own."""
+    """A test that leaves the process in another folder gets the folder back and fails, naming the
+    folder: otherwise every later test reading ``recipes/...`` fails for a reason far from its own."""
     before = os.getcwd()
     yield
     after = os.getcwd()
     if after != before:
         os.chdir(before)
-        warnings.warn(f"the test left the working folder at {after} (was {before})", stacklevel=1)
+        pytest.fail(f"the test left the working folder at {after} (was {before})")
 
 
 @pytest.fixture(scope="session", autouse=True)
