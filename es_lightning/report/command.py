@@ -270,11 +270,8 @@ def _run_and_write(
     report = build_report(plan, outcomes, analyses, path_runs)
     path = write_report(report, plan.output_dir)
     failed = len(report["failures"])
-    print(
-        f"[report] written: {path}"
-        + (f" ({failed} run(s) or analyses failed or not run; see REPORT.md)" if failed else ""),
-        flush=True,
-    )
+    note = f" ({failed} run(s) or analyses failed or not run; see REPORT.md)" if failed else ""
+    print(f"[report] written: {path}{note}", flush=True)
     return report
 
 
