@@ -247,9 +247,7 @@ def logged_record(name: str, argv: list[str], log: Path, wrote: Callable[[], boo
 
 
 def execute(
-    spec: RunSpec,
-    timeout_s: float | None = None,
-    command: Callable[[RunSpec], list[str]] = measured_command,
+    spec: RunSpec, timeout_s: float | None = None, command: Callable[[RunSpec], list[str]] = measured_command
 ) -> RunOutcome:
     """Run ``spec`` unless it is finished; never raises for a failed run."""
     if is_finished(spec.run_dir):
