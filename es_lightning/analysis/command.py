@@ -186,10 +186,9 @@ def _progress_bars(total: int, progress: bool) -> Callable[[str], Any]:
     """``bar(desc)``: a tqdm factory over the ``total`` tensors of a model (silent unless ``progress``)."""
     from tqdm.auto import tqdm
 
-    def bar(desc: str) -> Any:
-        return partial(tqdm, desc=desc, total=total, unit="tensor", disable=not progress, leave=False)
-
-    return bar
+    return lambda desc: partial(
+        tqdm, desc=desc, total=total, unit="tensor", disable=not progress, leave=False
+    )
 
 
 def _analyze_model(

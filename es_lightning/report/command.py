@@ -117,8 +117,7 @@ def build_report(
     task = choose_task(
         plan, {**methods, **{f"{a}/{v}": d for a, vs in ablations.items() for v, d in vs.items()}}
     )
-    config = asdict(plan)
-    config["output_dir"] = str(plan.output_dir)
+    config = asdict(plan) | {"output_dir": str(plan.output_dir)}
     runs = [o.to_json() for o in outcomes] + analyses + (trajectory_runs or [])
     report: dict[str, Any] = {
         "command": report_command(),
