@@ -121,14 +121,24 @@ def run_analyze(
         result["bf16"]["rel_l2_ratio"] = _ratio(result["bf16"]["rel_l2"], result["compare"]["bf16"]["rel_l2"])
     output.write_text(json.dumps(result, indent=2))
     print(format_analysis(result))
-    if export_taus:
+    if export_taus:  # θ_τ for each τ, and with a task the sparsity curve
         root = Path(export_dir) if export_dir is not None else output.with_name(f"{output.stem}_thresholded")
         provenance = {"base": base, "checkpoint": checkpoint}
-        png = output.with_name(f"{output.stem}_sparsity_curve.png")
-        _export_thresholded(
-            result, index, ckpt_w, export_taus, root, threshold_view, keep_exports, provenance, bar,
-            task, evaluation, rollout, device, dtype, png, base_w.folder,
-        )  # fmt: skip
+        exports = export_all(export_taus, index, ckpt_w.files, ckpt_w.folder, root, threshold_view,
+                             keep_exports, provenance, bar)  # fmt: skip
+        if task is None:
+            result["thresholded"] = list(exports)
+        else:
+            from es_lightning.rollout import default_rollout
+
+            if device == "auto":
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+            png = output.with_name(f"{output.stem}_sparsity_curve.png")
+            result.update(sparsity_curve(
+                result if threshold_view == "stored" else result["bf16"], ckpt_w.folder, exports, task, evaluation,
+                rollout or default_rollout(), torch.device(device), dtype, root / "completions", png, base_w.folder,
+            ))  # fmt: skip
+            print(format_curve(result["sparsity_curve"], result["sparsity_curve_base"]))
         output.write_text(json.dumps(result, indent=2))
     print(f"written: {output}")
     return result
@@ -176,10 +186,9 @@ def _progress_bars(total: int, progress: bool) -> Callable[[str], Any]:
     """``bar(desc)``: a tqdm factory over the ``total`` tensors of a model (silent unless ``progress``)."""
     from tqdm.auto import tqdm
 
-    def bar(desc: str) -> Any:
-        return partial(tqdm, desc=desc, total=total, unit="tensor", disable=not progress, leave=False)
-
-    return bar
+    return lambda desc: partial(
+        tqdm, desc=desc, total=total, unit="tensor", disable=not progress, leave=False
+    )
 
 
 def _analyze_model(
@@ -202,56 +211,6 @@ def _analyze_model(
         stored["null"] = null_block(stored, model_walks.walks, tau_list, model_walks.describe())
         bf16["null"] = {"modelled": False, "reason": BF16_NOT_MODELLED}
     return {**head, **stored, "bf16": bf16}
-
-
-def _export_thresholded(
-    result: dict[str, Any],
-    index: WeightIndex,
-    ckpt_w: ModelWeights,
-    export_taus: list[float],
-    root: Path,
-    threshold_view: View,
-    keep_exports: bool,
-    provenance: dict[str, str],
-    bar: Callable[[str], Any],
-    task: Task | None,
-    evaluation: EvalConfig,
-    rollout: Rollout | None,
-    device: str,
-    dtype: DTypeName,
-    png: Path,
-    base_folder: Path,
-) -> None:
-    """Export θ_τ for each τ under ``root``, and with a task add the sparsity curve to ``result``."""
-    exports = export_all(
-        export_taus, index, ckpt_w.files, ckpt_w.folder, root, threshold_view, keep_exports, provenance, bar
-    )
-    if task is None:
-        result["thresholded"] = list(exports)
-        return
-    if rollout is None:
-        from es_lightning.rollout import default_rollout
-
-        rollout = default_rollout()
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    analysis = result if threshold_view == "stored" else result["bf16"]
-    result.update(
-        sparsity_curve(
-            analysis,
-            ckpt_w.folder,
-            exports,
-            task,
-            evaluation,
-            rollout,
-            torch.device(device),
-            dtype,
-            root / "completions",
-            png,
-            base_folder,
-        )
-    )
-    print(format_curve(result["sparsity_curve"], result["sparsity_curve_base"]))
 
 
 def _resolve_task(evaluate: str | Task | None, export_taus: list[float], keep_exports: bool) -> Task | None:

@@ -113,34 +113,24 @@ def plot_sparsity_curve(
     curve: list[dict[str, Any]], path: Path, title: str | None = None, base: dict[str, Any] | None = None
 ) -> Path:
     """Pass@1 (%) against s_τ (%), each point labelled by its τ, the base dashed; returns ``path``."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from es_lightning.evaluation.plots import save_png
 
     points = sorted((p for p in curve if p.get("s_tau") is not None), key=lambda p: p["s_tau"])
     if not points:
         raise ValueError("plot_sparsity_curve: no point has an s_tau")
-    fig = Figure(figsize=(6.4, 4.4), dpi=120)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    xs = [100.0 * p["s_tau"] for p in points]
-    ys = [100.0 * p["pass@1"] for p in points]
-    ax.plot(xs, ys, marker="o", linewidth=1.8)
-    for p, x, y in zip(points, xs, ys):
-        ax.annotate(f"τ={p['tau']:g}", (x, y), textcoords="offset points", xytext=(4, 6), fontsize=8)
-    if base is not None and base.get("pass@1") is not None:
-        ax.axhline(
-            100.0 * base["pass@1"],
-            color="gray",
-            linestyle="--",
-            linewidth=1,
-            label="base (every update reverted)",
-        )
-        ax.legend(loc="best", fontsize=8)
-    ax.set_xlabel("s_τ: share of updates reverted (%)")
-    ax.set_ylabel("Pass@1 (%)")
-    ax.set_title(title or "Pass@1 of magnitude-thresholded checkpoints")
-    ax.grid(True, alpha=0.3)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    return path
+
+    def draw(ax: Any) -> None:
+        xs = [100.0 * p["s_tau"] for p in points]
+        ys = [100.0 * p["pass@1"] for p in points]
+        ax.plot(xs, ys, marker="o", linewidth=1.8)
+        for p, x, y in zip(points, xs, ys):
+            ax.annotate(f"τ={p['tau']:g}", (x, y), textcoords="offset points", xytext=(4, 6), fontsize=8)
+        if base is not None and base.get("pass@1") is not None:
+            label = "base (every update reverted)"
+            ax.axhline(100.0 * base["pass@1"], color="gray", linestyle="--", linewidth=1, label=label)
+            ax.legend(loc="best", fontsize=8)
+        ax.set_xlabel("s_τ: share of updates reverted (%)")
+        ax.set_ylabel("Pass@1 (%)")
+        ax.grid(True, alpha=0.3)
+
+    return save_png(path, title or "Pass@1 of magnitude-thresholded checkpoints", draw)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from es_lightning.analysis.bf16_grid import flag_rounding
@@ -58,7 +59,7 @@ class TopKAccumulator:
                 "kind": parameter_kind(name),
                 "layer": layer_index(name),
                 "index": index,
-                "position": _unravel(index, self.shapes[name]),
+                "position": [int(i) for i in np.unravel_index(index, self.shapes[name])],
                 "delta": delta,
                 "abs_delta": -negative,
                 "theta0": theta0,
@@ -89,11 +90,3 @@ def top_indices(magnitude: torch.Tensor, k: int) -> torch.Tensor:
         ties.append(found)
         need -= found.numel()
     return torch.cat([above, *ties])
-
-
-def _unravel(index: int, shape: tuple[int, ...]) -> list[int]:
-    position = []
-    for size in reversed(shape):
-        index, rest = divmod(index, size)
-        position.append(rest)
-    return position[::-1]

@@ -55,11 +55,7 @@ class RunWalks:
 
     def describe(self) -> dict[str, Any]:
         """The ``inputs`` of the JSON ``null`` block."""
-        return {
-            "walks": [vars(w).copy() for w in self.walks],
-            "sources": self.sources,
-            "notes": self.notes,
-        }
+        return {"walks": [vars(w).copy() for w in self.walks], "sources": self.sources, "notes": self.notes}
 
 
 def read_walks(folder: str | Path, base: str | None = None, options: WalkOptions | None = None) -> RunWalks:

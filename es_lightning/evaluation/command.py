@@ -81,16 +81,8 @@ def run_evaluate(
     check_model_source(resolve_model(model), "--model", loading)
     cuda = torch.cuda.is_available()
     target = torch.device("cuda" if cuda else "cpu") if device == "auto" else torch.device(device)
-    return evaluate_model(
-        model,
-        dict(zip(names, tasks)),
-        evaluation,
-        rollout or default_rollout(),
-        output,
-        target,
-        dtype,
-        loading,
-    )
+    rollout = rollout or default_rollout()
+    return evaluate_model(model, dict(zip(names, tasks)), evaluation, rollout, output, target, dtype, loading)
 
 
 def evaluate_parser() -> Any:
@@ -126,7 +118,7 @@ def evaluate_model(
     if hasattr(rollout, "start"):
         rollout.start()
     summaries: dict[str, dict[str, float]] = {}
-    stem = Path(output).with_suffix("")
+    stem, label = Path(output).with_suffix(""), Path(model).name or model
     try:
         for name, task in tasks.items():
             result = evaluate_rows(first.with_task(task), rollout, rows[name], evaluation, progress=True)
@@ -134,14 +126,12 @@ def evaluate_model(
             suffix = "" if len(tasks) == 1 else f"_{name}"
             result.write_completions(f"{stem}{suffix}_completions.jsonl")
             curve = {int(k[5:]): v for k, v in result.summary.items() if k.startswith("pass@")}
-            plot_pass_at_k(
-                {Path(model).name or model: curve}, f"{stem}{suffix}_pass_at_k.png", title=f"{name}: Pass@K"
-            )
+            plot_pass_at_k({label: curve}, f"{stem}{suffix}_pass_at_k.png", title=f"{name}: Pass@K")
     finally:
         rollout.close()
     if len(summaries) > 1:
         summaries = average_over_tasks(summaries)
-    write_summary(Path(output), summaries, label=Path(model).name or model)
+    write_summary(Path(output), summaries, label=label)
     return summaries
 
 

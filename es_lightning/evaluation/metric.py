@@ -42,8 +42,7 @@ class PassAtK(Metric):
             ks = [int(k) for k in ks]
             if not ks:
                 raise ValueError("PassAtK: ks is empty; pass None for every k in 1..M")
-            bad = [k for k in ks if k < 1]
-            if bad:
+            if any(k < 1 for k in ks):
                 raise ValueError(f"PassAtK: every k must be >= 1, got ks={ks}")
         self.ks = ks
         self.add_state("correct_counts", default=[], dist_reduce_fx="cat")

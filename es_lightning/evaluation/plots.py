@@ -20,13 +20,7 @@ from es_lightning.evaluation.percent_axis import MIN_SPAN, Z_95, binomial_se, cl
 def pow2_ticks(ks: list[int]) -> list[int]:
     """Powers of two between the smallest and largest K, plus both ends."""
     lo, hi = min(ks), max(ks)
-    ticks = {lo, hi}
-    p = 1
-    while p <= hi:
-        if p >= lo:
-            ticks.add(p)
-        p *= 2
-    return sorted(ticks)
+    return sorted({lo, hi, *(2**i for i in range(hi.bit_length()) if lo <= 2**i <= hi)})
 
 
 def plot_pass_at_k(
@@ -73,9 +67,7 @@ def draw_pass_at_k(
     shown: list[float] = []
     for label, curve in curves.items():
         ks = sorted(curve)
-        values = [100.0 * float(curve[k]) for k in ks]
-        shown += values
-        ax.plot(ks, values, marker="o" if len(ks) <= 16 else None, markersize=4, linewidth=1.8, label=label)
+        shown += _profile(ax, ks, [100.0 * float(curve[k]) for k in ks], label)
     shown += _noise_band(ax, curves, problems or {})
     k_axis(ax, all_ks)
     ax.set_ylim(*percent_limits(shown))
@@ -84,6 +76,12 @@ def draw_pass_at_k(
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right")
+
+
+def _profile(ax: Axes, ks: list[int], values: list[float], label: str) -> list[float]:
+    """One model's line (points marked up to 16 Ks); returns ``values``."""
+    ax.plot(ks, values, marker="o" if len(ks) <= 16 else None, markersize=4, linewidth=1.8, label=label)
+    return values
 
 
 def _noise_band(
@@ -150,11 +148,7 @@ def draw_change_from_start(
     for label, curve in curves.items():
         ks = sorted(k for k in curve if k in base and label != start)
         if ks:
-            change = [100.0 * (float(curve[k]) - float(base[k])) for k in ks]
-            ax.plot(
-                ks, change, marker="o" if len(ks) <= 16 else None, markersize=4, linewidth=1.8, label=label
-            )
-            shown += change
+            shown += _profile(ax, ks, [100.0 * (float(curve[k]) - float(base[k])) for k in ks], label)
             all_ks.update(ks)
     if not all_ks:
         raise ValueError(f"draw_change_from_start: no curve shares a K with {start!r}")

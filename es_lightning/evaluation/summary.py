@@ -121,8 +121,7 @@ def _mean_over(tasks: Sequence[Mapping[str, float]]) -> dict[str, float]:
 
 
 def average_over_tasks(
-    summaries: Mapping[str, Mapping[str, float]],
-    groups: Mapping[str, Sequence[str]] | None = None,
+    summaries: Mapping[str, Mapping[str, float]], groups: Mapping[str, Sequence[str]] | None = None
 ) -> dict[str, dict[str, float]]:
     """The summaries plus their mean over tasks under ``"average"``, and each of ``groups``."""
     if not summaries:

@@ -119,11 +119,8 @@ def add_base_point(plan: ReportPlan, name: str, path: Path, analysis: dict[str, 
         return failed
     summaries = {k: v for k, v in read_json(scored).items() if k != "average"}
     if len(summaries) != 1:
-        return {
-            "name": name,
-            "status": "failed",
-            "error": f"{scored}: one task expected, found {sorted(summaries)}",
-        }
+        error = f"{scored}: one task expected, found {sorted(summaries)}"
+        return {"name": name, "status": "failed", "error": error}
     scored_by = f"es-lightning evaluate --model {base} (a fresh engine: the run's checkpoint was not kept)"
     served = str(serving_dtype(analysis, path))
     analysis["sparsity_curve_base"] = base_point(analysis, next(iter(summaries.values())), served, scored_by)

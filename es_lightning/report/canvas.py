@@ -1,5 +1,5 @@
 """What the report's figures share: an Agg figure, a colour per method, the base's line and noise
-band, log2 K ticks, percentage axes inside [0, 100] with a least span, and no spread for one seed.
+band, percentage axes inside [0, 100] with a least span, and no spread for one seed.
 """
 
 from __future__ import annotations
@@ -26,13 +26,6 @@ BAND = {"color": "0.6", "alpha": 0.25}
 def spread(sd: float | None, n: int | None) -> float | None:
     """The error bar of a mean over ``n`` seeds: ``sd`` for two seeds or more, else ``None``."""
     return sd if sd is not None and n is not None and n >= 2 and math.isfinite(sd) else None
-
-
-def pow2_ticks(ks: list[int]) -> list[int]:
-    """Powers of two between the smallest and largest K, plus both ends."""
-    return sorted(
-        {min(ks), max(ks), *(2**i for i in range(max(ks).bit_length()) if min(ks) <= 2**i <= max(ks))}
-    )
 
 
 def color(name: str, i: int) -> str:

@@ -108,12 +108,7 @@ def _aggregate(series: dict[int, Series]) -> dict[str, list]:
     steps = sorted({step for points in series.values() for step, _ in points})
     lookup = {seed: dict(points) for seed, points in series.items()}
     rows = [stat([v[step] for v in lookup.values() if step in v]) for step in steps]
-    return {
-        "steps": steps,
-        "mean": [r.mean for r in rows],
-        "sd": [r.sd for r in rows],
-        "n": [r.n for r in rows],
-    }
+    return {"steps": steps, **{key: [getattr(r, key) for r in rows] for key in ("mean", "sd", "n")}}
 
 
 _HELDOUT = re.compile(r"^heldout/([^/]+)/pass@(\d+)$")

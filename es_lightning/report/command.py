@@ -117,8 +117,7 @@ def build_report(
     task = choose_task(
         plan, {**methods, **{f"{a}/{v}": d for a, vs in ablations.items() for v, d in vs.items()}}
     )
-    config = asdict(plan)
-    config["output_dir"] = str(plan.output_dir)
+    config = asdict(plan) | {"output_dir": str(plan.output_dir)}
     runs = [o.to_json() for o in outcomes] + analyses + (trajectory_runs or [])
     report: dict[str, Any] = {
         "command": report_command(),
@@ -270,11 +269,8 @@ def _run_and_write(
     report = build_report(plan, outcomes, analyses, path_runs)
     path = write_report(report, plan.output_dir)
     failed = len(report["failures"])
-    print(
-        f"[report] written: {path}"
-        + (f" ({failed} run(s) or analyses failed or not run; see REPORT.md)" if failed else ""),
-        flush=True,
-    )
+    note = f" ({failed} run(s) or analyses failed or not run; see REPORT.md)" if failed else ""
+    print(f"[report] written: {path}{note}", flush=True)
     return report
 
 

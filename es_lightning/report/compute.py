@@ -6,29 +6,24 @@ wall-clock and memory are the whole process's (:mod:`~es_lightning.report.measur
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from es_lightning.report.readers import read_series
+from es_lightning.report.readers import read_json, read_series
+from es_lightning.report.runs import MEASURE_NAME
 from es_lightning.report.stats import stat, stat_json
 
 FIELDS = ("updates", "rollouts", "generated_tokens", "train_seconds", "wall_seconds", "peak_rss_mb")
-MEASURED = "report_run_measure.json"
-"""The file :func:`~es_lightning.report.runs.measured_command` writes into a report's run."""
 
 
 def read_measure(path: Path) -> dict[str, float | None]:
     """``wall_seconds`` and ``peak_rss_mb`` of a measured run (``None`` each when not recorded)."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        data = {}
+    data = read_json(path)
     data = data if isinstance(data, dict) else {}
     return {k: data.get(k) for k in ("wall_seconds", "peak_rss_mb")}
 
 
-def run_compute(run_dir: Path, measure_name: str = MEASURED) -> dict[str, float | None]:
+def run_compute(run_dir: Path, measure_name: str = MEASURE_NAME) -> dict[str, float | None]:
     """Totals over the run's updates, with its measured wall-clock and peak memory."""
     series = read_series(run_dir)
     seconds, rate, generate, length = (

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from es_lightning.evaluation.percent_axis import clamp_percent, percent_limits
-from es_lightning.report.canvas import BAND, color, level_label, new_figure, pow2_ticks, save, spread
+from es_lightning.evaluation.plots import k_axis
+from es_lightning.report.canvas import BAND, color, level_label, new_figure, save, spread
 from es_lightning.report.figures_drift import has_ablation, has_drift, plot_ablations, plot_drift
 from es_lightning.report.figures_training import plot_entropy, plot_heldout
 
@@ -42,10 +43,7 @@ def draw_pass_at_k(ax: Any, report: dict[str, Any], rows: dict[str, dict[str, An
         label = f"base: sampling band ({level_label(report)} bootstrap bounds)"
         ax.fill_between([k for k, _ in band], lows, highs, label=label, **BAND)
         shown += lows + highs
-    ax.set_xscale("log", base=2)
-    ticks = pow2_ticks(sorted(ks_all))
-    ax.set_xticks(ticks, [str(k) for k in ticks])
-    ax.minorticks_off()
+    k_axis(ax, ks_all)
     ax.set_ylim(*percent_limits(shown))
     task = report["evaluations"]["task"]
     spread_note = "mean ± sd over seeds" if seeds > 1 else "one seed each (no spread)"

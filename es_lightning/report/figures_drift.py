@@ -7,24 +7,18 @@ from typing import Any
 
 from es_lightning.report.canvas import base_line, color, level_label, new_figure, save, spread
 
+TITLES = {"final_reward": "final reward (×100)", "kappa_pair": "κ_pair"}
+"""An ablation panel's series title per metric (others: ``<metric> (%)``)."""
+
 
 def has_drift(report: dict[str, Any]) -> bool:
-    methods = (report.get("drift") or {}).get("methods") or {}
-    return any(
-        d.get("sparsity") or d.get("top_k_by_kind") or d.get("sparsity_curve") for d in methods.values()
-    )
+    methods = ((report.get("drift") or {}).get("methods") or {}).values()
+    return any(d.get("sparsity") or d.get("top_k_by_kind") or d.get("sparsity_curve") for d in methods)
 
 
 def has_ablation(report: dict[str, Any]) -> bool:
-    return any(
-        any(
-            v
-            for r in a["rows"].values()
-            for k, v in r.items()
-            if isinstance(v, dict) and k != "kappa_pair_updates"
-        )
-        for a in (report.get("ablations") or {}).values()
-    )
+    rows = [r for a in (report.get("ablations") or {}).values() for r in a["rows"].values()]
+    return any(v for r in rows for k, v in r.items() if isinstance(v, dict) and k != "kappa_pair_updates")
 
 
 def _mean_sd(data: dict[str, Any] | None, scale: float = 1.0) -> tuple[float, float]:
@@ -139,17 +133,11 @@ def plot_ablations(report: dict[str, Any], path: Path) -> Path:
         for metric in metrics:
             scale = 1.0 if metric == "kappa_pair" else 100.0
             bars = [_mean_sd(rows[label].get(metric), scale) for label in labels]
-            title = {"final_reward": "final reward (×100)", "kappa_pair": "κ_pair"}.get(
-                metric, f"{metric} (%)"
-            )
-            series[title] = ([h for h, _ in bars], [e for _, e in bars])
+            series[TITLES.get(metric, f"{metric} (%)")] = ([h for h, _ in bars], [e for _, e in bars])
         grouped_bars(ax, labels, series)
-        if metrics == ["kappa_pair"]:
-            refs = [
-                (j, rows[label]["reference"])
-                for j, label in enumerate(labels)
-                if rows[label].get("reference")
-            ]
+        kappa = metrics == ["kappa_pair"]
+        if kappa:
+            refs = [(j, rows[x]["reference"]) for j, x in enumerate(labels) if rows[x].get("reference")]
             if refs:
                 ax.scatter(*zip(*refs), marker="D", color="black", zorder=3, label="paper")
             ax.axhline(2.0, color="gray", linestyle="--", linewidth=1, label="2: uncorrelated pairs")
@@ -159,9 +147,7 @@ def plot_ablations(report: dict[str, Any], path: Path) -> Path:
                 if base:
                     label = f"base {metric} (sampling band)"
                     base_line(ax, 100 * base["estimate"], 100 * base["low"], 100 * base["high"], label)
-        ax.set(
-            title=name + (": κ_pair (< 2: pairing correlates the pair)" if metrics == ["kappa_pair"] else "")
-        )
+        ax.set(title=name + (": κ_pair (< 2: pairing correlates the pair)" if kappa else ""))
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7)
     return save(fig, path)

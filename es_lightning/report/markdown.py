@@ -115,13 +115,8 @@ def _reading(report: dict[str, Any]) -> list[str]:
         if names:
             out.append(f"- **{name[0].upper() + name[1:]}** ({len(names)}): {'; '.join(names)}.")
     body = [[c["claim"], c["paper"], c["measured"], f"**{c['verdict']}**", _rule(c)] for c in claims]
-    return [
-        *out,
-        "",
-        *_families(report),
-        table(["claim", "paper", "measured here", "verdict", "rule"], body),
-        "",
-    ]
+    header = ["claim", "paper", "measured here", "verdict", "rule"]
+    return [*out, "", *_families(report), table(header, body), ""]
 
 
 def _rule(c: dict[str, Any]) -> str:
@@ -241,20 +236,13 @@ def render(report: dict[str, Any]) -> str:
     if report.get("command"):
         out += [f"Command: `{report['command']}`", ""]
     methods = ", ".join(f"`{m}` ({r})" for m, r in config["methods"].items())
-    out += [
-        f"Methods: {methods}. Seeds: {config['seeds']}." + (" Quick mode." if config["quick"] else ""),
-        "",
-    ]
-    out += (
-        _reading(report)
-        + _premise(report)
-        + _gain_split(report)
-        + signal_section(report)
-        + _runs(report)
-        + pass_at_k(report)
-        + _compute(report)
-    )
-    out += trajectory(report)
-    out += pareto(report) + curves(report) + drift(report) + _forgetting(report) + ablations(report)
-    out += diversity_section(report)
+    quick = " Quick mode." if config["quick"] else ""
+    out += [f"Methods: {methods}. Seeds: {config['seeds']}.{quick}", ""]
+    for section in SECTIONS:
+        out += section(report)
     return "\n".join(out).rstrip() + "\n"
+
+
+SECTIONS = (_reading, _premise, _gain_split, signal_section, _runs, pass_at_k, _compute, trajectory, pareto,
+            curves, drift, _forgetting, ablations, diversity_section)  # fmt: skip
+"""``REPORT.md``'s sections after its head, in order."""

@@ -95,12 +95,7 @@ def read_outcomes(path: Path | None) -> Outcomes | None:
 
 def counts_record(outcomes: Outcomes) -> dict[str, Any]:
     """What a counts file holds: ``{"m", "problems", "counts", "greedy"}``."""
-    return {
-        "m": outcomes.m,
-        "problems": outcomes.problems,
-        "counts": outcomes.counts,
-        "greedy": outcomes.greedy,
-    }
+    return {"m": outcomes.m} | {key: getattr(outcomes, key) for key in ("problems", "counts", "greedy")}
 
 
 def read_counts(path: Path | None) -> Outcomes | None:
@@ -113,11 +108,9 @@ def read_counts(path: Path | None) -> Outcomes | None:
         return None
     problems, counts, greedy = record.get("problems"), record.get("counts"), record.get("greedy")
     lists = [x for x in (problems, counts, greedy) if x is not None]
-    if (
-        problems is None
-        or counts is None
-        or any(not isinstance(x, list) or len(x) != len(problems) for x in lists)
-    ):
+    if problems is None or counts is None:
+        return None
+    if not all(isinstance(x, list) and len(x) == len(problems) for x in lists):
         return None
     return Outcomes(
         list(problems), [int(c) for c in counts], record["m"], greedy and [int(g) for g in greedy]
@@ -153,14 +146,8 @@ def collect_outcomes(
     first = next((o for seeds in evaluations.values() for o in seeds.values() if o), None)
     if first is None or task is None:
         return None
-    block: dict[str, Any] = {
-        "task": task,
-        "m": first.m,
-        "problems": first.problems,
-        "counts": {},
-        "greedy": {},
-        "missing": {},
-    }
+    block: dict[str, Any] = {"task": task, "m": first.m, "problems": first.problems}
+    block.update(counts={}, greedy={}, missing={})
     for method, seeds in evaluations.items():
         for seed, outcomes in sorted(seeds.items()):
             if outcomes is None:

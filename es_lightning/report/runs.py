@@ -75,9 +75,7 @@ class RunOutcome:
         return self.status in ("reused", "finished")
 
     def to_json(self) -> dict[str, Any]:
-        spec = asdict(self.spec)
-        spec["run_dir"] = str(self.spec.run_dir)
-        spec["overrides"] = list(self.spec.overrides)
+        spec = asdict(self.spec) | {"run_dir": str(self.spec.run_dir), "overrides": list(self.spec.overrides)}
         return {
             "name": self.spec.name,
             "status": self.status,
@@ -118,9 +116,7 @@ def plan_runs(plan: ReportPlan) -> list[RunSpec]:
     for seed in plan.seeds:
         for method, recipe in forgetting.methods.items():
             run_dir = plan.runs_dir / FORGETTING / method / f"seed{seed}"
-            extra = split_overrides(forgetting.overrides) + split_overrides(
-                forgetting.method_overrides.get(method)
-            )
+            extra = split_overrides([*forgetting.overrides, *forgetting.method_overrides.get(method, [])])
             extra += forgetting_path if method in forgetting.trajectory.paths else []
             overrides = (*plan.overrides, *extra, *plan.quick_overrides)
             specs.append(RunSpec(FORGETTING, method, seed, recipe, overrides, run_dir))
@@ -251,9 +247,7 @@ def logged_record(name: str, argv: list[str], log: Path, wrote: Callable[[], boo
 
 
 def execute(
-    spec: RunSpec,
-    timeout_s: float | None = None,
-    command: Callable[[RunSpec], list[str]] = measured_command,
+    spec: RunSpec, timeout_s: float | None = None, command: Callable[[RunSpec], list[str]] = measured_command
 ) -> RunOutcome:
     """Run ``spec`` unless it is finished; never raises for a failed run."""
     if is_finished(spec.run_dir):
@@ -337,6 +331,7 @@ def run_all(
     """Run (or reuse) every spec in order, ``after_each(outcomes)`` after each one."""
     from tqdm.auto import tqdm
 
+    settle = after_each or (lambda outcomes: None)
     finished = [spec for spec in specs if is_finished(spec.run_dir)]
     print(
         f"[report] {len(specs)} runs: {len(finished)} finished (reused), {len(specs) - len(finished)} to run",
@@ -364,8 +359,7 @@ def run_all(
             tqdm.write(f"[report] {spec.name}: the same run as {first}")
         if is_finished(spec.run_dir):
             outcomes.append(RunOutcome(spec, "reused"))
-            if after_each is not None:
-                after_each(outcomes)
+            settle(outcomes)
             continue
         if not launch:
             outcomes.append(RunOutcome(spec, "missing", error="not run (launch: false)"))
@@ -375,8 +369,8 @@ def run_all(
                 status = "busy" if not mine else "reused"
                 outcomes.append(RunOutcome(spec, status, error=BUSY if not mine else None))
                 tqdm.write(f"[report] {spec.name}: {status}")
-                if mine and after_each is not None:
-                    after_each(outcomes)
+                if mine:
+                    settle(outcomes)
                 continue
             tqdm.write(f"[report] running {spec.name} -> {spec.run_dir}")
             outcome = execute(spec, timeout_s, command)
@@ -387,7 +381,7 @@ def run_all(
             log = f"; log: {outcome.log}" if outcome.log else ""
             tqdm.write(f"[report]   {(outcome.error or '').splitlines()[0]}{log}")
         outcomes.append(outcome)
-        if after_each is not None and outcome.ok:
-            after_each(outcomes)
+        if outcome.ok:
+            settle(outcomes)
     bar.close()
     return outcomes

@@ -11,6 +11,7 @@ from typing import Any
 
 from es_lightning.es.diagnostics import correlation_from_reliability, pooled_reliability
 from es_lightning.es.run_signal import RunSignal, applied, measure_run_signal
+from es_lightning.evaluation.offline import finite_or_none
 from es_lightning.report.readers import read_series, run_config
 from es_lightning.report.stats import fmt_stat, stat, stat_json
 from es_lightning.report.tables import interval_cell, table
@@ -70,26 +71,16 @@ def _series(run_dir: Path) -> dict[str, Any] | None:
 
 
 def _block(found: RunSignal, with_signal: bool) -> dict[str, Any]:
+    """The block's numbers, ``None`` where not finite."""
     interval = found.interval
     signal, low, high = found.signal if with_signal else (math.nan, math.nan, math.nan)
-
-    def num(x: float) -> float | None:
-        return x if math.isfinite(x) else None
-
-    return {
-        "reliability": num(interval.reliability),
-        "low": num(interval.low),
-        "high": num(interval.high),
-        "level": interval.level,
-        "measured": interval.measured,
-        "updates": found.updates,
-        "excluded": num(found.excluded),
-        "applied_per_run": found.applied,
+    return finite_or_none({
+        "reliability": interval.reliability, "low": interval.low, "high": interval.high,
+        "level": interval.level, "measured": interval.measured, "updates": found.updates,
+        "excluded": found.excluded, "applied_per_run": found.applied,
         "directions": found.directions if with_signal else None,
-        "signal": num(signal),
-        "signal_low": num(low),
-        "signal_high": num(high),
-    }
+        "signal": signal, "signal_low": low, "signal_high": high,
+    })  # fmt: skip
 
 
 def _pooled(runs: list[dict[str, Any]], key: str, count: str, with_signal: bool) -> dict[str, Any] | None:

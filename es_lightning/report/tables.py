@@ -99,15 +99,8 @@ def pareto(report: dict[str, Any]) -> list[str]:
             mark = "yes" if m in data["non_dominated"] else "no"
             frontier = "yes" if m in data["frontier"] else ""
             body.append([m, fmt_stat(rows[m]["1"], **PCT), fmt_stat(rows[m][k], **PCT), mark, nd, frontier])
-        header = [
-            "method",
-            "pass@1",
-            f"pass@{k}",
-            "non-dominated (mean)",
-            "non-dominated seeds",
-            "base/ES/GRPO frontier",
-        ]
-        out += [f"### Pass@1 vs Pass@{k}", "", table(header, body), ""]
+        header = ["method", "pass@1", f"pass@{k}", "non-dominated (mean)", "non-dominated seeds"]
+        out += [f"### Pass@1 vs Pass@{k}", "", table([*header, "base/ES/GRPO frontier"], body), ""]
     out += [
         "Non-domination among these end points is descriptive only: a point between base and GRPO on "
         "both axes is non-dominated by construction. The sequential runs are judged on GRPO's "
@@ -123,12 +116,8 @@ def trajectory(report: dict[str, Any]) -> list[str]:
     path = report.get("trajectory")
     out = ["## GRPO's trajectory", ""]
     if not path:
-        out += [
-            "No trajectory (set `trajectory: {method: grpo, every: k}`): the claims judged on it say "
-            "insufficient data.",
-            "",
-        ]
-        return out
+        why = "No trajectory (set `trajectory: {method: grpo, every: k}`): the claims judged on it say"
+        return [*out, f"{why} insufficient data.", ""]
     intervals = (report.get("intervals") or {}).get("pass_at_k") or {}
     evaluated = (report.get("intervals") or {}).get("ks", []) if intervals else []
     ks = [k for k in [1, *report["config"]["pareto_ks"]] if k in evaluated]
@@ -156,12 +145,8 @@ def curves(report: dict[str, Any]) -> list[str]:
         for m, s in ms.items()
     ]
     if body:
-        out += [
-            "Token entropy, last − first logged value:",
-            "",
-            table(["task", "method", "Δ entropy"], body),
-            "",
-        ]
+        header = ["task", "method", "Δ entropy"]
+        out += ["Token entropy, last − first logged value:", "", table(header, body), ""]
     body = [
         [t, k, m, fmt_stat(s, **PCT)]
         for t, ks in data.get("heldout_final", {}).items()
@@ -169,12 +154,8 @@ def curves(report: dict[str, Any]) -> list[str]:
         for m, s in ms.items()
     ]
     if body:
-        out += [
-            "Held-out Pass@k at the last logged step:",
-            "",
-            table(["task", "k", "method", "pass@k"], body),
-            "",
-        ]
+        header = ["task", "k", "method", "pass@k"]
+        out += ["Held-out Pass@k at the last logged step:", "", table(header, body), ""]
     if len(out) == 2:
         out += ["No run logged entropy or held-out curves.", ""]
     return out + figure(report, "entropy.png") + figure(report, "heldout.png")
@@ -268,14 +249,8 @@ def ablations(report: dict[str, Any]) -> list[str]:
             reward = fmt_stat(r.get("final_reward"), spec=".3f")
             kappa = fmt_stat(r.get("kappa_pair"), spec=".4f")
             body.append([label, str(r["runs"]), reward, *cells, kappa, ref])
-        header = [
-            data["parameter"] or "variant",
-            "runs",
-            "final reward",
-            *(f"{k} (%)" for k in ks),
-            "κ_pair",
-            "paper κ_pair",
-        ]
+        header = [data["parameter"] or "variant", "runs", "final reward", *(f"{k} (%)" for k in ks)]
+        header += ["κ_pair", "paper κ_pair"]
         out += [f"### {name}", "", f"Recipe `{data['recipe']}`.", "", table(header, body), ""]
     if not report.get("ablations"):
         out += ["No ablations configured.", ""]

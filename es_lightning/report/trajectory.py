@@ -66,9 +66,7 @@ def evaluate_config(run_dir: Path, checkpoint: Path, task: str | list[str], outp
         "dtype": module.get("dtype", "auto"),
         "trust_remote_code": bool(module.get("trust_remote_code", False)),
     }
-    for key in ("evaluation", "rollout"):
-        if config.get(key):
-            out[key] = config[key]
+    out.update({key: config[key] for key in ("evaluation", "rollout") if config.get(key)})
     if module.get("model_kwargs"):
         out["model_kwargs"] = module["model_kwargs"]
     return out

@@ -86,9 +86,15 @@ def run_tune(
     check_overrides(budget_tokens, "the budget")
     check_overrides(validation_tokens, "validation_overrides")
     output_dir = Path(output_dir)
-    config = _tune_config(
-        methods, selection, budget_tokens, validation_tokens, seeds, trial_callbacks, output_dir
-    )
+    config = {
+        "methods": {m: {"recipe": s.recipe, "grid": s.grid} for m, s in methods.items()},
+        "selection": selection.record(),
+        "budget": budget_tokens,
+        "validation_overrides": validation_tokens,
+        "seeds": seeds,
+        "trial_callbacks": trial_callbacks,
+        "output_dir": str(output_dir),
+    }
     trials, removed = plan_trials(
         methods, selection, budget_tokens, validation_tokens, seeds, output_dir, trial_callbacks
     )
@@ -112,32 +118,6 @@ def run_tune(
     chosen = {m: (s["chosen"] or {}).get("label") for m, s in summaries.items()}
     print(f"[tune] chosen: {chosen}; written: {output_dir / 'TUNE.md'}", flush=True)
     return tune
-
-
-def _tune_config(
-    methods: dict[str, TuneMethod],
-    selection: Selection,
-    budget_tokens: list[str],
-    validation_tokens: list[str],
-    seeds: list[int],
-    trial_callbacks: bool,
-    output_dir: Path,
-) -> dict[str, Any]:
-    """The resolved settings, as recorded under ``config`` in ``tune.json``."""
-    return {
-        "methods": {m: {"recipe": s.recipe, "grid": s.grid} for m, s in methods.items()},
-        "selection": {
-            "metric": selection.metric,
-            "rule": selection.rule,
-            **({"control": selection.control, "min_score": selection.min_score} if selection.control else {}),
-            "description": selection.describe(),
-        },
-        "budget": budget_tokens,
-        "validation_overrides": validation_tokens,
-        "seeds": seeds,
-        "trial_callbacks": trial_callbacks,
-        "output_dir": str(output_dir),
-    }
 
 
 def _method_summary(

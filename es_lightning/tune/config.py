@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from es_lightning.errors import ConfigError
 
@@ -126,6 +126,11 @@ class Selection:
     def key(self) -> str:
         """The summary key of the metric (``pass@1``)."""
         return _METRIC.fullmatch(self.metric)["key"]  # type: ignore[index]
+
+    def record(self) -> dict[str, Any]:
+        """The rule as ``tune.json`` records it."""
+        control = {"control": self.control, "min_score": self.min_score} if self.control else {}
+        return {"metric": self.metric, "rule": self.rule, **control, "description": self.describe()}
 
     def describe(self) -> str:
         """The rule in words (for TUNE.md)."""

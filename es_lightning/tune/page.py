@@ -57,8 +57,7 @@ def _method_table(method: str, summary: dict[str, Any], trials: list[dict[str, A
         cells += [
             _number(_mean([t["compute"].get(key) for t in runs]), spec) for key, _, spec in COMPUTE_COLUMNS
         ]
-        statuses = ", ".join(f"seed {t['seed']}: {t['status']}" for t in runs)
-        cells.append(statuses)
+        cells.append(", ".join(f"seed {t['seed']}: {t['status']}" for t in runs))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

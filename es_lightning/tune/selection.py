@@ -141,15 +141,8 @@ def over_control(records: list[dict[str, Any]], pairs: dict[str, str]) -> list[d
                 a, b = mine["outcomes"], theirs["outcomes"]
                 if a["problems"] == b["problems"] and a["m"] == b["m"]:
                     outcomes = {**a, "before": b["after"]}  # the control's after stands as the before
-            out.append(
-                {
-                    "label": label,
-                    "seed": seed,
-                    "before": theirs["after"] if done else None,
-                    "after": mine["after"] if done else None,
-                    "outcomes": outcomes,
-                }
-            )
+            before, after = (theirs["after"], mine["after"]) if done else (None, None)
+            out.append({"label": label, "seed": seed, "before": before, "after": after, "outcomes": outcomes})
     return out
 
 
