@@ -40,4 +40,6 @@ def test_the_committed_report_is_what_its_summaries_rebuild(tmp_path):
         "| z-score normalisation matters",
         "| One-point beats antithetic",
     ]
-    assert all("**insufficient data: not run**" in line for line in committed if "**insufficient data" in line)
+    assert all(
+        "**insufficient data: not run**" in line for line in committed if "**insufficient data" in line
+    )
