@@ -29,11 +29,6 @@ class PeerRankError(RuntimeError):
         self.rank, self.status = rank, status
 
 
-def status_of(error: BaseException) -> int:
-    """The command's exit status for ``error``: 2 for a user error, else 1."""
-    return USER_ERROR_STATUS if find_config_error(error) is not None else FAILURE_STATUS
-
-
 @contextmanager
 def fail_together() -> Iterator[None]:
     """Run the block, then agree with every rank whether any raised (one ``all_reduce``)."""
@@ -50,9 +45,8 @@ def fail_together() -> Iterator[None]:
         error = err
     rank = dist.get_rank()
     device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
-    mine = torch.tensor(
-        [float(status_of(error)) if error else 0.0, float(world - rank) if error else 0.0], device=device
-    )
+    status = 0 if error is None else USER_ERROR_STATUS if find_config_error(error) else FAILURE_STATUS
+    mine = torch.tensor([float(status), float(world - rank) if error else 0.0], device=device)
     dist.all_reduce(mine, op=dist.ReduceOp.MAX)
     status, first = int(mine[0].item()), world - int(mine[1].item())
     if error is not None:

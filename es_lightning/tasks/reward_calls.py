@@ -122,7 +122,7 @@ def _failing_row(
     """The first row on which ``func`` alone raises, or ``None``."""
     if len(prompts) <= 1:
         return 0 if prompts else None
-    quiet = {**given, **{k: _nothing for k in ("log_extra", "log_metric") if k in given}}
+    quiet = {**given, **{k: lambda *a, **kw: None for k in ("log_extra", "log_metric") if k in given}}
 
     def call_one(i: int) -> None:
         ids = {"completion_ids": [given["completion_ids"][i]]} if "completion_ids" in given else {}
@@ -146,10 +146,6 @@ def _raised(name: str, err: Exception, at: str) -> RewardFunctionError:
     """The one-line error for user code ``name`` that raised ``err`` (``at``: on which row)."""
     message = str(err).splitlines()[0] if str(err) else ""
     return RewardFunctionError(f"{name} raised {type(err).__name__}: {message}{at}")
-
-
-def _nothing(*args: Any, **kwargs: Any) -> None:
-    return None
 
 
 def required_parameters(func: Callable) -> tuple[str, ...]:
