@@ -97,11 +97,6 @@ def build_parser(commands: Collection[str] = tuple(COMMANDS)) -> Any:
     return parser
 
 
-def requested_command(args: Sequence[str]) -> str | None:
-    """The subcommand a command line names: its first word that is one (``None``: none)."""
-    return next((a for a in args if a in COMMANDS), None)
-
-
 def _expand_stage_args(args: list[str]) -> list[str]:
     """The command line with a ``fit`` command's ``--stages.<name>.<key>`` arguments expanded."""
     at = next((i + 1 for i, a in enumerate(args) if a in COMMANDS), None)
@@ -138,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"es-lightning: error: {err}", file=sys.stderr)
         return USER_ERROR_STATUS
-    command = requested_command(args)
+    command = next((a for a in args if a in COMMANDS), None)  # the subcommand named
     parser = build_parser([command] if command else [])
     cfg = _parse(parser, args, debug)  # a parse error: one line (usage under --help), status 2
     from es_lightning.ranks import PeerRankError, exit_status
