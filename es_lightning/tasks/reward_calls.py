@@ -29,26 +29,23 @@ def describe(func: Callable) -> str:
     return f"{module}.{name}" if module and module not in ("builtins", "__main__") else name
 
 
-def _source_file(func: Callable) -> str | None:
-    try:
-        target = func if inspect.isroutine(func) else type(func)
-        return inspect.getsourcefile(inspect.unwrap(target))
-    except TypeError:
-        return None
-
-
 def where(func: Callable, error: BaseException | None = None) -> str:
     """``file:line`` where ``error`` raised in ``func``'s file, else of ``func``'s definition."""
-    file = _source_file(func)
-    if error is not None and file is not None:
-        frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == file]
-        if frames:
-            return f"{file}:{frames[-1].lineno}"
+    target = inspect.unwrap(func if inspect.isroutine(func) else type(func))
     try:
-        target = inspect.unwrap(func if inspect.isroutine(func) else type(func))
-        return f"{file}:{inspect.getsourcelines(target)[1]}" if file else "<unknown>"
+        file = inspect.getsourcefile(target)
+    except TypeError:  # a builtin
+        file = None
+    if file is None:
+        return "<unknown>"
+    frames = [] if error is None else traceback.extract_tb(error.__traceback__)
+    lines = [frame.lineno for frame in frames if frame.filename == file]
+    if lines:
+        return f"{file}:{lines[-1]}"
+    try:
+        return f"{file}:{inspect.getsourcelines(target)[1]}"
     except (OSError, TypeError):
-        return file or "<unknown>"
+        return file
 
 
 def call_reward_function(
