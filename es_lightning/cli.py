@@ -18,14 +18,12 @@ from typing import Any
 
 import yaml
 
-from es_lightning.errors import ConfigError, find_config_error
+from es_lightning.errors import USER_ERROR_STATUS, ConfigError, find_config_error
 from es_lightning.recipe_files import check_recipe_files
 from es_lightning.training.stage_args import STAGE_ARG, expand_stage_args
 
 DEBUG_ENV = "ES_LIGHTNING_DEBUG"
 """``ES_LIGHTNING_DEBUG=1`` is ``--debug``: errors in the settings show their traceback."""
-USER_ERROR_STATUS = 2
-"""Exit status of a run refused for a wrong setting, path or data file (as for a parse error)."""
 ENGINE_ERROR_STATUS = 1
 """Exit status of a run ended by its rollout engine (a call past its timeout, engine processes
 that died); a run stopped by SIGTERM/SIGINT exits with 128 + the signal's number."""

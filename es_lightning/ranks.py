@@ -14,10 +14,9 @@ from contextlib import contextmanager
 
 import torch
 
-from es_lightning.errors import find_config_error
+from es_lightning.errors import USER_ERROR_STATUS, find_config_error
 
-USER_ERROR_STATUS = 2  # a ConfigError: yours to fix, said in one line
-FAILURE_STATUS = 1  # anything else: a traceback
+FAILURE_STATUS = 1  # anything but a ConfigError (USER_ERROR_STATUS): a traceback
 _SHARED = "_es_lightning_shared_by_ranks"
 
 
