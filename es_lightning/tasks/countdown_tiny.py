@@ -24,7 +24,7 @@ from typing import Any
 from es_lightning.errors import ConfigError
 from es_lightning.tasks.arithmetic import ANSWER_MARK, answer_line
 from es_lightning.tasks.base import Score
-from es_lightning.tasks.countdown import evaluate, format_value, problem_key
+from es_lightning.tasks.countdown import evaluate, problem_key
 from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
 
@@ -222,7 +222,7 @@ class CountdownTiny(GeneratedTask):
     def score(self, completion: str, row: dict[str, Any]) -> Score:
         verdict, value = check(completion, row)
         valid = verdict in ("correct", "wrong_value")
-        answer = None if value is None else format_value(value)
+        answer = None if value is None else str(value)  # "7" or "7/2"
         return Score(
             reward=float(verdict == "correct"), answer=answer, extra={"valid_expression": float(valid)}
         )
