@@ -105,7 +105,8 @@ class Sandbox:
         if self.isolation == "bwrap":
             backend: isolation_.Backend | None = bwrap_backend(limits)
         else:
-            warn_process_isolation()
+            warn("Sandbox(isolation='process') is not a security boundary: model code can read and "
+                 "write the trainer's files, use the network and leave processes behind")  # fmt: skip
             backend = None
         tests, setup = [str(t) for t in tests], str(setup or "")
         try:
@@ -173,11 +174,6 @@ def _why(i: int, test: str, steps: Plan, values: list[object]) -> str:
 _BACKENDS: dict[tuple[str, str], isolation_.Backend | str] = {}
 """Probe results by (:data:`BWRAP`, ``PATH``): a working backend, or why none works."""
 _LOCK = threading.Lock()
-
-
-def warn_process_isolation() -> None:
-    warn("Sandbox(isolation='process') is not a security boundary: model code can read and write the "
-         "trainer's files, use the network and leave processes behind")  # fmt: skip
 
 
 def bwrap_backend(limits: isolation_.Limits) -> isolation_.Backend:
