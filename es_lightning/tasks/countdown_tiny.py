@@ -90,9 +90,7 @@ def worked_solution(nums: list[int], steps: tuple[Step, ...]) -> str:
 def extract_expression(completion: str) -> str | None:
     """The expression after the last ``A:`` (rule 1 of the module docstring), or ``None``."""
     line = answer_line(completion)
-    if line is None:
-        return None
-    return line.split("=", 1)[0].strip() or None
+    return None if line is None else line.split("=", 1)[0].strip() or None
 
 
 def _literals(expression: str) -> list[int]:
