@@ -89,10 +89,8 @@ def check_rewards(func: Callable, returned: Any, expected: int) -> list[float | 
     rewards = list(returned)
     if len(rewards) != expected:
         raise RewardFunctionError(f"{name} returned {len(rewards)} rewards for {expected} completions")
-    checked: list[float | None] = []
     for row, value in enumerate(rewards):
         if value is None:
-            checked.append(None)
             continue
         number = _as_float(value)
         if number is None:
@@ -105,8 +103,8 @@ def check_rewards(func: Callable, returned: Any, expected: int) -> list[float | 
                 f"{name} returned {number} on row {row}; rewards must be finite numbers (None where "
                 "the function does not apply)"
             )
-        checked.append(number)
-    return checked
+        rewards[row] = number
+    return rewards
 
 
 def _failing_row(
