@@ -18,14 +18,12 @@ from typing import Any
 
 import yaml
 
-from es_lightning.errors import ConfigError, find_config_error
+from es_lightning.errors import USER_ERROR_STATUS, ConfigError, find_config_error
 from es_lightning.recipe_files import check_recipe_files
 from es_lightning.training.stage_args import STAGE_ARG, expand_stage_args
 
 DEBUG_ENV = "ES_LIGHTNING_DEBUG"
 """``ES_LIGHTNING_DEBUG=1`` is ``--debug``: errors in the settings show their traceback."""
-USER_ERROR_STATUS = 2
-"""Exit status of a run refused for a wrong setting, path or data file (as for a parse error)."""
 ENGINE_ERROR_STATUS = 1
 """Exit status of a run ended by its rollout engine (a call past its timeout, engine processes
 that died); a run stopped by SIGTERM/SIGINT exits with 128 + the signal's number."""
@@ -97,11 +95,6 @@ def build_parser(commands: Collection[str] = tuple(COMMANDS)) -> Any:
     return parser
 
 
-def requested_command(args: Sequence[str]) -> str | None:
-    """The subcommand a command line names: its first word that is one (``None``: none)."""
-    return next((a for a in args if a in COMMANDS), None)
-
-
 def _expand_stage_args(args: list[str]) -> list[str]:
     """The command line with a ``fit`` command's ``--stages.<name>.<key>`` arguments expanded."""
     at = next((i + 1 for i, a in enumerate(args) if a in COMMANDS), None)
@@ -138,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"es-lightning: error: {err}", file=sys.stderr)
         return USER_ERROR_STATUS
-    command = requested_command(args)
+    command = next((a for a in args if a in COMMANDS), None)  # the subcommand named
     parser = build_parser([command] if command else [])
     cfg = _parse(parser, args, debug)  # a parse error: one line (usage under --help), status 2
     from es_lightning.ranks import PeerRankError, exit_status

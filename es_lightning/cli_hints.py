@@ -10,6 +10,8 @@ from collections.abc import Callable
 from inspect import isabstract
 from typing import Any
 
+from es_lightning.console import one_line
+
 ALIASES: dict[str, dict[str, str]] = {
     "strategy": {
         "es": "es_lightning.strategies.ESStrategy",
@@ -116,15 +118,6 @@ def hinting_parser_class() -> type:
             sys.exit(2)
 
     return HintingArgumentParser
-
-
-def one_line(message: str) -> str:
-    r"""A multi-line parse error as one line: its lines stripped and joined by spaces.
-
-    >>> one_line('Parser key "sigma":\n  Expected a <class \'float\'>. Got value: x')
-    'Parser key "sigma": Expected a <class \'float\'>. Got value: x'
-    """
-    return " ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
 def prepare_parsing() -> None:

@@ -23,7 +23,7 @@ def say(message: str, once: bool = False) -> None:
     if launched_rank() > 0 or (once and message in _said):
         return
     _said.add(message)
-    print(f"es-lightning: {_one_line(message)}", file=sys.stderr, flush=True)
+    print(f"es-lightning: {one_line(message)}", file=sys.stderr, flush=True)
 
 
 def warn(message: str, once: bool = True) -> None:
@@ -31,5 +31,10 @@ def warn(message: str, once: bool = True) -> None:
     say(f"warning: {message}", once=once)
 
 
-def _one_line(message: str) -> str:
-    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+def one_line(message: str) -> str:
+    r"""A multi-line message (a parse error) as one line: its lines stripped and joined by spaces.
+
+    >>> one_line('Parser key "sigma":\n  Expected a <class \'float\'>. Got value: x')
+    'Parser key "sigma": Expected a <class \'float\'>. Got value: x'
+    """
+    return " ".join(line.strip() for line in str(message).splitlines() if line.strip())

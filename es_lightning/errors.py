@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+USER_ERROR_STATUS = 2
+"""Exit status of a run refused for a wrong setting, path or data file (as for a parse error)."""
+
 
 class ConfigError(ValueError):
     """A setting, a path or an input file the user gave is invalid; the message says which and why."""

@@ -3,9 +3,11 @@ it turns rows into prompt token ids and scores the completions, knowing nothing 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import cached_property
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
@@ -156,24 +158,20 @@ class ReasoningModule(RecordsInit):
         flat_texts = [c.text for out in outputs for c in out.completions]
         flat_ids = [c.token_ids for out in outputs for c in out.completions]  # TRL's completion_ids
         flat = call_task_scores(self.task, flat_texts, flat_rows, flat_ids)  # a failure or a NaN: one line
-        scores, at = [], 0
-        for out in outputs:
-            scores.append(flat[at : at + len(out.completions)])
-            at += len(out.completions)
-        return scores
+        rest = iter(flat)
+        return [list(islice(rest, len(out.completions))) for out in outputs]
 
     def with_task(self, task: Task) -> ReasoningModule:
         """The same model and prompt format on another task (for held-out evaluation)."""
         if task is self.task:
             return self
-        clone = object.__new__(ReasoningModule)
-        clone.__dict__.update(self.__dict__)
+        clone = copy.copy(self)
         clone.task = task
         return clone
 
     def with_model(self, model: str) -> ReasoningModule:
         """The same task and prompt format (and tokenizer) on other weights."""
-        clone = object.__new__(ReasoningModule)
-        clone.__dict__.update({k: v for k, v in self.__dict__.items() if k != "tokenizer"})
+        clone = copy.copy(self)
+        clone.__dict__.pop("tokenizer", None)  # not shared: loaded again when used
         clone.model = str(model)
         return clone

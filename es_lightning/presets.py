@@ -366,16 +366,13 @@ for _name, _callbacks, _description in (
 
 
 # -- the fit parser -------------------------------------------------------------------------------
-EXPANSIONS: dict[str, tuple[Callable[[Any], Any], Registry[Any]]] = {
-    "evaluation": (expand_protocol, PROTOCOLS),
-    "callbacks": (expand_instruments, INSTRUMENT_SETS),
-}
-"""``{fit argument: (expand its value, the registry of its names)}``."""
-
-
 def accept_names(parser: Any) -> Any:
     """Let ``parser``'s ``evaluation`` and ``callbacks`` take names. Returns ``parser``."""
-    for dest, (expand, registry) in EXPANSIONS.items():
+    expansions: dict[str, tuple[Callable[[Any], Any], Registry[Any]]] = {
+        "evaluation": (expand_protocol, PROTOCOLS),
+        "callbacks": (expand_instruments, INSTRUMENT_SETS),
+    }
+    for dest, (expand, registry) in expansions.items():
         if not expand_names(parser, dest, expand, f"Names: {registry.describe()}."):
             raise ValueError(f"accept_names: the parser has no typed argument {dest!r}")
     return parser

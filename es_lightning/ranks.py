@@ -14,10 +14,9 @@ from contextlib import contextmanager
 
 import torch
 
-from es_lightning.errors import find_config_error
+from es_lightning.errors import USER_ERROR_STATUS, find_config_error
 
-USER_ERROR_STATUS = 2  # a ConfigError: yours to fix, said in one line
-FAILURE_STATUS = 1  # anything else: a traceback
+FAILURE_STATUS = 1  # anything but a ConfigError (USER_ERROR_STATUS): a traceback
 _SHARED = "_es_lightning_shared_by_ranks"
 
 
@@ -27,11 +26,6 @@ class PeerRankError(RuntimeError):
     def __init__(self, rank: int, status: int) -> None:
         super().__init__(f"rank {rank} failed (its error is printed by that rank); this rank stops with it")
         self.rank, self.status = rank, status
-
-
-def status_of(error: BaseException) -> int:
-    """The command's exit status for ``error``: 2 for a user error, else 1."""
-    return USER_ERROR_STATUS if find_config_error(error) is not None else FAILURE_STATUS
 
 
 @contextmanager
@@ -50,9 +44,8 @@ def fail_together() -> Iterator[None]:
         error = err
     rank = dist.get_rank()
     device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
-    mine = torch.tensor(
-        [float(status_of(error)) if error else 0.0, float(world - rank) if error else 0.0], device=device
-    )
+    status = 0 if error is None else USER_ERROR_STATUS if find_config_error(error) else FAILURE_STATUS
+    mine = torch.tensor([float(status), float(world - rank) if error else 0.0], device=device)
     dist.all_reduce(mine, op=dist.ReduceOp.MAX)
     status, first = int(mine[0].item()), world - int(mine[1].item())
     if error is not None:

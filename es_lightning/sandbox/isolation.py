@@ -17,6 +17,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,16 +180,12 @@ def _run_bwrap(backend: Backend, fds: dict[str, int], limits: Limits) -> tuple[b
         # Kill the sandbox's pid 1, and with it every process in its pid namespace: on timeout, and
         # also after a normal exit, as bwrap may exit before its pid 1 has finished tearing down.
         if init_fd >= 0:
-            try:
+            with suppress(ProcessLookupError):
                 signal.pidfd_send_signal(init_fd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             select.select([init_fd], [], [], 5.0)  # readable once it (so the namespace) is gone
         elif not exited and init_pid > 0 and not _exited(proc):  # bwrap has not reaped it: still its pid
-            try:
+            with suppress(ProcessLookupError):
                 os.kill(init_pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if not exited:
             _wait(proc, time.monotonic() + 5.0)
         _kill_group(proc)
@@ -226,9 +223,8 @@ def _read_info(fd: int, deadline: float) -> dict[str, Any]:
 
 def _wait(proc: subprocess.Popen, deadline: float) -> bool:
     """Wait until ``proc`` exits (without reaping it) or ``deadline``; whether it exited."""
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # no pidfds: poll
+    pidfd = _pidfd(proc.pid)
+    if pidfd < 0:  # no pidfds: poll
         while time.monotonic() < deadline:
             if _exited(proc):
                 return True
@@ -246,10 +242,8 @@ def _exited(proc: subprocess.Popen) -> bool:
 
 def _kill_group(proc: subprocess.Popen) -> None:
     """``SIGKILL`` ``proc``'s process group (its own session), then reap it."""
-    try:
+    with suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     proc.wait()
 
 

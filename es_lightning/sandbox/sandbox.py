@@ -105,7 +105,8 @@ class Sandbox:
         if self.isolation == "bwrap":
             backend: isolation_.Backend | None = bwrap_backend(limits)
         else:
-            warn_process_isolation()
+            warn("Sandbox(isolation='process') is not a security boundary: model code can read and "
+                 "write the trainer's files, use the network and leave processes behind")  # fmt: skip
             backend = None
         tests, setup = [str(t) for t in tests], str(setup or "")
         try:
@@ -173,18 +174,6 @@ def _why(i: int, test: str, steps: Plan, values: list[object]) -> str:
 _BACKENDS: dict[tuple[str, str], isolation_.Backend | str] = {}
 """Probe results by (:data:`BWRAP`, ``PATH``): a working backend, or why none works."""
 _LOCK = threading.Lock()
-_WARNED: set[str] = set()
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _WARNED:
-        _WARNED.add(key)
-        warn(message, once=False)  # once per key: es-lightning: warning: <message>
-
-
-def warn_process_isolation() -> None:
-    _warn_once("process", "Sandbox(isolation='process') is not a security boundary: model code can read "
-               "and write the trainer's files, use the network and leave processes behind")  # fmt: skip
 
 
 def bwrap_backend(limits: isolation_.Limits) -> isolation_.Backend:
@@ -219,6 +208,6 @@ def bwrap_backend(limits: isolation_.Limits) -> isolation_.Backend:
             "is not a security boundary."
         )
     if not result.mapped and os.geteuid() == 0:
-        _warn_once("nproc", "Sandbox: bwrap maps the sandbox user to root here, so RLIMIT_NPROC is "
-                   "not enforced (the kernel exempts root); the process count is unlimited")  # fmt: skip
+        warn("Sandbox: bwrap maps the sandbox user to root here, so RLIMIT_NPROC is not enforced (the "
+             "kernel exempts root); the process count is unlimited")  # fmt: skip
     return result

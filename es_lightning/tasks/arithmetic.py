@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from es_lightning.errors import ConfigError
-from es_lightning.tasks.base import Score
+from es_lightning.tasks.base import SPLITS, Score
 from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
 
@@ -86,9 +86,7 @@ class Arithmetic(GeneratedTask):
     ) -> None:
         self.check_at_least(max_number=(max_number, 1))
         super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test, seed=seed, **kwargs)
-        sizes = {"n_train": (n_train, self.train), "n_validation": (n_validation, self.validation)}
-        sizes["n_test"] = (n_test, self.test)
-        generated = {arg: n for arg, (n, source) in sizes.items() if source is None}
+        generated = {f"n_{split}": self.split_size(split) for split in SPLITS if self.source(split) is None}
         if sum(generated.values()) > max_number**3:
             raise ConfigError(
                 f"arithmetic: {sum(generated.values())} generated problems ({' + '.join(generated)}) "

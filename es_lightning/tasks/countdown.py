@@ -66,11 +66,6 @@ def evaluate(expression: str, nums: list[int]) -> Fraction:
     return result
 
 
-def format_value(value: Fraction) -> str:
-    """An exact value as majority vote compares it: ``"7"`` or ``"7/2"``."""
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-
-
 def problem_key(row: dict[str, Any]) -> tuple[tuple[int, ...], int]:
     """What makes two problems the same: the sorted numbers and the target."""
     return tuple(sorted(int(n) for n in row["nums"])), int(row["target"])
@@ -169,4 +164,4 @@ class Countdown(GeneratedTask):
             value = evaluate(expression, [int(n) for n in row["nums"]])
         except (ValueError, ZeroDivisionError, RecursionError):
             return Score(reward=0.0, answer=None)
-        return Score(reward=float(value == int(row["target"])), answer=format_value(value))
+        return Score(reward=float(value == int(row["target"])), answer=str(value))  # "7" or "7/2"

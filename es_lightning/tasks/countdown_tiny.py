@@ -24,7 +24,7 @@ from typing import Any
 from es_lightning.errors import ConfigError
 from es_lightning.tasks.arithmetic import ANSWER_MARK, answer_line
 from es_lightning.tasks.base import Score
-from es_lightning.tasks.countdown import evaluate, format_value, problem_key
+from es_lightning.tasks.countdown import evaluate, problem_key
 from es_lightning.tasks.families import GeneratedTask
 from es_lightning.tasks.registry import register_task
 
@@ -90,9 +90,7 @@ def worked_solution(nums: list[int], steps: tuple[Step, ...]) -> str:
 def extract_expression(completion: str) -> str | None:
     """The expression after the last ``A:`` (rule 1 of the module docstring), or ``None``."""
     line = answer_line(completion)
-    if line is None:
-        return None
-    return line.split("=", 1)[0].strip() or None
+    return None if line is None else line.split("=", 1)[0].strip() or None
 
 
 def _literals(expression: str) -> list[int]:
@@ -222,7 +220,7 @@ class CountdownTiny(GeneratedTask):
     def score(self, completion: str, row: dict[str, Any]) -> Score:
         verdict, value = check(completion, row)
         valid = verdict in ("correct", "wrong_value")
-        answer = None if value is None else format_value(value)
+        answer = None if value is None else str(value)  # "7" or "7/2"
         return Score(
             reward=float(verdict == "correct"), answer=answer, extra={"valid_expression": float(valid)}
         )

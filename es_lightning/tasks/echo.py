@@ -52,13 +52,12 @@ class Echo(GeneratedTask):
     ) -> None:
         if not 0 <= format_weight <= 1:
             raise ConfigError(f"echo: format_weight must be in [0, 1], got {format_weight}")
-        self.format_weight = format_weight
         if length < 1 or n_train < 1 or n_test < 1:
             raise ConfigError(
                 f"echo: length, n_train and n_test must be >= 1, got {length}, {n_train}, {n_test}"
             )
         super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test, seed=seed, **kwargs)
-        self.length = length
+        self.length, self.format_weight = length, format_weight
 
     def generate_split(self, split: str) -> list[dict[str, Any]]:
         skip: set[str] = set()

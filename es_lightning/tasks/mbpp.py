@@ -26,11 +26,7 @@ def extract_code(completion: str) -> str:
     """The program in ``completion`` (extraction rules of the module docstring)."""
     blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(completion)]
     python = [body for lang, body in blocks if lang in _PYTHON_TAGS]
-    if python:
-        return python[-1]
-    if blocks:
-        return blocks[-1][1]
-    return completion
+    return (python or [body for _, body in blocks] or [completion])[-1]
 
 
 def _as_list(value: Any, column: str) -> list[str]:

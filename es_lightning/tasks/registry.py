@@ -33,8 +33,6 @@ def _path(cls: type) -> str:
 
 def get_task(name: str, **kwargs: Any) -> Task:
     """A new instance of the task registered as ``name`` (UnknownNameError listing the known ones)."""
-    try:
-        cls = TASKS[name]
-    except KeyError:
-        raise UnknownNameError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}") from None
-    return cls(**kwargs)
+    if name not in TASKS:
+        raise UnknownNameError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
+    return TASKS[name](**kwargs)

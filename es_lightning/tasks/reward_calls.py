@@ -29,26 +29,23 @@ def describe(func: Callable) -> str:
     return f"{module}.{name}" if module and module not in ("builtins", "__main__") else name
 
 
-def _source_file(func: Callable) -> str | None:
-    try:
-        target = func if inspect.isroutine(func) else type(func)
-        return inspect.getsourcefile(inspect.unwrap(target))
-    except TypeError:
-        return None
-
-
 def where(func: Callable, error: BaseException | None = None) -> str:
     """``file:line`` where ``error`` raised in ``func``'s file, else of ``func``'s definition."""
-    file = _source_file(func)
-    if error is not None and file is not None:
-        frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == file]
-        if frames:
-            return f"{file}:{frames[-1].lineno}"
+    target = inspect.unwrap(func if inspect.isroutine(func) else type(func))
     try:
-        target = inspect.unwrap(func if inspect.isroutine(func) else type(func))
-        return f"{file}:{inspect.getsourcelines(target)[1]}" if file else "<unknown>"
+        file = inspect.getsourcefile(target)
+    except TypeError:  # a builtin
+        file = None
+    if file is None:
+        return "<unknown>"
+    frames = [] if error is None else traceback.extract_tb(error.__traceback__)
+    lines = [frame.lineno for frame in frames if frame.filename == file]
+    if lines:
+        return f"{file}:{lines[-1]}"
+    try:
+        return f"{file}:{inspect.getsourcelines(target)[1]}"
     except (OSError, TypeError):
-        return file or "<unknown>"
+        return file
 
 
 def call_reward_function(
@@ -92,10 +89,8 @@ def check_rewards(func: Callable, returned: Any, expected: int) -> list[float | 
     rewards = list(returned)
     if len(rewards) != expected:
         raise RewardFunctionError(f"{name} returned {len(rewards)} rewards for {expected} completions")
-    checked: list[float | None] = []
     for row, value in enumerate(rewards):
         if value is None:
-            checked.append(None)
             continue
         number = _as_float(value)
         if number is None:
@@ -108,8 +103,8 @@ def check_rewards(func: Callable, returned: Any, expected: int) -> list[float | 
                 f"{name} returned {number} on row {row}; rewards must be finite numbers (None where "
                 "the function does not apply)"
             )
-        checked.append(number)
-    return checked
+        rewards[row] = number
+    return rewards
 
 
 def _failing_row(
@@ -122,7 +117,7 @@ def _failing_row(
     """The first row on which ``func`` alone raises, or ``None``."""
     if len(prompts) <= 1:
         return 0 if prompts else None
-    quiet = {**given, **{k: _nothing for k in ("log_extra", "log_metric") if k in given}}
+    quiet = {**given, **{k: lambda *a, **kw: None for k in ("log_extra", "log_metric") if k in given}}
 
     def call_one(i: int) -> None:
         ids = {"completion_ids": [given["completion_ids"][i]]} if "completion_ids" in given else {}
@@ -146,10 +141,6 @@ def _raised(name: str, err: Exception, at: str) -> RewardFunctionError:
     """The one-line error for user code ``name`` that raised ``err`` (``at``: on which row)."""
     message = str(err).splitlines()[0] if str(err) else ""
     return RewardFunctionError(f"{name} raised {type(err).__name__}: {message}{at}")
-
-
-def _nothing(*args: Any, **kwargs: Any) -> None:
-    return None
 
 
 def required_parameters(func: Callable) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from es_lightning import console
 from es_lightning.sandbox import isolation as sandbox_isolation
 from es_lightning.sandbox import sandbox as sandbox_module
 from es_lightning.sandbox.sandbox import Sandbox, SandboxUnavailableError
@@ -221,7 +222,7 @@ def add(a, b):
     try:
         attack(snippet)
         assert not accepted
-        sandbox_module._WARNED.discard("process")
+        console._said.clear()  # the warning is said once per process: say it again
         capsys.readouterr()
         control = Sandbox(isolation="process").run(snippet, ADD_TESTS)
         assert "es-lightning: warning: Sandbox(isolation='process') is not a security boundary" in (
@@ -253,7 +254,7 @@ def test_missing_bwrap_fails_closed_and_process_isolation_still_works(monkeypatc
 
     with pytest.raises(SandboxUnavailableError):
         MBPP().score(f"```python\n{CORRECT_ADD}```", {"text": "t", "test_list": ADD_TESTS})
-    monkeypatch.setattr(sandbox_module, "_WARNED", set())
+    monkeypatch.setattr(console, "_said", set())
     capsys.readouterr()
     result = Sandbox(isolation="process").run(CORRECT_ADD, ADD_TESTS)
     warned = [line for line in capsys.readouterr().err.splitlines() if "not a security boundary" in line]
@@ -264,7 +265,6 @@ def test_missing_bwrap_fails_closed_and_process_isolation_still_works(monkeypatc
 
 @pytest.mark.integration
 def test_process_isolation_keeps_the_protocol():
-    sandbox_module._WARNED.add("process")
     box = Sandbox(isolation="process")
     always_equal = "class E:\n    __eq__ = lambda s, o: True\ndef add(a, b):\n    return E()"
     assert box.run(always_equal, ADD_TESTS).passed == 0
