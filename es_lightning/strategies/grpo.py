@@ -174,8 +174,8 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
             if unexpected or [m for m in missing if not m.endswith("lm_head.weight")]:
                 raise KeyError(f"GRPO: {start} does not match the model ({missing[:3]}, {unexpected[:3]})")
         settings, lora = self.settings, self.settings.lora
-        if self.loss.beta > 0 and lora is None:
-            self.reference = _frozen_copy(model, fabric.device)
+        if self.loss.beta > 0 and lora is None:  # π_ref for the KL: a frozen copy of the start
+            self.reference = copy.deepcopy(model).eval().requires_grad_(False).to(fabric.device)
         if settings.gradient_checkpointing:
             model.gradient_checkpointing_enable()
             if lora is not None:  # frozen embeddings: checkpointed blocks must still pass gradients
@@ -368,18 +368,11 @@ class GRPOFSDPStrategy(_GRPO, FSDPStrategy):
         """The full weights gathered from the shards on every rank (a collective)."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-        if self.model is None:
-            raise RuntimeError("GRPO: call prepare(fabric, module, rollout, resume) first")
-        state = get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True))
         names = {_strip_fsdp_prefix(name) for name, _ in self._unwrapped().named_parameters()}
+        state = get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True))
         for key, value in state.items():
             if _strip_fsdp_prefix(key) in names and isinstance(value, torch.Tensor):  # (all are)
                 yield _strip_fsdp_prefix(key), value
-
-
-def _frozen_copy(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
-    """A copy of ``model`` on ``device`` in eval mode without gradients: π_ref for the KL (β > 0)."""
-    return copy.deepcopy(model).eval().requires_grad_(False).to(device)
 
 
 def _strip_fsdp_prefix(name: str) -> str:
