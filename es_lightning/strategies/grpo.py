@@ -295,12 +295,22 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
         rewards = groups.rewards  # (P, G)
         flat_groups = gather_values(self, (rewards.amax(1) == rewards.amin(1)).double())  # (P_all,)
         tokens = float(groups.batch.response_mask.sum(1).float().sum())
+
+        def reduce(x: float | torch.Tensor) -> float:  # the optimisation's statistics: means over ranks
+            return float(self.all_reduce(torch.tensor(float(x), device=self.root_device), reduce_op="mean"))
+
         return {
             **reward_metrics(per_response[:, 0]),
             **response_metrics(per_response[:, 1], per_response[:, 2]),
             **function_reward_metrics(per_response[:, 3:], names),
             "grpo/zero_std_frac": float(flat_groups.mean()),
-            **self._update_metrics(stats, groups.advantages),
+            "train/entropy": reduce(stats["entropy"]),
+            "train/loss": reduce(stats["loss"]),
+            "grpo/clip_frac": reduce(stats["clip_frac"]),
+            "grpo/kl": reduce(stats["kl"]),
+            "grpo/adv_std": reduce(groups.advantages.std(unbiased=False)),
+            "grpo/grad_norm": reduce(stats["grad_norm"]),
+            "train/lr": stats["lr"],  # the learning rate as it is
             "time/tokens_per_s": tokens / max(groups.timings["generate"], 1e-9),
             **{f"time/{k}": v for k, v in groups.timings.items()},
         }
@@ -327,22 +337,6 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
             max_grad_norm=settings.max_grad_norm,
             reference=self.reference,
         )
-
-    def _update_metrics(self, stats: dict[str, float], advantages: torch.Tensor) -> dict[str, float]:
-        """The optimisation's statistics, each a mean over the ranks (the learning rate as it is)."""
-
-        def reduce(x: float | torch.Tensor) -> float:  # mean over ranks
-            return float(self.all_reduce(torch.tensor(float(x), device=self.root_device), reduce_op="mean"))
-
-        return {
-            "train/entropy": reduce(stats["entropy"]),
-            "train/loss": reduce(stats["loss"]),
-            "grpo/clip_frac": reduce(stats["clip_frac"]),
-            "grpo/kl": reduce(stats["kl"]),
-            "grpo/adv_std": reduce(advantages.std(unbiased=False)),
-            "grpo/grad_norm": reduce(stats["grad_norm"]),
-            "train/lr": stats["lr"],
-        }
 
 
 class GRPOStrategy(_GRPO, DDPStrategy):

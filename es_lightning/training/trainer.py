@@ -114,20 +114,26 @@ class Trainer:
             if cfg.max_steps is not None
             else steps_for_epochs(len(rows), cfg.batch_size, cfg.epochs)
         )
-        if isinstance(self.strategy, ReasoningStrategy):
-            self.strategy.total_updates = max_steps  # learning-rate schedules run over the run's length
+        # a strategy given by name is checked when Fabric builds it (require_strategy)
+        strategy = self.strategy if isinstance(self.strategy, ReasoningStrategy) else None
+        if strategy is not None:
+            strategy.total_updates = max_steps  # learning-rate schedules run over the run's length
         resume_path = resolve_resume(cfg.resume, self.output_dir)
         resume = Checkpoint(resume_path) if resume_path is not None else None
-        if resume is not None:  # before any engine starts: a changed setting would not continue the run
-            self._check_resume(resume)
+        if resume is not None and strategy is not None:  # before any engine starts: settings must match
+            allowed = check_resume_compatible(
+                resume, strategy.strategy_name, strategy.hparams(), cfg, task_name=self.module.task.name
+            )
+            for change in allowed:
+                rank_zero_info(f"trainer.resume: allowed change {change}")
         evaluates_after = bool(cfg.eval_after and self.evaluation is not None and self.eval_tasks)
         finished = finished_message(resume, max_steps, self.output_dir, evaluates_after)
         if finished is not None:  # resuming a finished run changes nothing
             say(finished)
             return self.results
 
-        if isinstance(self.strategy, ReasoningStrategy):  # the last check before any engine starts
-            self.strategy.check_rollout(self.rollout)
+        if strategy is not None:  # the last check before any engine starts
+            strategy.check_rollout(self.rollout)
         fabric = self._launch(resume)
         stop = StopSignals()
         with stop, stop.deferred() if fabric.world_size > 1 else nullcontext():
@@ -277,17 +283,6 @@ class Trainer:
                 f"done; {self.output_dir}: metrics.jsonl, tensorboard/ "
                 f"(tensorboard --logdir {self.output_dir}), eval/, trained model {latest}"
             )
-
-    def _check_resume(self, resume: Checkpoint) -> None:
-        """Refuse a resume whose settings differ from the checkpoint's (``resume_allow_changes``)."""
-        strategy = self.strategy
-        if not isinstance(strategy, ReasoningStrategy):
-            return  # a strategy given by name is checked when Fabric builds it (require_strategy)
-        allowed = check_resume_compatible(
-            resume, strategy.strategy_name, strategy.hparams(), self.config, task_name=self.module.task.name
-        )
-        for change in allowed:
-            rank_zero_info(f"trainer.resume: allowed change {change}")
 
     def _stop_cleanly(self, stopped: RunInterrupted) -> None:
         """After a signal: checkpoint the last finished update, close the loggers, say where it is."""
