@@ -165,11 +165,11 @@ def _print_pipeline_table(output_dir: Path, names: list[str]) -> None:
     """The starting model's evaluation next to each stage's (read from the stages' ``eval/``)."""
     import json
 
-    from es_lightning.training.eval_sets import print_columns
+    from es_lightning.evaluation.columns import print_table
 
     files = {"before": output_dir / f"stage1_{names[0]}" / "eval" / "before.json"}
     for i, name in enumerate(names):
         files[f"after {name}"] = output_dir / f"stage{i + 1}_{name}" / "eval" / "after.json"
     columns = {label: json.loads(f.read_text()) for label, f in files.items() if f.is_file()}
     if "before" in columns and len(columns) > 1:
-        print_columns(columns)
+        print_table(columns)

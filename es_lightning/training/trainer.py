@@ -39,6 +39,7 @@ from es_lightning.checkpoint import (
 from es_lightning.checkpoint_space import check_checkpoint_space
 from es_lightning.console import launched_rank, say
 from es_lightning.errors import ConfigError
+from es_lightning.evaluation.columns import print_table
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import Rollout
@@ -48,7 +49,7 @@ from es_lightning.tasks.reward_context import reward_context
 from es_lightning.training.batches import batch_rows, steps_for_epochs
 from es_lightning.training.callbacks import callbacks_state, check_callbacks, load_callbacks_state
 from es_lightning.training.config import TrainerConfig
-from es_lightning.training.eval_sets import EvalSet, evaluate_sets, load_eval_sets, print_before_after
+from es_lightning.training.eval_sets import EvalSet, evaluate_sets, load_eval_sets
 from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorboard_logger, truncate_metrics
 from es_lightning.training.model_card import write_model_card
 from es_lightning.training.resume import check_resume_compatible, finished_message
@@ -271,7 +272,7 @@ class Trainer:
         if self.config.eval_after and self.evaluation is not None:
             self.results["after"] = self.evaluate(eval_sets, tag="after")
             if fabric.is_global_zero and "before" in self.results:
-                print_before_after(self.results["before"], self.results["after"])
+                print_table(self.results, difference="change")  # {before, after}
         self._call("on_fit_end", trainer=self, results=self.results)
         for logger in fabric.loggers:
             logger.finalize("success")
