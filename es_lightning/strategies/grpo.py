@@ -25,7 +25,7 @@ import copy
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import torch
 from lightning.fabric.strategies.ddp import DDPStrategy
@@ -175,7 +175,8 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
                 raise KeyError(f"GRPO: {start} does not match the model ({missing[:3]}, {unexpected[:3]})")
         settings, lora = self.settings, self.settings.lora
         if self.loss.beta > 0 and lora is None:  # π_ref for the KL: a frozen copy of the start
-            self.reference = copy.deepcopy(model).eval().requires_grad_(False).to(fabric.device)
+            frozen = copy.deepcopy(cast(torch.nn.Module, model))  # a plain module: HF types .to its own way
+            self.reference = frozen.eval().requires_grad_(False).to(fabric.device)
         if settings.gradient_checkpointing:
             model.gradient_checkpointing_enable()
             if lora is not None:  # frozen embeddings: checkpointed blocks must still pass gradients
@@ -362,8 +363,10 @@ class GRPOFSDPStrategy(_GRPO, FSDPStrategy):
         """The full weights gathered from the shards on every rank (a collective)."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-        names = {_strip_fsdp_prefix(name) for name, _ in self._unwrapped().named_parameters()}
+        if self.model is None:
+            raise RuntimeError("GRPO: call prepare(fabric, module, rollout, resume) first")
         state = get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True))
+        names = {_strip_fsdp_prefix(name) for name, _ in self._unwrapped().named_parameters()}
         for key, value in state.items():
             if _strip_fsdp_prefix(key) in names and isinstance(value, torch.Tensor):  # (all are)
                 yield _strip_fsdp_prefix(key), value
