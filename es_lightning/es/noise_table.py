@@ -9,6 +9,7 @@ than the table.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -48,7 +49,7 @@ class NoiseTable:
 
     def slice(self, seed: int, name: str, shape: Sequence[int] | torch.Size) -> torch.Tensor:
         """ε of ``name`` under ``seed``: a read-only view of the table, or a copy where it wraps."""
-        numel = _numel(shape)
+        numel = math.prod(int(d) for d in shape)
         if numel > self.size:
             raise ValueError(f"NoiseTable: {name!r} has {numel} numbers, more than the table's {self.size}")
         start = self.offset(seed, name)
@@ -60,7 +61,7 @@ class NoiseTable:
 
 def check_table_size(size: int, shapes: Mapping[str, Sequence[int]]) -> None:
     """Refuse a table smaller than the largest tensor of ``shapes`` (its ε would repeat itself)."""
-    numels = {name: _numel(shape) for name, shape in shapes.items()}
+    numels = {name: math.prod(int(d) for d in shape) for name, shape in shapes.items()}
     if numels:
         largest = max(numels, key=lambda n: numels[n])
         if numels[largest] > size:
@@ -78,10 +79,3 @@ def noise_table(size: int, device: torch.device | str | None = None) -> NoiseTab
     if key not in _tables:
         _tables[key] = NoiseTable(size, device)
     return _tables[key]
-
-
-def _numel(shape: Sequence[int]) -> int:
-    numel = 1
-    for dim in shape:
-        numel *= int(dim)
-    return numel

@@ -44,13 +44,6 @@ def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     return log_ratio.exp() - log_ratio - 1.0
 
 
-def _check_same_shape(name: str, x: torch.Tensor, shape: torch.Size) -> None:
-    if x.shape != shape:
-        raise ValueError(
-            f"grpo_loss: {name} must have the shape of logp {tuple(shape)}, got {tuple(x.shape)}"
-        )
-
-
 def grpo_loss(
     logp: torch.Tensor,
     old_logp: torch.Tensor,
@@ -113,30 +106,25 @@ def _check_arguments(
     """The tensors' shapes and the normalisers of one :func:`grpo_loss` call."""
     if logp.ndim != 2:
         raise ValueError(f"grpo_loss: logp must have shape (B, T), got {tuple(logp.shape)}")
-    _check_same_shape("old_logp", old_logp, logp.shape)
-    _check_same_shape("mask", mask, logp.shape)
-    if ref_logp is not None:
-        _check_same_shape("ref_logp", ref_logp, logp.shape)
+    for name, x in (("old_logp", old_logp), ("mask", mask), ("ref_logp", ref_logp)):
+        if x is not None and x.shape != logp.shape:
+            raise ValueError(
+                f"grpo_loss: {name} must have the shape of logp {tuple(logp.shape)}, got {tuple(x.shape)}"
+            )
     if advantages.shape != logp.shape[:1]:
         raise ValueError(
             f"grpo_loss: advantages must have shape (B,) = {tuple(logp.shape[:1])}, got {tuple(advantages.shape)}"
         )
-    if num_tokens is not None and not num_tokens > 0:
-        raise ValueError(f"grpo_loss: num_tokens must be > 0, got {num_tokens}")
-    if num_sequences is not None and not num_sequences > 0:
-        raise ValueError(f"grpo_loss: num_sequences must be > 0, got {num_sequences}")
+    for name, n in (("num_tokens", num_tokens), ("num_sequences", num_sequences)):
+        if n is not None and not n > 0:
+            raise ValueError(f"grpo_loss: {name} must be > 0, got {n}")
 
 
 def _check_settings(
     clip_eps: float, clip_eps_high: float | None, beta: float, aggregation: str, has_reference: bool
 ) -> None:
     """ε, ε_high, β and the aggregation of one call, by :class:`GRPOLoss`'s rules."""
-    values = {
-        "clip_eps": clip_eps,
-        "clip_eps_high": clip_eps_high,
-        "beta": beta,
-        "loss_aggregation": aggregation,
-    }
+    values = dict(clip_eps=clip_eps, clip_eps_high=clip_eps_high, beta=beta, loss_aggregation=aggregation)
     bad = invalid_settings(values, GRPOLoss)
     if bad:
         raise ValueError(f"grpo_loss: invalid {'; '.join(bad)}")

@@ -86,17 +86,9 @@ def build_tiny_model(
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
+    shape = {k: v for k, v in asdict(config).items() if k != "seed"}  # Qwen2Config's names
     model_config = Qwen2Config(
-        vocab_size=vocab_size or len(tokenizer),
-        hidden_size=config.hidden_size,
-        intermediate_size=config.intermediate_size,
-        num_hidden_layers=config.num_hidden_layers,
-        num_attention_heads=config.num_attention_heads,
-        num_key_value_heads=config.num_key_value_heads,
-        max_position_embeddings=config.max_position_embeddings,
-        tie_word_embeddings=True,
-        dtype=dtype,
-        **ids,
+        vocab_size=vocab_size or len(tokenizer), tie_word_embeddings=True, dtype=dtype, **shape, **ids
     )
     device = torch.device(init_device)
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), device:

@@ -11,33 +11,12 @@ from typing import Any
 from es_lightning.errors import ConfigError
 
 RESERVED_GENERATION_KWARGS = frozenset(
-    {
-        # the sampling settings themselves, under either backend's name
-        "n",
-        "num_return_sequences",
-        "temperature",
-        "do_sample",
-        "top_p",
-        "top_k",
-        "min_p",
-        "repetition_penalty",
-        "max_tokens",
-        "max_new_tokens",
-        "seed",
-        "stop",
-        "stop_strings",
-        "logprobs",
-        "output_logits",
-        # what the rollouts pass themselves
-        "input_ids",
-        "attention_mask",
-        "pad_token_id",
-        "eos_token_id",
-        "return_dict_in_generate",
-        "logits_processor",
-        "tokenizer",
-        "prompt_logprobs",
-    }
+    # the sampling settings themselves, under either backend's name
+    "n num_return_sequences temperature do_sample top_p top_k min_p repetition_penalty max_tokens "
+    "max_new_tokens seed stop stop_strings logprobs output_logits "
+    # what the rollouts pass themselves
+    "input_ids attention_mask pad_token_id eos_token_id return_dict_in_generate logits_processor "
+    "tokenizer prompt_logprobs".split()
 )
 """Keys ``generation_kwargs`` may not hold: a first-class setting or a rollout's own argument."""
 

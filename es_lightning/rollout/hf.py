@@ -280,17 +280,12 @@ def _generate_kwargs(sampling: SamplingConfig, pad_id: int, eos: list[int], gree
         eos_token_id=eos,
         return_dict_in_generate=True,
         output_logits=sampling.logprobs,
+        temperature=None if greedy else sampling.temperature,
+        top_p=None if greedy else sampling.top_p,
+        top_k=None if greedy else sampling.top_k,  # 0: every token
+        min_p=None if greedy else sampling.min_p or None,
+        repetition_penalty=sampling.repetition_penalty,  # 1.0: off; greedy too
     )
-    if not greedy:
-        kwargs.update(
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            top_k=sampling.top_k,  # 0: every token
-            min_p=sampling.min_p or None,
-        )
-    else:
-        kwargs.update(temperature=None, top_p=None, top_k=None, min_p=None)
-    kwargs.update(repetition_penalty=sampling.repetition_penalty)  # 1.0: off; greedy too
     if sampling.generation_kwargs:
         from transformers import GenerationConfig
 

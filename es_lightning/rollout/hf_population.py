@@ -140,7 +140,6 @@ def population_hooks(
             if name not in factors:  # a tied tensor: one set of factors
                 device = cast(torch.Tensor, module.weight).device
                 factors[name] = noise.member_factors(members, name, master[name].shape, sigma, device, dtype)
-                factors[name] = tuple(f.to(device) for f in factors[name])  # type: ignore[assignment]
             make = _embedding_hook if isinstance(module, nn.Embedding) else _linear_hook
             handles.append(module.register_forward_hook(make(*factors[name])))
         yield

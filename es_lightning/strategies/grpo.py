@@ -25,7 +25,7 @@ import copy
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import torch
 from lightning.fabric.strategies.ddp import DDPStrategy
@@ -174,8 +174,9 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
             if unexpected or [m for m in missing if not m.endswith("lm_head.weight")]:
                 raise KeyError(f"GRPO: {start} does not match the model ({missing[:3]}, {unexpected[:3]})")
         settings, lora = self.settings, self.settings.lora
-        if self.loss.beta > 0 and lora is None:
-            self.reference = _frozen_copy(model, fabric.device)
+        if self.loss.beta > 0 and lora is None:  # π_ref for the KL: a frozen copy of the start
+            frozen = copy.deepcopy(cast(torch.nn.Module, model))  # a plain module: HF types .to its own way
+            self.reference = frozen.eval().requires_grad_(False).to(fabric.device)
         if settings.gradient_checkpointing:
             model.gradient_checkpointing_enable()
             if lora is not None:  # frozen embeddings: checkpointed blocks must still pass gradients
@@ -295,12 +296,22 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
         rewards = groups.rewards  # (P, G)
         flat_groups = gather_values(self, (rewards.amax(1) == rewards.amin(1)).double())  # (P_all,)
         tokens = float(groups.batch.response_mask.sum(1).float().sum())
+
+        def reduce(x: float | torch.Tensor) -> float:  # the optimisation's statistics: means over ranks
+            return float(self.all_reduce(torch.tensor(float(x), device=self.root_device), reduce_op="mean"))
+
         return {
             **reward_metrics(per_response[:, 0]),
             **response_metrics(per_response[:, 1], per_response[:, 2]),
             **function_reward_metrics(per_response[:, 3:], names),
             "grpo/zero_std_frac": float(flat_groups.mean()),
-            **self._update_metrics(stats, groups.advantages),
+            "train/entropy": reduce(stats["entropy"]),
+            "train/loss": reduce(stats["loss"]),
+            "grpo/clip_frac": reduce(stats["clip_frac"]),
+            "grpo/kl": reduce(stats["kl"]),
+            "grpo/adv_std": reduce(groups.advantages.std(unbiased=False)),
+            "grpo/grad_norm": reduce(stats["grad_norm"]),
+            "train/lr": stats["lr"],  # the learning rate as it is
             "time/tokens_per_s": tokens / max(groups.timings["generate"], 1e-9),
             **{f"time/{k}": v for k, v in groups.timings.items()},
         }
@@ -327,22 +338,6 @@ class _GRPO(ReasoningStrategy, ParallelStrategy):
             max_grad_norm=settings.max_grad_norm,
             reference=self.reference,
         )
-
-    def _update_metrics(self, stats: dict[str, float], advantages: torch.Tensor) -> dict[str, float]:
-        """The optimisation's statistics, each a mean over the ranks (the learning rate as it is)."""
-
-        def reduce(x: float | torch.Tensor) -> float:  # mean over ranks
-            return float(self.all_reduce(torch.tensor(float(x), device=self.root_device), reduce_op="mean"))
-
-        return {
-            "train/entropy": reduce(stats["entropy"]),
-            "train/loss": reduce(stats["loss"]),
-            "grpo/clip_frac": reduce(stats["clip_frac"]),
-            "grpo/kl": reduce(stats["kl"]),
-            "grpo/adv_std": reduce(advantages.std(unbiased=False)),
-            "grpo/grad_norm": reduce(stats["grad_norm"]),
-            "train/lr": stats["lr"],
-        }
 
 
 class GRPOStrategy(_GRPO, DDPStrategy):
@@ -375,11 +370,6 @@ class GRPOFSDPStrategy(_GRPO, FSDPStrategy):
         for key, value in state.items():
             if _strip_fsdp_prefix(key) in names and isinstance(value, torch.Tensor):  # (all are)
                 yield _strip_fsdp_prefix(key), value
-
-
-def _frozen_copy(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
-    """A copy of ``model`` on ``device`` in eval mode without gradients: π_ref for the KL (β > 0)."""
-    return copy.deepcopy(model).eval().requires_grad_(False).to(device)
 
 
 def _strip_fsdp_prefix(name: str) -> str:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from es_lightning.errors import ConfigError
-from es_lightning.evaluation.columns import print_table
 from es_lightning.evaluation.offline import strict_dumps
 from es_lightning.evaluation.runner import EvalConfig, EvalResult, evaluate_rows_sharded
 from es_lightning.evaluation.summary import AVERAGE_KEY, average_over_tasks, metric_names
@@ -103,13 +102,3 @@ def write_eval_outputs(
             curves[f.stem], problems[f.stem] = curve, data.get("n_prompts")
     path = eval_dir / f"pass_at_k_{task}.png"  # the noise band is the first evaluation's (before)
     plot_pass_at_k(curves, path, title=f"{task}: Pass@K", problems=problems)
-
-
-def print_before_after(before: dict[str, Any], after: dict[str, Any]) -> None:
-    """The ``before`` / ``after`` table with a ``change`` column (percentage points)."""
-    print_table({"before": before, "after": after}, difference="change")
-
-
-def print_columns(columns: dict[str, dict[str, Any]]) -> None:
-    """One column per evaluation, as :func:`~es_lightning.evaluation.columns.format_table` lays them out."""
-    print_table(columns)

@@ -20,17 +20,12 @@ METHODS = {
 }
 
 
-def _read_json(path: Path) -> Any:
+def _read(path: Path) -> Any:
+    """The parsed JSON or YAML file (by its suffix); ``None`` when it is absent or unreadable."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _read_yaml(path: Path) -> Any:
-    try:
-        return yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
+        text = path.read_text()
+        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError):
         return None
 
 
@@ -44,7 +39,7 @@ def _config_file(run_dir: Path) -> Path | None:
 
 def _pipeline_note(run_dir: Path) -> str:
     """`` (stage 2 of the pipeline es then grpo)`` for a pipeline stage's folder, else ``""``."""
-    plan = _read_json(run_dir.parent / "pipeline.json")
+    plan = _read(run_dir.parent / "pipeline.json")
     names = [str(stage.get("name")) for stage in (plan or {}).get("stages", []) if isinstance(stage, dict)]
     index = run_dir.name.removeprefix("stage").split("_")[0]
     return f" (stage {index} of the pipeline {' then '.join(names)})" if names and index.isdigit() else ""
@@ -64,7 +59,7 @@ def _block(value: Any) -> str:
 
 def evaluation_section(run_dir: Path) -> list[str]:
     """The card's before/after table, or a sentence saying there was no evaluation."""
-    before, after = (_read_json(run_dir / "eval" / f"{tag}.json") for tag in ("before", "after"))
+    before, after = (_read(run_dir / "eval" / f"{tag}.json") for tag in ("before", "after"))
     columns = {tag: data for tag, data in (("before", before), ("after", after)) if isinstance(data, dict)}
     if not columns:
         return ["The run wrote no evaluation (`evaluation: null` or `trainer.eval_after: false`)."]
@@ -89,12 +84,12 @@ def evaluation_section(run_dir: Path) -> list[str]:
 
 def card_text(checkpoint: Path, run_dir: Path) -> str:
     """The model card of ``checkpoint`` (a folder of ``run_dir``'s) as Markdown with YAML front matter."""
-    hparams = _read_yaml(checkpoint / "hparams.yaml") or {}
-    state = _read_json(checkpoint / "trainer_state.json") or {}
+    hparams = _read(checkpoint / "hparams.yaml") or {}
+    state = _read(checkpoint / "trainer_state.json") or {}
     strategy = dict(hparams.get("strategy") or {})
     method = str(strategy.pop("name", state.get("strategy", "unknown")))
     config_file = _config_file(run_dir)
-    config = _read_yaml(config_file) if config_file is not None else None
+    config = _read(config_file) if config_file is not None else None
     module = (config or {}).get("module") or {}
     module = module.get("init_args") or module
     task_config = module.get("task")

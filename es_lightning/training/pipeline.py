@@ -87,6 +87,7 @@ def run_pipeline(
     """Run the stages one after another; returns ``{stage_name: trainer results}``. ``shared``: what
     every stage's :class:`~es_lightning.training.trainer.Trainer` gets as it is (``evaluation``,
     ``eval_tasks``, ``callbacks``)."""
+    from es_lightning.training.trainer import Trainer
 
     names = stage_names(stages)
     if len(set(names)) != len(names):
@@ -110,62 +111,46 @@ def run_pipeline(
                 loggers=loggers,
                 **shared,
             )
-        return _run_stages(module, stages, names, budgets, rollout, config, hparams, loggers, shared)
-
-
-def _run_stages(
-    module: Any,
-    stages: list[Stage],
-    names: list[str],
-    budgets: list[int],
-    rollout: Any,
-    config: Any,
-    hparams: dict[str, Any] | None,
-    loggers: list[Any] | None,
-    shared: dict[str, Any],
-) -> dict[str, Any]:
-    from es_lightning.training.trainer import Trainer
-
-    _write_plan(Path(config.output_dir), names, budgets)
-    results: dict[str, Any] = {}
-    model, offset = module.model, config.data_offset
-    for i, (stage, name, steps) in enumerate(zip(stages, names, budgets)):
-        out = Path(config.output_dir) / f"stage{i + 1}_{name}"
-        done = newest_intact_checkpoint(out) if config.resume else None
-        if done is not None and Checkpoint(done).step >= steps:
-            model, offset = str(done), offset + steps
-            continue
-        earlier = sum(budgets[:i])  # the stage's updates follow these on the pipeline's axis
-        resumed_at = Checkpoint(done).step if done is not None else None
-        stage_cfg = replace(
-            config,
-            output_dir=str(out),
-            max_steps=steps,
-            data_offset=offset,
-            eval_before=config.eval_before and i == 0,
-            resume=done is not None,
-            overwrite=done is None,  # a stage not resumed starts over in its own folder
-        )
-        stage_module = module.with_model(model)
-        if stage.train_sampling is not None:
-            stage_module.train_sampling = stage.train_sampling
-        trainer = Trainer(
-            stage_module,
-            stage.strategy,
-            copy.deepcopy(rollout),
-            stage_cfg,
-            hparams={**(hparams or {}), "stage": {"index": i + 1, "name": name, "updates": steps}},
-            loggers=[
-                *(loggers or []),
-                tensorboard_logger(config.output_dir, _purge_step(i, earlier, resumed_at)),
-            ],
-            step_offset=earlier,
-            **shared,
-        )
-        results[name] = trainer.fit()
-        model, offset = str(latest_checkpoint(out)), offset + steps
-    _print_pipeline_table(Path(config.output_dir), names)
-    return results
+        _write_plan(Path(config.output_dir), names, budgets)
+        results: dict[str, Any] = {}
+        model, offset = module.model, config.data_offset
+        for i, (stage, name, steps) in enumerate(zip(stages, names, budgets)):
+            out = Path(config.output_dir) / f"stage{i + 1}_{name}"
+            done = newest_intact_checkpoint(out) if config.resume else None
+            if done is not None and Checkpoint(done).step >= steps:
+                model, offset = str(done), offset + steps
+                continue
+            earlier = sum(budgets[:i])  # the stage's updates follow these on the pipeline's axis
+            resumed_at = Checkpoint(done).step if done is not None else None
+            stage_cfg = replace(
+                config,
+                output_dir=str(out),
+                max_steps=steps,
+                data_offset=offset,
+                eval_before=config.eval_before and i == 0,
+                resume=done is not None,
+                overwrite=done is None,  # a stage not resumed starts over in its own folder
+            )
+            stage_module = module.with_model(model)
+            if stage.train_sampling is not None:
+                stage_module.train_sampling = stage.train_sampling
+            trainer = Trainer(
+                stage_module,
+                stage.strategy,
+                copy.deepcopy(rollout),
+                stage_cfg,
+                hparams={**(hparams or {}), "stage": {"index": i + 1, "name": name, "updates": steps}},
+                loggers=[
+                    *(loggers or []),
+                    tensorboard_logger(config.output_dir, _purge_step(i, earlier, resumed_at)),
+                ],
+                step_offset=earlier,
+                **shared,
+            )
+            results[name] = trainer.fit()
+            model, offset = str(latest_checkpoint(out)), offset + steps
+        _print_pipeline_table(Path(config.output_dir), names)
+        return results
 
 
 def _purge_step(index: int, earlier: int, resumed_at: int | None) -> int:
@@ -180,11 +165,11 @@ def _print_pipeline_table(output_dir: Path, names: list[str]) -> None:
     """The starting model's evaluation next to each stage's (read from the stages' ``eval/``)."""
     import json
 
-    from es_lightning.training.eval_sets import print_columns
+    from es_lightning.evaluation.columns import print_table
 
     files = {"before": output_dir / f"stage1_{names[0]}" / "eval" / "before.json"}
     for i, name in enumerate(names):
         files[f"after {name}"] = output_dir / f"stage{i + 1}_{name}" / "eval" / "after.json"
     columns = {label: json.loads(f.read_text()) for label, f in files.items() if f.is_file()}
     if "before" in columns and len(columns) > 1:
-        print_columns(columns)
+        print_table(columns)

@@ -23,17 +23,7 @@ def python_run_config(
     loggers: Any = None,
 ) -> dict[str, Any]:
     """The configuration ``es-lightning fit`` would have recorded for these objects."""
-    given = {
-        "module": module,
-        "strategy": strategy,
-        "stages": stages,
-        "rollout": rollout,
-        "trainer": trainer,
-        "evaluation": evaluation,
-        "eval_tasks": eval_tasks,
-        "callbacks": callbacks or None,
-        "loggers": loggers or None,
-    }
+    given = dict(locals(), callbacks=callbacks or None, loggers=loggers or None)  # in the signature's order
     return {key: to_config(value) for key, value in given.items()}
 
 

@@ -39,6 +39,7 @@ from es_lightning.checkpoint import (
 from es_lightning.checkpoint_space import check_checkpoint_space
 from es_lightning.console import launched_rank, say
 from es_lightning.errors import ConfigError
+from es_lightning.evaluation.columns import print_table
 from es_lightning.evaluation.runner import EvalConfig
 from es_lightning.module import ReasoningModule
 from es_lightning.rollout.base import Rollout
@@ -48,7 +49,7 @@ from es_lightning.tasks.reward_context import reward_context
 from es_lightning.training.batches import batch_rows, steps_for_epochs
 from es_lightning.training.callbacks import callbacks_state, check_callbacks, load_callbacks_state
 from es_lightning.training.config import TrainerConfig
-from es_lightning.training.eval_sets import EvalSet, evaluate_sets, load_eval_sets, print_before_after
+from es_lightning.training.eval_sets import EvalSet, evaluate_sets, load_eval_sets
 from es_lightning.training.loggers import JSONLLogger, log_hyperparams, tensorboard_logger, truncate_metrics
 from es_lightning.training.model_card import write_model_card
 from es_lightning.training.resume import check_resume_compatible, finished_message
@@ -114,20 +115,26 @@ class Trainer:
             if cfg.max_steps is not None
             else steps_for_epochs(len(rows), cfg.batch_size, cfg.epochs)
         )
-        if isinstance(self.strategy, ReasoningStrategy):
-            self.strategy.total_updates = max_steps  # learning-rate schedules run over the run's length
+        # a strategy given by name is checked when Fabric builds it (require_strategy)
+        strategy = self.strategy if isinstance(self.strategy, ReasoningStrategy) else None
+        if strategy is not None:
+            strategy.total_updates = max_steps  # learning-rate schedules run over the run's length
         resume_path = resolve_resume(cfg.resume, self.output_dir)
         resume = Checkpoint(resume_path) if resume_path is not None else None
-        if resume is not None:  # before any engine starts: a changed setting would not continue the run
-            self._check_resume(resume)
+        if resume is not None and strategy is not None:  # before any engine starts: settings must match
+            allowed = check_resume_compatible(
+                resume, strategy.strategy_name, strategy.hparams(), cfg, task_name=self.module.task.name
+            )
+            for change in allowed:
+                rank_zero_info(f"trainer.resume: allowed change {change}")
         evaluates_after = bool(cfg.eval_after and self.evaluation is not None and self.eval_tasks)
         finished = finished_message(resume, max_steps, self.output_dir, evaluates_after)
         if finished is not None:  # resuming a finished run changes nothing
             say(finished)
             return self.results
 
-        if isinstance(self.strategy, ReasoningStrategy):  # the last check before any engine starts
-            self.strategy.check_rollout(self.rollout)
+        if strategy is not None:  # the last check before any engine starts
+            strategy.check_rollout(self.rollout)
         fabric = self._launch(resume)
         stop = StopSignals()
         with stop, stop.deferred() if fabric.world_size > 1 else nullcontext():
@@ -265,7 +272,7 @@ class Trainer:
         if self.config.eval_after and self.evaluation is not None:
             self.results["after"] = self.evaluate(eval_sets, tag="after")
             if fabric.is_global_zero and "before" in self.results:
-                print_before_after(self.results["before"], self.results["after"])
+                print_table(self.results, difference="change")  # {before, after}
         self._call("on_fit_end", trainer=self, results=self.results)
         for logger in fabric.loggers:
             logger.finalize("success")
@@ -277,17 +284,6 @@ class Trainer:
                 f"done; {self.output_dir}: metrics.jsonl, tensorboard/ "
                 f"(tensorboard --logdir {self.output_dir}), eval/, trained model {latest}"
             )
-
-    def _check_resume(self, resume: Checkpoint) -> None:
-        """Refuse a resume whose settings differ from the checkpoint's (``resume_allow_changes``)."""
-        strategy = self.strategy
-        if not isinstance(strategy, ReasoningStrategy):
-            return  # a strategy given by name is checked when Fabric builds it (require_strategy)
-        allowed = check_resume_compatible(
-            resume, strategy.strategy_name, strategy.hparams(), self.config, task_name=self.module.task.name
-        )
-        for change in allowed:
-            rank_zero_info(f"trainer.resume: allowed change {change}")
 
     def _stop_cleanly(self, stopped: RunInterrupted) -> None:
         """After a signal: checkpoint the last finished update, close the loggers, say where it is."""

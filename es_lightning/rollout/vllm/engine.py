@@ -28,9 +28,7 @@ if TYPE_CHECKING:
     from vllm import LLM
 
 WORKER_EXTENSION = "es_lightning.rollout.vllm.worker.WorkerExtension"
-os.environ.setdefault(
-    "VLLM_LOGGING_LEVEL", "WARNING"
-)  # vLLM's INFO lines off; VLLM_LOGGING_LEVEL=INFO restores them
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # INFO lines off unless VLLM_LOGGING_LEVEL=INFO is set
 os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout holds the results alone
 
 
