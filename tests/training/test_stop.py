@@ -79,10 +79,24 @@ def _assert_engines_gone(engines: list[psutil.Process], timeout: float = 15.0) -
     assert not alive, f"engine processes outlived the run: {alive}"
 
 
+def _in_use(names: set[str]) -> set[str]:
+    """Those of ``names`` that a live process maps or holds open (another test's, when tests run in
+    parallel): the run's own processes are gone by then, so what it leaked is held by none."""
+    held = set()
+    for proc in psutil.process_iter():
+        try:
+            paths = [m.path for m in proc.memory_maps(grouped=True)] + [f.path for f in proc.open_files()]
+        except (psutil.Error, OSError):
+            continue
+        held.update(Path(path).name for path in paths if path.startswith(str(SHM)))
+    return names & held
+
+
 def _new_shm(before: set[str], timeout: float = 10.0) -> set[str]:
     deadline = time.monotonic() + timeout
     while True:
         left = {p.name for p in SHM.iterdir()} - before if SHM.is_dir() else set()
+        left -= _in_use(left) if left else set()
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.5)
