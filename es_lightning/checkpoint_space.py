@@ -60,7 +60,7 @@ def check_checkpoint_space(fabric: Fabric, root: Path, name: str, keep_last: int
 
 
 def _space_problem(root: Path, name: str, keep_last: int | None) -> str | None:
-    newest = _pointed(root)
+    newest = pointed_checkpoint(root)
     if newest is None:
         return None
     needed, free = bytes_on_disk(newest), shutil.disk_usage(root).free
@@ -87,7 +87,7 @@ def refuse_full_disk(root: Path, name: str, partial: Sequence[Path], keep_last: 
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
-        newest = _pointed(root)
+        newest = pointed_checkpoint(root)
         needed = (
             f"about {human_bytes(bytes_on_disk(newest))}"
             if newest is not None
@@ -132,18 +132,18 @@ def _advice(root: Path, keep_last: int | None) -> str:
     )
 
 
-def _pointed(root: Path) -> Path | None:
+def pointed_checkpoint(root: Path) -> Path | None:
     """The checkpoint ``latest`` names, else the newest ``step-*`` folder (``None``: none)."""
     pointer = root / "latest"
-    if pointer.is_file() and (root / pointer.read_text().strip()).is_dir():
-        return root / pointer.read_text().strip()
+    if pointer.is_file() and (named := root / pointer.read_text().strip()).is_dir():
+        return named
     folders = sorted(p for p in root.glob("step-*") if p.is_dir())
     return folders[-1] if folders else None
 
 
 def _newest_intact(root: Path) -> Path | None:
     """The newest checkpoint, ``latest`` first and older ones after it, whose files match its manifest."""
-    newest = _pointed(root)
+    newest = pointed_checkpoint(root)
     if newest is None:
         return None
     older = sorted((p for p in root.glob("step-*") if p.is_dir() and p.name <= newest.name), reverse=True)

@@ -101,12 +101,26 @@ def run_analyze(
     Returns:
         What ``output`` holds.
     """
-    tau_list, export_taus, task = _check_settings(
-        taus, export_thresholded, top_k, threshold_view, device, evaluate, keep_exports
-    )
+    tau_list = parse_taus(taus, "taus")  # every setting is checked before any weight is read
+    export_taus = parse_taus(export_thresholded, "export_thresholded")
+    if top_k < 1:
+        raise ConfigError(f"--top_k must be >= 1, got {top_k}")
+    if threshold_view not in VIEWS:
+        raise ConfigError(f"--threshold_view must be one of {VIEWS}, got {threshold_view!r}")
+    if device != "auto":
+        try:
+            torch.device(device)
+        except RuntimeError as err:
+            raise ConfigError(f"--device {device!r}: {err}") from None
+    task = _resolve_task(evaluate, export_taus, keep_exports)
     evaluation = evaluation or EvalConfig()
     output = Path(output)
-    base_w, ckpt_w, compare_w = _locate_models(base, checkpoint, compare)
+    base_w = locate_model(base, "base")  # each model's names and shapes checked against the base's
+    ckpt_w = locate_model(checkpoint, "checkpoint")
+    check_pair(base_w.specs, ckpt_w.specs, f"--base {base}", f"--checkpoint {checkpoint}")
+    compare_w = locate_model(compare, "compare") if compare is not None else None
+    if compare_w is not None:
+        check_pair(base_w.specs, compare_w.specs, f"--base {base}", f"--compare {compare}")
     walks = read_walks(ckpt_w.folder, base, random_walk)
     compare_walks = read_walks(compare_w.folder, base) if compare_w is not None else None
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -144,44 +158,6 @@ def run_analyze(
     return result
 
 
-def _check_settings(
-    taus: str | list[float],
-    export_thresholded: str | list[float] | None,
-    top_k: int,
-    threshold_view: View,
-    device: str,
-    evaluate: str | Task | None,
-    keep_exports: bool,
-) -> tuple[list[float], list[float], Task | None]:
-    """The thresholds τ, the export thresholds and the evaluation task, checked before any weight."""
-    tau_list = parse_taus(taus, "taus")
-    export_taus = parse_taus(export_thresholded, "export_thresholded")
-    if top_k < 1:
-        raise ConfigError(f"--top_k must be >= 1, got {top_k}")
-    if threshold_view not in VIEWS:
-        raise ConfigError(f"--threshold_view must be one of {VIEWS}, got {threshold_view!r}")
-    if device != "auto":
-        try:
-            torch.device(device)
-        except RuntimeError as err:
-            raise ConfigError(f"--device {device!r}: {err}") from None
-    task = _resolve_task(evaluate, export_taus, keep_exports)
-    return tau_list, export_taus, task
-
-
-def _locate_models(
-    base: str, checkpoint: str, compare: str | None
-) -> tuple[ModelWeights, ModelWeights, ModelWeights | None]:
-    """Each model's weight files, their names and shapes checked against the base's headers."""
-    base_w = locate_model(base, "base")
-    ckpt_w = locate_model(checkpoint, "checkpoint")
-    check_pair(base_w.specs, ckpt_w.specs, f"--base {base}", f"--checkpoint {checkpoint}")
-    compare_w = locate_model(compare, "compare") if compare is not None else None
-    if compare_w is not None:
-        check_pair(base_w.specs, compare_w.specs, f"--base {base}", f"--compare {compare}")
-    return base_w, ckpt_w, compare_w
-
-
 def _progress_bars(total: int, progress: bool) -> Callable[[str], Any]:
     """``bar(desc)``: a tqdm factory over the ``total`` tensors of a model (silent unless ``progress``)."""
     from tqdm.auto import tqdm
@@ -204,12 +180,12 @@ def _analyze_model(
     views = analyze_pair(index, iter_weights(model.files), tau_list, top_k, VIEWS, bar(f"analyze {label}"))
     head = {"checkpoint": model.given, "stored_as": model.stored_as}
     stored, bf16 = views["stored"], views["bf16"]
-    if model_walks.reason is not None:
-        stored["null"] = {"modelled": False, "reason": model_walks.reason}
-        bf16["null"] = {"modelled": False, "reason": model_walks.reason}
-    else:
+    reason = model_walks.reason
+    if reason is None:
         stored["null"] = null_block(stored, model_walks.walks, tau_list, model_walks.describe())
-        bf16["null"] = {"modelled": False, "reason": BF16_NOT_MODELLED}
+    else:
+        stored["null"] = {"modelled": False, "reason": reason}
+    bf16["null"] = {"modelled": False, "reason": BF16_NOT_MODELLED if reason is None else reason}
     return {**head, **stored, "bf16": bf16}
 
 

@@ -20,42 +20,6 @@ from es_lightning.tasks.base import Task
 from es_lightning.weight_files import iter_weights, served_files
 
 
-def evaluate_points(
-    checkpoint: str,
-    points: Iterable[dict[str, Any]],
-    task: Task,
-    evaluation: EvalConfig,
-    rollout: Rollout,
-    device: torch.device,
-    dtype: str,
-    completions_dir: Path,
-) -> list[dict[str, Any]]:
-    """Score every point's model on ``task``'s test split on one engine started on ``checkpoint``."""
-    from es_lightning.module import ReasoningModule
-
-    rows = task.load("test")  # fail on bad data before the engine starts
-    module = ReasoningModule(model=checkpoint, task=task, dtype=dtype)  # type: ignore[arg-type]
-    module.check_model_source()
-    rollout.setup(module.model, device, module.torch_dtype(device))
-    if hasattr(rollout, "start"):
-        rollout.start()
-    completions_dir.mkdir(parents=True, exist_ok=True)
-    scored, loaded = [], str(Path(module.model))
-    try:
-        for point in points:
-            if str(Path(point["folder"])) != loaded:
-                cast = getattr(torch, point["served_dtype"]) if point.get("served_dtype") else None
-                rollout.load_weights(iter_weights(served_files(point["folder"]), dtype=cast))
-                loaded = str(Path(point["folder"]))
-            result = evaluate_rows(module, rollout, rows, evaluation)
-            name = "base" if point.get("base") else f"tau-{point['tau']:g}"
-            result.write_completions(completions_dir / f"completions-{name}.jsonl")
-            scored.append({**point, **result.summary})
-    finally:
-        rollout.close()
-    return scored
-
-
 def sparsity_curve(
     analysis: dict[str, Any],
     checkpoint: Path,
@@ -71,6 +35,8 @@ def sparsity_curve(
 ) -> dict[str, Any]:
     """Evaluate the checkpoint (τ = 0), each export as it is produced, then ``base``, and plot the
     curve to ``png``; the base's point (s_τ = 1) is θ_τ for τ ≥ max|Δθ| bit for bit."""
+    from es_lightning.module import ReasoningModule
+
     records: list[dict[str, Any]] = []
     view = analysis.get("view", "stored")
     unthresholded = {
@@ -90,14 +56,31 @@ def sparsity_curve(
             records.append(record)
             yield record
         if base is not None:  # cast as the exports are: θ_τ for τ ≥ max|Δθ|, bit for bit
-            nonzero, dtype = analysis["nonzero"], served_dtype(tensor_specs(served_files(checkpoint)))
+            nonzero, served = analysis["nonzero"], served_dtype(tensor_specs(served_files(checkpoint)))
             yield {"tau": None, "base": True, "folder": str(base), "view": view, "numel": analysis["numel"],
                    "nonzero": nonzero, "kept": 0, "reverted": nonzero, "s_tau": 1.0,
-                   "served_dtype": str(dtype).removeprefix("torch.")}  # fmt: skip
+                   "served_dtype": str(served).removeprefix("torch.")}  # fmt: skip
 
-    scored = evaluate_points(
-        str(checkpoint), points(), task, evaluation, rollout, device, dtype, completions_dir
-    )
+    rows = task.load("test")  # fail on bad data before the engine starts
+    module = ReasoningModule(model=str(checkpoint), task=task, dtype=dtype)  # type: ignore[arg-type]
+    module.check_model_source()
+    rollout.setup(module.model, device, module.torch_dtype(device))
+    if hasattr(rollout, "start"):
+        rollout.start()
+    completions_dir.mkdir(parents=True, exist_ok=True)
+    scored, loaded = [], str(Path(module.model))
+    try:  # one engine started on the checkpoint: each point's weights are loaded into it
+        for point in points():
+            if str(Path(point["folder"])) != loaded:
+                cast = getattr(torch, point["served_dtype"]) if point.get("served_dtype") else None
+                rollout.load_weights(iter_weights(served_files(point["folder"]), dtype=cast))
+                loaded = str(Path(point["folder"]))
+            result = evaluate_rows(module, rollout, rows, evaluation)
+            name = "base" if point.get("base") else f"tau-{point['tau']:g}"
+            result.write_completions(completions_dir / f"completions-{name}.jsonl")
+            scored.append({**point, **result.summary})
+    finally:
+        rollout.close()
     curve = [p for p in scored if not p.get("base")]
     base_point = next((p for p in scored if p.get("base")), None)
     title = f"{task.name}: Pass@1 of thresholded checkpoints ({view} view)"

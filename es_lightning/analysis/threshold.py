@@ -28,11 +28,6 @@ _NOT_COPIED = {STATE_FILE, HPARAMS_FILE, CALLBACKS_FILE, CARD_FILE}  # the card 
 _WEIGHT_SUFFIXES = (".safetensors", ".safetensors.index.json", ".bin", ".bin.index.json", ".pt", ".pth")
 
 
-def export_folder_name(tau: float) -> str:
-    """``thresholded-0.001`` for τ = 1e-3."""
-    return f"thresholded-{tau:g}"
-
-
 def served_dtype(specs: dict[str, TensorSpec]) -> torch.dtype:
     """The floating dtype most of a model's served tensors have (``specs`` from their headers)."""
     counts = Counter(dtype for _, dtype in specs.values() if dtype in SAFETENSORS_DTYPES)
@@ -112,7 +107,7 @@ def export_all(
     """Export θ_τ for each τ lazily, yielding each record; ``keep=False`` deletes each after use."""
     serving = served_dtype(tensor_specs(served_files(checkpoint_folder)))
     for tau in taus:
-        folder = Path(root) / export_folder_name(tau)
+        folder = Path(root) / f"thresholded-{tau:g}"  # thresholded-0.001 for τ = 1e-3
         progress = bar(f"export τ={tau:g}") if bar else None
         yield export_thresholded(
             base, checkpoint_files, checkpoint_folder, tau, folder, serving, view, provenance, progress

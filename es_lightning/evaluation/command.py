@@ -74,15 +74,38 @@ def run_evaluate(
         summaries = {names[0]: score_completions_file(tasks[0], completions, ks=evaluation.ks)}
         write_summary(output, summaries)
         return summaries
+    from es_lightning.evaluation.plots import plot_pass_at_k
     from es_lightning.models.registry import resolve_model
     from es_lightning.models.source import check_model_source
+    from es_lightning.module import ReasoningModule
 
     loading = ModelLoading(revision, trust_remote_code, dict(model_kwargs or {}))
     check_model_source(resolve_model(model), "--model", loading)
     cuda = torch.cuda.is_available()
     target = torch.device("cuda" if cuda else "cpu") if device == "auto" else torch.device(device)
     rollout = rollout or default_rollout()
-    return evaluate_model(model, dict(zip(names, tasks)), evaluation, rollout, output, target, dtype, loading)
+    rows = {name: t.load(evaluation.split) for name, t in zip(names, tasks)}  # bad data: before the engine
+    first = ReasoningModule(model, tasks[0], dtype=dtype, **vars(loading))
+    first.check_model_source()
+    rollout.setup(first.model, target, first.torch_dtype(target), first.loading)
+    if hasattr(rollout, "start"):
+        rollout.start()
+    summaries = {}
+    stem, label = output.with_suffix(""), Path(model).name or model
+    try:
+        for name, one in zip(names, tasks):
+            result = evaluate_rows(first.with_task(one), rollout, rows[name], evaluation, progress=True)
+            summaries[name] = result.summary
+            suffix = "" if len(tasks) == 1 else f"_{name}"
+            result.write_completions(f"{stem}{suffix}_completions.jsonl")
+            curve = {int(k[5:]): v for k, v in result.summary.items() if k.startswith("pass@")}
+            plot_pass_at_k({label: curve}, f"{stem}{suffix}_pass_at_k.png", title=f"{name}: Pass@K")
+    finally:
+        rollout.close()
+    if len(summaries) > 1:
+        summaries = average_over_tasks(summaries)
+    write_summary(output, summaries, label=label)
+    return summaries
 
 
 def evaluate_parser() -> Any:
@@ -95,44 +118,6 @@ def evaluate_parser() -> Any:
     parser.add_argument("--config", action=ActionConfigFile, help="YAML with the same keys.")
     parser.add_function_arguments(run_evaluate, fail_untyped=False)
     return accept_short_names(parser)  # rollout: hf
-
-
-def evaluate_model(
-    model: str,
-    tasks: dict[str, Task],
-    evaluation: EvalConfig,
-    rollout: Rollout,
-    output: Path,
-    device: torch.device,
-    dtype: str = "auto",
-    loading: ModelLoading | None = None,
-) -> dict[str, dict[str, float]]:
-    """Sample, score and summarise ``model`` on every task; returns what ``output`` holds."""
-    from es_lightning.evaluation.plots import plot_pass_at_k
-    from es_lightning.module import ReasoningModule
-
-    rows = {name: task.load(evaluation.split) for name, task in tasks.items()}  # bad data: before the engine
-    first = ReasoningModule(model, next(iter(tasks.values())), dtype=dtype, **vars(loading or ModelLoading()))
-    first.check_model_source()
-    rollout.setup(first.model, device, first.torch_dtype(device), first.loading)
-    if hasattr(rollout, "start"):
-        rollout.start()
-    summaries: dict[str, dict[str, float]] = {}
-    stem, label = Path(output).with_suffix(""), Path(model).name or model
-    try:
-        for name, task in tasks.items():
-            result = evaluate_rows(first.with_task(task), rollout, rows[name], evaluation, progress=True)
-            summaries[name] = result.summary
-            suffix = "" if len(tasks) == 1 else f"_{name}"
-            result.write_completions(f"{stem}{suffix}_completions.jsonl")
-            curve = {int(k[5:]): v for k, v in result.summary.items() if k.startswith("pass@")}
-            plot_pass_at_k({label: curve}, f"{stem}{suffix}_pass_at_k.png", title=f"{name}: Pass@K")
-    finally:
-        rollout.close()
-    if len(summaries) > 1:
-        summaries = average_over_tasks(summaries)
-    write_summary(Path(output), summaries, label=label)
-    return summaries
 
 
 def write_summary(path: Path, summaries: dict[str, Any], label: str | None = None) -> None:

@@ -46,7 +46,6 @@ def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[int], list[list[s
     line_nos: list[int] = []
     completions: list[list[str]] = []
     greedy: list[str] = []
-    first_line = 0
     with path.open(encoding="utf-8") as f:
         for line_no, line in enumerate(f, start=1):
             if not line.strip():
@@ -65,7 +64,7 @@ def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[int], list[list[s
                 raise ConfigError(f"{where}: {COMPLETIONS_KEY!r} must be a non-empty list of strings")
             if completions and len(samples) != len(completions[0]):
                 raise ConfigError(
-                    f"{where}: {len(samples)} completions but line {first_line} has "
+                    f"{where}: {len(samples)} completions but line {line_nos[0]} has "
                     f"{len(completions[0])}; every line needs the same number"
                 )
             has_greedy = GREEDY_KEY in record
@@ -76,8 +75,6 @@ def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[int], list[list[s
                 if not isinstance(g, str):
                     raise ConfigError(f"{where}: {GREEDY_KEY!r} must be a string, got {type(g).__name__}")
                 greedy.append(g)
-            if not rows:
-                first_line = line_no
             rows.append(record)
             line_nos.append(line_no)
             completions.append(samples)

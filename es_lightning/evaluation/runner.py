@@ -170,15 +170,8 @@ def evaluate_rows_sharded(
     gathered = gather_on_rank_zero(mine, world_size)
     if gathered is None:
         return None
-    return _gathered_result(module, rows, config, gathered, len(passes))
-
-
-def _gathered_result(
-    module: Any, rows: list[dict[str, Any]], config: EvalConfig, gathered: list[list[_Scored]], n_passes: int
-) -> EvalResult:
-    """Rank 0's result from every rank's scored shares."""
     # every rank's shares in rank order, i.e. prompt order; greedy: [] or [the greedy pass]
-    sampled, *greedy = (_Scored.concat([mine[i] for mine in gathered]) for i in range(n_passes))
+    sampled, *greedy = (_Scored.concat([share[i] for share in gathered]) for i in range(len(passes)))
     greedy_scores = [per[0] for per in greedy[0].scores] if greedy else None
     summary = summarize(
         sampled.scores, ks=config.ks, greedy=greedy_scores, majority=module.task.extracts_answers

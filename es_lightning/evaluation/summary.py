@@ -38,13 +38,11 @@ def is_accuracy_key(key: str) -> bool:
 
 def _mean_extras(scores: Sequence[Score], prefix: str = "") -> dict[str, float]:
     """Mean of each ``extra`` key over the samples that report it."""
-    sums: dict[str, float] = {}
-    counts: dict[str, int] = {}
+    values: dict[str, list[float]] = {}
     for score in scores:
         for key, value in score.extra.items():
-            sums[key] = sums.get(key, 0.0) + float(value)
-            counts[key] = counts.get(key, 0) + 1
-    return {f"{prefix}{key}": sums[key] / counts[key] for key in sums}
+            values.setdefault(key, []).append(float(value))
+    return {f"{prefix}{key}": sum(found) / len(found) for key, found in values.items()}
 
 
 def summarize(

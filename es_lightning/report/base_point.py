@@ -51,17 +51,6 @@ def serving_dtype(analysis: dict[str, Any], path: Path) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def stored_dtype(analysis: dict[str, Any]) -> str | None:
-    """The base's stored dtype (``base_stored_as`` reads e.g. ``float32 model.safetensors``)."""
-    stored = str(analysis.get("base_stored_as") or "").split()
-    return stored[0] if stored else None
-
-
-def base_point_file(plan: ReportPlan, base: str, task: str) -> Path:
-    """Where the base's evaluation is kept: ``analysis/base_point/<base>__<task>.json``."""
-    return plan.analysis_dir / "base_point" / f"{base.strip('/').replace('/', '--')}__{task}.json"
-
-
 def base_point(
     analysis: dict[str, Any], summary: dict[str, Any], served: str, scored_by: str
 ) -> dict[str, Any]:
@@ -82,7 +71,8 @@ def cannot_score_alone(plan: ReportPlan, analysis: dict[str, Any], path: Path) -
     passed = evaluate_args(plan.drift.extra_args)
     if isinstance(passed, str):
         return passed
-    dtype, stored = serving_dtype(analysis, path), stored_dtype(analysis)
+    stored = (str(analysis.get("base_stored_as") or "").split() or [None])[0]  # "float32 model.safetensors"
+    dtype = serving_dtype(analysis, path)
     if dtype is None or dtype != stored:
         return f"its exports were served as {dtype}, the base is stored as {stored}"
     return None
@@ -113,7 +103,8 @@ def add_base_point(plan: ReportPlan, name: str, path: Path, analysis: dict[str, 
         error = f"no checkpoint in the run, and the base point cannot be scored alone: {why}"
         return {"name": name, "status": "failed", "error": error}
     base = str(analysis["base"])
-    scored = base_point_file(plan, base, str(plan.drift.evaluate))
+    stem = f"{base.strip('/').replace('/', '--')}__{plan.drift.evaluate}"  # one per base and task
+    scored = plan.analysis_dir / "base_point" / f"{stem}.json"
     failed = _score(plan, name, base, scored, launch)
     if failed is not None:
         return failed

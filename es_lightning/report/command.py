@@ -245,18 +245,11 @@ def run_report(
         ablations=ablations, method_overrides=method_overrides, trajectory=trajectory,
         verdicts=verdicts, forgetting=forgetting, sharpening=sharpening,
     )  # fmt: skip
-    return _run_and_write(plan, launch, run_timeout_s, summaries_dir)
-
-
-def _run_and_write(
-    plan: ReportPlan, launch: bool, run_timeout_s: float | None, summaries_dir: Path | None = None
-) -> dict[str, Any]:
-    """Run the unfinished runs, analysing each as soon as it finishes, then build and write the report."""
     from es_lightning.report.runs import plan_runs, run_all
 
     print(f"[report] {len(plan.seeds)} seed(s), output {plan.output_dir}", flush=True)
 
-    def settle(outcomes: list[RunOutcome]) -> None:
+    def settle(outcomes: list[RunOutcome]) -> None:  # each finished run analysed at once
         _analyse(plan, outcomes, launch)
         if summaries_dir is not None:
             from es_lightning.report.summaries import export_summaries

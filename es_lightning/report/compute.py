@@ -16,13 +16,6 @@ from es_lightning.report.stats import stat, stat_json
 FIELDS = ("updates", "rollouts", "generated_tokens", "train_seconds", "wall_seconds", "peak_rss_mb")
 
 
-def read_measure(path: Path) -> dict[str, float | None]:
-    """``wall_seconds`` and ``peak_rss_mb`` of a measured run (``None`` each when not recorded)."""
-    data = read_json(path)
-    data = data if isinstance(data, dict) else {}
-    return {k: data.get(k) for k in ("wall_seconds", "peak_rss_mb")}
-
-
 def run_compute(run_dir: Path, measure_name: str = MEASURE_NAME) -> dict[str, float | None]:
     """Totals over the run's updates, with its measured wall-clock and peak memory."""
     series = read_series(run_dir)
@@ -38,7 +31,9 @@ def run_compute(run_dir: Path, measure_name: str = MEASURE_NAME) -> dict[str, fl
     out["generated_tokens"] = sum(tokens.values()) if has_tokens else None
     has_rollouts = has_tokens and all(length.get(s) for s in steps)
     out["rollouts"] = sum(tokens[s] / length[s] for s in steps) if has_rollouts else None
-    return {**out, **read_measure(Path(run_dir) / measure_name)}
+    measured = read_json(Path(run_dir) / measure_name)  # None each when not recorded
+    measured = measured if isinstance(measured, dict) else {}
+    return {**out, **{k: measured.get(k) for k in ("wall_seconds", "peak_rss_mb")}}
 
 
 def collect_compute(methods: dict[str, dict[int, Path]]) -> dict[str, dict[str, Any]]:

@@ -98,14 +98,9 @@ def read_series(run_dir: Path) -> dict[str, Series]:
 
 def final_checkpoint(run_dir: Path) -> Path | None:
     """The newest complete checkpoint of the run (of its last stage), or ``None``."""
-    root = stages(run_dir)[-1][0] / "checkpoints"
-    pointer = root / "latest"
-    if pointer.is_file():
-        candidate = root / pointer.read_text().strip()
-        if candidate.is_dir():
-            return candidate
-    found = sorted(p for p in root.glob("step-*") if p.is_dir())
-    return found[-1] if found else None
+    from es_lightning.checkpoint_space import pointed_checkpoint
+
+    return pointed_checkpoint(stages(run_dir)[-1][0] / "checkpoints")
 
 
 def run_config(run_dir: Path) -> dict[str, Any] | None:

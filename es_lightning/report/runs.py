@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +68,6 @@ class RunOutcome:
     seconds: float = 0.0
     error: str | None = None
     log: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

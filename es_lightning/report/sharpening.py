@@ -6,11 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from es_lightning.report.config import ReportPlan
 from es_lightning.report.outcomes import Outcomes, evaluation_outcomes
-from es_lightning.report.readers import pass_at_k, read_json, stages, starting_model
+from es_lightning.report.readers import pass_at_k, read_json, run_config, stages, starting_model
 from es_lightning.report.trajectory import evaluate_config, evaluate_point
 
 BASE = "base"
@@ -36,8 +34,7 @@ def protocol_run(plan: ReportPlan, finished: dict[str, dict[int, Path]]) -> Path
 
 def protocol_temperature(run_dir: Path) -> float | None:
     """The sampling temperature of the run's evaluation (``None`` when its config does not say)."""
-    config = yaml.safe_load((Path(run_dir) / "config.yaml").read_text()) or {}
-    value = (config.get("evaluation") or {}).get("temperature")
+    value = ((run_config(run_dir) or {}).get("evaluation") or {}).get("temperature")
     return float(value) if isinstance(value, int | float) else None
 
 

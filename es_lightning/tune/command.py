@@ -9,31 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from es_lightning.errors import ConfigError
 from es_lightning.report.config import split_overrides
 from es_lightning.report.output import report_command
 from es_lightning.tune.config import Selection, TuneMethod, check_overrides
-
-if TYPE_CHECKING:
-    from es_lightning.tune.grid import GridPoint
-
-PLAN_NAME = "tune_plan.json"
-
-
-def _record_plan(output_dir: Path, plan: dict[str, Any]) -> None:
-    """Write ``tune_plan.json``; refuse when the folder's earlier plan chose by another rule."""
-    path = output_dir / PLAN_NAME
-    if path.is_file():
-        earlier = json.loads(path.read_text()).get("selection")
-        if earlier != plan["selection"]:
-            raise ConfigError(
-                f"tune: {output_dir} was tuned with selection {earlier}, not {plan['selection']}: the "
-                "rule is fixed before the trials run; use another output_dir for another rule"
-            )
-    output_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(plan, indent=2))
 
 
 def run_tune(
@@ -98,7 +79,15 @@ def run_tune(
     trials, removed = plan_trials(
         methods, selection, budget_tokens, validation_tokens, seeds, output_dir, trial_callbacks
     )
-    _record_plan(output_dir, {k: v for k, v in config.items() if k != "output_dir"})
+    plan = output_dir / "tune_plan.json"
+    earlier = json.loads(plan.read_text()).get("selection") if plan.is_file() else config["selection"]
+    if earlier != config["selection"]:
+        raise ConfigError(
+            f"tune: {output_dir} was tuned with selection {earlier}, not {config['selection']}: the "
+            "rule is fixed before the trials run; use another output_dir for another rule"
+        )
+    output_dir.mkdir(parents=True, exist_ok=True)
+    plan.write_text(json.dumps({k: v for k, v in config.items() if k != "output_dir"}, indent=2))
     print(
         f"[tune] {len(trials)} trials ({', '.join(methods)}; seeds {seeds}), output {output_dir}", flush=True
     )
@@ -172,40 +161,28 @@ def _method_summary(
     best = None if summary["unfinished"] else choose(eligible)
     if floor is not None and not summary["unfinished"] and best is None:
         summary["below_min_score"] = floor
-    if best is not None:
-        summary["chosen"] = _chosen(parser, method, spec, budget, output_dir, points[best.label], best.score)
+    if best is not None:  # its recipe written into output_dir/chosen
+        point = points[best.label]
+        overrides = point.overrides()
+        recipe = output_dir / "chosen" / f"{method}.yaml"
+        cfg = parser.parse(
+            ["--config", spec.recipe, *budget, *overrides], f"method {method}'s chosen configuration"
+        )
+        header = (
+            f"# {method}: {spec.recipe} with the configuration es-lightning tune chose on the validation\n"
+            f"# split ({' '.join(overrides)}) and the tuning budget ({' '.join(budget) or 'none'}).\n"
+            f"# Launch: es-lightning fit --config {recipe}\n"
+        )
+        recipe.parent.mkdir(parents=True, exist_ok=True)
+        recipe.write_text(header + parser.dump(cfg))
+        summary["chosen"] = {
+            "label": point.label,
+            "settings": dict(point.settings),
+            "score": best.score,
+            "overrides": overrides,
+            "recipe": str(recipe),
+        }
     return summary
-
-
-def _chosen(
-    parser: Any,
-    method: str,
-    spec: TuneMethod,
-    budget: list[str],
-    output_dir: Path,
-    point: GridPoint,
-    score: float,
-) -> dict[str, Any]:
-    """The chosen configuration, its recipe written into ``output_dir/chosen``."""
-    overrides = point.overrides()
-    recipe = output_dir / "chosen" / f"{method}.yaml"
-    cfg = parser.parse(
-        ["--config", spec.recipe, *budget, *overrides], f"method {method}'s chosen configuration"
-    )
-    header = (
-        f"# {method}: {spec.recipe} with the configuration es-lightning tune chose on the validation\n"
-        f"# split ({' '.join(overrides)}) and the tuning budget ({' '.join(budget) or 'none'}).\n"
-        f"# Launch: es-lightning fit --config {recipe}\n"
-    )
-    recipe.parent.mkdir(parents=True, exist_ok=True)
-    recipe.write_text(header + parser.dump(cfg))
-    return {
-        "label": point.label,
-        "settings": dict(point.settings),
-        "score": score,
-        "overrides": overrides,
-        "recipe": str(recipe),
-    }
 
 
 def tune_parser() -> Any:
