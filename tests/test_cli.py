@@ -79,7 +79,9 @@ def test_fit_recipe_parses_builds_and_takes_overrides(recipe, tmp_path):
     assert (fit.strategy is None) != (fit.stages is None)
     if recipe.name.startswith(("smoke", "demo")):
         return
-    if recipe.name.startswith(("coverage_cpu_", "coverage_arith40_", "forgetting_cpu_")):  # CPU: own sizes, paper's protocol
+    if recipe.name.startswith(
+        ("coverage_cpu_", "coverage_arith40_", "forgetting_cpu_")
+    ):  # CPU: own sizes, paper's protocol
         assert fit.trainer.batch_size == 64 and fit.module.task.n_test == 200
         assert (fit.evaluation.num_samples, fit.evaluation.temperature, fit.evaluation.ks) == (32, 0.6, None)
         return
