@@ -13,7 +13,12 @@ import pytest
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-PILOTS = {"pilot_cpu": "recipes/tune_pilot_cpu.yaml", "pilot2_cpu": "recipes/tune_pilot2_cpu.yaml"}
+PILOTS = {
+    "pilot_cpu": "recipes/tune_pilot_cpu.yaml",
+    "pilot2_cpu": "recipes/tune_pilot2_cpu.yaml",
+    "pilot_arith40_es": "recipes/tune_pilot_arith40_es.yaml",
+    "pilot_arith40_grpo": "recipes/tune_pilot_arith40_grpo.yaml",
+}
 
 
 @pytest.mark.parametrize("name", [n for n in PILOTS if (ROOT / "results" / n / "TUNE.md").is_file()])
