@@ -32,21 +32,7 @@ def fresh_process_group():
         os.environ.pop(key, None)
 
 
-LONGEST_FIRST = ("tests/training/", "tests/report/")
-"""Folders whose files hold the longest end-to-end runs: collected first, so that with ``-n 2
---dist loadfile`` they start early and the two workers finish together."""
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = Path(str(config.rootpath))
-
-    def rank(item: pytest.Item) -> int:
-        where = Path(str(item.path)).relative_to(root).as_posix()
-        return next(
-            (i for i, folder in enumerate(LONGEST_FIRST) if where.startswith(folder)), len(LONGEST_FIRST)
-        )
-
-    items.sort(key=rank)  # stable: the order within a folder is kept
     skip_cuda = pytest.mark.skip(reason="needs a CUDA device")
     skip_vllm = pytest.mark.skip(reason="needs vLLM (install the cpu or gpu extra)")
     for item in items:
