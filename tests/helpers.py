@@ -16,6 +16,7 @@ from types import ModuleType
 import pytest
 import torch
 
+from es_lightning.report.runs import RENDEZVOUS
 from es_lightning.rollout.base import Rollout
 from es_lightning.strategies import GRPOStrategy
 
@@ -41,15 +42,7 @@ evaluation: null
 REDRAW_TWO_UPDATES = ("--strategy.init_args.update", "redraw", "--trainer.max_steps", "2")
 """Overrides of ``TINY_ES_RECIPE`` for the rank-invariance runs: the update redrawn, two updates."""
 
-DISTRIBUTED_VARS = (
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "NODE_RANK",
-    "LOCAL_WORLD_SIZE",
-)
+DISTRIBUTED_VARS = RENDEZVOUS
 
 
 def subprocess_env() -> dict[str, str]:

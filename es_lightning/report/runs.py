@@ -36,6 +36,17 @@ ATTEMPT_NAME = "report_run_attempt.yaml"
 its newest checkpoint only when the run it was is still the one asked for."""
 RESUME = ("--trainer.resume", "auto")
 """Added to a run's command to continue an unfinished attempt from its newest checkpoint."""
+RENDEZVOUS = (
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "NODE_RANK",
+    "LOCAL_WORLD_SIZE",
+)
+"""What a run must not inherit: each run is a job of its own, and a port this process (or an
+earlier in-process Fabric run) holds would refuse the run's process group."""
 
 
 @dataclass(frozen=True)
@@ -206,8 +217,9 @@ def run_logged(
     argv: list[str], log: Path, timeout_s: float | None = None, append: bool = False
 ) -> int | None:
     """Run ``argv`` in its own process group, output in ``log``; the exit code, or ``None`` past
-    ``timeout_s``. Interrupting the report stops the run first."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    ``timeout_s``. Interrupting the report stops the run first. The run does not inherit
+    :data:`RENDEZVOUS`."""
+    env = {k: v for k, v in os.environ.items() if k not in RENDEZVOUS} | {"PYTHONUNBUFFERED": "1"}
     with log.open("a" if append else "w") as out:
         out.write("$ " + shlex.join(argv) + "\n")
         out.flush()

@@ -536,3 +536,17 @@ def test_runs_resolved_in_threads_leave_the_working_folder_alone(tmp_path):
         thread.join()
     assert os.getcwd() == before
     assert all(keys[s] is not None and "RUN_DIR" in keys[s] for s in range(8))
+
+
+def test_a_run_does_not_inherit_the_launching_process_rendezvous(tmp_path, monkeypatch):
+    """An in-process Fabric run leaves MASTER_PORT behind: a run given it would listen on a port
+    this process may hold, and fail at its process group."""
+    from es_lightning.report.runs import RENDEZVOUS, run_logged
+
+    for key in RENDEZVOUS:
+        monkeypatch.setenv(key, "29731")
+    monkeypatch.setenv("ES_KEPT", "kept")
+    log = tmp_path / "run.log"
+    show = "import os, sys; print(sorted(k for k in os.environ if k in sys.argv[1:]))"
+    assert run_logged([sys.executable, "-c", show, "ES_KEPT", *RENDEZVOUS], log) == 0
+    assert log.read_text().splitlines()[-1] == "['ES_KEPT']"
