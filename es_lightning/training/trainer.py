@@ -14,6 +14,7 @@ Reads top to bottom::
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections.abc import Iterator
@@ -163,7 +164,14 @@ class Trainer:
             ],
             callbacks=self.callbacks,
         )
-        fabric.launch()
+        try:
+            fabric.launch()
+        except torch.distributed.DistNetworkError as err:  # e.g. a MASTER_PORT another process holds
+            where = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
+            raise ConfigError(
+                f"the process group could not start at MASTER_ADDR:MASTER_PORT {where} "
+                f"({str(err).splitlines()[0]}); unset MASTER_PORT or give a free port"
+            ) from None
         if self.hparams and fabric.is_global_zero:
             log_hyperparams(fabric.loggers, self.hparams)
         if resume is not None and fabric.is_global_zero:  # logs continue after the checkpoint, no repeats
