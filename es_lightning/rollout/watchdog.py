@@ -1,7 +1,7 @@
 """A timeout and a heartbeat for every call into an engine that runs in other processes.
 
-A stalled engine would hang the trainer forever, so :class:`EngineWatchdog` logs a heartbeat while a
-call runs and, past ``timeout_s``, kills the engine and makes the call raise
+A stalled engine would hang the trainer forever, so :class:`EngineWatchdog` warns on the console
+(a heartbeat) while a call runs and, past ``timeout_s``, kills the engine and makes the call raise
 :class:`EngineTimeoutError` (the last checkpoint stays); a dead engine raises :class:`EngineDiedError`.
 """
 
@@ -15,6 +15,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
+from es_lightning.console import warn
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +119,9 @@ class EngineWatchdog:
             elif elapsed >= (beats + 1) * self.heartbeat_s:
                 beats += 1
                 shown = f"{limit:g} s" if limit is not None else "no limit"
-                log.warning("%s: %r still running after %.0f s (timeout %s)", self.name, what, elapsed, shown)
+                warn(
+                    f"{self.name}: {what!r} still running after {elapsed:.0f} s (timeout {shown})", once=False
+                )
             time.sleep(min(0.2, self.heartbeat_s))
 
     def _expire(self, call: tuple[str, float, float | None], limit: float, elapsed: float) -> None:

@@ -10,6 +10,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from es_lightning.console import warn
 from es_lightning.errors import ConfigError
 from es_lightning.tasks.base import Score
 from es_lightning.tasks.bounded import call_within
@@ -98,7 +99,7 @@ def is_equivalent(gold: str, pred: str, timeout_s: int = 5) -> bool:
     """Whether ``pred`` equals ``gold`` by math-verify within ``3 * timeout_s`` seconds."""
     correct = call_within(3 * timeout_s, None, _checked, gold, pred, timeout_s, warm=("1", "1", 600))
     if correct is None:
-        log.warning("math: verification timed out after %ss; scoring 0 (pred %r)", 3 * timeout_s, pred[:80])
+        warn(f"math: verification timed out after {3 * timeout_s}s; scoring 0 (pred {pred[:80]!r})")
     return bool(correct)
 
 

@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from es_lightning.tasks import MathTask
-from es_lightning.tasks.math import last_boxed, normalize_boxed
+from es_lightning.tasks import math as math_task
+from es_lightning.tasks.math import is_equivalent, last_boxed, normalize_boxed
 from tests.helpers import REPO, subprocess_env
 
 ROW = {"problem": "Compute 1/2.", "answer": "\\frac{1}{2}"}
@@ -86,6 +87,14 @@ def test_answer_for_majority_vote():
 )
 def test_normalize_boxed(content, expected):
     assert normalize_boxed(content) == expected
+
+
+def test_a_verification_timeout_is_one_console_warning_line(monkeypatch, capsys):
+    monkeypatch.setattr(math_task, "call_within", lambda *args, **kwargs: None)  # the worker timed out
+    assert is_equivalent("3", "x^{x^{x}} timing out", timeout_s=2) is False
+    assert capsys.readouterr().err.splitlines() == [
+        "es-lightning: warning: math: verification timed out after 6s; scoring 0 (pred 'x^{x^{x}} timing out')"
+    ]
 
 
 def test_scoring_off_the_main_thread():
