@@ -422,22 +422,34 @@ def prefix_cache_stale_fraction(b: Bench):
 
 
 def trl_over_ours_grpo_update(b: Bench):
-    """TRL's ``GRPOTrainer`` ÷ our GRPO, seconds per update (median of the rounds) on the demo
-    GRPO recipe's settings, both on transformers ``generate`` (``benchmarks/measures/trl_grpo.py``);
-    needs ``pip install -e '.[bench]'``."""
+    """TRL's ``GRPOTrainer`` ÷ our GRPO, CPU seconds per update (median of the rounds' ratios; the
+    wall-clock ratio is ``wall_ratio``) on the demo GRPO recipe's settings at B = ``trl_batch``, both
+    on transformers ``generate``, ours with all B·G completions in one call as TRL does
+    (``benchmarks/measures/trl_grpo.py``). The same invocation profiles our update at the same B
+    and call size (``benchmarks/measures/grpo_profile.py``): its per-phase CPU split is
+    ``profile``. Needs ``pip install -e '.[bench]'``."""
     import importlib.util
+
+    from benchmarks.measures.trl_grpo import RECIPE
+    from benchmarks.measures.trl_settings import recipe_settings
 
     if importlib.util.find_spec("trl") is None:
         raise RuntimeError("skipped: trl is not installed (pip install -e '.[bench]')")
-    args = ["--steps", str(b.s["trl_steps"]), "--batch", str(b.s["trl_batch"])]
+    batch = b.s["trl_batch"]
+    per_call = batch * recipe_settings(RECIPE, batch).group_size  # B·G: one generate call per update
+    args = ["--steps", str(b.s["trl_steps"]), "--batch", str(batch), "--rollout-batch", str(per_call)]
     peer = b.script("trl_grpo", "trl_grpo", [*args, "--rounds", str(b.s["trl_rounds"])], timeout_s=7200)
-    ctx = {k: peer[k] for k in ("steps", "versions", "cpu_ratio", "pooled_update_s", "pooled_update_cpu_s")}
+    prof = b.script("grpo_profile", "grpo_profile", args, timeout_s=3600)
+    keys = ("steps", "versions", "our_rollout_batch", "pooled_update_s", "pooled_update_cpu_s")
+    ctx = {k: peer[k] for k in keys} | {"wall_ratio": peer["ratio"]}
     ctx["settings"] = {
         k: peer["settings"][k] for k in ("batch_size", "group_size", "learning_rate", "max_tokens")
     }
     ctx["rewards"] = {side: [rd[side]["reward_mean"] for rd in peer["rounds"]] for side in ("trl", "ours")}
     ctx["loadavg_before"] = [rd[s]["loadavg_before"] for rd in peer["rounds"] for s in rd["order"]]
-    return peer["ratio"], ctx
+    per_update = ("update_cpu_s", "update_wall_s", "phase_cpu_s_median")  # our update, phase by phase
+    ctx["profile"] = {k: prof[k] for k in ("batch", "rollout_batch", "steps", "threads", *per_update)}
+    return peer["cpu_ratio"], ctx
 
 
 MEASURES = {

@@ -206,19 +206,35 @@ def bound_sentence(key: str, r: dict[str, Any], results: dict[str, Any]) -> str:
     if key == "engine_with_trainer_over_alone":
         return f"{c['with_trainer_tokens_per_s']['median']:.0f} vs {c['alone_tokens_per_s']['median']:.0f} tok/s."
     if key == "trl_over_ours_grpo_update":
-        return f"Per update: {trl_line(c)}."
+        return f"{trl_line(c)}."
     return ""
 
 
 def trl_line(c: dict[str, Any]) -> str:
-    """Seconds per update, CPU seconds and last rewards of TRL's GRPOTrainer and ours."""
+    """CPU and wall seconds per update and last rewards of TRL's GRPOTrainer and ours, then our
+    update's phases from the profile of the same run."""
     s, wall, cpu = c["settings"], c["pooled_update_s"], c["pooled_update_cpu_s"]
     last = {side: [round(curve[-1], 3) for curve in curves] for side, curves in c["rewards"].items()}
+    text = (
+        f"CPU seconds, B={s['batch_size']} x G={s['group_size']}, ours {c['our_rollout_batch'] or 'default'} "
+        f"per generate call, {c['steps']} updates per run: TRL {cpu['trl']['median']:.2f} vs ours "
+        f"{cpu['ours']['median']:.2f} s per update, pooled (wall {wall['trl']['median']:.2f} vs "
+        f"{wall['ours']['median']:.2f} s, ratio {c['wall_ratio']['median']:.3f}); last reward TRL {last['trl']} "
+        f"vs ours {last['ours']}; trl {c['versions']['trl']}"
+    )
+    return text + (f"; {profile_line(c['profile'])}" if c.get("profile") else "")
+
+
+def profile_line(p: dict[str, Any]) -> str:
+    """Our update's CPU seconds by phase (``measures/grpo_profile.py``), largest first; phases
+    under 1 % of the update summed as ``rest``."""
+    total = p["update_cpu_s"]["median"]
+    phases = sorted(p["phase_cpu_s_median"].items(), key=lambda item: -item[1])
+    rest = sum(v for _, v in phases if v < 0.01 * total)
+    shown = ", ".join(f"{k} {v:.3f}" for k, v in phases if v >= 0.01 * total)
     return (
-        f"B={s['batch_size']} x G={s['group_size']}, {c['steps']} updates: TRL {wall['trl']['median']:.2f} s "
-        f"vs ours {wall['ours']['median']:.2f} s (CPU {cpu['trl']['median']:.2f} vs {cpu['ours']['median']:.2f} s, "
-        f"ratio {c['cpu_ratio']['median']:.2f}); last reward TRL {last['trl']} vs ours {last['ours']}; "
-        f"trl {c['versions']['trl']}"
+        f"ours profiled in the same run (B={p['batch']}, {p['rollout_batch']} per call, {p['steps']} updates): "
+        f"{total:.3f} CPU s per update; medians by phase: {shown}, rest {rest:.3f}"
     )
 
 
