@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STUDIES = [
     (("results/report_cpu_v2", "docs/report/cpu"), "recipes/report_cpu.yaml"),
     (("results/study_cpu",), "recipes/report_study_cpu.yaml"),
+    (("results/study_arith40",), "recipes/report_study_arith40.yaml"),
 ]
 KEEP = {"config.yaml", "report_run_config.yaml", "report_run_attempt.yaml"}
 """What makes a run folder the run the report asks for: kept from ES's own run."""
