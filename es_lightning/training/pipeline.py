@@ -92,11 +92,7 @@ def run_pipeline(
     names = stage_names(stages)
     if len(set(names)) != len(names):
         raise ConfigError(f"stages: names must differ, got {names} (set `name:` on repeated strategies)")
-    total = config.max_steps
-    if total is None:
-        rows = module.task.load("train")[: config.train_limit]
-        total = steps_for_epochs(len(rows), config.batch_size, config.epochs)
-    budgets = split_budget(total, stages)
+    budgets = split_budget(_total_updates(module, config), stages)
     with hold_run_lock(config.output_dir, enabled=launched_rank() == 0):  # one process per folder
         prepare_run_dir(config.output_dir, config.resume, config.overwrite, python=True)  # one per folder
         if hparams is None and launched_rank() == 0:  # from Python: config.yaml as the CLI's
@@ -113,50 +109,60 @@ def run_pipeline(
             )
         _write_plan(Path(config.output_dir), names, budgets)
         results: dict[str, Any] = {}
-        model, offset = module.model, config.data_offset
+        model = module.model
         for i, (stage, name, steps) in enumerate(zip(stages, names, budgets)):
             out = Path(config.output_dir) / f"stage{i + 1}_{name}"
             done = newest_intact_checkpoint(out) if config.resume else None
             if done is not None and Checkpoint(done).step >= steps:
-                model, offset = str(done), offset + steps
+                model = str(done)
                 continue
             earlier = sum(budgets[:i])  # the stage's updates follow these on the pipeline's axis
-            resumed_at = Checkpoint(done).step if done is not None else None
-            stage_cfg = replace(
-                config,
-                output_dir=str(out),
-                max_steps=steps,
-                data_offset=offset,
-                eval_before=config.eval_before and i == 0,
-                resume=done is not None,
-                overwrite=done is None,  # a stage not resumed starts over in its own folder
-            )
             stage_module = module.with_model(model)
             if stage.train_sampling is not None:
                 stage_module.train_sampling = stage.train_sampling
-            trainer = Trainer(
+            results[name] = Trainer(
                 stage_module,
                 stage.strategy,
                 copy.deepcopy(rollout),
-                stage_cfg,
+                _stage_config(config, out, i, steps, earlier, done),
                 hparams={**(hparams or {}), "stage": {"index": i + 1, "name": name, "updates": steps}},
                 loggers=[
                     *(loggers or []),
-                    tensorboard_logger(config.output_dir, _purge_step(i, earlier, resumed_at)),
+                    tensorboard_logger(config.output_dir, _purge_step(i, earlier, done)),
                 ],
                 step_offset=earlier,
                 **shared,
-            )
-            results[name] = trainer.fit()
-            model, offset = str(latest_checkpoint(out)), offset + steps
+            ).fit()
+            model = str(latest_checkpoint(out))
         _print_pipeline_table(Path(config.output_dir), names)
         return results
 
 
-def _purge_step(index: int, earlier: int, resumed_at: int | None) -> int:
+def _total_updates(module: Any, config: Any) -> int:
+    """The pipeline's update budget: ``max_steps``, else ``epochs`` passes over the training rows."""
+    if config.max_steps is not None:
+        return config.max_steps
+    rows = module.task.load("train")[: config.train_limit]
+    return steps_for_epochs(len(rows), config.batch_size, config.epochs)
+
+
+def _stage_config(config: Any, out: Path, index: int, steps: int, earlier: int, done: Path | None) -> Any:
+    """Stage ``index``'s trainer settings: its folder, its updates, the data after the earlier stages'."""
+    return replace(
+        config,
+        output_dir=str(out),
+        max_steps=steps,
+        data_offset=config.data_offset + earlier,
+        eval_before=config.eval_before and index == 0,
+        resume=done is not None,
+        overwrite=done is None,  # a stage not resumed starts over in its own folder
+    )
+
+
+def _purge_step(index: int, earlier: int, done: Path | None) -> int:
     """Where the pipeline's TensorBoard run continues for a stage."""
-    if resumed_at is not None:
-        return earlier + resumed_at + 1
+    if done is not None:
+        return earlier + Checkpoint(done).step + 1
     return earlier + 1 if index > 0 else 0
 
 
