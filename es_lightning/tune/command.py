@@ -15,6 +15,7 @@ from es_lightning.errors import ConfigError
 from es_lightning.report.config import split_overrides
 from es_lightning.report.output import report_command
 from es_lightning.tune.config import Selection, TuneMethod, check_overrides
+from es_lightning.tune.grid import GridPoint, expand
 
 
 def run_tune(
@@ -120,7 +121,6 @@ def _method_summary(
     selection: Selection,
 ) -> dict[str, Any]:
     """A method's configurations, their scores and intervals, and the chosen one (its recipe written)."""
-    from es_lightning.tune.grid import expand
     from es_lightning.tune.selection import candidates_of, choose, control_pairs, delta_interval, over_control
 
     points = {point.label: point for point in expand(spec.grid)}
@@ -163,26 +163,30 @@ def _method_summary(
         summary["below_min_score"] = floor
     if best is not None:  # its recipe written into output_dir/chosen
         point = points[best.label]
-        overrides = point.overrides()
-        recipe = output_dir / "chosen" / f"{method}.yaml"
-        cfg = parser.parse(
-            ["--config", spec.recipe, *budget, *overrides], f"method {method}'s chosen configuration"
-        )
-        header = (
-            f"# {method}: {spec.recipe} with the configuration es-lightning tune chose on the validation\n"
-            f"# split ({' '.join(overrides)}) and the tuning budget ({' '.join(budget) or 'none'}).\n"
-            f"# Launch: es-lightning fit --config {recipe}\n"
-        )
-        recipe.parent.mkdir(parents=True, exist_ok=True)
-        recipe.write_text(header + parser.dump(cfg))
-        summary["chosen"] = {
-            "label": point.label,
-            "settings": dict(point.settings),
-            "score": best.score,
-            "overrides": overrides,
-            "recipe": str(recipe),
-        }
+        summary["chosen"] = _chosen(parser, method, spec.recipe, point, best.score, budget, output_dir)
     return summary
+
+
+def _chosen(
+    parser: Any, method: str, recipe: str, point: GridPoint, score: float | None, budget: list[str], out: Path
+) -> dict[str, Any]:
+    """Writes the chosen configuration's recipe to ``out/chosen/{method}.yaml``; returns its summary."""
+    overrides, path = point.overrides(), out / "chosen" / f"{method}.yaml"
+    cfg = parser.parse(["--config", recipe, *budget, *overrides], f"method {method}'s chosen configuration")
+    header = (
+        f"# {method}: {recipe} with the configuration es-lightning tune chose on the validation\n"
+        f"# split ({' '.join(overrides)}) and the tuning budget ({' '.join(budget) or 'none'}).\n"
+        f"# Launch: es-lightning fit --config {path}\n"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(header + parser.dump(cfg))
+    return {
+        "label": point.label,
+        "settings": dict(point.settings),
+        "score": score,
+        "overrides": overrides,
+        "recipe": str(path),
+    }
 
 
 def tune_parser() -> Any:
