@@ -39,16 +39,7 @@ def sparsity_curve(
 
     records: list[dict[str, Any]] = []
     view = analysis.get("view", "stored")
-    unthresholded = {
-        "tau": 0.0,
-        "folder": str(checkpoint),
-        "view": view,
-        "numel": analysis["numel"],
-        "nonzero": analysis["nonzero"],
-        "kept": analysis["nonzero"],
-        "reverted": 0,
-        "s_tau": 0.0,
-    }
+    unthresholded = _unthresholded(analysis, checkpoint, view)
 
     def points() -> Iterator[dict[str, Any]]:
         yield unthresholded
@@ -89,6 +80,20 @@ def sparsity_curve(
         "sparsity_curve": curve,
         "sparsity_curve_base": base_point,
         "sparsity_curve_png": str(plot_sparsity_curve(curve, png, title, base_point)),
+    }
+
+
+def _unthresholded(analysis: dict[str, Any], checkpoint: Path, view: str) -> dict[str, Any]:
+    """The checkpoint itself, the curve's first point (τ = 0): every change kept, none reverted."""
+    return {
+        "tau": 0.0,
+        "folder": str(checkpoint),
+        "view": view,
+        "numel": analysis["numel"],
+        "nonzero": analysis["nonzero"],
+        "kept": analysis["nonzero"],
+        "reverted": 0,
+        "s_tau": 0.0,
     }
 
 
